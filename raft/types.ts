@@ -1,0 +1,206 @@
+/**
+ * Shared vocabulary of the Raft library. The pure core (raft/core), the durable log (raft/storage),
+ * the transports (raft/transport), the driver (raft/node) and the simulator (raft/sim) all speak it.
+ *
+ * Nothing here does I/O. Units are in names: *_ms for milliseconds, *_bytes for sizes, ticks for core time.
+ * raft/ imports nothing from src/, http/ or storage/.
+ */
+
+export type NodeId = string;
+
+/** `normal` carries application data; `conf` carries an encoded ConfChange; `noop` is the empty entry a new leader appends. */
+export type EntryType = 'normal' | 'conf' | 'noop';
+
+export interface Entry {
+  term: number;
+  index: number;
+  type: EntryType;
+  /** Opaque application bytes (for `conf`: encoded ConfChange; for `noop`: empty). */
+  data: Uint8Array;
+}
+
+/** State that must be durable before any message that depends on it is sent. */
+export interface HardState {
+  term: number;
+  vote: NodeId | null;
+  commit: number;
+}
+
+/** Cluster membership. `votersOutgoing` is non-empty only while in a joint configuration. */
+export interface ConfState {
+  voters: NodeId[];
+  learners: NodeId[];
+  votersOutgoing: NodeId[];
+  /** Learners that become voters when the joint configuration is left (etcd's LearnersNext). */
+  learnersNext: NodeId[];
+  /** True when leaving the joint configuration happens automatically once it is committed. */
+  autoLeave: boolean;
+}
+
+export type ConfChangeType = 'addVoter' | 'addLearner' | 'removeNode';
+
+export interface ConfChangeSingle {
+  type: ConfChangeType;
+  node: NodeId;
+}
+
+/** A membership change: one change is a simple change; several (or `transition: 'joint'`) use joint consensus. An empty `changes` list leaves a joint configuration. */
+export interface ConfChange {
+  changes: ConfChangeSingle[];
+  transition?: 'auto' | 'joint';
+  /** Opaque application context (e.g. the new member's addresses), delivered with the applied entry. */
+  context?: Uint8Array;
+}
+
+export interface SnapshotMeta {
+  index: number;
+  term: number;
+  conf: ConfState;
+}
+
+export interface Snapshot {
+  meta: SnapshotMeta;
+  data: Uint8Array;
+}
+
+export type MessageType =
+  | 'preVote'
+  | 'preVoteResp'
+  | 'vote'
+  | 'voteResp'
+  | 'append'
+  | 'appendResp'
+  | 'heartbeat'
+  | 'heartbeatResp'
+  | 'snapshot'
+  | 'snapshotResp'
+  | 'timeoutNow'
+  | 'readIndex'
+  | 'readIndexResp'
+  | 'propose'
+  | 'transferLeader';
+
+/**
+ * One message between nodes. Fields not meaningful for a type are left at 0 / empty.
+ * A message is plain data: it is framed with msgpackr by the transports.
+ */
+export interface Message {
+  type: MessageType;
+  from: NodeId;
+  to: NodeId;
+  term: number;
+  /** Term of the entry at `index` (append: prevLogTerm; vote: lastLogTerm). */
+  logTerm: number;
+  /** append: prevLogIndex; vote: lastLogIndex; appendResp: last matched index or the rejected index. */
+  index: number;
+  entries: Entry[];
+  commit: number;
+  reject: boolean;
+  /** On a rejected append: the follower's hint for fast backtracking (index to retry from). */
+  rejectHint: number;
+  /** Term at rejectHint, for the leader's term-skipping backtrack. */
+  rejectTerm?: number;
+  /** For snapshot messages: one chunk of the snapshot being streamed. */
+  snapshot?: SnapshotChunk;
+  /** Opaque request context (read-index requests, heartbeats that carry them). */
+  context?: Uint8Array;
+}
+
+/** A bounded piece of a snapshot. The follower assembles chunks in order and installs on `done`. */
+export interface SnapshotChunk {
+  meta: SnapshotMeta;
+  offset_bytes: number;
+  data: Uint8Array;
+  done: boolean;
+}
+
+export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';
+
+export interface SoftState {
+  leader: NodeId | null;
+  role: Role;
+}
+
+/** Answer to a ReadIndex request: once the applied index reaches `index`, a read tagged `context` is linearizable. */
+export interface ReadState {
+  index: number;
+  context: Uint8Array;
+}
+
+/**
+ * Work the core hands to its driver. The driver must, in this order:
+ * 1. persist `snapshot` (if any), then `entries` (overwriting from entries[0].index), then `hardState` — one synced write;
+ * 2. send `messages` (only after step 1 is durable);
+ * 3. apply `committed` entries to the state machine (a snapshot first, if any);
+ * 4. call `advance(ready)`.
+ */
+export interface Ready {
+  softState: SoftState | null;
+  hardState: HardState | null;
+  entries: Entry[];
+  snapshot: Snapshot | null;
+  committed: Entry[];
+  messages: Message[];
+  readStates: ReadState[];
+}
+
+/** Read-only view of durable log storage the core consults (the LevelDB log implements it, as does the in-memory one). */
+export interface LogView {
+  initialState(): { hardState: HardState; conf: ConfState };
+  /** Index of the first entry still held (after compaction: snapshot index + 1). */
+  firstIndex(): number;
+  lastIndex(): number;
+  /** Term of entry `index`; for firstIndex()-1 returns the snapshot term. Throws CompactedError / UnavailableError otherwise. */
+  term(index: number): number;
+  /** Entries in [lo, hi), at most maxBytes (at least one entry if any exists). */
+  entries(lo: number, hi: number, maxBytes: number): Entry[];
+  snapshot(): Snapshot | null;
+}
+
+export class CompactedError extends Error {
+  constructor(index: number) {
+    super(`raft: requested index ${index} is compacted`);
+    this.name = 'CompactedError';
+  }
+}
+
+export class UnavailableError extends Error {
+  constructor(index: number) {
+    super(`raft: requested index ${index} is unavailable`);
+    this.name = 'UnavailableError';
+  }
+}
+
+/** Deterministic randomness injected into the core (seeded in tests and the simulator). */
+export interface Random {
+  /** Integer in [0, n). */
+  int(n: number): number;
+}
+
+/** Options of the pure core. Time is measured in ticks; the driver decides how long a tick is. */
+export interface CoreOptions {
+  id: NodeId;
+  storage: LogView;
+  random: Random;
+  electionTicks: number;
+  heartbeatTicks: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  /** Max bytes of entries in one append message. */
+  maxMsgBytes: number;
+  /** Max append messages in flight to one follower (pipelining window). */
+  maxInflightMsgs: number;
+  /** Max bytes of proposed-but-uncommitted entries on the leader; further proposals are dropped (ProposalDroppedError). */
+  maxUncommittedBytes: number;
+  /** Max bytes per snapshot chunk streamed to a follower. */
+  snapshotChunkBytes: number;
+  /** Index already applied by the state machine at start (committed entries up to it are not handed out again). */
+  applied: number;
+}
+
+export class ProposalDroppedError extends Error {
+  constructor(reason: string) {
+    super(`raft: proposal dropped: ${reason}`);
+    this.name = 'ProposalDroppedError';
+  }
+}
