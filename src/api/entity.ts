@@ -1,0 +1,301 @@
+import type { HttpResponse } from '../../http/types.js';
+import type { EntityDef, FieldDef, Row } from '../../storage/types.js';
+import {
+  createSymbolTable,
+  type QuerySymbol,
+  type SymbolTable,
+} from '../../storage/zitiql/index.js';
+import { type Schema, type SchemaNode, s } from '../schema/s.js';
+import { shortId } from '../util/ids.js';
+import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
+import { fieldError } from './errors.js';
+import { listQuery, listResponse } from './list.js';
+import { type Access, type ApiName, type OpContext, type OpDef, op } from './op.js';
+import { created, ok, okEmpty } from './respond.js';
+import type { Services } from './services.js';
+
+export type WriteMode = 'create' | 'update' | 'patch';
+export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
+
+/**
+ * Everything specific to one entity type, in one place. From it come: the store's entity definition, the
+ * ZitiQL symbols and `filterableFields`, the CRUD operations with their validation, and the served schemas.
+ */
+export interface EntitySpec<C = any, U = any, P = any> {
+  /** Store collection and API path segment, e.g. `identities`. */
+  name: string;
+  /** Singular type for messages and refs, e.g. `identity`. */
+  type: string;
+  /** OpenAPI tag, e.g. `Identity`. */
+  tag: string;
+  /** For operation ids: `listIdentities`, `detailIdentity`, `createIdentity`... */
+  singular: string;
+  plural: string;
+  /** Management permission entity (`identity` → `identity`, `identity.read`...). */
+  permission?: string;
+  fields: Record<string, FieldDef>;
+  /** Extra ZitiQL symbols (computed or relational). */
+  symbols?: (svc: Services) => Record<string, QuerySymbol>;
+  /** Stored fields that are not ZitiQL symbols beyond those marked `filter: false`. */
+  detail: Schema<any>;
+  create?: Schema<C>;
+  update?: Schema<U>;
+  patch?: Schema<P>;
+  /** Entity-specific API fields of a row (base fields and `_links.self` are added generically). */
+  toApi(row: Row, svc: Services): Record<string, unknown>;
+  /** Body → stored fields. Default: copy the body keys that are stored fields. May throw ApiError for semantic checks. */
+  fromApi?(body: Record<string, unknown>, mode: WriteMode, svc: Services, existing?: Row): Promise<Record<string, unknown>> | Record<string, unknown>;
+  /** Values stored for fields a PUT leaves out (PUT replaces every field). */
+  updateDefaults?: Record<string, unknown>;
+  /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
+  operations?: Partial<Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string }>>;
+  /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
+  roleAttributesField?: string;
+  /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
+  beforeDelete?(row: Row, svc: Services): void;
+  /** `_links` beyond `self`. */
+  links?(row: Row): Record<string, { href: string }>;
+}
+
+export interface Entity<C = any, U = any, P = any> extends EntitySpec<C, U, P> {
+  def: EntityDef;
+  symbolTable(svc: Services): SymbolTable;
+  /** The full API representation: base fields, `_links`, then the entity's own fields. */
+  render(row: Row, svc: Services): Record<string, unknown>;
+  ops(): OpDef<any>[];
+}
+
+const TYPE_OF: Record<string, QuerySymbol['type'] | null> = {
+  string: 'string',
+  number: 'number',
+  bool: 'bool',
+  datetime: 'datetime',
+  object: null,
+  map: null,
+};
+
+export function baseSymbols(): Record<string, QuerySymbol> {
+  return {
+    id: { type: 'string', set: false, get: (r: Row) => r.id, indexed: true },
+    createdAt: { type: 'datetime', set: false, get: (r: Row) => r.createdAt },
+    updatedAt: { type: 'datetime', set: false, get: (r: Row) => r.updatedAt },
+  };
+}
+
+function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
+  const out: Record<string, QuerySymbol> = {};
+  for (const [name, f] of Object.entries(fields)) {
+    const type = TYPE_OF[f.type];
+    if (f.filter === false || !type) continue;
+    out[name] = {
+      type,
+      set: !!f.set,
+      get: (r: Row) => r[name],
+      indexed: !!(f.index || f.unique || f.ref),
+    };
+  }
+  return out;
+}
+
+export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P> {
+  const def: EntityDef = { name: spec.name, type: spec.type, fields: spec.fields };
+  let cachedSymbols: SymbolTable | null = null;
+  const entity: Entity<C, U, P> = {
+    ...spec,
+    def,
+    symbolTable(svc) {
+      cachedSymbols ??= createSymbolTable({
+        symbols: { ...baseSymbols(), ...fieldSymbols(spec.fields), ...(spec.symbols?.(svc) ?? {}) },
+        maps: { tags: (r: Row) => r.tags },
+      });
+      return cachedSymbols;
+    },
+    render(row, svc) {
+      return {
+        _links: { self: { href: `./${spec.name}/${row.id}` }, ...(spec.links?.(row) ?? {}) },
+        createdAt: row.createdAt,
+        id: row.id,
+        tags: row.tags ?? {},
+        updatedAt: row.updatedAt,
+        ...spec.toApi(row, svc),
+      };
+    },
+    ops: () => crudOps(entity),
+  };
+  return entity;
+}
+
+/** Default body → stored fields: the body keys that name stored fields. */
+function pickStored(entity: EntitySpec, body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (k in entity.fields || k === 'tags') out[k] = v;
+  return out;
+}
+
+async function toStored(entity: EntitySpec, body: Record<string, unknown>, mode: WriteMode, svc: Services, existing?: Row) {
+  const data = entity.fromApi ? await entity.fromApi(body, mode, svc, existing) : pickStored(entity, body);
+  if ('tags' in body) data.tags = body.tags ?? {};
+  if (mode === 'update') {
+    // PUT replaces every field the update body defines: absent ones go back to their defaults.
+    for (const key of Object.keys(entity.update?.properties ?? {})) {
+      if (key in data || !(key in entity.fields || key === 'tags')) continue;
+      data[key] = key === 'tags' ? {} : (entity.updateDefaults?.[key] ?? null);
+    }
+  }
+  return data;
+}
+
+function opConfig(entity: EntitySpec, which: CrudOp) {
+  const c = entity.operations?.[which];
+  if (c === false) return null;
+  const cfg = typeof c === 'object' ? c : {};
+  return { apis: cfg.apis ?? (['management'] as ApiName[]), access: cfg.access ?? ('admin' as Access), operationId: cfg.operationId };
+}
+
+const ID_PATH = (name: string) => `/${name}/{id}`;
+
+function crudOps(entity: Entity): OpDef<any>[] {
+  const ops: OpDef<any>[] = [];
+  const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
+  const base = detailName.replace(/Detail$/, '');
+  const permission = entity.permission;
+  const list = opConfig(entity, 'list');
+  if (list) {
+    ops.push(
+      op({
+        method: 'GET',
+        path: `/${entity.name}`,
+        apis: list.apis,
+        operationId: list.operationId ?? `list${entity.plural}`,
+        tags: [entity.tag],
+        summary: `List ${entity.plural.toLowerCase()}`,
+        description: `Retrieves a list of ${entity.type} resources; supports filtering, sorting, and pagination.`,
+        access: list.access,
+        permission,
+        query: [
+          { name: 'limit', type: 'integer' },
+          { name: 'offset', type: 'integer' },
+          { name: 'filter', type: 'string' },
+          ...(entity.roleAttributesField
+            ? ([
+                { name: 'roleFilter', type: 'array' },
+                { name: 'roleSemantic', type: 'string' },
+              ] as const)
+            : []),
+        ],
+        responses: { 200: { description: `A list of ${entity.plural.toLowerCase()}`, schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail) } },
+        handler: (ctx) => {
+          const result = listQuery(entity, ctx);
+          return listResponse(result, (row) => entity.render(row, ctx.svc), entity.symbolTable(ctx.svc));
+        },
+      }),
+    );
+  }
+  const detail = opConfig(entity, 'detail');
+  if (detail) {
+    ops.push(
+      op({
+        method: 'GET',
+        path: ID_PATH(entity.name),
+        apis: detail.apis,
+        operationId: detail.operationId ?? `detail${entity.singular}`,
+        tags: [entity.tag],
+        summary: `Retrieves a single ${entity.type}`,
+        access: detail.access,
+        permission,
+        responses: { 200: { description: `A single ${entity.type}`, schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail) } },
+        handler: (ctx) => ok(entity.render(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc)),
+      }),
+    );
+  }
+  const create = opConfig(entity, 'create');
+  if (create && entity.create) {
+    ops.push(
+      op({
+        method: 'POST',
+        path: `/${entity.name}`,
+        apis: create.apis,
+        operationId: create.operationId ?? `create${entity.singular}`,
+        tags: [entity.tag],
+        summary: `Create a ${entity.type} resource`,
+        access: create.access,
+        permission,
+        body: entity.create,
+        bodyName: base,
+        responses: { 201: { description: 'The create request was successful and the resource has been added at the following location', schema: createEnvelope } },
+        handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
+          const data = await toStored(entity, ctx.body, 'create', ctx.svc);
+          const id = (data.id as string | undefined) ?? shortId();
+          delete data.id;
+          await ctx.svc.write({ op: 'create', entity: entity.name, id, data, at: ctx.svc.nowIso() });
+          return created(entity.name, id);
+        },
+      }),
+    );
+  }
+  for (const which of ['update', 'patch'] as const) {
+    const cfg = opConfig(entity, which);
+    const schema = which === 'update' ? entity.update : entity.patch;
+    if (!cfg || !schema) continue;
+    ops.push(
+      op({
+        method: which === 'update' ? 'PUT' : 'PATCH',
+        path: ID_PATH(entity.name),
+        apis: cfg.apis,
+        operationId: cfg.operationId ?? `${which}${entity.singular}`,
+        tags: [entity.tag],
+        summary: which === 'update' ? `Update all fields on a ${entity.type}` : `Update the supplied fields on a ${entity.type}`,
+        access: cfg.access,
+        permission,
+        body: schema,
+        bodyName: base,
+        responses: { 200: { description: 'The update request was successful and the resource has been altered', schema: empty } },
+        handler: async (ctx: OpContext<any>) => {
+          const existing = ctx.svc.require(entity.name, ctx.params.id!);
+          const set = await toStored(entity, ctx.body, which, ctx.svc, existing);
+          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
+          return okEmpty();
+        },
+      }),
+    );
+  }
+  const del = opConfig(entity, 'delete');
+  if (del) {
+    ops.push(
+      op({
+        method: 'DELETE',
+        path: ID_PATH(entity.name),
+        apis: del.apis,
+        operationId: del.operationId ?? `delete${entity.singular}`,
+        tags: [entity.tag],
+        summary: `Delete a ${entity.type}`,
+        access: del.access,
+        permission,
+        responses: { 200: { description: 'The delete request was successful and the resource has been removed', schema: empty } },
+        handler: async (ctx) => {
+          if (entity.beforeDelete) entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc);
+          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
+          return okEmpty();
+        },
+      }),
+    );
+  }
+  return ops;
+}
+
+/** Detail schema = baseEntity + the entity's own properties (as the spec composes it). */
+export function detailSchema<T>(name: string, own: Schema<T>): Schema<T> {
+  return s.named(name, s.allOf(baseEntity, own)) as unknown as Schema<T>;
+}
+
+/** Role attributes on entities: plain strings; `#`/`@` prefixes are reserved for policy roles. */
+export function checkRoleAttributes(field: string, values: unknown): string[] {
+  if (values === null || values === undefined) return [];
+  const list = values as string[];
+  for (const v of list) {
+    if (v.startsWith('#') || v.startsWith('@')) {
+      throw fieldError(field, 'role attributes may not be prefixed with #/@', v);
+    }
+  }
+  return [...new Set(list)];
+}

@@ -1,0 +1,64 @@
+import { ApiError, Errors, fieldError } from '../../http/errors.js';
+import type { StoreError } from '../../storage/types.js';
+import { QueryError } from '../../storage/zitiql/index.js';
+import type { FieldError } from '../schema/validate.js';
+
+export { ApiError, Errors, fieldError };
+
+/** A request-schema failure: 400 COULD_NOT_VALIDATE with `cause.field` naming the field. */
+export function validationError(e: FieldError): ApiError {
+  return Errors.COULD_NOT_VALIDATE({ field: e.field, reason: e.reason, value: e.value });
+}
+
+/** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
+export function storeError(e: StoreError): ApiError {
+  if (e.apiCode && e.apiCode in Errors) {
+    return Errors[e.apiCode as keyof typeof Errors]({ field: e.field ?? '', reason: e.reason, value: e.value });
+  }
+  switch (e.code) {
+    case 'NOT_FOUND':
+      return Errors.NOT_FOUND({ code: 'UNHANDLED', message: e.reason });
+    case 'UNIQUE':
+    case 'INVALID':
+      return fieldError(e.field ?? '', e.reason, e.value);
+    case 'REF_NOT_FOUND':
+      return fieldError(e.field ?? '', e.reason, e.value);
+    case 'ALREADY_EXISTS':
+      return fieldError('id', e.reason, e.id);
+    case 'REFERENCED':
+      return Errors.CAN_NOT_DELETE_REFERENCED_ENTITY({ field: 'id', reason: e.reason, value: e.id });
+    case 'SYSTEM_UPDATE':
+      return Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: e.reason });
+    case 'SYSTEM_DELETE':
+      return Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: e.reason });
+    case 'CONFLICT':
+      return Errors.COULD_NOT_VALIDATE({ field: e.field ?? '', reason: e.reason, value: e.value });
+  }
+}
+
+export function queryError(e: QueryError): ApiError {
+  const cause = { field: e.field ?? 'filter', reason: e.reason, value: e.value };
+  switch (e.code) {
+    case 'INVALID_FILTER':
+      return Errors.INVALID_FILTER(cause);
+    case 'INVALID_PAGINATION':
+      return Errors.INVALID_PAGINATION(cause);
+    case 'INVALID_SORT_IDENTIFIER':
+      return Errors.INVALID_SORT_IDENTIFIER(cause);
+  }
+}
+
+export function notFound(type: string, id: string): ApiError {
+  return Errors.NOT_FOUND({ code: 'UNHANDLED', message: `${type} with id ${id} not found` });
+}
+
+const WWW_MISSING =
+  'zt-session realm="zt-session" error="missing" error_description="no matching token was provided",' +
+  'Bearer realm="openziti-oidc" error="missing" error_description="no matching token was provided"';
+const WWW_INVALID = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"';
+
+/** 401 UNAUTHORIZED with OpenZiti's WWW-Authenticate challenge. */
+export function unauthorized(kind: 'missing' | 'invalid' | 'forbidden'): ApiError {
+  const header = kind === 'missing' ? WWW_MISSING : WWW_INVALID;
+  return Errors.UNAUTHORIZED(undefined, { headers: { 'www-authenticate': header } });
+}

@@ -1,0 +1,71 @@
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import type { Row } from '../../storage/types.js';
+import type { Schema, SchemaNode } from '../schema/s.js';
+import type { Services } from './services.js';
+
+export type ApiName = 'client' | 'management';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * Who may call an operation (OpenZiti's permission resolvers):
+ * - `none`: no session needed;
+ * - `partial`: any session, even one still waiting for MFA;
+ * - `authenticated`: a fully authenticated session;
+ * - `admin`: an admin identity (or, for management entity routes, a matching `permissions` entry: see auth.ts).
+ */
+export type Access = 'none' | 'partial' | 'authenticated' | 'admin';
+
+export interface QueryParamDoc {
+  name: string;
+  type: 'string' | 'integer' | 'array' | 'boolean';
+  required?: boolean;
+  enum?: readonly string[];
+  description?: string;
+}
+
+export interface ResponseDoc {
+  description: string;
+  schema?: SchemaNode;
+}
+
+/** The caller, once authenticated. */
+export interface Caller {
+  session: Row;
+  identity: Row;
+}
+
+export interface OpContext<B> {
+  req: HttpRequest;
+  body: B;
+  params: Record<string, string>;
+  caller: Caller | null;
+  svc: Services;
+  api: ApiName;
+}
+
+export interface OpDef<B = unknown> {
+  method: Method;
+  /** Path relative to the API base, OpenAPI style: `/identities/{id}`. */
+  path: string;
+  apis: readonly ApiName[];
+  operationId?: string;
+  tags: readonly string[];
+  summary: string;
+  description?: string;
+  access: Access;
+  /** Permission entity for management access (e.g. `identity`): `identity` / `identity.read` grant it. */
+  permission?: string;
+  body?: Schema<B>;
+  bodyName?: string;
+  /** An absent body is an error (go-swagger: "<bodyName> in body is required"). Default: true when `body` is set. */
+  bodyRequired?: boolean;
+  query?: readonly QueryParamDoc[];
+  responses: Record<number, ResponseDoc>;
+  /** Served but left out of the OpenAPI document (e.g. `swagger.json` itself). */
+  undocumented?: boolean;
+  handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;
+}
+
+export function op<B = undefined>(def: OpDef<B>): OpDef<B> {
+  return def;
+}

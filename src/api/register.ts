@@ -1,0 +1,110 @@
+import type { Router } from '../../http/router.js';
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { validate } from '../schema/validate.js';
+import { Errors, unauthorized, validationError } from './errors.js';
+import type { ApiName, Caller, OpDef } from './op.js';
+import type { Services } from './services.js';
+
+export const API_BASE: Record<ApiName, string> = {
+  client: '/edge/client/v1',
+  management: '/edge/management/v1',
+};
+
+export interface RouteMeta {
+  op: OpDef<any>;
+  api: ApiName;
+}
+
+const ACTION_OF: Record<string, string> = { GET: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+
+/**
+ * Management access (OpenZiti's DefaultManagementAccess): an admin, or an identity whose `permissions` hold
+ * `admin_readonly` (reads), the entity permission (e.g. `identity`) or the entity-action one (`identity.read`).
+ */
+export function hasAdminAccess(identity: Caller['identity'], op: OpDef<any>): boolean {
+  if (identity.isAdmin === true) return true;
+  if (!op.permission) return false;
+  const perms = (identity.permissions as string[] | undefined) ?? [];
+  if (perms.length === 0) return false;
+  const action = ACTION_OF[op.method]!;
+  if (action === 'read' && perms.includes('admin_readonly')) return true;
+  return perms.includes(op.permission) || perms.includes(`${op.permission}.${action}`);
+}
+
+/** Go's `time.Time.String()` (the format OpenZiti uses in the `expires-at` header). */
+export function goTimeString(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const frac = d.getUTCMilliseconds() ? `.${pad(d.getUTCMilliseconds(), 3).replace(/0+$/, '')}` : '';
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac} +0000 UTC`;
+}
+
+function authenticate(op: OpDef<any>, req: HttpRequest, svc: Services): Caller | null {
+  const token = req.headers['zt-session']?.trim();
+  if (op.access === 'none') {
+    // Unauthenticated operations still see a valid session when one is sent (e.g. for response headers).
+    return token ? svc.sessions.resolve(token) : null;
+  }
+  if (!token) throw unauthorized('missing');
+  const caller = svc.sessions.resolve(token);
+  if (!caller) throw unauthorized('invalid');
+  const partial = caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true;
+  if (partial && op.access !== 'partial') throw unauthorized('forbidden');
+  if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');
+  return caller;
+}
+
+function readBody(op: OpDef<any>, req: HttpRequest): unknown {
+  if (!op.body) return undefined;
+  const body = req.json();
+  if (body === undefined) {
+    if (op.bodyRequired === false) return undefined;
+    const name = op.bodyName ?? 'body';
+    throw validationError({ field: name, reason: `${name} in body is required`, value: null });
+  }
+  const err = validate(op.body, body);
+  if (err) throw validationError(err);
+  return body;
+}
+
+/** Wraps an operation as an HTTP handler: authentication and access, body validation, session activity. */
+export function handlerFor(op: OpDef<any>, api: ApiName, svc: Services) {
+  return async (req: HttpRequest): Promise<HttpResponse> => {
+    const caller = authenticate(op, req, svc);
+    const body = readBody(op, req);
+    if (caller) svc.sessions.touch(caller.session);
+    const res = await op.handler({ req, body, params: req.params, caller, svc, api });
+    if (!caller || op.path === '/current-api-session' && op.method === 'DELETE') return res;
+    const expiresAt = svc.sessions.expiresAtMs(caller.session);
+    return {
+      ...res,
+      headers: {
+        ...res.headers,
+        'expiration-seconds': String(svc.sessions.expirationSeconds(caller.session)),
+        'expires-at': goTimeString(expiresAt),
+      },
+    };
+  };
+}
+
+/** Mounts every operation on every API it belongs to. */
+export function mountOps(router: Router<RouteMeta>, ops: OpDef<any>[], svc: Services): void {
+  for (const op of ops) {
+    for (const api of op.apis) router.add(op.method, API_BASE[api] + op.path, handlerFor(op, api, svc), { op, api });
+  }
+}
+
+/**
+ * OpenZiti's path rewriting (REFERENCE §1): `/` and `/version` → the client API's version; `/edge/v1` → the
+ * client API; legacy paths without an API prefix → the client API. Keel's own endpoints are left alone.
+ */
+export function rewritePath(path: string): string {
+  if (path === '/' || path === '' || path === '/version') return `${API_BASE.client}/version`;
+  if (path === '/.well-known/est/cacerts') return `${API_BASE.client}/.well-known/est/cacerts`;
+  if (path.startsWith('/edge/v1/') || path === '/edge/v1') return API_BASE.client + path.slice('/edge/v1'.length);
+  if (path.startsWith('/edge/') || path.startsWith('/fabric/') || path.startsWith('/.well-known/')) return path;
+  if (path === '/metrics' || path.startsWith('/health-checks') || path.startsWith('/keel/')) return path;
+  return API_BASE.client + path;
+}
+
+export { Errors };

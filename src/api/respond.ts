@@ -1,0 +1,39 @@
+import { dataEnvelope } from '../../http/errors.js';
+import type { HttpResponse } from '../../http/types.js';
+
+export function ok(data: unknown, meta: object = {}): HttpResponse {
+  return dataEnvelope(data, meta);
+}
+
+const EMPTY: HttpResponse = dataEnvelope({}, {});
+
+/** 200 `{"data":{},"meta":{}}` (update, patch, delete and other actions). */
+export function okEmpty(): HttpResponse {
+  return EMPTY;
+}
+
+/** 201 with the created entity's id and `_links.self`. */
+export function created(entity: string, id: string): HttpResponse {
+  return dataEnvelope({ _links: { self: { href: `./${entity}/${id}` } }, id }, {}, 201);
+}
+
+/** int64 max: what OpenZiti reports as the limit of an unlimited (`limit none` / `limit=-1`) list. */
+const NO_LIMIT = '9223372036854775807';
+
+/** A list envelope; the pagination JSON is written by hand so that "no limit" keeps Go's int64 value exactly. */
+export function listEnvelope(
+  items: unknown[],
+  page: { limit: number; offset: number; totalCount: number } | null,
+  filterableFields: string[],
+): HttpResponse {
+  const parts = [`"filterableFields":${JSON.stringify(filterableFields)}`];
+  if (page) {
+    const limit = page.limit < 0 ? NO_LIMIT : String(page.limit);
+    parts.push(`"pagination":{"limit":${limit},"offset":${page.offset},"totalCount":${page.totalCount}}`);
+  }
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: `{"data":${JSON.stringify(items)},"meta":{${parts.join(',')}}}`,
+  };
+}

@@ -1,0 +1,69 @@
+import type { Proposer } from '../../storage/local-proposer.js';
+import { OverloadedError } from '../../storage/local-proposer.js';
+import type { Store } from '../../storage/store.js';
+import type { Command, Row } from '../../storage/types.js';
+import type { SessionService } from '../auth/sessions.js';
+import { ApiError, Errors, notFound, storeError } from './errors.js';
+
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface ControllerConfig {
+  /** An API session expires after this long without a request. */
+  sessionTimeout_ms: number;
+  /** Addresses clients use to reach this controller's APIs, e.g. `https://ctrl.example.com:1280`. */
+  apiBaseUrls: string[];
+  /** Random per-process id reported in the `ziti-instance-id` header. */
+  instanceId: string;
+  /** `HA_CONTROLLER` is reported when running as a Raft cluster. */
+  clustered: boolean;
+}
+
+/**
+ * What operation handlers use: reads from the local store, writes through the proposer (and only through it),
+ * the clock, the configuration and the session service.
+ */
+export class Services {
+  sessions!: SessionService;
+  /** The `enrollment` block of an identity (filled in by the enrollment module). */
+  enrollmentsOf?: (identityId: string) => Record<string, unknown>;
+
+  constructor(
+    readonly store: Store,
+    private readonly proposer: Proposer,
+    readonly config: ControllerConfig,
+    readonly clock: Clock = systemClock,
+  ) {}
+
+  nowIso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  get(entity: string, id: string): Row | undefined {
+    return this.store.get(entity, id);
+  }
+
+  /** The row or 404 NOT_FOUND, worded as OpenZiti does. */
+  require(entity: string, id: string): Row {
+    const row = this.store.get(entity, id);
+    if (!row) throw notFound(this.store.schema.def(entity).type, id);
+    return row;
+  }
+
+  /** Proposes a command and waits until it is durable and applied; a recorded failure becomes its HTTP error. */
+  async write(cmd: Command): Promise<unknown> {
+    let result: Awaited<ReturnType<Proposer['propose']>>;
+    try {
+      result = await this.proposer.propose(cmd);
+    } catch (err) {
+      if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
+      if (err instanceof ApiError) throw err;
+      throw err;
+    }
+    if (!result.ok) throw storeError(result.error);
+    return result.value;
+  }
+}

@@ -1,0 +1,141 @@
+import type { Row } from '../../storage/types.js';
+import type { Services } from '../api/services.js';
+
+/** At most this many activity updates go into one replicated command. */
+const MAX_TOUCHES_PER_COMMAND = 1000;
+/** At most this many expired sessions are deleted per sweep command. */
+const MAX_SWEEP_PER_COMMAND = 1000;
+
+export interface ResolvedSession {
+  session: Row;
+  identity: Row;
+}
+
+/**
+ * API sessions: token lookup (an O(1) unique-index hit), idle expiry, and activity tracking.
+ *
+ * Activity is recorded in memory on every request and written to the replicated store in batches
+ * (every `flush_ms`), so a busy session costs no write per request. A sweeper deletes sessions idle for longer
+ * than the timeout. Expiry is judged from the newest activity this node knows (its own, or the stored one).
+ */
+export class SessionService {
+  private readonly activity = new Map<string, number>();
+  private readonly dirty = new Set<string>();
+  private timers: NodeJS.Timeout[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly svc: Services,
+    private readonly opts: { flush_ms: number; sweep_ms: number } = { flush_ms: 5_000, sweep_ms: 15_000 },
+  ) {}
+
+  start(): void {
+    this.timers.push(setInterval(() => void this.flush(), this.opts.flush_ms).unref());
+    this.timers.push(setInterval(() => void this.sweep(), this.opts.sweep_ms).unref());
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    await this.flush();
+  }
+
+  private lastActivityMs(row: Row): number {
+    const stored = Date.parse(row.lastActivityAt as string);
+    const local = this.activity.get(row.id) ?? 0;
+    return Math.max(stored, local);
+  }
+
+  lastActivityIso(row: Row): string {
+    return new Date(this.lastActivityMs(row)).toISOString();
+  }
+
+  expiresAtMs(row: Row): number {
+    return this.lastActivityMs(row) + this.svc.config.sessionTimeout_ms;
+  }
+
+  /** Seconds until expiry (OpenZiti's `expirationSeconds`). */
+  expirationSeconds(row: Row): number {
+    return Math.max(0, Math.round((this.expiresAtMs(row) - this.svc.clock.now()) / 1000));
+  }
+
+  authQueries(row: Row): unknown[] {
+    if (row.isMfaRequired && !row.isMfaComplete) {
+      return [{ format: 'numeric', httpMethod: 'POST', httpUrl: './authenticate/mfa', maxLength: 8, minLength: 4, provider: 'ziti', typeId: 'MFA' }];
+    }
+    return [];
+  }
+
+  /** The live session and identity for a token, or null (unknown, expired, or the identity is gone). */
+  resolve(token: string): ResolvedSession | null {
+    const c = this.svc.store.collection('api-sessions');
+    const ids = c.lookup('token', token);
+    let id: string | undefined;
+    for (const x of ids ?? []) id = x;
+    if (id === undefined) return null;
+    const session = c.get(id)!;
+    if (this.svc.clock.now() > this.expiresAtMs(session)) return null;
+    const identity = this.svc.store.get('identities', session.identityId as string);
+    if (!identity) return null;
+    return { session, identity };
+  }
+
+  /** Records a request on the session (in memory; persisted by the next flush). */
+  touch(session: Row): void {
+    this.activity.set(session.id, this.svc.clock.now());
+    this.dirty.add(session.id);
+  }
+
+  /** Forgets local state of a session that was removed. */
+  forget(id: string): void {
+    this.activity.delete(id);
+    this.dirty.delete(id);
+  }
+
+  async flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    this.flushing = (async () => {
+      try {
+        while (this.dirty.size > 0) {
+          const touches: [string, string][] = [];
+          for (const id of this.dirty) {
+            this.dirty.delete(id);
+            const ms = this.activity.get(id);
+            if (ms !== undefined) touches.push([id, new Date(ms).toISOString()]);
+            if (touches.length >= MAX_TOUCHES_PER_COMMAND) break;
+          }
+          if (touches.length === 0) break;
+          await this.svc.write({ op: 'custom', name: 'touchSessions', args: { touches }, at: this.svc.nowIso() });
+        }
+      } catch {
+        // Activity is best effort: a failed flush only shortens sessions; the next flush retries newer values.
+      } finally {
+        this.flushing = null;
+      }
+    })();
+    return this.flushing;
+  }
+
+  /** Deletes sessions idle for longer than the timeout. */
+  async sweep(): Promise<number> {
+    const now = this.svc.clock.now();
+    const expired: string[] = [];
+    for (const row of this.svc.store.collection('api-sessions').scan()) {
+      if (now > this.expiresAtMs(row)) expired.push(row.id);
+    }
+    let deleted = 0;
+    for (let i = 0; i < expired.length; i += MAX_SWEEP_PER_COMMAND) {
+      const ops = expired
+        .slice(i, i + MAX_SWEEP_PER_COMMAND)
+        .map((id) => ({ op: 'delete' as const, entity: 'api-sessions', id, at: this.svc.nowIso(), system: true, ifExists: true }));
+      try {
+        await this.svc.write({ op: 'batch', ops });
+        deleted += ops.length;
+      } catch {
+        break;
+      }
+    }
+    for (const id of expired) this.forget(id);
+    return deleted;
+  }
+}

@@ -1,0 +1,128 @@
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
+import { KEEL_VERSION } from '../version.js';
+
+const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
+
+Usage:
+  keel run [options]      run a controller node
+
+Options of run:
+  --data-dir DIR          data directory (default ./data); created and initialised on first start
+  --listen HOST:PORT      API listener (default 127.0.0.1:1280)
+  --advertise URL         base URL clients use to reach the listener (default http://<listen>)
+  --admin-password P      password of the default admin on first start (or KEEL_ADMIN_PASSWORD);
+                          without either, a strong password is generated and printed once
+  --engine uws|node       HTTP engine (default uws)
+  --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
+  -h, --help              this text
+`;
+
+export function parseDuration(text: string): number {
+  const m = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
+  if (!m) throw new Error(`invalid duration '${text}' (use e.g. 500ms, 90s, 30m, 2h)`);
+  const n = Number(m[1]);
+  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  return n * unit;
+}
+
+export function parseListen(text: string): { host: string; port: number } {
+  const i = text.lastIndexOf(':');
+  if (i <= 0) throw new Error(`invalid --listen '${text}' (use HOST:PORT)`);
+  const host = text.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(text.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port in --listen '${text}'`);
+  return { host, port };
+}
+
+async function run(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'data-dir': { type: 'string', default: './data' },
+      listen: { type: 'string', default: '127.0.0.1:1280' },
+      advertise: { type: 'string' },
+      'admin-password': { type: 'string' },
+      engine: { type: 'string', default: 'uws' },
+      'session-timeout': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const logger = pino({ name: 'keel', level: process.env.KEEL_LOG_LEVEL ?? 'info' }, pino.destination(2));
+  const { host, port } = parseListen(values.listen!);
+  const engine = values.engine === 'node' ? 'node' : values.engine === 'uws' ? 'uws' : null;
+  if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
+  const advertiseHost = host === '0.0.0.0' || host === '::' ? hostname() : host;
+  const dataDir = resolve(values['data-dir']!);
+  const ctl = await Controller.start({
+    dataDir,
+    host,
+    port,
+    engine,
+    adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
+    sessionTimeout_ms: values['session-timeout'] ? parseDuration(values['session-timeout']) : DEFAULT_SESSION_TIMEOUT_MS,
+    apiBaseUrls: values.advertise ? [values.advertise.replace(/\/+$/, '')] : undefined,
+    log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+  });
+  const base = values.advertise?.replace(/\/+$/, '') ?? `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
+  if (!values.advertise) ctl.svc.config.apiBaseUrls.splice(0, ctl.svc.config.apiBaseUrls.length, base);
+  const lines = [
+    `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,
+    `  Client API:      ${base}/edge/client/v1`,
+    `  Management API:  ${base}/edge/management/v1`,
+    `  Admin username:  admin`,
+  ];
+  if (ctl.generatedAdminPassword) {
+    lines.push(`  Admin password:  ${ctl.generatedAdminPassword}   (generated: shown this once, keep it safe)`);
+  } else {
+    lines.push('  Admin password:  (as configured on first start)');
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    try {
+      await ctl.stop();
+      logger.flush();
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err: String(err) }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    if (cmd === 'run') {
+      await run(rest);
+      return -1; // keeps running
+    }
+    if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    if (cmd === 'version' || cmd === '--version') {
+      process.stdout.write(`${KEEL_VERSION}\n`);
+      return 0;
+    }
+    process.stderr.write(`keel: unknown command '${cmd}'\n\n${USAGE}`);
+    return 2;
+  } catch (err) {
+    process.stderr.write(`keel: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

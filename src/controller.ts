@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type App, createApp } from '../http/app.js';
+import { Router } from '../http/router.js';
+import { serve } from '../http/serve.js';
+import type { HttpServer } from '../http/types.js';
+import { LocalProposer } from '../storage/local-proposer.js';
+import { Store } from '../storage/store.js';
+import type { ApiName, OpDef } from './api/op.js';
+import { buildOpenApi } from './api/openapi.js';
+import { mountOps, type RouteMeta, rewritePath } from './api/register.js';
+import { type Clock, Services, systemClock } from './api/services.js';
+import { SessionService } from './auth/sessions.js';
+import { generatePassword, initialize, isInitialized } from './bootstrap.js';
+import { buildSchema, ENTITIES } from './model/index.js';
+import { authenticationOps } from './ops/authentication.js';
+import { identityOps } from './ops/identity.js';
+import { informationalOps } from './ops/informational.js';
+import { KEEL_VERSION } from './version.js';
+
+export interface ControllerOptions {
+  dataDir: string;
+  host: string;
+  /** 0 = an ephemeral port (tests). */
+  port: number;
+  engine?: 'uws' | 'node';
+  /** Used on first start only; generated when absent. */
+  adminPassword?: string;
+  sessionTimeout_ms?: number;
+  /** Public base URLs of the API listener (default: derived from host and port). */
+  apiBaseUrls?: string[];
+  clock?: Clock;
+  /** fsync every batch (default true; tests of non-durability paths may turn it off). */
+  sync?: boolean;
+  log?: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+  sessionFlush_ms?: number;
+  sessionSweep_ms?: number;
+}
+
+export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
+
+/** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
+export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
+  return [
+    ...informationalOps(specs),
+    ...authenticationOps(),
+    ...identityOps(),
+    ...ENTITIES.flatMap((e) => e.ops()),
+  ];
+}
+
+/** A single-node controller: the store, the write path, the session service and the HTTP front end. */
+export class Controller {
+  /** The admin password generated on this start (first start without a configured one), else null. */
+  generatedAdminPassword: string | null = null;
+  private server: HttpServer | null = null;
+  private stopped = false;
+
+  private constructor(
+    readonly svc: Services,
+    readonly app: App,
+    readonly ops: OpDef<any>[],
+    private readonly proposer: LocalProposer,
+    private readonly opts: ControllerOptions,
+  ) {}
+
+  static async start(opts: ControllerOptions): Promise<Controller> {
+    const log = opts.log ?? (() => {});
+    mkdirSync(opts.dataDir, { recursive: true });
+    const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
+    const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
+    const instanceId = randomBytes(8).toString('hex');
+    const svc = new Services(
+      store,
+      proposer,
+      {
+        sessionTimeout_ms: opts.sessionTimeout_ms ?? DEFAULT_SESSION_TIMEOUT_MS,
+        apiBaseUrls: opts.apiBaseUrls ?? [],
+        instanceId,
+        clustered: false,
+      },
+      opts.clock ?? systemClock,
+    );
+    svc.sessions = new SessionService(svc, {
+      flush_ms: opts.sessionFlush_ms ?? 5_000,
+      sweep_ms: opts.sessionSweep_ms ?? 15_000,
+    });
+
+    const specCache = new Map<ApiName, string>();
+    const router = new Router<RouteMeta>();
+    const ops = allOps((api) => {
+      let doc = specCache.get(api);
+      if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
+      return doc;
+    });
+    mountOps(router, ops, svc);
+    const app = createApp({
+      router,
+      rewritePath,
+      defaultHeaders: { server: `keel/${KEEL_VERSION}`, 'ziti-instance-id': instanceId },
+      onError: (err, req) => log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
+    });
+    const ctl = new Controller(svc, app, ops, proposer, opts);
+    try {
+      if (!isInitialized(svc)) {
+        const password = opts.adminPassword ?? generatePassword();
+        if (!opts.adminPassword) ctl.generatedAdminPassword = password;
+        await initialize(svc, password);
+        log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
+      }
+      svc.sessions.start();
+      ctl.server = await serve(app, { engine: opts.engine ?? 'uws', host: opts.host, port: opts.port });
+      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(`http://${opts.host}:${ctl.server.port}`);
+    } catch (err) {
+      await ctl.stop();
+      throw err;
+    }
+    return ctl;
+  }
+
+  get port(): number {
+    return this.server?.port ?? 0;
+  }
+
+  get baseUrl(): string {
+    return `http://${this.opts.host}:${this.port}`;
+  }
+
+  /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.server?.close();
+    await this.svc.sessions?.stop();
+    await this.proposer.close();
+    await this.svc.store.close();
+  }
+}

@@ -1,0 +1,16 @@
+import { defineEntity, detailSchema } from '../api/entity.js';
+import { s } from '../schema/s.js';
+
+/** Identity types: fixed rows `Default` and `Router` created at initialisation; read-only over the API. */
+export const identityTypes = defineEntity({
+  name: 'identity-types',
+  type: 'identityType',
+  tag: 'Identity',
+  singular: 'IdentityType',
+  plural: 'IdentityTypes',
+  permission: 'identity',
+  fields: { name: { type: 'string', unique: true } },
+  detail: detailSchema('identityTypeDetail', s.obj({ name: s.str() })),
+  toApi: (row) => ({ name: row.name }),
+  operations: { create: false, update: false, patch: false, delete: false },
+});

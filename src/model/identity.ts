@@ -1,0 +1,283 @@
+import type { Row } from '../../storage/types.js';
+import { checkRoleAttributes, defineEntity, detailSchema } from '../api/entity.js';
+import { Errors, fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
+import { s } from '../schema/s.js';
+import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
+
+export const PERMISSIONS = [
+  'admin_readonly',
+  ...[
+    'auth-policy',
+    'ca',
+    'config',
+    'config-type',
+    'edge-router-policy',
+    'enrollment',
+    'external-jwt-signer',
+    'identity',
+    'posture-check',
+    'router',
+    'service',
+    'service-edge-router-policy',
+    'service-policy',
+    'terminator',
+  ].flatMap((e) => [e, `${e}.read`, `${e}.create`, `${e}.update`, `${e}.delete`]),
+  'ops',
+  'ops.read',
+  'ops.update',
+  'ops.delete',
+] as const;
+
+const terminatorCost = s.named('terminatorCost', s.int({ minimum: 0, maximum: 65535 }));
+const terminatorPrecedence = s.named('terminatorPrecedence', s.enum(['default', 'required', 'failed'] as const));
+const terminatorCostMap = s.named('terminatorCostMap', s.map(terminatorCost));
+const terminatorPrecedenceMap = s.named('terminatorPrecedenceMap', s.map(terminatorPrecedence));
+const identityType = s.named('identityType', s.enum(['User', 'Device', 'Service', 'Router', 'Default'] as const));
+const permissions = s.named('permissions', s.nullable(s.arr(s.enum(PERMISSIONS))));
+
+const enrollmentRef = (extra: Record<string, any> = {}) =>
+  s.obj({ expiresAt: s.datetime(), id: s.str(), jwt: s.str(), token: s.str(), ...extra });
+const identityEnrollments = s.named(
+  'identityEnrollments',
+  s.obj({ ott: enrollmentRef(), ottca: enrollmentRef({ ca: entityRef, caId: s.str() }), updb: enrollmentRef() }),
+);
+const identityAuthenticators = s.named(
+  'identityAuthenticators',
+  s.obj({
+    cert: s.obj({ fingerprint: s.str(), id: s.str() }),
+    updb: s.obj({ id: s.str(), username: s.str() }),
+  }),
+);
+
+/** Fields shared by create, update and patch bodies. */
+const writable = {
+  appData: tags,
+  authPolicyId: s.nullable(s.str()),
+  defaultHostingCost: terminatorCost,
+  defaultHostingPrecedence: terminatorPrecedence,
+  externalId: s.nullable(s.str()),
+  permissions,
+  roleAttributes: attributes,
+  serviceHostingCosts: terminatorCostMap,
+  serviceHostingPrecedences: terminatorPrecedenceMap,
+  tags,
+  type: identityType,
+};
+
+export const identityDetail = detailSchema(
+  'identityDetail',
+  s.obj(
+    {
+      appData: tags,
+      authPolicy: entityRef,
+      authPolicyId: s.str(),
+      authenticators: identityAuthenticators,
+      defaultHostingCost: terminatorCost,
+      defaultHostingPrecedence: terminatorPrecedence,
+      disabled: s.bool(),
+      disabledAt: s.nullable(s.datetime()),
+      disabledUntil: s.nullable(s.datetime()),
+      edgeRouterConnectionStatus: s.enum(['online', 'offline', 'unknown'] as const),
+      enrollment: identityEnrollments,
+      envInfo,
+      externalId: s.nullable(s.str()),
+      hasApiSession: s.bool(),
+      hasEdgeRouterConnection: s.bool(),
+      isAdmin: s.bool(),
+      isDefaultAdmin: s.bool(),
+      isMfaEnabled: s.bool(),
+      name: s.str(),
+      permissions,
+      roleAttributes: attributes,
+      sdkInfo,
+      serviceHostingCosts: terminatorCostMap,
+      serviceHostingPrecedences: terminatorPrecedenceMap,
+      type: entityRef,
+      typeId: s.str(),
+    },
+    [
+      'name',
+      'type',
+      'typeId',
+      'isDefaultAdmin',
+      'isAdmin',
+      'authenticators',
+      'enrollment',
+      'envInfo',
+      'sdkInfo',
+      'roleAttributes',
+      'hasEdgeRouterConnection',
+      'edgeRouterConnectionStatus',
+      'hasApiSession',
+      'isMfaEnabled',
+      'serviceHostingPrecedences',
+      'serviceHostingCosts',
+      'defaultHostingCost',
+      'authPolicyId',
+      'authPolicy',
+      'externalId',
+      'disabled',
+      'permissions',
+    ],
+  ),
+);
+
+/** Identity `type` on the wire → identity-type id: create always stores Default; User/Device/Service map to Default. */
+function typeIdOf(type: unknown, mode: 'create' | 'update' | 'patch', svc: Services): string {
+  if (mode === 'create' || type === 'User' || type === 'Device' || type === 'Service' || type === 'Default') {
+    return 'Default';
+  }
+  const found = svc.store.lookup('identity-types', 'name', type);
+  if (found.length === 0) throw fieldError('type', `no identity type with name ${String(type)}`, type);
+  return found[0]!;
+}
+
+/** Whether the identity is disabled now (a disable with an expiry lapses by itself). */
+export function isDisabled(row: Row, nowMs: number): boolean {
+  if (!row.disabledAt) return false;
+  return !row.disabledUntil || Date.parse(row.disabledUntil as string) > nowMs;
+}
+
+export function renderIdentityFields(row: Row, svc: Services): Record<string, unknown> {
+  const policy = svc.get('auth-policies', row.authPolicyId as string);
+  const type = svc.get('identity-types', row.typeId as string);
+  const authenticators: Record<string, unknown> = {};
+  for (const aid of svc.store.lookup('authenticators', 'identityId', row.id)) {
+    const a = svc.get('authenticators', aid)!;
+    if (a.method === 'updb') authenticators.updb = { id: a.id, username: a.username };
+    else if (a.method === 'cert') authenticators.cert = { fingerprint: a.fingerprint, id: a.id };
+  }
+  const disabled = isDisabled(row, svc.clock.now());
+  return {
+    appData: row.appData ?? {},
+    authPolicy: ref('auth-policies', row.authPolicyId as string, policy?.name as string | undefined),
+    authPolicyId: row.authPolicyId,
+    authenticators,
+    defaultHostingCost: row.defaultHostingCost ?? 0,
+    defaultHostingPrecedence: row.defaultHostingPrecedence ?? 'default',
+    disabled,
+    disabledAt: disabled ? (row.disabledAt ?? null) : null,
+    disabledUntil: disabled ? (row.disabledUntil ?? null) : null,
+    edgeRouterConnectionStatus: 'offline',
+    enrollment: svc.enrollmentsOf?.(row.id) ?? {},
+    envInfo: row.envInfo ?? {},
+    externalId: row.externalId ?? null,
+    hasApiSession: svc.store.lookup('api-sessions', 'identityId', row.id).length > 0,
+    hasEdgeRouterConnection: false,
+    isAdmin: row.isAdmin === true,
+    isDefaultAdmin: row.isDefaultAdmin === true,
+    isMfaEnabled: row.isMfaEnabled === true,
+    name: row.name,
+    permissions: row.permissions ?? [],
+    roleAttributes: row.roleAttributes ?? [],
+    sdkInfo: row.sdkInfo ?? {},
+    serviceHostingCosts: row.serviceHostingCosts ?? {},
+    serviceHostingPrecedences: row.serviceHostingPrecedences ?? {},
+    type: ref('identity-types', row.typeId as string, type?.name as string | undefined),
+    typeId: row.typeId,
+  };
+}
+
+export const identities = defineEntity({
+  name: 'identities',
+  type: 'identity',
+  tag: 'Identity',
+  singular: 'Identity',
+  plural: 'Identities',
+  permission: 'identity',
+  roleAttributesField: 'roleAttributes',
+  fields: {
+    name: { type: 'string', unique: true },
+    typeId: { type: 'string', ref: { entity: 'identity-types', onDelete: 'restrict' } },
+    isAdmin: { type: 'bool', index: true },
+    isDefaultAdmin: { type: 'bool' },
+    isMfaEnabled: { type: 'bool' },
+    roleAttributes: { type: 'string', set: true, index: true },
+    authPolicyId: { type: 'string', ref: { entity: 'auth-policies', onDelete: 'restrict' } },
+    externalId: { type: 'string', unique: true },
+    defaultHostingCost: { type: 'number' },
+    defaultHostingPrecedence: { type: 'string' },
+    serviceHostingCosts: { type: 'map' },
+    serviceHostingPrecedences: { type: 'map' },
+    appData: { type: 'map' },
+    permissions: { type: 'string', set: true },
+    disabledAt: { type: 'datetime' },
+    disabledUntil: { type: 'datetime' },
+    envInfo: { type: 'object' },
+    sdkInfo: { type: 'object' },
+  },
+  symbols: () => ({
+    type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
+    isDisabled: { type: 'bool', set: false, get: (r: Row) => isDisabled(r, Date.now()) },
+  }),
+  detail: identityDetail,
+  create: s.named(
+    'identityCreate',
+    s.obj(
+      {
+        ...writable,
+        enrollment: s.obj({ ott: s.bool(), ottca: s.str(), updb: s.str() }),
+        isAdmin: s.bool(),
+        name: s.str(),
+      },
+      ['name', 'type', 'isAdmin'],
+    ),
+  ),
+  update: s.named('identityUpdate', s.obj({ ...writable, isAdmin: s.bool(), name: s.str() }, ['type', 'name', 'isAdmin'])),
+  patch: s.named('identityPatch', s.obj({ ...writable, isAdmin: s.nullable(s.bool()), name: s.nullable(s.str()) })),
+  updateDefaults: {
+    authPolicyId: 'default',
+    roleAttributes: [],
+    defaultHostingCost: 0,
+    defaultHostingPrecedence: 'default',
+    serviceHostingCosts: {},
+    serviceHostingPrecedences: {},
+    appData: {},
+    permissions: [],
+    externalId: null,
+  },
+  toApi: renderIdentityFields,
+  beforeDelete(row) {
+    if (row.isDefaultAdmin) {
+      throw Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: `cannot delete the default admin identity (id=${row.id})` });
+    }
+  },
+  fromApi(body, mode, svc, existing) {
+    const out: Record<string, unknown> = {};
+    const copy = [
+      'name',
+      'isAdmin',
+      'externalId',
+      'defaultHostingCost',
+      'defaultHostingPrecedence',
+      'serviceHostingCosts',
+      'serviceHostingPrecedences',
+      'appData',
+      'permissions',
+    ];
+    for (const k of copy) {
+      if (!(k in body)) continue;
+      const v = body[k];
+      // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
+      if (v === null && (k === 'name' || k === 'isAdmin')) continue;
+      out[k] = v === '' && k === 'externalId' ? null : v;
+    }
+    if (existing?.isDefaultAdmin && out.isAdmin === false) {
+      throw Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: `cannot remove admin from the default admin identity (id=${existing.id})` });
+    }
+    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', out.name);
+    if ('roleAttributes' in body) out.roleAttributes = checkRoleAttributes('roleAttributes', body.roleAttributes);
+    if ('authPolicyId' in body || mode === 'create') {
+      const id = (body.authPolicyId as string | null | undefined) || 'default';
+      if (!svc.get('auth-policies', id)) throw fieldError('authPolicyId', `auth policy with id ${id} not found`, id);
+      out.authPolicyId = id;
+    }
+    if ('type' in body || mode === 'create') out.typeId = typeIdOf(body.type, mode, svc);
+    if (mode === 'create') {
+      out.isDefaultAdmin = false;
+      out.roleAttributes ??= [];
+    }
+    return out;
+  },
+});

@@ -1,0 +1,158 @@
+import type { Row } from '../../storage/types.js';
+import { Errors } from '../api/errors.js';
+import { type ApiName, type OpDef, op } from '../api/op.js';
+import { ok, okEmpty } from '../api/respond.js';
+import type { Services } from '../api/services.js';
+import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
+import { password, username } from '../model/authenticator.js';
+import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
+import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
+import { isDisabled } from '../model/identity.js';
+import { s } from '../schema/s.js';
+import { shortId, uuid } from '../util/ids.js';
+
+const BOTH: ApiName[] = ['client', 'management'];
+
+const authenticateBody = s.named(
+  'authenticate',
+  s.obj({
+    configTypes: s.named('configTypes', s.arr(s.str())),
+    envInfo,
+    password,
+    sdkInfo,
+    username,
+  }),
+);
+
+export const currentApiSessionEnvelope = detailEnvelope('currentApiSessionDetailEnvelope', currentApiSessionDetail);
+
+/** The current-session representation: the API session plus `expiresAt`/`expirationSeconds`. */
+export function renderCurrentSession(row: Row, svc: Services): Record<string, unknown> {
+  return {
+    _links: { self: { href: './current-api-session' } },
+    createdAt: row.createdAt,
+    id: row.id,
+    tags: row.tags ?? {},
+    updatedAt: row.updatedAt,
+    ...renderApiSessionFields(row, svc),
+    expirationSeconds: svc.sessions.expirationSeconds(row),
+    expiresAt: new Date(svc.sessions.expiresAtMs(row)).toISOString(),
+  };
+}
+
+/** Config type names or ids → ids of existing config types (unknown entries are ignored, as OpenZiti does). */
+function configTypeIds(svc: Services, values: string[] | undefined): string[] {
+  const out = new Set<string>();
+  for (const v of values ?? []) {
+    if (svc.get('config-types', v)) out.add(v);
+    else for (const id of svc.store.lookup('config-types', 'name', v)) out.add(id);
+  }
+  return [...out].sort();
+}
+
+async function passwordLogin(svc: Services, body: any): Promise<{ identity: Row; authenticator: Row } | null> {
+  const username = body?.username;
+  const password = body?.password;
+  if (typeof username !== 'string' || typeof password !== 'string') return null;
+  const ids = svc.store.lookup('authenticators', 'username', username);
+  const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
+  if (!authenticator || authenticator.method !== 'updb') {
+    await verifyAgainstDummy(password);
+    return null;
+  }
+  if (!(await verifyPassword(authenticator.password as string, password))) return null;
+  const identity = svc.get('identities', authenticator.identityId as string);
+  if (!identity || isDisabled(identity, svc.clock.now())) return null;
+  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  if ((policy?.primary as any)?.updb?.allowed === false) return null;
+  return { identity, authenticator };
+}
+
+export function authenticationOps(): OpDef<any>[] {
+  return [
+    op({
+      method: 'POST',
+      path: '/authenticate',
+      apis: BOTH,
+      operationId: 'authenticate',
+      tags: ['Authentication'],
+      summary: 'Authenticate via a method supplied via a query string parameter',
+      description: 'Allowed authentication methods include "password", "cert", and "ext-jwt"',
+      access: 'none',
+      body: authenticateBody,
+      bodyName: 'auth',
+      bodyRequired: false,
+      query: [{ name: 'method', type: 'string', required: true, enum: ['password', 'cert', 'ext-jwt'] }],
+      responses: { 200: { description: 'The API session associated with the session used to issue the request', schema: currentApiSessionEnvelope } },
+      handler: async ({ req, body, svc }) => {
+        const method = req.query.get('method');
+        if (method !== 'password') {
+          // cert and ext-jwt need the PKI and external signers; until then they are refused like an unknown method.
+          throw Errors.INVALID_AUTH_METHOD();
+        }
+        const login = await passwordLogin(svc, body);
+        if (!login) throw Errors.INVALID_AUTH();
+        const { identity, authenticator } = login;
+        const at = svc.nowIso();
+        const id = shortId();
+        const token = uuid();
+        const policy = svc.get('auth-policies', identity.authPolicyId as string);
+        const mfaRequired = identity.isMfaEnabled === true || (policy?.secondary as any)?.requireTotp === true;
+        const ops: any[] = [
+          {
+            op: 'create',
+            entity: 'api-sessions',
+            id,
+            at,
+            data: {
+              token,
+              identityId: identity.id,
+              authenticatorId: authenticator.id,
+              ipAddress: req.remoteAddress,
+              configTypes: configTypeIds(svc, body?.configTypes),
+              isMfaRequired: mfaRequired,
+              isMfaComplete: false,
+              lastActivityAt: at,
+            },
+          },
+        ];
+        if (body?.envInfo || body?.sdkInfo) {
+          const set: Record<string, unknown> = {};
+          if (body.envInfo) set.envInfo = body.envInfo;
+          if (body.sdkInfo) set.sdkInfo = body.sdkInfo;
+          ops.push({ op: 'update', entity: 'identities', id: identity.id, set, at, system: true });
+        }
+        await svc.write({ op: 'batch', ops });
+        const session = svc.require('api-sessions', id);
+        const res = ok(renderCurrentSession(session, svc));
+        return { ...res, headers: { ...res.headers, 'zt-session': token } };
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/current-api-session',
+      apis: BOTH,
+      operationId: 'getCurrentAPISession',
+      tags: ['Current API Session'],
+      summary: 'Return the current API session',
+      access: 'partial',
+      responses: { 200: { description: 'The API session associated with the session used to issue the request', schema: currentApiSessionEnvelope } },
+      handler: ({ caller, svc }) => ok(renderCurrentSession(caller!.session, svc)),
+    }),
+    op({
+      method: 'DELETE',
+      path: '/current-api-session',
+      apis: BOTH,
+      tags: ['Current API Session'],
+      summary: 'Logout',
+      description: 'Terminates the current API session',
+      access: 'partial',
+      responses: { 200: { description: 'Base empty response', schema: empty } },
+      handler: async ({ caller, svc }) => {
+        await svc.write({ op: 'delete', entity: 'api-sessions', id: caller!.session.id, at: svc.nowIso(), system: true, ifExists: true });
+        svc.sessions.forget(caller!.session.id);
+        return okEmpty();
+      },
+    }),
+  ];
+}

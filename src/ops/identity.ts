@@ -1,0 +1,102 @@
+import { collectionSource, listResponse, runList } from '../api/list.js';
+import { type ApiName, type OpDef, op } from '../api/op.js';
+import { listEnvelope as listEnvelopeResponse, ok } from '../api/respond.js';
+import type { Services } from '../api/services.js';
+import { authenticators } from '../model/authenticator.js';
+import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
+import { identities, identityDetail } from '../model/identity.js';
+import { s } from '../schema/s.js';
+import { createSymbolTable } from '../../storage/zitiql/index.js';
+import type { Row } from '../../storage/types.js';
+
+const BOTH: ApiName[] = ['client', 'management'];
+
+/** Distinct role attributes in use by an entity type, as a ZitiQL-filterable list of strings. */
+export function roleAttributeOp(path: string, operationId: string, entity: string, field: string, permission: string): OpDef<any> {
+  const symbols = createSymbolTable({ symbols: { id: { type: 'string', set: false, get: (r: Row) => r.id } } });
+  return op({
+    method: 'GET',
+    path,
+    apis: ['management'],
+    operationId,
+    tags: ['Role Attributes'],
+    summary: `List role attributes in use by ${entity}`,
+    access: 'admin',
+    permission,
+    query: [
+      { name: 'limit', type: 'integer' },
+      { name: 'offset', type: 'integer' },
+      { name: 'filter', type: 'string' },
+    ],
+    responses: {
+      200: {
+        description: 'A list of role attributes',
+        schema: s.named('listRoleAttributesEnvelope', s.obj({ data: s.named('roleAttributesList', s.arr(s.str())), meta }, ['meta', 'data'])),
+      },
+    },
+    handler: ({ req, svc }) => {
+      // Attributes become rows {id: attribute}; the list machinery then filters (`id contains "x"`), sorts and pages.
+      const values = [...svc.store.collection(entity).values(field)].map(String).sort();
+      const rows = new Map(values.map((v) => [v, { id: v } as Row]));
+      const source = {
+        size: rows.size,
+        scan: () => rows.values(),
+        get: (id: string) => rows.get(id),
+        idOf: (r: Row) => r.id,
+        lookup: (name: string, value: unknown) => (name === 'id' ? (rows.has(value as string) ? [value as string] : []) : undefined),
+      };
+      const result = runList(req, symbols, source);
+      return listEnvelopeResponse(
+        result.rows.map((r) => r.id),
+        { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
+        symbols.publicNames(),
+      );
+    },
+  });
+}
+
+export function identityOps(): OpDef<any>[] {
+  return [
+    op({
+      method: 'GET',
+      path: '/current-identity',
+      apis: BOTH,
+      operationId: 'getCurrentIdentity',
+      tags: ['Current Identity'],
+      summary: 'Return the current identity',
+      access: 'authenticated',
+      responses: { 200: { description: 'The identity associated with the API Session used to issue the request', schema: detailEnvelope('currentIdentityDetailEnvelope', identityDetail) } },
+      handler: ({ caller, svc }) => {
+        const row = identities.render(caller!.identity, svc);
+        (row._links as any).self = { href: './current-identity' };
+        return ok(row);
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/identities/{id}/authenticators',
+      apis: ['management'],
+      operationId: 'getIdentityAuthenticators',
+      tags: ['Identity'],
+      summary: 'Retrieve the current authenticators of a specific identity',
+      access: 'admin',
+      permission: 'identity',
+      query: [
+        { name: 'limit', type: 'integer' },
+        { name: 'offset', type: 'integer' },
+        { name: 'filter', type: 'string' },
+      ],
+      responses: { 200: { description: 'A list of authenticators', schema: listEnvelope('listAuthenticatorsEnvelope', authenticators.detail) } },
+      handler: ({ req, params, svc }) => identityAuthenticators(req, params.id!, svc),
+    }),
+    roleAttributeOp('/identity-role-attributes', 'listIdentityRoleAttributes', 'identities', 'roleAttributes', 'identity'),
+  ];
+}
+
+function identityAuthenticators(req: Parameters<typeof runList>[0], identityId: string, svc: Services) {
+  svc.require('identities', identityId);
+  const only = new Set(svc.store.lookup('authenticators', 'identityId', identityId));
+  const symbols = authenticators.symbolTable(svc);
+  const result = runList(req, symbols, collectionSource(svc.store.collection('authenticators'), only));
+  return listResponse(result, (row) => authenticators.render(row, svc), symbols);
+}

@@ -1,0 +1,99 @@
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { type SchemaNode, toJsonSchema } from './s.js';
+
+const Ajv = (AjvModule as any).default ?? AjvModule;
+const addFormats = (addFormatsModule as any).default ?? addFormatsModule;
+
+const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
+addFormats(ajv, ['date-time', 'uuid', 'uri', 'email']);
+
+/** A field error in go-openapi's words (OpenZiti answers validation failures with these). */
+export interface FieldError {
+  field: string;
+  reason: string;
+  value: unknown;
+}
+
+const cache = new WeakMap<SchemaNode, ValidateFunction>();
+
+/** Compiles (once per schema) and validates; returns the first error or null. */
+export function validate(schema: SchemaNode, value: unknown, location = 'body'): FieldError | null {
+  let fn = cache.get(schema);
+  if (!fn) {
+    fn = ajv.compile(toJsonSchema(schema)) as ValidateFunction;
+    cache.set(schema, fn);
+  }
+  if (fn(value)) return null;
+  const err = fn.errors?.[0];
+  if (!err) return { field: '', reason: 'invalid document', value };
+  return describe(err, value, location);
+}
+
+function fieldOf(err: ErrorObject): string {
+  const parts = err.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (err.keyword === 'required') parts.push(String((err.params as any).missingProperty));
+  return parts.join('.');
+}
+
+function valueAt(root: unknown, path: string): unknown {
+  if (!path) return root;
+  let cur: any = root;
+  for (const p of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = cur[p];
+  }
+  return cur;
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+function describe(err: ErrorObject, root: unknown, location: string): FieldError {
+  const field = fieldOf(err);
+  const name = field || location;
+  const value = valueAt(root, field);
+  const p = err.params as any;
+  switch (err.keyword) {
+    case 'required':
+      return { field, reason: `${name} in ${location} is required`, value: null };
+    case 'type':
+      return { field: field || location, reason: `${name} in ${location} must be of type ${p.type}: "${jsonType(value)}"`, value };
+    case 'minLength':
+      return { field, reason: `${name} in ${location} should be at least ${p.limit} chars long`, value };
+    case 'maxLength':
+      return { field, reason: `${name} in ${location} should be at most ${p.limit} chars long`, value };
+    case 'minimum':
+      return { field, reason: `${name} in ${location} should be greater than or equal to ${p.limit}`, value };
+    case 'maximum':
+      return { field, reason: `${name} in ${location} should be less than or equal to ${p.limit}`, value };
+    case 'minItems':
+      return { field, reason: `${name} in ${location} should have at least ${p.limit} items`, value };
+    case 'maxItems':
+      return { field, reason: `${name} in ${location} should have at most ${p.limit} items`, value };
+    case 'enum':
+      return {
+        field,
+        reason: `${name} in ${location} should be one of [${(p.allowedValues as unknown[]).map(String).join(' ')}]`,
+        value,
+      };
+    case 'format':
+      return { field, reason: `${name} in ${location} must be of type ${p.format}: "${String(value)}"`, value };
+    case 'pattern':
+      return { field, reason: `${name} in ${location} should match '${p.pattern}'`, value };
+    case 'additionalProperties':
+      return {
+        field: field ? `${field}.${p.additionalProperty}` : String(p.additionalProperty),
+        reason: `${p.additionalProperty} in ${location} is a forbidden property`,
+        value: undefined,
+      };
+    default:
+      return { field, reason: `${name} in ${location} ${err.message ?? 'is invalid'}`, value };
+  }
+}

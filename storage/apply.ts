@@ -1,0 +1,189 @@
+import { indexValues } from './collection.js';
+import type { ApplyContext, Schema } from './schema.js';
+import { Txn } from './txn.js';
+import { assert, type Command, type EntityDef, fail, type Row } from './types.js';
+
+const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
+/** Cascading deletes may chain (identity → api session → session); this bounds the depth. */
+const MAX_CASCADE_DEPTH = 8;
+const MAX_BATCH_OPS = 10_000;
+
+/**
+ * Applies one command to `txn`. Deterministic: the result depends only on the command and the state read
+ * through `txn`. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the caller drops `txn`
+ * in both cases, so a failed command leaves no trace.
+ */
+export function applyCommand(schema: Schema, txn: Txn, cmd: Command): unknown {
+  const ctx = new Context(schema, txn);
+  return ctx.run(cmd);
+}
+
+class Context implements ApplyContext {
+  constructor(
+    private readonly schema: Schema,
+    readonly txn: Txn,
+  ) {}
+
+  run(cmd: Command): unknown {
+    switch (cmd.op) {
+      case 'create':
+        this.create(cmd.entity, cmd.id, cmd.data, cmd.at, cmd.system);
+        return cmd.id;
+      case 'update':
+        this.update(cmd.entity, cmd.id, cmd.set, cmd.at, cmd.system);
+        return cmd.id;
+      case 'delete':
+        if (cmd.ifExists && !this.txn.get(cmd.entity, cmd.id)) return null;
+        this.delete(cmd.entity, cmd.id, cmd.at, cmd.system);
+        return cmd.id;
+      case 'batch': {
+        assert(cmd.ops.length <= MAX_BATCH_OPS, `batch of ${cmd.ops.length} ops exceeds ${MAX_BATCH_OPS}`);
+        const out: unknown[] = [];
+        for (const op of cmd.ops) out.push(this.run(op));
+        return out;
+      }
+      case 'custom': {
+        const fn = this.schema.custom.get(cmd.name);
+        assert(fn, `unknown custom command ${cmd.name}`);
+        return fn(this, cmd.args, cmd.at);
+      }
+    }
+  }
+
+  create(entity: string, id: string, data: Record<string, unknown>, at: string, system = false): void {
+    const def = this.schema.def(entity);
+    assert(typeof id === 'string' && id.length > 0, 'create without id');
+    if (this.txn.get(entity, id)) {
+      fail({ code: 'ALREADY_EXISTS', entity, id, reason: `an entity of type ${def.type} already exists with id ${id}` });
+    }
+    checkFields(def, data);
+    if (data.isSystem && !system) fail({ code: 'INVALID', entity, id, reason: 'cannot create a system entity' });
+    const row: Row = { ...stripUndefined(data), id, createdAt: at, updatedAt: at, tags: (data.tags as any) ?? {} };
+    this.checkRow(def, row, undefined);
+    this.txn.put(entity, row);
+  }
+
+  update(entity: string, id: string, set: Record<string, unknown>, at: string, system = false): Row {
+    const def = this.schema.def(entity);
+    const old = this.txn.get(entity, id);
+    if (!old) fail({ code: 'NOT_FOUND', entity, id, reason: `${def.type} with id ${id} not found` });
+    if (old.isSystem && !system) {
+      fail({
+        code: 'SYSTEM_UPDATE',
+        entity,
+        id,
+        reason: `cannot update system ${def.type} in a non-system context (id=${id})`,
+      });
+    }
+    checkFields(def, set);
+    assert(!('id' in set) && !('createdAt' in set), 'update may not change id or createdAt');
+    const next: Row = { ...old, updatedAt: at };
+    for (const [k, v] of Object.entries(set)) {
+      if (v === undefined) delete next[k];
+      else next[k] = v;
+    }
+    if (next.tags === null || next.tags === undefined) next.tags = {};
+    this.checkRow(def, next, old);
+    this.txn.put(entity, next);
+    return next;
+  }
+
+  delete(entity: string, id: string, at: string, system = false, depth = 0): void {
+    assert(depth <= MAX_CASCADE_DEPTH, `cascade deeper than ${MAX_CASCADE_DEPTH} deleting ${entity}/${id}`);
+    const def = this.schema.def(entity);
+    const row = this.txn.get(entity, id);
+    if (!row) fail({ code: 'NOT_FOUND', entity, id, reason: `${def.type} with id ${id} not found` });
+    if (row.isSystem && !system) {
+      fail({
+        code: 'SYSTEM_DELETE',
+        entity,
+        id,
+        reason: `cannot delete system ${def.type} in a non-system context (id=${id})`,
+      });
+    }
+    const referrers = this.schema.referrers.get(entity) ?? [];
+    for (const r of referrers) {
+      if (r.onDelete !== 'restrict') continue;
+      const ids = this.txn.lookup(r.entity, r.field, id);
+      if (ids.length > 0) {
+        const type = this.schema.def(r.entity).type;
+        fail({
+          code: 'REFERENCED',
+          entity,
+          id,
+          field: 'id',
+          value: id,
+          reason: `cannot delete ${def.type} ${id}, referenced by ${type} [${ids.sort().join(', ')}]`,
+        });
+      }
+    }
+    for (const r of referrers) {
+      if (r.onDelete === 'restrict') continue;
+      const ids = this.txn.lookup(r.entity, r.field, id).sort();
+      for (const rid of ids) {
+        if (r.onDelete === 'cascade') {
+          if (this.txn.get(r.entity, rid)) this.delete(r.entity, rid, at, true, depth + 1);
+        } else {
+          const other = this.txn.get(r.entity, rid)!;
+          const v = other[r.field];
+          const cleared = Array.isArray(v) ? v.filter((x) => x !== id) : null;
+          this.txn.put(r.entity, { ...other, [r.field]: cleared, updatedAt: at });
+        }
+      }
+    }
+    this.txn.del(entity, id);
+  }
+
+  /** Reference and uniqueness checks for a row about to be written (old = its previous version). */
+  private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
+    for (const [field, f] of Object.entries(def.fields)) {
+      const values = indexValues(row, field);
+      if (values.length === 0) continue;
+      const before = new Set(indexValues(old, field));
+      if (f.ref) {
+        const target = this.schema.def(f.ref.entity);
+        for (const v of values) {
+          if (before.has(v)) continue;
+          if (typeof v !== 'string' || !this.txn.get(f.ref.entity, v)) {
+            fail({
+              code: 'REF_NOT_FOUND',
+              entity: def.name,
+              id: row.id,
+              field,
+              value: v,
+              reason: `${target.type} with id ${String(v)} not found`,
+            });
+          }
+        }
+      }
+      if (f.unique) {
+        for (const v of values) {
+          const holders = this.txn.lookup(def.name, field, v).filter((x) => x !== row.id);
+          if (holders.length > 0) {
+            fail({
+              code: 'UNIQUE',
+              entity: def.name,
+              id: row.id,
+              field,
+              value: v,
+              reason: `duplicate value '${String(v)}' in unique index on ${def.name} store`,
+              ...(f.conflictCode ? { apiCode: f.conflictCode } : {}),
+            });
+          }
+        }
+      }
+    }
+  }
+}
+
+function checkFields(def: EntityDef, data: Record<string, unknown>): void {
+  for (const k of Object.keys(data)) {
+    assert(BASE_FIELDS.has(k) || k in def.fields, `${def.name} has no field ${k}`);
+  }
+}
+
+function stripUndefined(data: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(data)) if (v !== undefined) out[k] = v;
+  return out;
+}

@@ -1,0 +1,121 @@
+import { SortedIds } from './sorted-ids.js';
+import { assert, type EntityDef, type Row } from './types.js';
+
+/** Values of `field` in `row` that an index holds: every element of a set, or the scalar; null/undefined/'' are skipped. */
+export function indexValues(row: Row | undefined, field: string): unknown[] {
+  if (!row) return [];
+  const v = row[field];
+  if (v === undefined || v === null || v === '') return [];
+  if (Array.isArray(v)) return v.filter((x) => x !== undefined && x !== null && x !== '');
+  return [v];
+}
+
+/**
+ * The in-memory, published state of one entity type: rows by id, ids in order, equality indexes and unique maps.
+ * Only the Store mutates it (when a durable batch is published); everything else reads.
+ */
+export class Collection {
+  private readonly rows = new Map<string, Row>();
+  private ids = new SortedIds();
+  private readonly indexes = new Map<string, Map<unknown, Set<string>>>();
+  private readonly uniques = new Map<string, Map<unknown, string>>();
+
+  constructor(readonly def: EntityDef) {
+    for (const [name, f] of Object.entries(def.fields)) {
+      if (f.unique) this.uniques.set(name, new Map());
+      else if (f.index || f.ref) this.indexes.set(name, new Map());
+    }
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  get(id: string): Row | undefined {
+    return this.rows.get(id);
+  }
+
+  /** All rows in ascending id order. */
+  *scan(offset = 0): IterableIterator<Row> {
+    for (const id of this.ids.from(offset)) yield this.rows.get(id)!;
+  }
+
+  isIndexed(field: string): boolean {
+    return field === 'id' || this.indexes.has(field) || this.uniques.has(field);
+  }
+
+  /** Ids whose `field` equals (or, for sets, contains) `value`; undefined when the field has no index. */
+  lookup(field: string, value: unknown): Iterable<string> | undefined {
+    if (field === 'id') return typeof value === 'string' && this.rows.has(value) ? [value] : [];
+    const u = this.uniques.get(field);
+    if (u) {
+      const id = u.get(value);
+      return id === undefined ? [] : [id];
+    }
+    const idx = this.indexes.get(field);
+    if (!idx) return undefined;
+    return idx.get(value) ?? [];
+  }
+
+  /** Distinct indexed values of a field (role attributes listing). */
+  values(field: string): Iterable<unknown> {
+    return (this.indexes.get(field) ?? this.uniques.get(field) ?? new Map()).keys();
+  }
+
+  /** Bulk load at start: rows in ascending id order. */
+  load(rows: Row[]): void {
+    assert(this.rows.size === 0, 'load into a non-empty collection');
+    for (const row of rows) {
+      this.rows.set(row.id, row);
+      this.indexRow(row);
+    }
+    this.ids = SortedIds.fromSorted(rows.map((r) => r.id));
+  }
+
+  put(row: Row): void {
+    const old = this.rows.get(row.id);
+    if (old) this.unindexRow(old);
+    this.rows.set(row.id, row);
+    this.indexRow(row);
+    if (!old) this.ids.insert(row.id);
+  }
+
+  delete(id: string): void {
+    const old = this.rows.get(id);
+    if (!old) return;
+    this.unindexRow(old);
+    this.rows.delete(id);
+    this.ids.delete(id);
+  }
+
+  private indexRow(row: Row): void {
+    for (const [field, map] of this.uniques) {
+      for (const v of indexValues(row, field)) {
+        const holder = map.get(v);
+        assert(holder === undefined || holder === row.id, `unique index ${this.def.name}.${field} violated by ${row.id}`);
+        map.set(v, row.id);
+      }
+    }
+    for (const [field, map] of this.indexes) {
+      for (const v of indexValues(row, field)) {
+        let set = map.get(v);
+        if (!set) map.set(v, (set = new Set()));
+        set.add(row.id);
+      }
+    }
+  }
+
+  private unindexRow(row: Row): void {
+    for (const [field, map] of this.uniques) {
+      for (const v of indexValues(row, field)) if (map.get(v) === row.id) map.delete(v);
+    }
+    for (const [field, map] of this.indexes) {
+      for (const v of indexValues(row, field)) {
+        const set = map.get(v);
+        if (!set) continue;
+        set.delete(row.id);
+        if (set.size === 0) map.delete(v);
+      }
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { MAX_GROUP_COMMANDS, type Store } from './store.js';
+import { assert, type Command, type CommandResult } from './types.js';
+
+/** Hands commands to the state machine and resolves once they are durable and applied. */
+export interface Proposer {
+  propose(cmd: Command): Promise<CommandResult>;
+  close(): Promise<void>;
+}
+
+export class OverloadedError extends Error {
+  constructor(readonly queued: number) {
+    super(`write queue full (${queued} commands waiting)`);
+    this.name = 'OverloadedError';
+  }
+}
+
+interface Pending {
+  cmd: Command;
+  resolve: (r: CommandResult) => void;
+  reject: (e: unknown) => void;
+}
+
+/**
+ * Single-node proposer: commands queue up while a batch is being written; the next batch takes all of them
+ * (up to MAX_GROUP_COMMANDS) and makes them durable with one synced write (group commit). The queue is bounded:
+ * past `maxQueued` a proposal is refused at once, so a flood cannot exhaust memory.
+ */
+export class LocalProposer implements Proposer {
+  private queue: Pending[] = [];
+  private running = false;
+  private closed = false;
+  private idle: Promise<void> = Promise.resolve();
+  private nextIndex: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: { maxQueued: number; sync: boolean } = { maxQueued: 10_000, sync: true },
+  ) {
+    this.nextIndex = store.appliedIndex + 1;
+  }
+
+  propose(cmd: Command): Promise<CommandResult> {
+    if (this.closed) return Promise.reject(new Error('proposer closed'));
+    if (this.queue.length >= this.opts.maxQueued) return Promise.reject(new OverloadedError(this.queue.length));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ cmd, resolve, reject });
+      if (!this.running) this.idle = this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    assert(!this.running, 'drain re-entered');
+    this.running = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_GROUP_COMMANDS);
+        const last = this.nextIndex + batch.length - 1;
+        try {
+          const results = await this.store.applyGroup(
+            batch.map((p) => p.cmd),
+            { index: last, sync: this.opts.sync },
+          );
+          this.nextIndex = last + 1;
+          batch.forEach((p, i) => p.resolve(results[i]!));
+        } catch (err) {
+          for (const p of batch) p.reject(err);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.idle;
+  }
+}

@@ -1,0 +1,50 @@
+import { assert, type EntityDef, type Row } from './types.js';
+import type { Txn } from './txn.js';
+
+/** A named, deterministic state transition registered by the application (e.g. "authenticate", "touch sessions"). */
+export type CustomCommand = (ctx: ApplyContext, args: any, at: string) => unknown;
+
+/** What a custom command may do: read through the transaction and write with the same checks as plain commands. */
+export interface ApplyContext {
+  readonly txn: Txn;
+  create(entity: string, id: string, data: Record<string, unknown>, at: string, system?: boolean): void;
+  update(entity: string, id: string, set: Record<string, unknown>, at: string, system?: boolean): Row;
+  delete(entity: string, id: string, at: string, system?: boolean): void;
+}
+
+export interface Referrer {
+  entity: string;
+  field: string;
+  onDelete: 'restrict' | 'cascade' | 'clear';
+}
+
+/** Every entity type the store holds, the reverse references between them, and the custom commands. */
+export class Schema {
+  readonly defs = new Map<string, EntityDef>();
+  readonly referrers = new Map<string, Referrer[]>();
+  readonly custom = new Map<string, CustomCommand>();
+
+  constructor(defs: EntityDef[], custom: Record<string, CustomCommand> = {}) {
+    for (const def of defs) {
+      assert(!this.defs.has(def.name), `entity ${def.name} declared twice`);
+      assert(/^[a-z][a-zA-Z-]*$/.test(def.name), `bad entity name ${def.name}`);
+      this.defs.set(def.name, def);
+    }
+    for (const def of defs) {
+      for (const [field, f] of Object.entries(def.fields)) {
+        if (!f.ref) continue;
+        assert(this.defs.has(f.ref.entity), `${def.name}.${field} references unknown entity ${f.ref.entity}`);
+        const list = this.referrers.get(f.ref.entity) ?? [];
+        list.push({ entity: def.name, field, onDelete: f.ref.onDelete });
+        this.referrers.set(f.ref.entity, list);
+      }
+    }
+    for (const [name, fn] of Object.entries(custom)) this.custom.set(name, fn);
+  }
+
+  def(entity: string): EntityDef {
+    const d = this.defs.get(entity);
+    assert(d, `unknown entity ${entity}`);
+    return d;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The vocabulary of Keel's replicated state machine.
+ *
+ * A Command is plain data. It is built by an API handler (which computes ids, timestamps and password hashes
+ * beforehand, so that applying it is deterministic), replicated through the log, and applied by `apply` on every
+ * node in log order. Nothing here reads a clock, draws a random number or does I/O.
+ */
+
+/** A stored entity row: base fields plus the fields its declaration names. Rows are immutable once published. */
+export interface Row {
+  id: string;
+  createdAt: string;
+  updatedAt: string;
+  tags: Record<string, unknown>;
+  isSystem?: boolean;
+  [field: string]: unknown;
+}
+
+export type FieldType = 'string' | 'number' | 'bool' | 'datetime' | 'object' | 'map';
+
+export interface FieldDef {
+  type: FieldType;
+  /** An array of `type` values (role attributes, id lists). */
+  set?: boolean;
+  /** Values must be unique across the collection (null/undefined/'' are not indexed). */
+  unique?: boolean;
+  /** Maintain an equality index (sets index every element). Reference fields are always indexed. */
+  index?: boolean;
+  /** The field holds ids of another collection. */
+  ref?: { entity: string; onDelete: 'restrict' | 'cascade' | 'clear' };
+  /** Hidden from ZitiQL (secrets, internal fields). Default: visible. */
+  filter?: false;
+  /** Error code the API reports when `unique` is violated (default: a field validation error). */
+  conflictCode?: string;
+}
+
+export interface EntityDef {
+  /** Collection name (the API path segment, e.g. `identities`). */
+  name: string;
+  /** Singular entity type used in messages (`identity`). */
+  type: string;
+  fields: Record<string, FieldDef>;
+}
+
+export type Command =
+  | { op: 'create'; entity: string; id: string; data: Record<string, unknown>; at: string; system?: boolean }
+  | { op: 'update'; entity: string; id: string; set: Record<string, unknown>; at: string; system?: boolean }
+  | { op: 'delete'; entity: string; id: string; at: string; system?: boolean; ifExists?: boolean }
+  | { op: 'batch'; ops: Command[] }
+  | { op: 'custom'; name: string; args: unknown; at: string };
+
+export type StoreErrorCode =
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'UNIQUE'
+  | 'REFERENCED'
+  | 'REF_NOT_FOUND'
+  | 'SYSTEM_UPDATE'
+  | 'SYSTEM_DELETE'
+  | 'INVALID'
+  | 'CONFLICT';
+
+/** A deterministic, recorded failure of a command: the handler turns it into an HTTP error. */
+export interface StoreError {
+  code: StoreErrorCode;
+  entity: string;
+  id?: string;
+  field?: string;
+  value?: unknown;
+  reason: string;
+  /** An API error code chosen by the declaration (FieldDef.conflictCode) or a custom command. */
+  apiCode?: string;
+}
+
+export type CommandResult = { ok: true; value?: unknown } | { ok: false; error: StoreError };
+
+export class StoreFailure extends Error {
+  constructor(public readonly error: StoreError) {
+    super(error.reason);
+    this.name = 'StoreFailure';
+  }
+}
+
+export function fail(error: StoreError): never {
+  throw new StoreFailure(error);
+}
+
+/** Invariant check that stays on in production (TIGER_STYLE). */
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(`invariant violated: ${message}`);
+}
