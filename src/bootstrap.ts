@@ -33,7 +33,13 @@ export async function initialize(svc: Services, adminPassword: string): Promise<
     { op: 'create', entity: 'identity-types', id: 'Router', data: { name: 'Router' }, at },
     { op: 'create', entity: 'auth-policies', id: 'default', data: structuredClone(DEFAULT_AUTH_POLICY), at },
     ...BUILTIN_CONFIG_TYPES.map(
-      (c): Command => ({ op: 'create', entity: 'config-types', id: c.id, data: { name: c.name, target: c.target, schema: {} }, at }),
+      (c): Command => ({
+        op: 'create',
+        entity: 'config-types',
+        id: c.id,
+        data: { name: c.name, target: c.target, schema: {} },
+        at,
+      }),
     ),
     {
       op: 'create',

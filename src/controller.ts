@@ -42,12 +42,7 @@ export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
-  return [
-    ...informationalOps(specs),
-    ...authenticationOps(),
-    ...identityOps(),
-    ...ENTITIES.flatMap((e) => e.ops()),
-  ];
+  return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
 }
 
 /** A single-node controller: the store, the write path, the session service and the HTTP front end. */
@@ -99,7 +94,8 @@ export class Controller {
       router,
       rewritePath,
       defaultHeaders: { server: `keel/${KEEL_VERSION}`, 'ziti-instance-id': instanceId },
-      onError: (err, req) => log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
+      onError: (err, req) =>
+        log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
     });
     const ctl = new Controller(svc, app, ops, proposer, opts);
     try {

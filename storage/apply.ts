@@ -1,6 +1,6 @@
 import { indexValues } from './collection.js';
 import type { ApplyContext, Schema } from './schema.js';
-import { Txn } from './txn.js';
+import type { Txn } from './txn.js';
 import { assert, type Command, type EntityDef, fail, type Row } from './types.js';
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
@@ -54,7 +54,12 @@ class Context implements ApplyContext {
     const def = this.schema.def(entity);
     assert(typeof id === 'string' && id.length > 0, 'create without id');
     if (this.txn.get(entity, id)) {
-      fail({ code: 'ALREADY_EXISTS', entity, id, reason: `an entity of type ${def.type} already exists with id ${id}` });
+      fail({
+        code: 'ALREADY_EXISTS',
+        entity,
+        id,
+        reason: `an entity of type ${def.type} already exists with id ${id}`,
+      });
     }
     checkFields(def, data);
     if (data.isSystem && !system) fail({ code: 'INVALID', entity, id, reason: 'cannot create a system entity' });

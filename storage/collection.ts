@@ -92,7 +92,10 @@ export class Collection {
     for (const [field, map] of this.uniques) {
       for (const v of indexValues(row, field)) {
         const holder = map.get(v);
-        assert(holder === undefined || holder === row.id, `unique index ${this.def.name}.${field} violated by ${row.id}`);
+        assert(
+          holder === undefined || holder === row.id,
+          `unique index ${this.def.name}.${field} violated by ${row.id}`,
+        );
         map.set(v, row.id);
       }
     }

@@ -61,7 +61,7 @@ export class LocalProposer implements Proposer {
             { index: last, sync: this.opts.sync },
           );
           this.nextIndex = last + 1;
-          batch.forEach((p, i) => p.resolve(results[i]!));
+          for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
         } catch (err) {
           for (const p of batch) p.reject(err);
         }

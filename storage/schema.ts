@@ -1,5 +1,5 @@
-import { assert, type EntityDef, type Row } from './types.js';
 import type { Txn } from './txn.js';
+import { assert, type EntityDef, type Row } from './types.js';
 
 /** A named, deterministic state transition registered by the application (e.g. "authenticate", "touch sessions"). */
 export type CustomCommand = (ctx: ApplyContext, args: any, at: string) => unknown;

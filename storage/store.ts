@@ -66,7 +66,8 @@ export class Store {
       await this.db.put(META_FORMAT, packr.pack(FORMAT_VERSION), { sync: true });
     } else {
       const v = packr.unpack(format);
-      if (v !== FORMAT_VERSION) throw new Error(`data directory has format ${v}, this Keel reads format ${FORMAT_VERSION}`);
+      if (v !== FORMAT_VERSION)
+        throw new Error(`data directory has format ${v}, this Keel reads format ${FORMAT_VERSION}`);
     }
     const applied = await this.db.get(META_APPLIED);
     this.appliedIndex = applied === undefined ? 0 : (packr.unpack(applied) as number);

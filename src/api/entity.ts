@@ -1,13 +1,9 @@
 import type { HttpResponse } from '../../http/types.js';
 import type { EntityDef, FieldDef, Row } from '../../storage/types.js';
-import {
-  createSymbolTable,
-  type QuerySymbol,
-  type SymbolTable,
-} from '../../storage/zitiql/index.js';
+import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
+import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
-import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, type OpContext, type OpDef, op } from './op.js';
@@ -44,7 +40,12 @@ export interface EntitySpec<C = any, U = any, P = any> {
   /** Entity-specific API fields of a row (base fields and `_links.self` are added generically). */
   toApi(row: Row, svc: Services): Record<string, unknown>;
   /** Body → stored fields. Default: copy the body keys that are stored fields. May throw ApiError for semantic checks. */
-  fromApi?(body: Record<string, unknown>, mode: WriteMode, svc: Services, existing?: Row): Promise<Record<string, unknown>> | Record<string, unknown>;
+  fromApi?(
+    body: Record<string, unknown>,
+    mode: WriteMode,
+    svc: Services,
+    existing?: Row,
+  ): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** Values stored for fields a PUT leaves out (PUT replaces every field). */
   updateDefaults?: Record<string, unknown>;
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
@@ -132,7 +133,13 @@ function pickStored(entity: EntitySpec, body: Record<string, unknown>): Record<s
   return out;
 }
 
-async function toStored(entity: EntitySpec, body: Record<string, unknown>, mode: WriteMode, svc: Services, existing?: Row) {
+async function toStored(
+  entity: EntitySpec,
+  body: Record<string, unknown>,
+  mode: WriteMode,
+  svc: Services,
+  existing?: Row,
+) {
   const data = entity.fromApi ? await entity.fromApi(body, mode, svc, existing) : pickStored(entity, body);
   if ('tags' in body) data.tags = body.tags ?? {};
   if (mode === 'update') {
@@ -149,7 +156,11 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
   const c = entity.operations?.[which];
   if (c === false) return null;
   const cfg = typeof c === 'object' ? c : {};
-  return { apis: cfg.apis ?? (['management'] as ApiName[]), access: cfg.access ?? ('admin' as Access), operationId: cfg.operationId };
+  return {
+    apis: cfg.apis ?? (['management'] as ApiName[]),
+    access: cfg.access ?? ('admin' as Access),
+    operationId: cfg.operationId,
+  };
 }
 
 const ID_PATH = (name: string) => `/${name}/{id}`;
@@ -183,7 +194,12 @@ function crudOps(entity: Entity): OpDef<any>[] {
               ] as const)
             : []),
         ],
-        responses: { 200: { description: `A list of ${entity.plural.toLowerCase()}`, schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail) } },
+        responses: {
+          200: {
+            description: `A list of ${entity.plural.toLowerCase()}`,
+            schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail),
+          },
+        },
         handler: (ctx) => {
           const result = listQuery(entity, ctx);
           return listResponse(result, (row) => entity.render(row, ctx.svc), entity.symbolTable(ctx.svc));
@@ -203,7 +219,12 @@ function crudOps(entity: Entity): OpDef<any>[] {
         summary: `Retrieves a single ${entity.type}`,
         access: detail.access,
         permission,
-        responses: { 200: { description: `A single ${entity.type}`, schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail) } },
+        responses: {
+          200: {
+            description: `A single ${entity.type}`,
+            schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail),
+          },
+        },
         handler: (ctx) => ok(entity.render(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc)),
       }),
     );
@@ -222,7 +243,12 @@ function crudOps(entity: Entity): OpDef<any>[] {
         permission,
         body: entity.create,
         bodyName: base,
-        responses: { 201: { description: 'The create request was successful and the resource has been added at the following location', schema: createEnvelope } },
+        responses: {
+          201: {
+            description: 'The create request was successful and the resource has been added at the following location',
+            schema: createEnvelope,
+          },
+        },
         handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
           const data = await toStored(entity, ctx.body, 'create', ctx.svc);
           const id = (data.id as string | undefined) ?? shortId();
@@ -244,12 +270,17 @@ function crudOps(entity: Entity): OpDef<any>[] {
         apis: cfg.apis,
         operationId: cfg.operationId ?? `${which}${entity.singular}`,
         tags: [entity.tag],
-        summary: which === 'update' ? `Update all fields on a ${entity.type}` : `Update the supplied fields on a ${entity.type}`,
+        summary:
+          which === 'update'
+            ? `Update all fields on a ${entity.type}`
+            : `Update the supplied fields on a ${entity.type}`,
         access: cfg.access,
         permission,
         body: schema,
         bodyName: base,
-        responses: { 200: { description: 'The update request was successful and the resource has been altered', schema: empty } },
+        responses: {
+          200: { description: 'The update request was successful and the resource has been altered', schema: empty },
+        },
         handler: async (ctx: OpContext<any>) => {
           const existing = ctx.svc.require(entity.name, ctx.params.id!);
           const set = await toStored(entity, ctx.body, which, ctx.svc, existing);
@@ -271,7 +302,9 @@ function crudOps(entity: Entity): OpDef<any>[] {
         summary: `Delete a ${entity.type}`,
         access: del.access,
         permission,
-        responses: { 200: { description: 'The delete request was successful and the resource has been removed', schema: empty } },
+        responses: {
+          200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
+        },
         handler: async (ctx) => {
           if (entity.beforeDelete) entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc);
           await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });

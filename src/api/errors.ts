@@ -1,6 +1,6 @@
 import { ApiError, Errors, fieldError } from '../../http/errors.js';
 import type { StoreError } from '../../storage/types.js';
-import { QueryError } from '../../storage/zitiql/index.js';
+import type { QueryError } from '../../storage/zitiql/index.js';
 import type { FieldError } from '../schema/validate.js';
 
 export { ApiError, Errors, fieldError };

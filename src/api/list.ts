@@ -75,7 +75,12 @@ export function runList(req: HttpRequest, symbols: SymbolTable, source: RowSourc
  * Ids matching `roleFilter` entries under `roleSemantic` (REFERENCE §5): `@id` entries match by id, `#all` matches
  * everything, `#attr` entries match by attribute (all of them for AllOf, any for AnyOf).
  */
-export function roleFilterIds(c: Collection, field: string, roles: string[], semanticParam: string | null): Set<string> | null {
+export function roleFilterIds(
+  c: Collection,
+  field: string,
+  roles: string[],
+  semanticParam: string | null,
+): Set<string> | null {
   if (roles.length === 0) return null;
   const semantic = (semanticParam ?? 'AllOf').toLowerCase();
   if (semantic !== 'allof' && semantic !== 'anyof') throw fieldError('roleSemantic', 'invalid semantic', semanticParam);

@@ -7,7 +7,7 @@ import { API_BASE } from './register.js';
 const TITLES: Record<ApiName, string> = { client: 'Ziti Edge Client', management: 'Ziti Edge Management' };
 
 const STANDARD_ERRORS: Record<number, string> = {
-  400: 'The supplied request contains invalid fields or could not be parsed (json and non-json bodies). The error\'s code, message, and cause fields can be inspected for further information',
+  400: "The supplied request contains invalid fields or could not be parsed (json and non-json bodies). The error's code, message, and cause fields can be inspected for further information",
   401: 'The supplied session does not have the correct access rights to request this resource',
   404: 'The requested resource does not exist',
   409: 'The resource requested to be removed/altered cannot be as it is referenced by another object.',
@@ -47,7 +47,9 @@ export function buildOpenApi(api: ApiName, ops: OpDef<any>[], version: string): 
     }
     const responses: Record<string, unknown> = {};
     for (const [status, r] of Object.entries(op.responses)) {
-      responses[status] = r.schema ? { description: r.description, schema: toSwagger(r.schema, defs, false) } : { description: r.description };
+      responses[status] = r.schema
+        ? { description: r.description, schema: toSwagger(r.schema, defs, false) }
+        : { description: r.description };
     }
     const errors = op.access === 'none' ? [400, 429] : [400, 401, 404, 429, 503];
     if (op.method === 'GET' && !op.path.includes('{')) errors.splice(errors.indexOf(404), errors.includes(404) ? 1 : 0);
@@ -82,7 +84,12 @@ export function buildOpenApi(api: ApiName, ops: OpDef<any>[], version: string): 
     consumes: ['application/json'],
     produces: ['application/json'],
     securityDefinitions: {
-      ztSession: { type: 'apiKey', in: 'header', name: 'zt-session', description: 'An API Key that is provided post authentication' },
+      ztSession: {
+        type: 'apiKey',
+        in: 'header',
+        name: 'zt-session',
+        description: 'An API Key that is provided post authentication',
+      },
     },
     paths: sortedPaths,
     definitions: sortedDefs,

@@ -15,7 +15,13 @@ export interface RouteMeta {
   api: ApiName;
 }
 
-const ACTION_OF: Record<string, string> = { GET: 'read', POST: 'create', PUT: 'update', PATCH: 'update', DELETE: 'delete' };
+const ACTION_OF: Record<string, string> = {
+  GET: 'read',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'update',
+  DELETE: 'delete',
+};
 
 /**
  * Management access (OpenZiti's DefaultManagementAccess): an admin, or an identity whose `permissions` hold
@@ -74,7 +80,7 @@ export function handlerFor(op: OpDef<any>, api: ApiName, svc: Services) {
     const body = readBody(op, req);
     if (caller) svc.sessions.touch(caller.session);
     const res = await op.handler({ req, body, params: req.params, caller, svc, api });
-    if (!caller || op.path === '/current-api-session' && op.method === 'DELETE') return res;
+    if (!caller || (op.path === '/current-api-session' && op.method === 'DELETE')) return res;
     const expiresAt = svc.sessions.expiresAtMs(caller.session);
     return {
       ...res,

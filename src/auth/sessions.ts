@@ -61,7 +61,17 @@ export class SessionService {
 
   authQueries(row: Row): unknown[] {
     if (row.isMfaRequired && !row.isMfaComplete) {
-      return [{ format: 'numeric', httpMethod: 'POST', httpUrl: './authenticate/mfa', maxLength: 8, minLength: 4, provider: 'ziti', typeId: 'MFA' }];
+      return [
+        {
+          format: 'numeric',
+          httpMethod: 'POST',
+          httpUrl: './authenticate/mfa',
+          maxLength: 8,
+          minLength: 4,
+          provider: 'ziti',
+          typeId: 'MFA',
+        },
+      ];
     }
     return [];
   }
@@ -125,9 +135,14 @@ export class SessionService {
     }
     let deleted = 0;
     for (let i = 0; i < expired.length; i += MAX_SWEEP_PER_COMMAND) {
-      const ops = expired
-        .slice(i, i + MAX_SWEEP_PER_COMMAND)
-        .map((id) => ({ op: 'delete' as const, entity: 'api-sessions', id, at: this.svc.nowIso(), system: true, ifExists: true }));
+      const ops = expired.slice(i, i + MAX_SWEEP_PER_COMMAND).map((id) => ({
+        op: 'delete' as const,
+        entity: 'api-sessions',
+        id,
+        at: this.svc.nowIso(),
+        system: true,
+        ifExists: true,
+      }));
       try {
         await this.svc.write({ op: 'batch', ops });
         deleted += ops.length;

@@ -68,11 +68,15 @@ async function run(argv: string[]): Promise<void> {
     port,
     engine,
     adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
-    sessionTimeout_ms: values['session-timeout'] ? parseDuration(values['session-timeout']) : DEFAULT_SESSION_TIMEOUT_MS,
+    sessionTimeout_ms: values['session-timeout']
+      ? parseDuration(values['session-timeout'])
+      : DEFAULT_SESSION_TIMEOUT_MS,
     apiBaseUrls: values.advertise ? [values.advertise.replace(/\/+$/, '')] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
-  const base = values.advertise?.replace(/\/+$/, '') ?? `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
+  const base =
+    values.advertise?.replace(/\/+$/, '') ??
+    `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
   if (!values.advertise) ctl.svc.config.apiBaseUrls.splice(0, ctl.svc.config.apiBaseUrls.length, base);
   const lines = [
     `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,

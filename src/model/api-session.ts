@@ -58,7 +58,10 @@ const apiSessionRequired = [
 export const apiSessionDetail = detailSchema('apiSessionDetail', s.obj(apiSessionFields, apiSessionRequired as any));
 export const currentApiSessionDetail = s.named(
   'currentApiSessionDetail',
-  s.allOf(apiSessionDetail, s.obj({ expirationSeconds: s.int(), expiresAt: s.datetime() }, ['expiresAt', 'expirationSeconds'])),
+  s.allOf(
+    apiSessionDetail,
+    s.obj({ expirationSeconds: s.int(), expiresAt: s.datetime() }, ['expiresAt', 'expirationSeconds']),
+  ),
 );
 
 /** The API view of an API session. `cachedUpdatedAt` is listed as required by the published spec, so it is sent. */
@@ -108,7 +111,11 @@ export const apiSessions = defineEntity({
 });
 
 /** Custom command: record session activity (batched). Only moves `lastActivityAt` forward; gone sessions are skipped. */
-export function touchSessions(ctx: { txn: any; update: any }, args: { touches: [string, string][] }, at: string): number {
+export function touchSessions(
+  ctx: { txn: any; update: any },
+  args: { touches: [string, string][] },
+  at: string,
+): number {
   let n = 0;
   for (const [id, iso] of args.touches) {
     const row = ctx.txn.get('api-sessions', id) as Row | undefined;

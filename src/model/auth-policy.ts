@@ -42,7 +42,19 @@ const secondary = s.named(
   s.obj({ requireExtJwtSigner: s.nullable(s.str()), requireTotp: s.bool() }, ['requireTotp']),
 );
 
-export type AuthPolicyPrimary = { cert: { allowed: boolean; allowExpiredCerts: boolean }; updb: { allowed: boolean; minPasswordLength: number; requireSpecialChar: boolean; requireNumberChar: boolean; requireMixedCase: boolean; maxAttempts: number; lockoutDurationMinutes: number }; extJwt: { allowed: boolean; allowedSigners: string[] | null } };
+export type AuthPolicyPrimary = {
+  cert: { allowed: boolean; allowExpiredCerts: boolean };
+  updb: {
+    allowed: boolean;
+    minPasswordLength: number;
+    requireSpecialChar: boolean;
+    requireNumberChar: boolean;
+    requireMixedCase: boolean;
+    maxAttempts: number;
+    lockoutDurationMinutes: number;
+  };
+  extJwt: { allowed: boolean; allowedSigners: string[] | null };
+};
 
 /** The default auth policy (REFERENCE §7), created at initialisation with id `default`. */
 export const DEFAULT_AUTH_POLICY = {
@@ -79,7 +91,10 @@ export const authPolicies = defineEntity({
     'authPolicyDetail',
     s.obj({ name: s.str(), primary, secondary }, ['name', 'primary', 'secondary']),
   ),
-  create: s.named('authPolicyCreate', s.obj({ name: s.str(), primary, secondary, tags }, ['name', 'primary', 'secondary'])),
+  create: s.named(
+    'authPolicyCreate',
+    s.obj({ name: s.str(), primary, secondary, tags }, ['name', 'primary', 'secondary']),
+  ),
   // Create, update and patch of auth policies belong to the auth-policy work; only reads are served for now.
   operations: { create: false, update: false, patch: false, delete: false },
   toApi: (row) => ({ name: row.name, primary: row.primary, secondary: row.secondary }),

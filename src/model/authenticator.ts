@@ -42,7 +42,8 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
   if (pw.length < updb.minPasswordLength) {
     throw fieldError(field, `password must be at least ${updb.minPasswordLength} characters`, '******');
   }
-  if (updb.requireSpecialChar && !/[^A-Za-z0-9]/.test(pw)) throw fieldError(field, 'password must contain a special character', '******');
+  if (updb.requireSpecialChar && !/[^A-Za-z0-9]/.test(pw))
+    throw fieldError(field, 'password must contain a special character', '******');
   if (updb.requireNumberChar && !/[0-9]/.test(pw)) throw fieldError(field, 'password must contain a number', '******');
   if (updb.requireMixedCase && !(/[a-z]/.test(pw) && /[A-Z]/.test(pw))) {
     throw fieldError(field, 'password must contain upper and lower case letters', '******');
@@ -92,10 +93,10 @@ export const authenticators = defineEntity({
   detail: authenticatorDetail,
   create: s.named(
     'authenticatorCreate',
-    s.obj(
-      { certPem: s.str(), identityId: s.str(), method: s.str(), password: s.str(), tags, username: s.str() },
-      ['method', 'identityId'],
-    ),
+    s.obj({ certPem: s.str(), identityId: s.str(), method: s.str(), password: s.str(), tags, username: s.str() }, [
+      'method',
+      'identityId',
+    ]),
   ),
   update: s.named('authenticatorUpdate', s.obj({ password, tags, username }, ['username', 'password'])),
   patch: s.named('authenticatorPatch', s.obj({ password: passwordNullable, tags, username: usernameNullable })),
@@ -107,18 +108,34 @@ export const authenticators = defineEntity({
       if (method === 'updb') {
         const u = body.username as string | undefined;
         const p = body.password as string | undefined;
-        if (!u || u.length < 4 || u.length > 100) throw fieldError('username', 'username must be 4 to 100 characters', u ?? '');
-        if (!p || p.length < 5 || p.length > 100) throw fieldError('password', 'password must be 5 to 100 characters', '******');
-        if (body.certPem !== undefined) throw Errors.INVALID_AUTHENTICATOR_PROPERTIES({ field: 'certPem', reason: 'certPem is not valid for method updb', value: '' });
+        if (!u || u.length < 4 || u.length > 100)
+          throw fieldError('username', 'username must be 4 to 100 characters', u ?? '');
+        if (!p || p.length < 5 || p.length > 100)
+          throw fieldError('password', 'password must be 5 to 100 characters', '******');
+        if (body.certPem !== undefined)
+          throw Errors.INVALID_AUTHENTICATOR_PROPERTIES({
+            field: 'certPem',
+            reason: 'certPem is not valid for method updb',
+            value: '',
+          });
         checkPasswordPolicy(svc, identityId, p);
         return { method, identityId, username: u, password: await hashPassword(p), methodKey: `${identityId}:updb` };
       }
       if (method === 'cert') {
         if (body.username !== undefined || body.password !== undefined) {
-          throw Errors.INVALID_AUTHENTICATOR_PROPERTIES({ field: 'method', reason: 'username and password are not valid for method cert', value: method });
+          throw Errors.INVALID_AUTHENTICATOR_PROPERTIES({
+            field: 'method',
+            reason: 'username and password are not valid for method cert',
+            value: method,
+          });
         }
         const cert = parseSinglePem((body.certPem as string | undefined) ?? '');
-        if (!cert) throw Errors.INVALID_CERT_PEM({ field: 'certPem', reason: 'expected exactly one PEM certificate', value: '' });
+        if (!cert)
+          throw Errors.INVALID_CERT_PEM({
+            field: 'certPem',
+            reason: 'expected exactly one PEM certificate',
+            value: '',
+          });
         return {
           method,
           identityId,
@@ -132,7 +149,11 @@ export const authenticators = defineEntity({
     }
     // update / patch: only username/password authenticators carry updatable secrets
     if (existing && existing.method !== 'updb' && (body.username != null || body.password != null)) {
-      throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({ field: 'method', reason: `authenticator of method ${existing.method} has no username or password`, value: existing.method });
+      throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
+        field: 'method',
+        reason: `authenticator of method ${existing.method} has no username or password`,
+        value: existing.method,
+      });
     }
     const set: Record<string, unknown> = {};
     if (body.username != null) set.username = body.username;

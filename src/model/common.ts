@@ -6,16 +6,15 @@ export const attributes = s.named('attributes', s.nullable(s.arr(s.str())));
 export const roles = s.named('roles', s.arr(s.str()));
 export const link = s.named('link', s.obj({ href: s.str(), method: s.str(), comment: s.str() }, ['href']));
 export const links = s.named('links', s.map(link));
-export const entityRef = s.named(
-  'entityRef',
-  s.obj({ _links: links, entity: s.str(), id: s.str(), name: s.str() }),
-);
+export const entityRef = s.named('entityRef', s.obj({ _links: links, entity: s.str(), id: s.str(), name: s.str() }));
 export const baseEntity = s.named(
   'baseEntity',
-  s.obj(
-    { _links: links, createdAt: s.datetime(), id: s.str(), tags, updatedAt: s.datetime() },
-    ['id', 'createdAt', 'updatedAt', '_links'],
-  ),
+  s.obj({ _links: links, createdAt: s.datetime(), id: s.str(), tags, updatedAt: s.datetime() }, [
+    'id',
+    'createdAt',
+    'updatedAt',
+    '_links',
+  ]),
 );
 export const pagination = s.named(
   'pagination',

@@ -27,7 +27,10 @@ export const configTypes = defineEntity({
   },
   detail: detailSchema(
     'configTypeDetail',
-    s.obj({ name: s.str(), schema: s.map(true), target: s.nullable(s.enum(['service', 'router'] as const)) }, ['name', 'schema']),
+    s.obj({ name: s.str(), schema: s.map(true), target: s.nullable(s.enum(['service', 'router'] as const)) }, [
+      'name',
+      'schema',
+    ]),
   ),
   toApi: (row) => ({ name: row.name, schema: row.schema ?? {}, target: row.target ?? null }),
   // Config types are readable now; their create/update/delete (with JSON-schema checks) arrive with configs.

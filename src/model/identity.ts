@@ -224,7 +224,10 @@ export const identities = defineEntity({
       ['name', 'type', 'isAdmin'],
     ),
   ),
-  update: s.named('identityUpdate', s.obj({ ...writable, isAdmin: s.bool(), name: s.str() }, ['type', 'name', 'isAdmin'])),
+  update: s.named(
+    'identityUpdate',
+    s.obj({ ...writable, isAdmin: s.bool(), name: s.str() }, ['type', 'name', 'isAdmin']),
+  ),
   patch: s.named('identityPatch', s.obj({ ...writable, isAdmin: s.nullable(s.bool()), name: s.nullable(s.str()) })),
   updateDefaults: {
     authPolicyId: 'default',
@@ -240,7 +243,10 @@ export const identities = defineEntity({
   toApi: renderIdentityFields,
   beforeDelete(row) {
     if (row.isDefaultAdmin) {
-      throw Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: `cannot delete the default admin identity (id=${row.id})` });
+      throw Errors.ENTITY_CAN_NOT_BE_DELETED({
+        code: 'UNHANDLED',
+        message: `cannot delete the default admin identity (id=${row.id})`,
+      });
     }
   },
   fromApi(body, mode, svc, existing) {
@@ -264,9 +270,13 @@ export const identities = defineEntity({
       out[k] = v === '' && k === 'externalId' ? null : v;
     }
     if (existing?.isDefaultAdmin && out.isAdmin === false) {
-      throw Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: `cannot remove admin from the default admin identity (id=${existing.id})` });
+      throw Errors.ENTITY_CAN_NOT_BE_UPDATED({
+        code: 'UNHANDLED',
+        message: `cannot remove admin from the default admin identity (id=${existing.id})`,
+      });
     }
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', out.name);
+    if (typeof out.name === 'string' && out.name.trim() === '')
+      throw fieldError('name', 'name must not be empty', out.name);
     if ('roleAttributes' in body) out.roleAttributes = checkRoleAttributes('roleAttributes', body.roleAttributes);
     if ('authPolicyId' in body || mode === 'create') {
       const id = (body.authPolicyId as string | null | undefined) || 'default';

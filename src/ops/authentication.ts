@@ -4,8 +4,8 @@ import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
-import { password, username } from '../model/authenticator.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
+import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
 import { s } from '../schema/s.js';
@@ -56,7 +56,7 @@ async function passwordLogin(svc: Services, body: any): Promise<{ identity: Row;
   if (typeof username !== 'string' || typeof password !== 'string') return null;
   const ids = svc.store.lookup('authenticators', 'username', username);
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
-  if (!authenticator || authenticator.method !== 'updb') {
+  if (authenticator?.method !== 'updb') {
     await verifyAgainstDummy(password);
     return null;
   }
@@ -83,7 +83,12 @@ export function authenticationOps(): OpDef<any>[] {
       bodyName: 'auth',
       bodyRequired: false,
       query: [{ name: 'method', type: 'string', required: true, enum: ['password', 'cert', 'ext-jwt'] }],
-      responses: { 200: { description: 'The API session associated with the session used to issue the request', schema: currentApiSessionEnvelope } },
+      responses: {
+        200: {
+          description: 'The API session associated with the session used to issue the request',
+          schema: currentApiSessionEnvelope,
+        },
+      },
       handler: async ({ req, body, svc }) => {
         const method = req.query.get('method');
         if (method !== 'password') {
@@ -136,7 +141,12 @@ export function authenticationOps(): OpDef<any>[] {
       tags: ['Current API Session'],
       summary: 'Return the current API session',
       access: 'partial',
-      responses: { 200: { description: 'The API session associated with the session used to issue the request', schema: currentApiSessionEnvelope } },
+      responses: {
+        200: {
+          description: 'The API session associated with the session used to issue the request',
+          schema: currentApiSessionEnvelope,
+        },
+      },
       handler: ({ caller, svc }) => ok(renderCurrentSession(caller!.session, svc)),
     }),
     op({
@@ -149,7 +159,14 @@ export function authenticationOps(): OpDef<any>[] {
       access: 'partial',
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ caller, svc }) => {
-        await svc.write({ op: 'delete', entity: 'api-sessions', id: caller!.session.id, at: svc.nowIso(), system: true, ifExists: true });
+        await svc.write({
+          op: 'delete',
+          entity: 'api-sessions',
+          id: caller!.session.id,
+          at: svc.nowIso(),
+          system: true,
+          ifExists: true,
+        });
         svc.sessions.forget(caller!.session.id);
         return okEmpty();
       },

@@ -1,3 +1,5 @@
+import type { Row } from '../../storage/types.js';
+import { createSymbolTable } from '../../storage/zitiql/index.js';
 import { collectionSource, listResponse, runList } from '../api/list.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, ok } from '../api/respond.js';
@@ -6,13 +8,17 @@ import { authenticators } from '../model/authenticator.js';
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
-import { createSymbolTable } from '../../storage/zitiql/index.js';
-import type { Row } from '../../storage/types.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 
 /** Distinct role attributes in use by an entity type, as a ZitiQL-filterable list of strings. */
-export function roleAttributeOp(path: string, operationId: string, entity: string, field: string, permission: string): OpDef<any> {
+export function roleAttributeOp(
+  path: string,
+  operationId: string,
+  entity: string,
+  field: string,
+  permission: string,
+): OpDef<any> {
   const symbols = createSymbolTable({ symbols: { id: { type: 'string', set: false, get: (r: Row) => r.id } } });
   return op({
     method: 'GET',
@@ -31,7 +37,10 @@ export function roleAttributeOp(path: string, operationId: string, entity: strin
     responses: {
       200: {
         description: 'A list of role attributes',
-        schema: s.named('listRoleAttributesEnvelope', s.obj({ data: s.named('roleAttributesList', s.arr(s.str())), meta }, ['meta', 'data'])),
+        schema: s.named(
+          'listRoleAttributesEnvelope',
+          s.obj({ data: s.named('roleAttributesList', s.arr(s.str())), meta }, ['meta', 'data']),
+        ),
       },
     },
     handler: ({ req, svc }) => {
@@ -43,7 +52,8 @@ export function roleAttributeOp(path: string, operationId: string, entity: strin
         scan: () => rows.values(),
         get: (id: string) => rows.get(id),
         idOf: (r: Row) => r.id,
-        lookup: (name: string, value: unknown) => (name === 'id' ? (rows.has(value as string) ? [value as string] : []) : undefined),
+        lookup: (name: string, value: unknown) =>
+          name === 'id' ? (rows.has(value as string) ? [value as string] : []) : undefined,
       };
       const result = runList(req, symbols, source);
       return listEnvelopeResponse(
@@ -65,7 +75,12 @@ export function identityOps(): OpDef<any>[] {
       tags: ['Current Identity'],
       summary: 'Return the current identity',
       access: 'authenticated',
-      responses: { 200: { description: 'The identity associated with the API Session used to issue the request', schema: detailEnvelope('currentIdentityDetailEnvelope', identityDetail) } },
+      responses: {
+        200: {
+          description: 'The identity associated with the API Session used to issue the request',
+          schema: detailEnvelope('currentIdentityDetailEnvelope', identityDetail),
+        },
+      },
       handler: ({ caller, svc }) => {
         const row = identities.render(caller!.identity, svc);
         (row._links as any).self = { href: './current-identity' };
@@ -86,10 +101,21 @@ export function identityOps(): OpDef<any>[] {
         { name: 'offset', type: 'integer' },
         { name: 'filter', type: 'string' },
       ],
-      responses: { 200: { description: 'A list of authenticators', schema: listEnvelope('listAuthenticatorsEnvelope', authenticators.detail) } },
+      responses: {
+        200: {
+          description: 'A list of authenticators',
+          schema: listEnvelope('listAuthenticatorsEnvelope', authenticators.detail),
+        },
+      },
       handler: ({ req, params, svc }) => identityAuthenticators(req, params.id!, svc),
     }),
-    roleAttributeOp('/identity-role-attributes', 'listIdentityRoleAttributes', 'identities', 'roleAttributes', 'identity'),
+    roleAttributeOp(
+      '/identity-role-attributes',
+      'listIdentityRoleAttributes',
+      'identities',
+      'roleAttributes',
+      'identity',
+    ),
   ];
 }
 

@@ -1,10 +1,10 @@
-import { s } from '../schema/s.js';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
 import { ok } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { baseEntity, detailEnvelope, meta } from '../model/common.js';
+import { s } from '../schema/s.js';
 import { KEEL_BUILD_DATE, KEEL_REVISION, KEEL_VERSION } from '../version.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
@@ -62,7 +62,11 @@ function specRow(id: string) {
 
 /** `specs(api)` returns the served OpenAPI document of an API (built once, from the registered operations). */
 export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] {
-  const jsonSpec = (api: ApiName) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: specs(api) });
+  const jsonSpec = (api: ApiName) => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: specs(api),
+  });
   return [
     op({
       method: 'GET',
@@ -72,7 +76,9 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       tags: ['Informational'],
       summary: 'Returns version information',
       access: 'none',
-      responses: { 200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) } },
+      responses: {
+        200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
+      },
       handler: ({ svc }) => ok(versionData(svc)),
     }),
     op({
@@ -83,7 +89,9 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       tags: ['Informational'],
       summary: 'Returns version information',
       access: 'none',
-      responses: { 200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) } },
+      responses: {
+        200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
+      },
       handler: ({ svc }) => ok(versionData(svc)),
     }),
     op({
@@ -97,7 +105,10 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       responses: {
         200: {
           description: 'A list of enumerated capabilities',
-          schema: s.named('listEnumeratedCapabilitiesEnvelope', s.obj({ data: s.arr(capabilities), meta }, ['meta', 'data'])),
+          schema: s.named(
+            'listEnumeratedCapabilitiesEnvelope',
+            s.obj({ data: s.arr(capabilities), meta }, ['meta', 'data']),
+          ),
         },
       },
       handler: () => ok(ENUMERATED_CAPABILITIES),
@@ -115,7 +126,13 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
           description: 'A list of supported Edge protocols',
           schema: s.named(
             'listProtocolsEnvelope',
-            s.obj({ data: s.named('listProtocols', s.map(s.named('protocol', s.obj({ address: s.str() }, ['address'])))), meta }, ['meta', 'data']),
+            s.obj(
+              {
+                data: s.named('listProtocols', s.map(s.named('protocol', s.obj({ address: s.str() }, ['address'])))),
+                meta,
+              },
+              ['meta', 'data'],
+            ),
           ),
         },
       },
@@ -137,7 +154,13 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       summary: 'Returns a list of API specs',
       access: 'none',
       responses: {
-        200: { description: 'A list of specifications', schema: s.named('listSpecsEnvelope', s.obj({ data: s.named('specList', s.arr(specDetail)), meta }, ['meta', 'data'])) },
+        200: {
+          description: 'A list of specifications',
+          schema: s.named(
+            'listSpecsEnvelope',
+            s.obj({ data: s.named('specList', s.arr(specDetail)), meta }, ['meta', 'data']),
+          ),
+        },
       },
       // OpenZiti lists only the client spec here (REFERENCE §6); both are available by id.
       handler: () => ok([specRow('edge-client')]),
@@ -150,9 +173,12 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       tags: ['Informational'],
       summary: 'Return a single spec resource',
       access: 'none',
-      responses: { 200: { description: 'A single specification', schema: detailEnvelope('detailSpecEnvelope', specDetail) } },
+      responses: {
+        200: { description: 'A single specification', schema: detailEnvelope('detailSpecEnvelope', specDetail) },
+      },
       handler: ({ params }) => {
-        if (!SPEC_IDS[params.id!]) throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `spec with id ${params.id} not found` });
+        if (!SPEC_IDS[params.id!])
+          throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `spec with id ${params.id} not found` });
         return ok(specRow(params.id!));
       },
     }),

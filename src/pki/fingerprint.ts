@@ -8,7 +8,7 @@ export function fingerprintOfDer(der: Buffer): string {
 /** Parses exactly one PEM certificate; null when the text is not one. */
 export function parseSinglePem(pem: string): X509Certificate | null {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g);
-  if (!blocks || blocks.length !== 1) return null;
+  if (blocks?.length !== 1) return null;
   try {
     return new X509Certificate(blocks[0]!);
   } catch {

@@ -38,7 +38,12 @@ export interface Schema<T> extends SchemaNode {
 
 export type Infer<S> = S extends Schema<infer T> ? T : never;
 
-type Opts = Partial<Pick<SchemaNode, 'description' | 'format' | 'minLength' | 'maxLength' | 'pattern' | 'minimum' | 'maximum' | 'minItems' | 'maxItems'>>;
+type Opts = Partial<
+  Pick<
+    SchemaNode,
+    'description' | 'format' | 'minLength' | 'maxLength' | 'pattern' | 'minimum' | 'maximum' | 'minItems' | 'maxItems'
+  >
+>;
 
 function mk<T>(node: SchemaNode): Schema<T> {
   return node as Schema<T>;
@@ -80,7 +85,16 @@ export function toJsonSchema(n: SchemaNode): Record<string, unknown> {
   if (n.allOf) return { allOf: n.allOf.map(toJsonSchema) };
   if (n.kind !== 'any') out.type = n.nullable ? [n.kind, 'null'] : n.kind;
   if (n.enum) out.enum = n.nullable ? [...n.enum, null] : n.enum;
-  for (const k of ['format', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'minItems', 'maxItems'] as const) {
+  for (const k of [
+    'format',
+    'minLength',
+    'maxLength',
+    'pattern',
+    'minimum',
+    'maximum',
+    'minItems',
+    'maxItems',
+  ] as const) {
     if (n[k] !== undefined) out[k] = n[k];
   }
   if (n.format === 'date-time' || n.format === 'uuid' || n.format === 'uri') out.format = n.format;
@@ -114,7 +128,16 @@ export function toSwagger(n: SchemaNode, defs: Record<string, unknown>, top = tr
   if (n.kind !== 'any') out.type = n.kind;
   if (n.nullable) out['x-nullable'] = true;
   if (n.enum) out.enum = n.enum;
-  for (const k of ['format', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum', 'minItems', 'maxItems'] as const) {
+  for (const k of [
+    'format',
+    'minLength',
+    'maxLength',
+    'pattern',
+    'minimum',
+    'maximum',
+    'minItems',
+    'maxItems',
+  ] as const) {
     if (n[k] !== undefined) out[k] = n[k];
   }
   if (n.items) out.items = toSwagger(n.items, defs, false);

@@ -64,7 +64,11 @@ function describe(err: ErrorObject, root: unknown, location: string): FieldError
     case 'required':
       return { field, reason: `${name} in ${location} is required`, value: null };
     case 'type':
-      return { field: field || location, reason: `${name} in ${location} must be of type ${p.type}: "${jsonType(value)}"`, value };
+      return {
+        field: field || location,
+        reason: `${name} in ${location} must be of type ${p.type}: "${jsonType(value)}"`,
+        value,
+      };
     case 'minLength':
       return { field, reason: `${name} in ${location} should be at least ${p.limit} chars long`, value };
     case 'maxLength':

@@ -1,0 +1,291 @@
+/**
+ * Conformance: real HTTP requests against a started controller, every response body validated against the schema
+ * OpenZiti's published spec declares for that operation and status (../shared/openziti-spec). Runs on both engines.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformant } from '../support/conformance.js';
+import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
+
+describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine) => {
+  let srv: TestServer;
+  let token: string;
+
+  beforeAll(async () => {
+    srv = await startServer({ engine });
+    token = await login(srv.base);
+  });
+  afterAll(async () => {
+    await srv.stop();
+  });
+
+  describe('informational', () => {
+    for (const spec of ['client', 'management'] as const) {
+      it(`${spec}: version, root, capabilities, specs`, async () => {
+        const v = await conformant(spec, 'GET', '/version', srv.base);
+        expect(v.status).toBe(200);
+        expect(v.body.data.apiVersions['edge-management'].v1.path).toBe('/edge/management/v1');
+        expect(v.body.data.apiVersions.edge.v1.path).toBe('/edge/client/v1');
+        expect(v.body.data.capabilities).toEqual([]);
+        const root = await conformant(spec, 'GET', '/', srv.base);
+        expect(root.body).toEqual(v.body);
+        const caps = await conformant(spec, 'GET', '/enumerated-capabilities', srv.base);
+        expect(caps.body.data).toEqual(['OIDC_AUTH', 'HA_CONTROLLER']);
+        const specs = await conformant(spec, 'GET', '/specs', srv.base);
+        expect(specs.body.data.map((x: any) => x.id)).toEqual(['edge-client']);
+        const detail = await conformant(spec, 'GET', '/specs/{id}', srv.base, { params: { id: `edge-${spec}` } });
+        expect(detail.body.data._links.spec.href).toBe(`./specs/edge-${spec}/spec`);
+        const missing = await conformant(spec, 'GET', '/specs/{id}', srv.base, { params: { id: 'nope' } });
+        expect(missing.status).toBe(404);
+        expect(missing.body.error.code).toBe('NOT_FOUND');
+      });
+
+      it(`${spec}: serves its own OpenAPI document, generated from its routes`, async () => {
+        const body = await call('GET', `${srv.base}/edge/${spec}/v1/specs/edge-${spec}/spec`);
+        expect(body.status).toBe(200);
+        expect(body.body.swagger).toBe('2.0');
+        expect(body.body.basePath).toBe(`/edge/${spec}/v1`);
+        expect(Object.keys(body.body.paths)).toContain('/version');
+        const sw = await call('GET', `${srv.base}/edge/${spec}/v1/swagger.json`);
+        expect(sw.body).toEqual(body.body);
+      });
+    }
+
+    it('root aliases: / and /version answer the version', async () => {
+      const a = await call('GET', `${srv.base}/`);
+      const b = await call('GET', `${srv.base}/version`);
+      const c = await call('GET', `${srv.base}/edge/client/v1/version`);
+      expect(a.status).toBe(200);
+      expect(a.body).toEqual(c.body);
+      expect(b.body).toEqual(c.body);
+    });
+
+    it('client: protocols', async () => {
+      const p = await conformant('client', 'GET', '/protocols', srv.base);
+      expect(p.status).toBe(200);
+      expect(Object.values<any>(p.body.data)[0].address).toMatch(/127\.0\.0\.1:\d+/);
+    });
+  });
+
+  describe('authentication and the current session', () => {
+    for (const spec of ['client', 'management'] as const) {
+      it(`${spec}: password login, current-api-session, current-identity, logout`, async () => {
+        const auth = await conformant(spec, 'POST', '/authenticate', srv.base, {
+          query: 'method=password',
+          body: { username: 'admin', password: ADMIN_PASSWORD },
+        });
+        expect(auth.status).toBe(200);
+        const t = auth.headers.get('zt-session')!;
+        expect(t).toMatch(/^[0-9a-f-]{36}$/);
+        expect(auth.body.data.token).toBe(t);
+        expect(auth.body.data.expirationSeconds).toBeGreaterThan(1700);
+        expect(Date.parse(auth.body.data.expiresAt)).toBeGreaterThan(Date.now());
+        expect(auth.body.data.identity.name).toBe('Default Admin');
+
+        const cur = await conformant(spec, 'GET', '/current-api-session', srv.base, { token: t });
+        expect(cur.status).toBe(200);
+        expect(cur.body.data.id).toBe(auth.body.data.id);
+        expect(cur.headers.get('expiration-seconds')).toMatch(/^\d+$/);
+        expect(cur.headers.get('expires-at')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC$/);
+
+        const me = await conformant(spec, 'GET', '/current-identity', srv.base, { token: t });
+        expect(me.status).toBe(200);
+        expect(me.body.data.isDefaultAdmin).toBe(true);
+        expect(me.body.data.authenticators.updb.username).toBe('admin');
+        expect(me.body.data.hasApiSession).toBe(true);
+
+        const out = await conformant(spec, 'DELETE', '/current-api-session', srv.base, { token: t });
+        expect(out.status).toBe(200);
+        expect(out.body).toEqual({ data: {}, meta: {} });
+        const after = await conformant(spec, 'GET', '/current-api-session', srv.base, { token: t });
+        expect(after.status).toBe(401);
+        expect(after.body.error.code).toBe('UNAUTHORIZED');
+      });
+
+      it(`${spec}: bad credentials and methods`, async () => {
+        const bad = await conformant(spec, 'POST', '/authenticate', srv.base, {
+          query: 'method=password',
+          body: { username: 'admin', password: 'wrong-password' },
+        });
+        expect(bad.status).toBe(401);
+        expect(bad.body.error.code).toBe('INVALID_AUTH');
+        const unknown = await conformant(spec, 'POST', '/authenticate', srv.base, {
+          query: 'method=magic',
+          body: { username: 'admin', password: ADMIN_PASSWORD },
+        });
+        expect(unknown.status).toBe(400);
+        expect(unknown.body.error.code).toBe('INVALID_AUTH_METHOD');
+        const noUser = await conformant(spec, 'POST', '/authenticate', srv.base, {
+          query: 'method=password',
+          body: { username: 'nobody-here', password: ADMIN_PASSWORD },
+        });
+        expect(noUser.status).toBe(401);
+        const unauth = await conformant(spec, 'GET', '/current-identity', srv.base);
+        expect(unauth.status).toBe(401);
+        expect(unauth.headers.get('www-authenticate')).toContain('zt-session realm="zt-session" error="missing"');
+      });
+    }
+  });
+
+  describe('management: identities', () => {
+    it('create, detail, list, update, patch, delete', async () => {
+      const created = await conformant('management', 'POST', '/identities', srv.base, {
+        token,
+        body: {
+          name: `conf-${engine}`,
+          type: 'User',
+          isAdmin: false,
+          roleAttributes: ['web', 'db'],
+          tags: { env: 'test' },
+        },
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.data.id;
+      expect(created.body.data._links.self.href).toBe(`./identities/${id}`);
+
+      const detail = await conformant('management', 'GET', '/identities/{id}', srv.base, { token, params: { id } });
+      expect(detail.body.data).toMatchObject({
+        id,
+        name: `conf-${engine}`,
+        typeId: 'Default',
+        isAdmin: false,
+        isDefaultAdmin: false,
+        roleAttributes: ['web', 'db'],
+        authPolicyId: 'default',
+        tags: { env: 'test' },
+        hasApiSession: false,
+        disabled: false,
+      });
+      expect(detail.body.data.type).toMatchObject({ entity: 'identity-types', id: 'Default', name: 'Default' });
+
+      const list = await conformant('management', 'GET', '/identities', srv.base, {
+        token,
+        query: `filter=${encodeURIComponent(`name = "conf-${engine}"`)}`,
+      });
+      expect(list.body.data.map((x: any) => x.id)).toEqual([id]);
+      expect(list.body.meta.pagination).toEqual({ limit: 10, offset: 0, totalCount: 1 });
+      expect(list.body.meta.filterableFields).toContain('name');
+
+      const upd = await conformant('management', 'PUT', '/identities/{id}', srv.base, {
+        token,
+        params: { id },
+        body: { name: `conf-${engine}-2`, type: 'Device', isAdmin: false },
+      });
+      expect(upd.status).toBe(200);
+      const afterPut = (await call('GET', `${srv.mgmt}/identities/${id}`, { token })).body.data;
+      expect(afterPut.name).toBe(`conf-${engine}-2`);
+      expect(afterPut.roleAttributes).toEqual([]); // PUT replaces every field
+      expect(afterPut.tags).toEqual({});
+
+      const patch = await conformant('management', 'PATCH', '/identities/{id}', srv.base, {
+        token,
+        params: { id },
+        body: { roleAttributes: ['x'] },
+      });
+      expect(patch.status).toBe(200);
+      const afterPatch = (await call('GET', `${srv.mgmt}/identities/${id}`, { token })).body.data;
+      expect(afterPatch.name).toBe(`conf-${engine}-2`);
+      expect(afterPatch.roleAttributes).toEqual(['x']);
+
+      const ra = await conformant('management', 'GET', '/identity-role-attributes', srv.base, { token });
+      expect(ra.body.data).toContain('x');
+
+      const del = await conformant('management', 'DELETE', '/identities/{id}', srv.base, { token, params: { id } });
+      expect(del.status).toBe(200);
+      const gone = await conformant('management', 'GET', '/identities/{id}', srv.base, { token, params: { id } });
+      expect(gone.status).toBe(404);
+      expect(gone.body.error.cause).toEqual({ code: 'UNHANDLED', message: `identity with id ${id} not found` });
+    });
+
+    it('identity types', async () => {
+      const types = await conformant('management', 'GET', '/identity-types', srv.base, { token });
+      expect(types.body.data.map((t: any) => t.id).sort()).toEqual(['Default', 'Router']);
+      const one = await conformant('management', 'GET', '/identity-types/{id}', srv.base, {
+        token,
+        params: { id: 'Router' },
+      });
+      expect(one.body.data.name).toBe('Router');
+    });
+  });
+
+  describe('management: authenticators and API sessions', () => {
+    it('updb authenticator lifecycle, identity authenticators, login with it, API sessions', async () => {
+      const ident = await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name: `user-${engine}`, type: 'User', isAdmin: false },
+      });
+      const identityId = ident.body.data.id;
+      const created = await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'updb', identityId, username: `u-${engine}`, password: 'secret-1' },
+      });
+      expect(created.status).toBe(201);
+      const aid = created.body.data.id;
+      const detail = await conformant('management', 'GET', '/authenticators/{id}', srv.base, {
+        token,
+        params: { id: aid },
+      });
+      expect(detail.body.data).toMatchObject({ method: 'updb', identityId, username: `u-${engine}` });
+      expect(JSON.stringify(detail.body)).not.toContain('argon2');
+      const list = await conformant('management', 'GET', '/authenticators', srv.base, {
+        token,
+        query: 'filter=method%3D%22updb%22',
+      });
+      expect(list.body.data.length).toBeGreaterThanOrEqual(2);
+      const byIdentity = await conformant('management', 'GET', '/identities/{id}/authenticators', srv.base, {
+        token,
+        params: { id: identityId },
+      });
+      expect(byIdentity.body.data.map((a: any) => a.id)).toEqual([aid]);
+
+      const second = await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'updb', identityId, username: `u2-${engine}`, password: 'secret-1' },
+      });
+      expect(second.status).toBe(409);
+      expect(second.body.error.code).toBe('MAX_AUTHENTICATOR_METHODS_REACHED');
+
+      const userToken = await login(srv.base, `u-${engine}`, 'secret-1');
+      const put = await conformant('management', 'PUT', '/authenticators/{id}', srv.base, {
+        token,
+        params: { id: aid },
+        body: { username: `u-${engine}`, password: 'secret-2' },
+      });
+      expect(put.status).toBe(200);
+      await expect(login(srv.base, `u-${engine}`, 'secret-1')).rejects.toThrow(/401/);
+      await login(srv.base, `u-${engine}`, 'secret-2');
+      const patch = await conformant('management', 'PATCH', '/authenticators/{id}', srv.base, {
+        token,
+        params: { id: aid },
+        body: { username: `v-${engine}` },
+      });
+      expect(patch.status).toBe(200);
+      const userToken2 = await login(srv.base, `v-${engine}`, 'secret-2');
+
+      const sessions = await conformant('management', 'GET', '/api-sessions', srv.base, {
+        token,
+        query: `filter=${encodeURIComponent(`identityId = "${identityId}"`)}`,
+      });
+      expect(sessions.body.data.length).toBe(3);
+      const sid = sessions.body.data.find((s: any) => s.token === userToken2).id;
+      const one = await conformant('management', 'GET', '/api-sessions/{id}', srv.base, { token, params: { id: sid } });
+      expect(one.body.data.identityId).toBe(identityId);
+      const nonAdmin = await conformant('management', 'GET', '/api-sessions', srv.base, { token: userToken });
+      expect(nonAdmin.status).toBe(401);
+      const del = await conformant('management', 'DELETE', '/api-sessions/{id}', srv.base, {
+        token,
+        params: { id: sid },
+      });
+      expect(del.status).toBe(200);
+      expect((await call('GET', `${srv.client}/current-identity`, { token: userToken2 })).status).toBe(401);
+      expect((await call('GET', `${srv.client}/current-identity`, { token: userToken })).status).toBe(200);
+
+      const delAuth = await conformant('management', 'DELETE', '/authenticators/{id}', srv.base, {
+        token,
+        params: { id: aid },
+      });
+      expect(delAuth.status).toBe(200);
+      // sessions created with a removed authenticator end with it
+      expect((await call('GET', `${srv.client}/current-identity`, { token: userToken })).status).toBe(401);
+    });
+  });
+});

@@ -1,0 +1,51 @@
+import { expect } from 'vitest';
+import { call, type Res } from './server.js';
+import { responseDefinition, SPEC_AVAILABLE, type SpecName, schemaValidator } from './spec.js';
+
+const BASES: Record<SpecName, string> = { client: '/edge/client/v1', management: '/edge/management/v1' };
+
+/** Operations exercised by the conformance tests (spec, method, path template), to report coverage. */
+export const exercised = new Set<string>();
+
+/**
+ * Calls an operation and checks the response against OpenZiti's spec: the status is one the spec declares for it,
+ * and the body validates against the schema declared for that status (errors against apiErrorEnvelope).
+ */
+export async function conformant(
+  spec: SpecName,
+  method: string,
+  template: string,
+  root: string,
+  opts: {
+    params?: Record<string, string>;
+    query?: string;
+    body?: unknown;
+    raw?: string;
+    token?: string;
+    headers?: Record<string, string>;
+  } = {},
+): Promise<Res> {
+  let path = template;
+  for (const [k, v] of Object.entries(opts.params ?? {})) path = path.replace(`{${k}}`, encodeURIComponent(v));
+  const url = `${root}${BASES[spec]}${path}${opts.query ? `?${opts.query}` : ''}`;
+  const res = await call(method, url, opts);
+  exercised.add(`${spec} ${method} ${template}`);
+  if (!SPEC_AVAILABLE) return res;
+  let definition: string | null;
+  if (res.status >= 400) {
+    definition = 'apiErrorEnvelope';
+  } else {
+    definition = responseDefinition(spec, method, template, res.status);
+    if (definition === null) {
+      throw new Error(
+        `${spec}.yml declares no ${res.status} response with a schema for ${method} ${template}: ${res.text}`,
+      );
+    }
+  }
+  const errors = schemaValidator(spec, definition)(res.body);
+  expect(
+    errors,
+    `${method} ${template} → ${res.status} does not match ${definition}:\n${errors}\nbody: ${res.text.slice(0, 2000)}`,
+  ).toBeNull();
+  return res;
+}

@@ -1,0 +1,105 @@
+/**
+ * Loads OpenZiti's published specs from ../shared/openziti-spec (never copied into the project) and validates
+ * response bodies against their schemas. Swagger 2.0 extensions are translated for ajv: `x-nullable` admits null,
+ * `#/definitions/...` references resolve inside the same document.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import AjvModule from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import YAML from 'yaml';
+
+const Ajv = (AjvModule as any).default ?? AjvModule;
+const addFormats = (addFormatsModule as any).default ?? addFormatsModule;
+
+export const SPEC_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'shared', 'openziti-spec');
+export const SPEC_AVAILABLE = existsSync(join(SPEC_DIR, 'management.yml'));
+if (!SPEC_AVAILABLE) {
+  process.stderr.write(
+    `\n*** ../shared/openziti-spec is absent: the conformance checks against OpenZiti's schemas are SKIPPED ***\n\n`,
+  );
+}
+
+const floatTag = { tag: 'tag:yaml.org,2002:float', resolve: (s: string) => Number(s) };
+
+export type SpecName = 'client' | 'management';
+const cache = new Map<SpecName, any>();
+
+export function loadSpec(name: SpecName): any {
+  let spec = cache.get(name);
+  if (!spec) {
+    spec = YAML.parse(readFileSync(join(SPEC_DIR, `${name}.yml`), 'utf8'), { customTags: [floatTag] });
+    cache.set(name, spec);
+  }
+  return spec;
+}
+
+/** Swagger 2.0 schema → JSON Schema draft-07 (x-nullable → also null; drops keywords ajv would reject). */
+function translate(node: any): any {
+  if (Array.isArray(node)) return node.map(translate);
+  if (node === null || typeof node !== 'object') return node;
+  const out: any = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'example' || k === 'examples' || k.startsWith('x-') || k === 'discriminator') continue;
+    if (k === 'format' && v === 'uri')
+      out.format = 'uri-reference'; // go-openapi's uri format accepts relative links
+    else out[k] = translate(v);
+  }
+  // go-swagger models a bare `type: object` (no properties) as interface{}: any JSON value (e.g. tag values).
+  if (
+    out.type === 'object' &&
+    !out.properties &&
+    !out.additionalProperties &&
+    !out.allOf &&
+    Object.keys(out).every((k) => k === 'type' || k === 'description')
+  ) {
+    return {};
+  }
+  if (node['x-nullable'] === true) {
+    if (typeof out.type === 'string') out.type = [out.type, 'null'];
+    else if (out.$ref || out.allOf) return { anyOf: [{ type: 'null' }, out] };
+    if (out.enum) out.enum = [...out.enum, null];
+  }
+  return out;
+}
+
+const validators = new Map<string, (v: unknown) => string | null>();
+
+/** A validator for `#/definitions/<definition>` of a spec: returns null when valid, else the ajv errors as text. */
+export function schemaValidator(spec: SpecName, definition: string): (v: unknown) => string | null {
+  const key = `${spec}#${definition}`;
+  let fn = validators.get(key);
+  if (fn) return fn;
+  const doc = loadSpec(spec);
+  const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, validateSchema: false });
+  addFormats(ajv);
+  const root = { $id: `${spec}.json`, definitions: translate(doc.definitions) };
+  ajv.addSchema(root);
+  const validate = ajv.getSchema(`${spec}.json#/definitions/${definition}`);
+  if (!validate) throw new Error(`no definition ${definition} in ${spec}.yml`);
+  fn = (v: unknown) => (validate(v) ? null : ajv.errorsText(validate.errors, { separator: '\n' }));
+  validators.set(key, fn);
+  return fn;
+}
+
+/** The response schema (definition name) the spec declares for an operation and status. */
+export function responseDefinition(spec: SpecName, method: string, path: string, status: number): string | null {
+  const doc = loadSpec(spec);
+  const op = doc.paths?.[path]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${spec}.yml has no ${method} ${path}`);
+  const ref: string | undefined = op.responses?.[status]?.schema?.$ref;
+  return ref ? ref.replace('#/definitions/', '') : null;
+}
+
+/** Every operation of a spec: [method, path, operationId]. */
+export function specOperations(spec: SpecName): { method: string; path: string; operationId?: string }[] {
+  const doc = loadSpec(spec);
+  const out: { method: string; path: string; operationId?: string }[] = [];
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
+      if (item[method]) out.push({ method: method.toUpperCase(), path, operationId: item[method].operationId });
+    }
+  }
+  return out;
+}
