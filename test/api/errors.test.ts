@@ -1,0 +1,214 @@
+/** Bad input of every kind gets OpenZiti's error envelope with the right code and status, and changes nothing. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformant } from '../support/conformance.js';
+import { call, login, startServer, type TestServer } from '../support/server.js';
+
+let srv: TestServer;
+let token: string;
+let userToken: string;
+
+beforeAll(async () => {
+  srv = await startServer();
+  token = await login(srv.base);
+  const u = await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'plain-user', type: 'User', isAdmin: false } });
+  await call('POST', `${srv.mgmt}/authenticators`, { token, body: { method: 'updb', identityId: u.body.data.id, username: 'plainuser', password: 'plain-pass' } });
+  userToken = await login(srv.base, 'plainuser', 'plain-pass');
+});
+afterAll(() => srv.stop());
+
+async function identityCount(): Promise<number> {
+  return (await call('GET', `${srv.mgmt}/identities?limit=1`, { token })).body.meta.pagination.totalCount;
+}
+
+function expectError(r: { status: number; body: any }, status: number, code: string, field?: string) {
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  expect(r.body.error.code).toBe(code);
+  expect(r.body.error.requestId).toMatch(/^[0-9a-zA-Z.-]+$/);
+  expect(r.body.meta).toEqual({ apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' });
+  if (field !== undefined) expect(r.body.error.cause.field).toBe(field);
+}
+
+describe('request bodies', () => {
+  it('unparseable JSON → 400 COULD_NOT_PARSE_BODY', async () => {
+    const before = await identityCount();
+    const r = await call('POST', `${srv.mgmt}/identities`, { token, raw: '{"name": "x",', headers: { 'content-type': 'application/json' } });
+    expectError(r, 400, 'COULD_NOT_PARSE_BODY');
+    expect(await identityCount()).toBe(before);
+  });
+
+  it('a missing body → 400 COULD_NOT_VALIDATE naming the body', async () => {
+    const r = await call('POST', `${srv.mgmt}/identities`, { token });
+    expectError(r, 400, 'COULD_NOT_VALIDATE', 'identity');
+  });
+
+  it.each([
+    [{ type: 'User', isAdmin: false }, 'name', 'name in body is required'],
+    [{ name: 'x', type: 'User' }, 'isAdmin', 'isAdmin in body is required'],
+    [{ name: 'x', type: 'User', isAdmin: 'yes' }, 'isAdmin', 'isAdmin in body must be of type boolean: "string"'],
+    [{ name: 'x', type: 'Robot', isAdmin: false }, 'type', null],
+    [{ name: 'x', type: 'User', isAdmin: false, defaultHostingCost: 70000 }, 'defaultHostingCost', 'defaultHostingCost in body should be less than or equal to 65535'],
+    [{ name: 'x', type: 'User', isAdmin: false, roleAttributes: 'web' }, 'roleAttributes', null],
+    [{ name: 'x', type: 'User', isAdmin: false, roleAttributes: ['#web'] }, 'roleAttributes', 'role attributes may not be prefixed with #/@'],
+    [{ name: 'x', type: 'User', isAdmin: false, authPolicyId: 'nope' }, 'authPolicyId', null],
+    [{ name: 'x', type: 'User', isAdmin: false, serviceHostingPrecedences: { s: 'sometimes' } }, 'serviceHostingPrecedences.s', null],
+    [{ name: 'x', type: 'User', isAdmin: false, permissions: ['everything'] }, 'permissions.0', null],
+  ])('invalid identity %j → COULD_NOT_VALIDATE on %s', async (body, field, reason) => {
+    const before = await identityCount();
+    const r = await conformant('management', 'POST', '/identities', srv.base, { token, body });
+    expectError(r, 400, 'COULD_NOT_VALIDATE', field);
+    if (reason) expect(r.body.error.cause.reason).toBe(reason);
+    expect(await identityCount()).toBe(before);
+  });
+
+  it('a duplicate name → COULD_NOT_VALIDATE on name, as OpenZiti words it', async () => {
+    const r = await conformant('management', 'POST', '/identities', srv.base, { token, body: { name: 'plain-user', type: 'User', isAdmin: false } });
+    expectError(r, 400, 'COULD_NOT_VALIDATE', 'name');
+    expect(r.body.error.cause.reason).toBe("duplicate value 'plain-user' in unique index on identities store");
+  });
+
+  it('authenticator bodies: bad method, short password, cert PEM garbage, unknown identity', async () => {
+    const id = (await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'auth-target', type: 'User', isAdmin: false } })).body.data.id;
+    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'kerberos', identityId: id } }), 400, 'COULD_NOT_VALIDATE', 'method');
+    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: id, username: 'abcd', password: 'abc' } }), 400, 'COULD_NOT_VALIDATE', 'password');
+    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'cert', identityId: id, certPem: 'nonsense' } }), 400, 'INVALID_CERT_PEM');
+    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: 'ghost', username: 'ghost-user', password: 'secret-1' } }), 400, 'COULD_NOT_VALIDATE', 'identityId');
+    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: id, username: 'plainuser', password: 'secret-1' } }), 400, 'COULD_NOT_VALIDATE', 'username');
+    expectError(await conformant('management', 'PUT', '/authenticators/{id}', srv.base, { token, params: { id: 'ghost' }, body: { username: 'abcd', password: 'abcde' } }), 404, 'NOT_FOUND');
+  });
+
+  it('bodies over 1 MiB → 413 REQUEST_ENTITY_TOO_LARGE', async () => {
+    const r = await call('POST', `${srv.mgmt}/identities`, { token, raw: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), type: 'User', isAdmin: false }) });
+    expectError(r, 413, 'REQUEST_ENTITY_TOO_LARGE');
+  });
+
+  it('random garbage never produces a 5xx', async () => {
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 16807) % 2147483647), seed % n);
+    const values = [null, true, 0, -1, 1e308, '', 'x', '#a', [], [1], {}, { a: null }, 'é'.repeat(300)];
+    const keys = ['name', 'type', 'isAdmin', 'roleAttributes', 'tags', 'authPolicyId', 'appData', 'defaultHostingCost', 'permissions', 'externalId', 'enrollment'];
+    for (let i = 0; i < 150; i++) {
+      const body: Record<string, unknown> = {};
+      for (let k = 0; k < 1 + rnd(5); k++) body[keys[rnd(keys.length)]!] = values[rnd(values.length)];
+      const method = ['POST', 'PUT', 'PATCH'][rnd(3)]!;
+      const url = method === 'POST' ? `${srv.mgmt}/identities` : `${srv.mgmt}/identities/${rnd(2) ? 'ghost' : 'x'}`;
+      const r = await call(method, url, { token, body });
+      expect(r.status, `${method} ${JSON.stringify(body)} → ${r.text}`).toBeLessThan(500);
+      expect(r.body.error ?? r.body.data).toBeDefined();
+    }
+  });
+});
+
+describe('routing and access', () => {
+  it('unknown path → 404 NOT_FOUND; wrong method → 405 METHOD_NOT_ALLOWED', async () => {
+    expectError(await call('GET', `${srv.mgmt}/no-such-thing`, { token }), 404, 'NOT_FOUND');
+    const r = await call('PATCH', `${srv.mgmt}/identities`, { token, body: {} });
+    expectError(r, 405, 'METHOD_NOT_ALLOWED');
+    expect(r.headers.get('allow')).toContain('GET');
+  });
+
+  it('management operations need an admin: 401 UNAUTHORIZED otherwise', async () => {
+    expectError(await call('GET', `${srv.mgmt}/identities`, { token: userToken }), 401, 'UNAUTHORIZED');
+    expectError(await call('POST', `${srv.mgmt}/identities`, { token: userToken, body: { name: 'sneaky', type: 'User', isAdmin: true } }), 401, 'UNAUTHORIZED');
+    expectError(await call('GET', `${srv.mgmt}/identities`), 401, 'UNAUTHORIZED');
+    expectError(await call('GET', `${srv.mgmt}/identities`, { token: '00000000-0000-0000-0000-000000000000' }), 401, 'UNAUTHORIZED');
+    // the caller's own data stays visible
+    expect((await call('GET', `${srv.client}/current-identity`, { token: userToken })).body.data.name).toBe('plain-user');
+  });
+
+  it('permissions grant management access without isAdmin', async () => {
+    const u = await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'reader', type: 'User', isAdmin: false, permissions: ['admin_readonly'] } });
+    await call('POST', `${srv.mgmt}/authenticators`, { token, body: { method: 'updb', identityId: u.body.data.id, username: 'reader', password: 'reader-pass' } });
+    const t = await login(srv.base, 'reader', 'reader-pass');
+    expect((await call('GET', `${srv.mgmt}/identities`, { token: t })).status).toBe(200);
+    expectError(await call('POST', `${srv.mgmt}/identities`, { token: t, body: { name: 'no', type: 'User', isAdmin: false } }), 401, 'UNAUTHORIZED');
+  });
+
+  it('the default admin cannot be deleted or demoted', async () => {
+    const me = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
+    expectError(await conformant('management', 'DELETE', '/identities/{id}', srv.base, { token, params: { id: me.id } }), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await conformant('management', 'PATCH', '/identities/{id}', srv.base, { token, params: { id: me.id }, body: { isAdmin: false } }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');
+  });
+
+  it('operations on missing ids → 404 with OpenZiti cause', async () => {
+    for (const [method, body] of [['GET'], ['DELETE'], ['PATCH', {}], ['PUT', { name: 'n', type: 'User', isAdmin: false }]] as const) {
+      const r = await call(method, `${srv.mgmt}/identities/ghost`, { token, body });
+      expectError(r, 404, 'NOT_FOUND');
+      expect(r.body.error.cause.message).toBe('identity with id ghost not found');
+    }
+  });
+});
+
+describe('lists: filters and pagination', () => {
+  beforeAll(async () => {
+    for (let i = 0; i < 25; i++) {
+      await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name: `list-${String(i).padStart(2, '0')}`, type: 'User', isAdmin: false, roleAttributes: i % 2 ? ['odd', 'every'] : ['even', 'every'], tags: { n: String(i) } },
+      });
+    }
+  });
+  const q = (query: string) => call('GET', `${srv.mgmt}/identities?${query}`, { token });
+
+  it('default page 10, max 500, limit=-1 and limit none mean all', async () => {
+    const r = await q('filter=' + encodeURIComponent('name contains "list-"'));
+    expect(r.body.data.length).toBe(10);
+    expect(r.body.meta.pagination).toEqual({ limit: 10, offset: 0, totalCount: 25 });
+    expect((await q('limit=600')).body.meta.pagination.limit).toBe(500);
+    const all = await q('limit=-1&filter=' + encodeURIComponent('name contains "list-"'));
+    expect(all.text).toContain('"limit":9223372036854775807');
+    expect(all.body.data.length).toBe(25);
+    const none = await q('filter=' + encodeURIComponent('name contains "list-" limit none'));
+    expect(none.body.data.length).toBe(25);
+    expect((await q('limit=0')).body.meta.pagination.limit).toBe(10);
+    expect((await q('offset=200000')).body.meta.pagination.offset).toBe(100000);
+  });
+
+  it('sorting, skip and the sort parameter; id tiebreak', async () => {
+    const r = await q('filter=' + encodeURIComponent('name contains "list-" sort by name desc skip 2 limit 3'));
+    expect(r.body.data.map((x: any) => x.name)).toEqual(['list-22', 'list-21', 'list-20']);
+    expect(r.body.meta.pagination).toEqual({ limit: 3, offset: 2, totalCount: 25 });
+    const s = await q(`sort=${encodeURIComponent('name asc')}&limit=2&offset=1&filter=${encodeURIComponent('name contains "list-"')}`);
+    expect(s.body.data.map((x: any) => x.name)).toEqual(['list-01', 'list-02']);
+  });
+
+  it('tags, sets and booleans in filters', async () => {
+    expect((await q('filter=' + encodeURIComponent('tags.n = "7"'))).body.data.map((x: any) => x.name)).toEqual(['list-07']);
+    expect((await q('limit=-1&filter=' + encodeURIComponent('anyOf(roleAttributes) = "odd"'))).body.data.length).toBe(12);
+    expect((await q('filter=' + encodeURIComponent('isAdmin = true'))).body.data.map((x: any) => x.name)).toEqual(['Default Admin']);
+  });
+
+  it('roleFilter and roleSemantic', async () => {
+    const all = await q('limit=-1&roleFilter=%23all');
+    expect(all.body.meta.pagination.totalCount).toBeGreaterThanOrEqual(25);
+    expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23every')).body.data.length).toBe(12);
+    expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23even')).body.data.length).toBe(0);
+    expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23even&roleSemantic=AnyOf')).body.data.length).toBe(25);
+    const one = (await q('filter=' + encodeURIComponent('name = "list-03"'))).body.data[0].id;
+    expect((await q(`roleFilter=%40${one}`)).body.data.map((x: any) => x.id)).toEqual([one]);
+    expectError(await q('roleFilter=%23odd&roleSemantic=SomeOf'), 400, 'COULD_NOT_VALIDATE', 'roleSemantic');
+    expectError(await q('roleFilter=odd'), 400, 'COULD_NOT_VALIDATE', 'roleFilter');
+  });
+
+  it.each([
+    ['filter=' + encodeURIComponent('name = '), 'INVALID_FILTER'],
+    ['filter=' + encodeURIComponent('nmae = "x"'), 'INVALID_FILTER'],
+    ['filter=' + encodeURIComponent('roleAttributes = "x"'), 'INVALID_FILTER'],
+    ['filter=' + encodeURIComponent('isAdmin > 3'), 'INVALID_FILTER'],
+    ['limit=ten', 'INVALID_PAGINATION'],
+    ['offset=1.5', 'INVALID_PAGINATION'],
+    ['sort=' + encodeURIComponent('nope desc'), 'INVALID_SORT_IDENTIFIER'],
+    ['sort=' + encodeURIComponent('name sideways'), 'INVALID_SORT_IDENTIFIER'],
+  ])('%s → 400 %s with a cause that says where', async (query, code) => {
+    const r = await conformant('management', 'GET', '/identities', srv.base, { token, query });
+    expectError(r, 400, code);
+    expect(r.body.error.cause.reason.length).toBeGreaterThan(5);
+  });
+
+  it('role attributes listing filters and pages', async () => {
+    const r = await conformant('management', 'GET', '/identity-role-attributes', srv.base, { token, query: 'filter=' + encodeURIComponent('id contains "d"') });
+    expect(r.body.data).toEqual(['odd']);
+    const all = await call('GET', `${srv.mgmt}/identity-role-attributes?limit=2`, { token });
+    expect(all.body.data).toEqual(['even', 'every']);
+    expect(all.body.meta.pagination.totalCount).toBeGreaterThanOrEqual(3);
+  });
+});

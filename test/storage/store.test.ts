@@ -1,0 +1,257 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalProposer, OverloadedError } from '../../storage/local-proposer.js';
+import { Schema } from '../../storage/schema.js';
+import { SortedIds } from '../../storage/sorted-ids.js';
+import { Store } from '../../storage/store.js';
+import type { Command, CommandResult, EntityDef } from '../../storage/types.js';
+
+const defs: EntityDef[] = [
+  { name: 'policies', type: 'policy', fields: { name: { type: 'string', unique: true } } },
+  {
+    name: 'people',
+    type: 'person',
+    fields: {
+      name: { type: 'string', unique: true },
+      policyId: { type: 'string', ref: { entity: 'policies', onDelete: 'restrict' } },
+      attrs: { type: 'string', set: true, index: true },
+      friendIds: { type: 'string', set: true, ref: { entity: 'people', onDelete: 'clear' } },
+    },
+  },
+  {
+    name: 'keys',
+    type: 'key',
+    fields: { personId: { type: 'string', ref: { entity: 'people', onDelete: 'cascade' } } },
+  },
+  {
+    name: 'tokens',
+    type: 'token',
+    fields: { keyId: { type: 'string', ref: { entity: 'keys', onDelete: 'cascade' } } },
+  },
+];
+
+const AT = '2026-01-01T00:00:00.000Z';
+const dirs: string[] = [];
+function tempDir() {
+  const d = mkdtempSync(join(tmpdir(), 'keel-store-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function open(dir = tempDir(), custom = {}) {
+  return Store.open(dir, new Schema(defs, custom));
+}
+const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({ op: 'create', entity, id, data, at: AT });
+async function one(store: Store, cmd: Command): Promise<CommandResult> {
+  return (await store.applyGroup([cmd], { sync: false }))[0]!;
+}
+
+describe('store: commands', () => {
+  it('creates rows with base fields and indexes them', async () => {
+    const s = await open();
+    expect(await one(s, create('policies', 'p1', { name: 'P' }))).toEqual({ ok: true, value: 'p1' });
+    await one(s, create('people', 'a', { name: 'Ann', policyId: 'p1', attrs: ['x', 'y'] }));
+    expect(s.get('people', 'a')).toMatchObject({ id: 'a', name: 'Ann', createdAt: AT, updatedAt: AT, tags: {} });
+    expect(s.lookup('people', 'attrs', 'y')).toEqual(['a']);
+    expect(s.lookup('people', 'name', 'Ann')).toEqual(['a']);
+    expect(s.lookup('people', 'policyId', 'p1')).toEqual(['a']);
+    await s.close();
+  });
+
+  it('rejects duplicates, dangling references and unknown ids with recorded errors', async () => {
+    const s = await open();
+    await one(s, create('policies', 'p1', { name: 'P' }));
+    expect(await one(s, create('policies', 'p1', { name: 'Q' }))).toMatchObject({ ok: false, error: { code: 'ALREADY_EXISTS' } });
+    expect(await one(s, create('policies', 'p2', { name: 'P' }))).toMatchObject({
+      ok: false,
+      error: { code: 'UNIQUE', field: 'name', value: 'P', reason: "duplicate value 'P' in unique index on policies store" },
+    });
+    expect(await one(s, create('people', 'a', { name: 'A', policyId: 'nope' }))).toMatchObject({
+      ok: false,
+      error: { code: 'REF_NOT_FOUND', field: 'policyId', value: 'nope' },
+    });
+    expect(await one(s, { op: 'update', entity: 'people', id: 'zz', set: { name: 'x' }, at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'NOT_FOUND', reason: 'person with id zz not found' },
+    });
+    expect(s.collection('people').size).toBe(0);
+    await s.close();
+  });
+
+  it('updates move index entries and keep unique values free for reuse', async () => {
+    const s = await open();
+    await one(s, create('people', 'a', { name: 'Ann', attrs: ['x'] }));
+    await one(s, { op: 'update', entity: 'people', id: 'a', set: { name: 'Anna', attrs: ['z'] }, at: '2026-01-02T00:00:00.000Z' });
+    expect(s.lookup('people', 'attrs', 'x')).toEqual([]);
+    expect(s.lookup('people', 'attrs', 'z')).toEqual(['a']);
+    expect(s.get('people', 'a')!.updatedAt).toBe('2026-01-02T00:00:00.000Z');
+    expect(await one(s, create('people', 'b', { name: 'Ann' }))).toMatchObject({ ok: true });
+    expect(await one(s, { op: 'update', entity: 'people', id: 'b', set: { name: 'Anna' }, at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'UNIQUE' },
+    });
+    await s.close();
+  });
+
+  it('restricts, cascades (transitively) and clears on delete', async () => {
+    const s = await open();
+    await one(s, create('policies', 'p1', { name: 'P' }));
+    await one(s, create('people', 'a', { name: 'A', policyId: 'p1' }));
+    await one(s, create('people', 'b', { name: 'B', friendIds: ['a'] }));
+    await one(s, create('keys', 'k1', { personId: 'a' }));
+    await one(s, create('tokens', 't1', { keyId: 'k1' }));
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'p1', at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'REFERENCED', reason: 'cannot delete policy p1, referenced by person [a]' },
+    });
+    expect(s.get('policies', 'p1')).toBeDefined();
+    expect(await one(s, { op: 'delete', entity: 'people', id: 'a', at: AT })).toMatchObject({ ok: true });
+    expect(s.get('keys', 'k1')).toBeUndefined();
+    expect(s.get('tokens', 't1')).toBeUndefined();
+    expect(s.get('people', 'b')!.friendIds).toEqual([]);
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'p1', at: AT })).toMatchObject({ ok: true });
+    await s.close();
+  });
+
+  it('protects system entities unless the command is a system one', async () => {
+    const s = await open();
+    await one(s, { op: 'create', entity: 'policies', id: 'sys', data: { name: 'S', isSystem: true }, at: AT, system: true });
+    expect(await one(s, { op: 'update', entity: 'policies', id: 'sys', set: { name: 'T' }, at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'SYSTEM_UPDATE', reason: 'cannot update system policy in a non-system context (id=sys)' },
+    });
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'sys', at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'SYSTEM_DELETE' },
+    });
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'sys', at: AT, system: true })).toMatchObject({ ok: true });
+    expect(await one(s, create('policies', 'x', { name: 'X', isSystem: true }))).toMatchObject({ ok: false, error: { code: 'INVALID' } });
+    await s.close();
+  });
+
+  it('applies a batch all or nothing, and failed commands in a group leave no trace', async () => {
+    const s = await open();
+    const results = await s.applyGroup(
+      [
+        create('policies', 'p1', { name: 'P' }),
+        { op: 'batch', ops: [create('policies', 'p2', { name: 'Q' }), create('policies', 'p3', { name: 'P' })] },
+        create('policies', 'p4', { name: 'R' }),
+      ],
+      { sync: false },
+    );
+    expect(results.map((r) => r.ok)).toEqual([true, false, true]);
+    expect(s.get('policies', 'p2')).toBeUndefined();
+    expect(s.get('policies', 'p3')).toBeUndefined();
+    expect([...s.collection('policies').scan()].map((r) => r.id)).toEqual(['p1', 'p4']);
+    await s.close();
+  });
+
+  it('sees earlier writes of the same group (unique checks across commands)', async () => {
+    const s = await open();
+    const r = await s.applyGroup([create('policies', 'p1', { name: 'P' }), create('policies', 'p2', { name: 'P' })], {
+      sync: false,
+    });
+    expect(r[1]).toMatchObject({ ok: false, error: { code: 'UNIQUE' } });
+    await s.close();
+  });
+
+  it('runs custom commands deterministically through the same checks', async () => {
+    const s = await open(tempDir(), {
+      rename: (ctx: any, args: { id: string; name: string }, at: string) => ctx.update('policies', args.id, { name: args.name }, at).name,
+    });
+    await one(s, create('policies', 'p1', { name: 'P' }));
+    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'p1', name: 'Z' }, at: AT })).toEqual({ ok: true, value: 'Z' });
+    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'nope', name: 'Z' }, at: AT })).toMatchObject({ ok: false });
+    await s.close();
+  });
+
+  it('never exposes a write before its batch is on disk, and tells listeners what changed', async () => {
+    const s = await open();
+    const seen: string[] = [];
+    s.onPublish((changes) => seen.push(...changes.map((c) => `${c.entity}/${c.id}:${c.before ? 'u' : 'c'}`)));
+    const p = s.applyGroup([create('policies', 'p1', { name: 'P' })], { sync: true });
+    expect(s.get('policies', 'p1')).toBeUndefined(); // still writing
+    await p;
+    expect(s.get('policies', 'p1')).toBeDefined();
+    expect(seen).toEqual(['policies/p1:c']);
+    await s.close();
+  });
+});
+
+describe('store: durability', () => {
+  it('reloads rows, indexes and the applied index after reopening', async () => {
+    const dir = tempDir();
+    let s = await open(dir);
+    await s.applyGroup([create('policies', 'p1', { name: 'P' })], { sync: true, index: 7 });
+    await s.applyGroup([create('people', 'a', { name: 'A', policyId: 'p1', attrs: ['x'] })], { sync: true, index: 8 });
+    await s.close();
+    s = await open(dir);
+    expect(s.appliedIndex).toBe(8);
+    expect(s.get('people', 'a')!.name).toBe('A');
+    expect(s.lookup('people', 'attrs', 'x')).toEqual(['a']);
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'p1', at: AT })).toMatchObject({ ok: false, error: { code: 'REFERENCED' } });
+    await s.close();
+  });
+
+  it('refuses a data directory that holds an unknown entity type', async () => {
+    const dir = tempDir();
+    const s = await open(dir);
+    await s.applyGroup([create('policies', 'p1', { name: 'P' })], { sync: true });
+    await s.close();
+    await expect(Store.open(dir, new Schema(defs.filter((d) => d.name === 'tokens' || d.name === 'keys' || d.name === 'people').map((d) => (d.name === 'people' ? { ...d, fields: { name: { type: 'string' as const } } } : d))))).rejects.toThrow(/unknown entity type 'policies'/);
+  });
+});
+
+describe('local proposer', () => {
+  it('group-commits concurrent proposals in order and numbers them', async () => {
+    const s = await open();
+    let batches = 0;
+    s.onPublish(() => batches++);
+    const p = new LocalProposer(s, { maxQueued: 1000, sync: true });
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => p.propose(create('policies', `p${i}`, { name: `n${i % 150}` }))));
+    expect(results.filter((r) => r.ok).length).toBe(150);
+    expect(results.slice(150).every((r) => !r.ok)).toBe(true);
+    expect(batches).toBeLessThan(20);
+    expect(s.appliedIndex).toBe(200);
+    await p.close();
+    await s.close();
+  });
+
+  it('refuses proposals past its queue bound', async () => {
+    const s = await open();
+    const p = new LocalProposer(s, { maxQueued: 5, sync: true });
+    const all = Array.from({ length: 20 }, (_, i) => p.propose(create('policies', `p${i}`, { name: `n${i}` })).then(() => 'ok', (e) => e));
+    const out = await Promise.all(all);
+    expect(out.filter((x) => x instanceof OverloadedError).length).toBeGreaterThan(0);
+    expect(out.filter((x) => x === 'ok').length).toBeGreaterThanOrEqual(5);
+    await p.close();
+    await s.close();
+  });
+});
+
+describe('sorted ids', () => {
+  it('keeps order through random inserts and deletes (against a plain sorted array)', () => {
+    let seed = 42;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed);
+    const ids = new SortedIds();
+    const model = new Set<string>();
+    for (let i = 0; i < 20_000; i++) {
+      const id = `k${rnd() % 5000}`;
+      if (rnd() % 3 === 0) {
+        expect(ids.delete(id)).toBe(model.delete(id));
+      } else {
+        expect(ids.insert(id)).toBe(!model.has(id));
+        model.add(id);
+      }
+    }
+    const expected = [...model].sort();
+    expect([...ids]).toEqual(expected);
+    expect(ids.size).toBe(expected.length);
+    expect([...ids.from(1234)]).toEqual(expected.slice(1234));
+  });
+});
