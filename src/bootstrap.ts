@@ -4,6 +4,7 @@ import type { Services } from './api/services.js';
 import { hashPassword } from './auth/password.js';
 import { DEFAULT_AUTH_POLICY } from './model/auth-policy.js';
 import { BUILTIN_CONFIG_TYPES } from './model/config-type.js';
+import { signingKeyCommand } from './pki/enrollment-jwt.js';
 import { shortId } from './util/ids.js';
 
 export const DEFAULT_ADMIN_USERNAME = 'admin';
@@ -32,6 +33,7 @@ export async function initialize(svc: Services, adminPassword: string): Promise<
     { op: 'create', entity: 'identity-types', id: 'Default', data: { name: 'Default' }, at },
     { op: 'create', entity: 'identity-types', id: 'Router', data: { name: 'Router' }, at },
     { op: 'create', entity: 'auth-policies', id: 'default', data: structuredClone(DEFAULT_AUTH_POLICY), at },
+    await signingKeyCommand(at),
     ...BUILTIN_CONFIG_TYPES.map(
       (c): Command => ({
         op: 'create',

@@ -1,5 +1,5 @@
 import type { HttpResponse } from '../../http/types.js';
-import type { EntityDef, FieldDef, Row } from '../../storage/types.js';
+import type { Command, EntityDef, FieldDef, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
@@ -52,6 +52,8 @@ export interface EntitySpec<C = any, U = any, P = any> {
   operations?: Partial<Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string }>>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
+  /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
+  alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
   beforeDelete?(row: Row, svc: Services): void;
   /** `_links` beyond `self`. */
@@ -253,7 +255,10 @@ function crudOps(entity: Entity): OpDef<any>[] {
           const data = await toStored(entity, ctx.body, 'create', ctx.svc);
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
-          await ctx.svc.write({ op: 'create', entity: entity.name, id, data, at: ctx.svc.nowIso() });
+          const at = ctx.svc.nowIso();
+          const cmd: Command = { op: 'create', entity: entity.name, id, data, at };
+          const extra = entity.alsoOnCreate ? await entity.alsoOnCreate(id, ctx.body, ctx.svc, at) : [];
+          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return created(entity.name, id);
         },
       }),

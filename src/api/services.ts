@@ -28,8 +28,6 @@ export interface ControllerConfig {
  */
 export class Services {
   sessions!: SessionService;
-  /** The `enrollment` block of an identity (filled in by the enrollment module). */
-  enrollmentsOf?: (identityId: string) => Record<string, unknown>;
 
   constructor(
     readonly store: Store,

@@ -1,8 +1,11 @@
-import type { Row } from '../../storage/types.js';
+import type { Command, Row } from '../../storage/types.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
+import { shortId, uuid } from '../util/ids.js';
 import { checkRoleAttributes, defineEntity, detailSchema } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
+import { identityEnrollments as enrollmentsOf } from './enrollment.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
 
 export const PERMISSIONS = [
@@ -160,7 +163,7 @@ export function renderIdentityFields(row: Row, svc: Services): Record<string, un
     disabledAt: disabled ? (row.disabledAt ?? null) : null,
     disabledUntil: disabled ? (row.disabledUntil ?? null) : null,
     edgeRouterConnectionStatus: 'offline',
-    enrollment: svc.enrollmentsOf?.(row.id) ?? {},
+    enrollment: enrollmentsOf(svc, row.id),
     envInfo: row.envInfo ?? {},
     externalId: row.externalId ?? null,
     hasApiSession: svc.store.lookup('api-sessions', 'identityId', row.id).length > 0,
@@ -241,6 +244,36 @@ export const identities = defineEntity({
     externalId: null,
   },
   toApi: renderIdentityFields,
+  async alsoOnCreate(id, body, svc, at) {
+    const e = body.enrollment as { ott?: boolean; ottca?: string; updb?: string } | undefined;
+    if (!e) return [];
+    const out: Command[] = [];
+    const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
+    const add = async (method: string, extra: Record<string, unknown>) => {
+      const token = uuid();
+      const jwt = await signEnrollmentJwt(svc, { identityId: id, token, method, expiresAtMs });
+      out.push({
+        op: 'create',
+        entity: 'enrollments',
+        id: shortId(),
+        at,
+        data: { method, identityId: id, token, jwt, expiresAt: new Date(expiresAtMs).toISOString(), methodKey: `${id}:${method}`, ...extra },
+      });
+    };
+    if (e.ottca !== undefined) {
+      // CA-backed enrollments need a registered, verified CA; CAs arrive with the PKI.
+      throw fieldError('enrollment.ottca', `ca with id ${e.ottca} not found`, e.ottca);
+    }
+    if (e.ott === true) await add('ott', {});
+    if (typeof e.updb === 'string') {
+      if (e.updb.length < 4 || e.updb.length > 100) throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
+      if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {
+        throw fieldError('enrollment.updb', `duplicate value '${e.updb}' in unique index on authenticators store`, e.updb);
+      }
+      await add('updb', { username: e.updb });
+    }
+    return out;
+  },
   beforeDelete(row) {
     if (row.isDefaultAdmin) {
       throw Errors.ENTITY_CAN_NOT_BE_DELETED({

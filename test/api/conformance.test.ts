@@ -289,3 +289,49 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
     });
   });
 });
+
+describe('identity enrollments on create', () => {
+  let srv: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    srv = await startServer();
+    token = await login(srv.base);
+  });
+  afterAll(() => srv.stop());
+
+  it('ott and updb enrollments are created with the identity, with signed JWTs', async () => {
+    const r = await conformant('management', 'POST', '/identities', srv.base, {
+      token,
+      body: { name: 'enrollee', type: 'Device', isAdmin: false, enrollment: { ott: true, updb: 'enrollee-user' } },
+    });
+    expect(r.status).toBe(201);
+    const d = await conformant('management', 'GET', '/identities/{id}', srv.base, { token, params: { id: r.body.data.id } });
+    const { ott, updb } = d.body.data.enrollment;
+    expect(ott.token).toMatch(/^[0-9a-f-]{36}$/);
+    expect(updb.token).not.toBe(ott.token);
+    const claims = JSON.parse(Buffer.from(ott.jwt.split('.')[1], 'base64url').toString());
+    expect(claims).toMatchObject({ sub: r.body.data.id, jti: ott.token, em: 'ott', iss: srv.base });
+    expect(claims.exp * 1000).toBe(Math.floor(Date.parse(ott.expiresAt) / 1000) * 1000);
+    const header = JSON.parse(Buffer.from(ott.jwt.split('.')[0], 'base64url').toString());
+    expect(header.alg).toBe('ES256');
+    // deleting the identity removes its enrollments with it
+    await call('DELETE', `${srv.mgmt}/identities/${r.body.data.id}`, { token });
+    expect(srv.ctl.svc.store.collection('enrollments').size).toBe(0);
+  });
+
+  it('refuses ottca without a CA and a taken updb username, creating nothing', async () => {
+    const before = srv.ctl.svc.store.collection('identities').size;
+    const a = await conformant('management', 'POST', '/identities', srv.base, {
+      token,
+      body: { name: 'ca-enrollee', type: 'Device', isAdmin: false, enrollment: { ottca: 'no-such-ca' } },
+    });
+    expect(a.status).toBe(400);
+    expect(a.body.error.cause.field).toBe('enrollment.ottca');
+    const b = await conformant('management', 'POST', '/identities', srv.base, {
+      token,
+      body: { name: 'dup-enrollee', type: 'Device', isAdmin: false, enrollment: { updb: 'admin' } },
+    });
+    expect(b.status).toBe(400);
+    expect(srv.ctl.svc.store.collection('identities').size).toBe(before);
+  });
+});
