@@ -11,10 +11,16 @@ export interface StateReader {
 /**
  * A write overlay on a StateReader. Commands apply into a Txn; a failed command's Txn is dropped (nothing
  * half-applied), a successful one is merged into its parent. The outermost Txn of a group becomes one LevelDB batch.
+ *
+ * Lookups see through the overlay: parent ids not rewritten here, plus overlay rows that match. Overlay matches
+ * come from per-field indexes built on first use and kept up to date by put/del, so a group of thousands of
+ * creates stays linear.
  */
 export class Txn implements StateReader {
   /** entity → id → new row, or null for a delete. Insertion-ordered, so replay order is deterministic. */
   readonly writes = new Map<string, Map<string, Row | null>>();
+  /** entity → field → value → ids of overlay rows holding it. */
+  private readonly overlayIdx = new Map<string, Map<string, Map<unknown, Set<string>>>>();
 
   constructor(private readonly parent: StateReader) {}
 
@@ -29,20 +35,45 @@ export class Txn implements StateReader {
     const base = this.parent.lookup(entity, field, value);
     if (!w || w.size === 0) return base;
     const out = base.filter((id) => !w.has(id));
-    for (const [id, row] of w) {
-      if (!row) continue;
-      if (field === 'id' ? id === value : indexValues(row, field).includes(value)) out.push(id);
+    if (field === 'id') {
+      if (typeof value === 'string' && w.get(value)) out.push(value);
+      return out;
     }
+    const ids = this.fieldIndex(entity, field).get(value);
+    if (ids) for (const id of ids) out.push(id);
     return out;
   }
 
+  private fieldIndex(entity: string, field: string): Map<unknown, Set<string>> {
+    let byField = this.overlayIdx.get(entity);
+    if (!byField) this.overlayIdx.set(entity, (byField = new Map()));
+    let idx = byField.get(field);
+    if (!idx) {
+      byField.set(field, (idx = new Map()));
+      for (const [id, row] of this.writes.get(entity) ?? []) if (row) addTo(idx, row, field, id);
+    }
+    return idx;
+  }
+
+  private reindex(entity: string, id: string, next: Row | null): void {
+    const byField = this.overlayIdx.get(entity);
+    if (!byField) return;
+    const prev = this.writes.get(entity)?.get(id);
+    for (const [field, idx] of byField) {
+      if (prev) for (const v of indexValues(prev, field)) idx.get(v)?.delete(id);
+      if (next) addTo(idx, next, field, id);
+    }
+  }
+
   put(entity: string, row: Row): void {
+    this.reindex(entity, row.id, row);
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
     w.set(row.id, row);
   }
 
   del(entity: string, id: string): void {
+    this.reindex(entity, id, null);
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
     w.set(id, null);
@@ -61,5 +92,13 @@ export class Txn implements StateReader {
   get empty(): boolean {
     for (const w of this.writes.values()) if (w.size > 0) return false;
     return true;
+  }
+}
+
+function addTo(idx: Map<unknown, Set<string>>, row: Row, field: string, id: string): void {
+  for (const v of indexValues(row, field)) {
+    let set = idx.get(v);
+    if (!set) idx.set(v, (set = new Set()));
+    set.add(id);
   }
 }

@@ -1,0 +1,158 @@
+/**
+ * Read-path benchmark: authenticated GET /edge/management/v1/identities?limit=10 and GET
+ * /edge/client/v1/current-identity on one Keel node, each beside a bare uWebSockets.js app serving a static JSON
+ * body of the same size, measured in the same run at several concurrencies. The figure that matters is the
+ * ratio Keel / bare. Then: an indexed-equality list over 100k identities, beside a full-scan filter.
+ *
+ *   npm run bench -- http [--quick] [--identities 100000]
+ *
+ * Servers run in child processes; the load generator (autocannon) runs here, so on two cores each side has one.
+ */
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+// @ts-expect-error autocannon ships no type declarations
+import autocannon from 'autocannon';
+
+const here = import.meta.dirname;
+
+interface Child {
+  proc: ChildProcess;
+  port: number;
+  lines: string[];
+}
+
+function spawnChild(script: string, args: string[]): Promise<Child> {
+  const proc = fork(join(here, script), args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const lines: string[] = [];
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    proc.stdout!.on('data', (d) => {
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        lines.push(line);
+        const m = /^READY (\d+)/.exec(line);
+        if (m) resolve({ proc, port: Number(m[1]), lines });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
+
+async function stopChild(c: Child): Promise<void> {
+  const done = new Promise((r) => c.proc.once('exit', r));
+  c.proc.kill('SIGTERM');
+  await done;
+}
+
+interface Measure {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+const WRK = ['/usr/bin/wrk', '/usr/local/bin/wrk'].find((p) => existsSync(p));
+
+/** wrk's duration text (`123.45us`, `1.20ms`, `2.00s`) in milliseconds. */
+function wrkMs(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text.trim());
+  if (!m) return Number.NaN;
+  const n = Number(m[1]);
+  return m[2] === 'us' ? n / 1000 : m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
+}
+
+/** Load from one generator thread: wrk when installed (C, far cheaper per request), else autocannon. */
+async function load(url: string, connections: number, duration_s: number, headers: Record<string, string> = {}): Promise<Measure> {
+  if (WRK) {
+    const args = ['-t1', `-c${connections}`, `-d${duration_s}s`, '--latency'];
+    for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
+    args.push(url);
+    const out = execFileSync(WRK, args, { encoding: 'utf8' });
+    const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+    const p50 = wrkMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? '');
+    const p99 = wrkMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? '');
+    const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0);
+    return { rps, p50, p99, errors };
+  }
+  const r = await autocannon({ url, connections, duration: duration_s, headers, pipelining: 1 });
+  const non2xx = r.non2xx + r.errors + r.timeouts;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: non2xx };
+}
+
+async function login(port: number): Promise<string> {
+  const r = await fetch(`http://127.0.0.1:${port}/edge/management/v1/authenticate?method=password`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: 'bench-password' }),
+  });
+  return r.headers.get('zt-session')!;
+}
+
+function fmt(m: Measure): string {
+  const ms = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1)).padStart(5);
+  return `${m.rps.toFixed(0).padStart(7)} req/s  p50 ${ms(m.p50)} ms  p99 ${ms(m.p99)} ms${m.errors ? `  (${m.errors} errors!)` : ''}`;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, identities: { type: 'string', default: '100000' } } });
+  const duration_s = values.quick ? 2 : 5;
+  const concurrencies = values.quick ? [1, 32] : [1, 16, 64, 256];
+  console.log(`Keel read benchmark — ${new Date().toISOString()}, node ${process.version}, ${duration_s}s per point, load: ${WRK ? 'wrk -t1' : 'autocannon'}`);
+
+  const keel = await spawnChild('keel-child.js', []);
+  const token = await login(keel.port);
+  const auth = { 'zt-session': token };
+  const targets = [
+    { name: 'GET /edge/management/v1/identities?limit=10', path: '/edge/management/v1/identities?limit=10' },
+    { name: 'GET /edge/client/v1/current-identity', path: '/edge/client/v1/current-identity' },
+  ];
+  // populate a few identities so that the list has a full page
+  for (let i = 0; i < 12; i++) {
+    await fetch(`http://127.0.0.1:${keel.port}/edge/management/v1/identities`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: JSON.stringify({ name: `bench-id-${i}`, type: 'User', isAdmin: false, roleAttributes: ['bench'] }),
+    });
+  }
+  for (const t of targets) {
+    const url = `http://127.0.0.1:${keel.port}${t.path}`;
+    const size = (await (await fetch(url, { headers: auth })).text()).length;
+    const bare = await spawnChild('bare-child.js', [String(size)]);
+    console.log(`\n${t.name}  (response ${size} bytes; baseline: bare uWebSockets.js, static ${size}-byte JSON)`);
+    for (const c of concurrencies) {
+      const k = await load(url, c, duration_s, auth);
+      const b = await load(`http://127.0.0.1:${bare.port}/`, c, duration_s);
+      console.log(`  c=${String(c).padStart(3)}  keel ${fmt(k)}   bare ${fmt(b)}   ratio ${(k.rps / b.rps).toFixed(2)}`);
+    }
+    await stopChild(bare);
+  }
+  await stopChild(keel);
+
+  const n = Number(values.identities);
+  if (n > 0) {
+    const big = await spawnChild('keel-child.js', ['--identities', String(n)]);
+    const loaded = big.lines.find((l) => l.startsWith('LOADED'))!.split(' ');
+    console.log(`\n${n} identities: preload ${loaded[2]} ms; controller cold start with them ${loaded[3]} ms`);
+    const t = { 'zt-session': await login(big.port) };
+    const q = (f: string) => `http://127.0.0.1:${big.port}/edge/management/v1/identities?filter=${encodeURIComponent(f)}`;
+    const indexed = q(`name = "bench-${Math.floor(n / 2)}"`);
+    const scan = q(`name contains "bench-${Math.floor(n / 2)}"`);
+    const check = (await (await fetch(indexed, { headers: t })).json()) as { data: unknown[] };
+    if (check.data.length !== 1) throw new Error('indexed lookup did not find the identity');
+    const a = await load(indexed, 1, duration_s, t);
+    const b = await load(scan, 1, duration_s, t);
+    console.log(`  indexed equality   name = "…"        ${fmt(a)}`);
+    console.log(`  full scan          name contains "…" ${fmt(b)}   (indexed / scan speed-up ${(a.rps / b.rps).toFixed(1)}x)`);
+    const attr = q('anyOf(roleAttributes) = "group-7"');
+    const c = await load(attr, 1, duration_s, t);
+    console.log(`  indexed set        anyOf(roleAttributes) = "group-7" (${n / 100} matches, page of 10) ${fmt(c)}`);
+    await stopChild(big);
+  }
+}
+
+await main();
