@@ -35,10 +35,13 @@ export interface ControllerOptions {
   sync?: boolean;
   log?: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
   sessionFlush_ms?: number;
+  /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
+  maxConnections?: number;
   sessionSweep_ms?: number;
 }
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
@@ -106,7 +109,12 @@ export class Controller {
         log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
       }
       svc.sessions.start();
-      ctl.server = await serve(app, { engine: opts.engine ?? 'uws', host: opts.host, port: opts.port });
+      ctl.server = await serve(app, {
+        engine: opts.engine ?? 'uws',
+        host: opts.host,
+        port: opts.port,
+        maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      });
       if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(`http://${opts.host}:${ctl.server.port}`);
     } catch (err) {
       await ctl.stop();

@@ -13,10 +13,18 @@ import { shortId } from '../../src/util/ids.js';
 import { MAX_GROUP_COMMANDS } from '../../storage/store.js';
 import type { Command } from '../../storage/types.js';
 
-const { values } = parseArgs({ options: { identities: { type: 'string', default: '0' }, engine: { type: 'string', default: 'uws' } } });
+const { values } = parseArgs({
+  options: { identities: { type: 'string', default: '0' }, engine: { type: 'string', default: 'uws' } },
+});
 const n = Number(values.identities);
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
-const opts = { dataDir, host: '127.0.0.1', port: 0, adminPassword: 'bench-password', engine: values.engine as 'uws' | 'node' };
+const opts = {
+  dataDir,
+  host: '127.0.0.1',
+  port: 0,
+  adminPassword: 'bench-password',
+  engine: values.engine as 'uws' | 'node',
+};
 let ctl = await Controller.start(opts);
 if (n > 0) {
   const t0 = performance.now();

@@ -67,7 +67,12 @@ function wrkMs(text: string): number {
 }
 
 /** Load from one generator thread: wrk when installed (C, far cheaper per request), else autocannon. */
-async function load(url: string, connections: number, duration_s: number, headers: Record<string, string> = {}): Promise<Measure> {
+async function load(
+  url: string,
+  connections: number,
+  duration_s: number,
+  headers: Record<string, string> = {},
+): Promise<Measure> {
   if (WRK) {
     const args = ['-t1', `-c${connections}`, `-d${duration_s}s`, '--latency'];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
@@ -76,7 +81,9 @@ async function load(url: string, connections: number, duration_s: number, header
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
     const p50 = wrkMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? '');
     const p99 = wrkMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? '');
-    const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0);
+    const errors =
+      Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) +
+      Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0);
     return { rps, p50, p99, errors };
   }
   const r = await autocannon({ url, connections, duration: duration_s, headers, pipelining: 1 });
@@ -99,10 +106,14 @@ function fmt(m: Measure): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, identities: { type: 'string', default: '100000' } } });
+  const { values } = parseArgs({
+    options: { quick: { type: 'boolean' }, identities: { type: 'string', default: '100000' } },
+  });
   const duration_s = values.quick ? 2 : 5;
   const concurrencies = values.quick ? [1, 32] : [1, 16, 64, 256];
-  console.log(`Keel read benchmark — ${new Date().toISOString()}, node ${process.version}, ${duration_s}s per point, load: ${WRK ? 'wrk -t1' : 'autocannon'}`);
+  console.log(
+    `Keel read benchmark — ${new Date().toISOString()}, node ${process.version}, ${duration_s}s per point, load: ${WRK ? 'wrk -t1' : 'autocannon'}`,
+  );
 
   const keel = await spawnChild('keel-child.js', []);
   const token = await login(keel.port);
@@ -127,7 +138,9 @@ async function main(): Promise<void> {
     for (const c of concurrencies) {
       const k = await load(url, c, duration_s, auth);
       const b = await load(`http://127.0.0.1:${bare.port}/`, c, duration_s);
-      console.log(`  c=${String(c).padStart(3)}  keel ${fmt(k)}   bare ${fmt(b)}   ratio ${(k.rps / b.rps).toFixed(2)}`);
+      console.log(
+        `  c=${String(c).padStart(3)}  keel ${fmt(k)}   bare ${fmt(b)}   ratio ${(k.rps / b.rps).toFixed(2)}`,
+      );
     }
     await stopChild(bare);
   }
@@ -139,7 +152,8 @@ async function main(): Promise<void> {
     const loaded = big.lines.find((l) => l.startsWith('LOADED'))!.split(' ');
     console.log(`\n${n} identities: preload ${loaded[2]} ms; controller cold start with them ${loaded[3]} ms`);
     const t = { 'zt-session': await login(big.port) };
-    const q = (f: string) => `http://127.0.0.1:${big.port}/edge/management/v1/identities?filter=${encodeURIComponent(f)}`;
+    const q = (f: string) =>
+      `http://127.0.0.1:${big.port}/edge/management/v1/identities?filter=${encodeURIComponent(f)}`;
     const indexed = q(`name = "bench-${Math.floor(n / 2)}"`);
     const scan = q(`name contains "bench-${Math.floor(n / 2)}"`);
     const check = (await (await fetch(indexed, { headers: t })).json()) as { data: unknown[] };
@@ -147,7 +161,9 @@ async function main(): Promise<void> {
     const a = await load(indexed, 1, duration_s, t);
     const b = await load(scan, 1, duration_s, t);
     console.log(`  indexed equality   name = "…"        ${fmt(a)}`);
-    console.log(`  full scan          name contains "…" ${fmt(b)}   (indexed / scan speed-up ${(a.rps / b.rps).toFixed(1)}x)`);
+    console.log(
+      `  full scan          name contains "…" ${fmt(b)}   (indexed / scan speed-up ${(a.rps / b.rps).toFixed(1)}x)`,
+    );
     const attr = q('anyOf(roleAttributes) = "group-7"');
     const c = await load(attr, 1, duration_s, t);
     console.log(`  indexed set        anyOf(roleAttributes) = "group-7" (${n / 100} matches, page of 10) ${fmt(c)}`);

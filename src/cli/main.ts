@@ -18,6 +18,7 @@ Options of run:
                           without either, a strong password is generated and printed once
   --engine uws|node       HTTP engine (default uws)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
+  --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
 `;
 
@@ -27,6 +28,12 @@ export function parseDuration(text: string): number {
   const n = Number(m[1]);
   const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
   return n * unit;
+}
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`invalid ${flag} '${text}' (a positive integer)`);
+  return n;
 }
 
 export function parseListen(text: string): { host: string; port: number } {
@@ -48,6 +55,7 @@ async function run(argv: string[]): Promise<void> {
       'admin-password': { type: 'string' },
       engine: { type: 'string', default: 'uws' },
       'session-timeout': { type: 'string' },
+      'max-connections': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -71,6 +79,7 @@ async function run(argv: string[]): Promise<void> {
     sessionTimeout_ms: values['session-timeout']
       ? parseDuration(values['session-timeout'])
       : DEFAULT_SESSION_TIMEOUT_MS,
+    maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: values.advertise ? [values.advertise.replace(/\/+$/, '')] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });

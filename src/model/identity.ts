@@ -1,12 +1,12 @@
 import type { Command, Row } from '../../storage/types.js';
-import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
-import { shortId, uuid } from '../util/ids.js';
 import { checkRoleAttributes, defineEntity, detailSchema } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
-import { identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { shortId, uuid } from '../util/ids.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
+import { identityEnrollments as enrollmentsOf } from './enrollment.js';
 
 export const PERMISSIONS = [
   'admin_readonly',
@@ -257,7 +257,15 @@ export const identities = defineEntity({
         entity: 'enrollments',
         id: shortId(),
         at,
-        data: { method, identityId: id, token, jwt, expiresAt: new Date(expiresAtMs).toISOString(), methodKey: `${id}:${method}`, ...extra },
+        data: {
+          method,
+          identityId: id,
+          token,
+          jwt,
+          expiresAt: new Date(expiresAtMs).toISOString(),
+          methodKey: `${id}:${method}`,
+          ...extra,
+        },
       });
     };
     if (e.ottca !== undefined) {
@@ -266,9 +274,14 @@ export const identities = defineEntity({
     }
     if (e.ott === true) await add('ott', {});
     if (typeof e.updb === 'string') {
-      if (e.updb.length < 4 || e.updb.length > 100) throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
+      if (e.updb.length < 4 || e.updb.length > 100)
+        throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
       if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {
-        throw fieldError('enrollment.updb', `duplicate value '${e.updb}' in unique index on authenticators store`, e.updb);
+        throw fieldError(
+          'enrollment.updb',
+          `duplicate value '${e.updb}' in unique index on authenticators store`,
+          e.updb,
+        );
       }
       await add('updb', { username: e.updb });
     }

@@ -11,13 +11,21 @@ export const DEFAULT_ENROLLMENT_DURATION_MS = 180 * 60 * 1000;
 export async function signingKeyCommand(at: string): Promise<Command> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const publicJwk = await exportJWK(publicKey);
-  const kid = createHash('sha256').update(JSON.stringify([publicJwk.x, publicJwk.y])).digest('hex').slice(0, 40);
+  const kid = createHash('sha256')
+    .update(JSON.stringify([publicJwk.x, publicJwk.y]))
+    .digest('hex')
+    .slice(0, 40);
   return {
     op: 'create',
     entity: 'controller-keys',
     id: ENROLLMENT_SIGNER_ID,
     at,
-    data: { kid, alg: 'ES256', privateJwk: await exportJWK(privateKey), publicJwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' } },
+    data: {
+      kid,
+      alg: 'ES256',
+      privateJwk: await exportJWK(privateKey),
+      publicJwk: { ...publicJwk, kid, alg: 'ES256', use: 'sig' },
+    },
   };
 }
 

@@ -305,7 +305,10 @@ describe('identity enrollments on create', () => {
       body: { name: 'enrollee', type: 'Device', isAdmin: false, enrollment: { ott: true, updb: 'enrollee-user' } },
     });
     expect(r.status).toBe(201);
-    const d = await conformant('management', 'GET', '/identities/{id}', srv.base, { token, params: { id: r.body.data.id } });
+    const d = await conformant('management', 'GET', '/identities/{id}', srv.base, {
+      token,
+      params: { id: r.body.data.id },
+    });
     const { ott, updb } = d.body.data.enrollment;
     expect(ott.token).toMatch(/^[0-9a-f-]{36}$/);
     expect(updb.token).not.toBe(ott.token);

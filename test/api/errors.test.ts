@@ -10,8 +10,14 @@ let userToken: string;
 beforeAll(async () => {
   srv = await startServer();
   token = await login(srv.base);
-  const u = await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'plain-user', type: 'User', isAdmin: false } });
-  await call('POST', `${srv.mgmt}/authenticators`, { token, body: { method: 'updb', identityId: u.body.data.id, username: 'plainuser', password: 'plain-pass' } });
+  const u = await call('POST', `${srv.mgmt}/identities`, {
+    token,
+    body: { name: 'plain-user', type: 'User', isAdmin: false },
+  });
+  await call('POST', `${srv.mgmt}/authenticators`, {
+    token,
+    body: { method: 'updb', identityId: u.body.data.id, username: 'plainuser', password: 'plain-pass' },
+  });
   userToken = await login(srv.base, 'plainuser', 'plain-pass');
 });
 afterAll(() => srv.stop());
@@ -31,7 +37,11 @@ function expectError(r: { status: number; body: any }, status: number, code: str
 describe('request bodies', () => {
   it('unparseable JSON → 400 COULD_NOT_PARSE_BODY', async () => {
     const before = await identityCount();
-    const r = await call('POST', `${srv.mgmt}/identities`, { token, raw: '{"name": "x",', headers: { 'content-type': 'application/json' } });
+    const r = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      raw: '{"name": "x",',
+      headers: { 'content-type': 'application/json' },
+    });
     expectError(r, 400, 'COULD_NOT_PARSE_BODY');
     expect(await identityCount()).toBe(before);
   });
@@ -46,11 +56,23 @@ describe('request bodies', () => {
     [{ name: 'x', type: 'User' }, 'isAdmin', 'isAdmin in body is required'],
     [{ name: 'x', type: 'User', isAdmin: 'yes' }, 'isAdmin', 'isAdmin in body must be of type boolean: "string"'],
     [{ name: 'x', type: 'Robot', isAdmin: false }, 'type', null],
-    [{ name: 'x', type: 'User', isAdmin: false, defaultHostingCost: 70000 }, 'defaultHostingCost', 'defaultHostingCost in body should be less than or equal to 65535'],
+    [
+      { name: 'x', type: 'User', isAdmin: false, defaultHostingCost: 70000 },
+      'defaultHostingCost',
+      'defaultHostingCost in body should be less than or equal to 65535',
+    ],
     [{ name: 'x', type: 'User', isAdmin: false, roleAttributes: 'web' }, 'roleAttributes', null],
-    [{ name: 'x', type: 'User', isAdmin: false, roleAttributes: ['#web'] }, 'roleAttributes', 'role attributes may not be prefixed with #/@'],
+    [
+      { name: 'x', type: 'User', isAdmin: false, roleAttributes: ['#web'] },
+      'roleAttributes',
+      'role attributes may not be prefixed with #/@',
+    ],
     [{ name: 'x', type: 'User', isAdmin: false, authPolicyId: 'nope' }, 'authPolicyId', null],
-    [{ name: 'x', type: 'User', isAdmin: false, serviceHostingPrecedences: { s: 'sometimes' } }, 'serviceHostingPrecedences.s', null],
+    [
+      { name: 'x', type: 'User', isAdmin: false, serviceHostingPrecedences: { s: 'sometimes' } },
+      'serviceHostingPrecedences.s',
+      null,
+    ],
     [{ name: 'x', type: 'User', isAdmin: false, permissions: ['everything'] }, 'permissions.0', null],
   ])('invalid identity %j → COULD_NOT_VALIDATE on %s', async (body, field, reason) => {
     const before = await identityCount();
@@ -61,23 +83,81 @@ describe('request bodies', () => {
   });
 
   it('a duplicate name → COULD_NOT_VALIDATE on name, as OpenZiti words it', async () => {
-    const r = await conformant('management', 'POST', '/identities', srv.base, { token, body: { name: 'plain-user', type: 'User', isAdmin: false } });
+    const r = await conformant('management', 'POST', '/identities', srv.base, {
+      token,
+      body: { name: 'plain-user', type: 'User', isAdmin: false },
+    });
     expectError(r, 400, 'COULD_NOT_VALIDATE', 'name');
     expect(r.body.error.cause.reason).toBe("duplicate value 'plain-user' in unique index on identities store");
   });
 
   it('authenticator bodies: bad method, short password, cert PEM garbage, unknown identity', async () => {
-    const id = (await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'auth-target', type: 'User', isAdmin: false } })).body.data.id;
-    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'kerberos', identityId: id } }), 400, 'COULD_NOT_VALIDATE', 'method');
-    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: id, username: 'abcd', password: 'abc' } }), 400, 'COULD_NOT_VALIDATE', 'password');
-    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'cert', identityId: id, certPem: 'nonsense' } }), 400, 'INVALID_CERT_PEM');
-    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: 'ghost', username: 'ghost-user', password: 'secret-1' } }), 400, 'COULD_NOT_VALIDATE', 'identityId');
-    expectError(await conformant('management', 'POST', '/authenticators', srv.base, { token, body: { method: 'updb', identityId: id, username: 'plainuser', password: 'secret-1' } }), 400, 'COULD_NOT_VALIDATE', 'username');
-    expectError(await conformant('management', 'PUT', '/authenticators/{id}', srv.base, { token, params: { id: 'ghost' }, body: { username: 'abcd', password: 'abcde' } }), 404, 'NOT_FOUND');
+    const id = (
+      await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name: 'auth-target', type: 'User', isAdmin: false },
+      })
+    ).body.data.id;
+    expectError(
+      await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'kerberos', identityId: id },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'method',
+    );
+    expectError(
+      await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'updb', identityId: id, username: 'abcd', password: 'abc' },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'password',
+    );
+    expectError(
+      await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'cert', identityId: id, certPem: 'nonsense' },
+      }),
+      400,
+      'INVALID_CERT_PEM',
+    );
+    expectError(
+      await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'updb', identityId: 'ghost', username: 'ghost-user', password: 'secret-1' },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'identityId',
+    );
+    expectError(
+      await conformant('management', 'POST', '/authenticators', srv.base, {
+        token,
+        body: { method: 'updb', identityId: id, username: 'plainuser', password: 'secret-1' },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'username',
+    );
+    expectError(
+      await conformant('management', 'PUT', '/authenticators/{id}', srv.base, {
+        token,
+        params: { id: 'ghost' },
+        body: { username: 'abcd', password: 'abcde' },
+      }),
+      404,
+      'NOT_FOUND',
+    );
   });
 
   it('bodies over 1 MiB → 413 REQUEST_ENTITY_TOO_LARGE', async () => {
-    const r = await call('POST', `${srv.mgmt}/identities`, { token, raw: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), type: 'User', isAdmin: false }) });
+    const r = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      raw: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10), type: 'User', isAdmin: false }),
+    });
     expectError(r, 413, 'REQUEST_ENTITY_TOO_LARGE');
   });
 
@@ -85,7 +165,19 @@ describe('request bodies', () => {
     let seed = 7;
     const rnd = (n: number) => ((seed = (seed * 16807) % 2147483647), seed % n);
     const values = [null, true, 0, -1, 1e308, '', 'x', '#a', [], [1], {}, { a: null }, 'é'.repeat(300)];
-    const keys = ['name', 'type', 'isAdmin', 'roleAttributes', 'tags', 'authPolicyId', 'appData', 'defaultHostingCost', 'permissions', 'externalId', 'enrollment'];
+    const keys = [
+      'name',
+      'type',
+      'isAdmin',
+      'roleAttributes',
+      'tags',
+      'authPolicyId',
+      'appData',
+      'defaultHostingCost',
+      'permissions',
+      'externalId',
+      'enrollment',
+    ];
     for (let i = 0; i < 150; i++) {
       const body: Record<string, unknown> = {};
       for (let k = 0; k < 1 + rnd(5); k++) body[keys[rnd(keys.length)]!] = values[rnd(values.length)];
@@ -108,29 +200,69 @@ describe('routing and access', () => {
 
   it('management operations need an admin: 401 UNAUTHORIZED otherwise', async () => {
     expectError(await call('GET', `${srv.mgmt}/identities`, { token: userToken }), 401, 'UNAUTHORIZED');
-    expectError(await call('POST', `${srv.mgmt}/identities`, { token: userToken, body: { name: 'sneaky', type: 'User', isAdmin: true } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('POST', `${srv.mgmt}/identities`, {
+        token: userToken,
+        body: { name: 'sneaky', type: 'User', isAdmin: true },
+      }),
+      401,
+      'UNAUTHORIZED',
+    );
     expectError(await call('GET', `${srv.mgmt}/identities`), 401, 'UNAUTHORIZED');
-    expectError(await call('GET', `${srv.mgmt}/identities`, { token: '00000000-0000-0000-0000-000000000000' }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('GET', `${srv.mgmt}/identities`, { token: '00000000-0000-0000-0000-000000000000' }),
+      401,
+      'UNAUTHORIZED',
+    );
     // the caller's own data stays visible
-    expect((await call('GET', `${srv.client}/current-identity`, { token: userToken })).body.data.name).toBe('plain-user');
+    expect((await call('GET', `${srv.client}/current-identity`, { token: userToken })).body.data.name).toBe(
+      'plain-user',
+    );
   });
 
   it('permissions grant management access without isAdmin', async () => {
-    const u = await call('POST', `${srv.mgmt}/identities`, { token, body: { name: 'reader', type: 'User', isAdmin: false, permissions: ['admin_readonly'] } });
-    await call('POST', `${srv.mgmt}/authenticators`, { token, body: { method: 'updb', identityId: u.body.data.id, username: 'reader', password: 'reader-pass' } });
+    const u = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      body: { name: 'reader', type: 'User', isAdmin: false, permissions: ['admin_readonly'] },
+    });
+    await call('POST', `${srv.mgmt}/authenticators`, {
+      token,
+      body: { method: 'updb', identityId: u.body.data.id, username: 'reader', password: 'reader-pass' },
+    });
     const t = await login(srv.base, 'reader', 'reader-pass');
     expect((await call('GET', `${srv.mgmt}/identities`, { token: t })).status).toBe(200);
-    expectError(await call('POST', `${srv.mgmt}/identities`, { token: t, body: { name: 'no', type: 'User', isAdmin: false } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('POST', `${srv.mgmt}/identities`, { token: t, body: { name: 'no', type: 'User', isAdmin: false } }),
+      401,
+      'UNAUTHORIZED',
+    );
   });
 
   it('the default admin cannot be deleted or demoted', async () => {
     const me = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
-    expectError(await conformant('management', 'DELETE', '/identities/{id}', srv.base, { token, params: { id: me.id } }), 400, 'ENTITY_CAN_NOT_BE_DELETED');
-    expectError(await conformant('management', 'PATCH', '/identities/{id}', srv.base, { token, params: { id: me.id }, body: { isAdmin: false } }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');
+    expectError(
+      await conformant('management', 'DELETE', '/identities/{id}', srv.base, { token, params: { id: me.id } }),
+      400,
+      'ENTITY_CAN_NOT_BE_DELETED',
+    );
+    expectError(
+      await conformant('management', 'PATCH', '/identities/{id}', srv.base, {
+        token,
+        params: { id: me.id },
+        body: { isAdmin: false },
+      }),
+      400,
+      'ENTITY_CAN_NOT_BE_UPDATED',
+    );
   });
 
   it('operations on missing ids → 404 with OpenZiti cause', async () => {
-    for (const [method, body] of [['GET'], ['DELETE'], ['PATCH', {}], ['PUT', { name: 'n', type: 'User', isAdmin: false }]] as const) {
+    for (const [method, body] of [
+      ['GET'],
+      ['DELETE'],
+      ['PATCH', {}],
+      ['PUT', { name: 'n', type: 'User', isAdmin: false }],
+    ] as const) {
       const r = await call(method, `${srv.mgmt}/identities/ghost`, { token, body });
       expectError(r, 404, 'NOT_FOUND');
       expect(r.body.error.cause.message).toBe('identity with id ghost not found');
@@ -143,7 +275,13 @@ describe('lists: filters and pagination', () => {
     for (let i = 0; i < 25; i++) {
       await call('POST', `${srv.mgmt}/identities`, {
         token,
-        body: { name: `list-${String(i).padStart(2, '0')}`, type: 'User', isAdmin: false, roleAttributes: i % 2 ? ['odd', 'every'] : ['even', 'every'], tags: { n: String(i) } },
+        body: {
+          name: `list-${String(i).padStart(2, '0')}`,
+          type: 'User',
+          isAdmin: false,
+          roleAttributes: i % 2 ? ['odd', 'every'] : ['even', 'every'],
+          tags: { n: String(i) },
+        },
       });
     }
   });
@@ -167,14 +305,22 @@ describe('lists: filters and pagination', () => {
     const r = await q('filter=' + encodeURIComponent('name contains "list-" sort by name desc skip 2 limit 3'));
     expect(r.body.data.map((x: any) => x.name)).toEqual(['list-22', 'list-21', 'list-20']);
     expect(r.body.meta.pagination).toEqual({ limit: 3, offset: 2, totalCount: 25 });
-    const s = await q(`sort=${encodeURIComponent('name asc')}&limit=2&offset=1&filter=${encodeURIComponent('name contains "list-"')}`);
+    const s = await q(
+      `sort=${encodeURIComponent('name asc')}&limit=2&offset=1&filter=${encodeURIComponent('name contains "list-"')}`,
+    );
     expect(s.body.data.map((x: any) => x.name)).toEqual(['list-01', 'list-02']);
   });
 
   it('tags, sets and booleans in filters', async () => {
-    expect((await q('filter=' + encodeURIComponent('tags.n = "7"'))).body.data.map((x: any) => x.name)).toEqual(['list-07']);
-    expect((await q('limit=-1&filter=' + encodeURIComponent('anyOf(roleAttributes) = "odd"'))).body.data.length).toBe(12);
-    expect((await q('filter=' + encodeURIComponent('isAdmin = true'))).body.data.map((x: any) => x.name)).toEqual(['Default Admin']);
+    expect((await q('filter=' + encodeURIComponent('tags.n = "7"'))).body.data.map((x: any) => x.name)).toEqual([
+      'list-07',
+    ]);
+    expect((await q('limit=-1&filter=' + encodeURIComponent('anyOf(roleAttributes) = "odd"'))).body.data.length).toBe(
+      12,
+    );
+    expect((await q('filter=' + encodeURIComponent('isAdmin = true'))).body.data.map((x: any) => x.name)).toEqual([
+      'Default Admin',
+    ]);
   });
 
   it('roleFilter and roleSemantic', async () => {
@@ -205,7 +351,10 @@ describe('lists: filters and pagination', () => {
   });
 
   it('role attributes listing filters and pages', async () => {
-    const r = await conformant('management', 'GET', '/identity-role-attributes', srv.base, { token, query: 'filter=' + encodeURIComponent('id contains "d"') });
+    const r = await conformant('management', 'GET', '/identity-role-attributes', srv.base, {
+      token,
+      query: 'filter=' + encodeURIComponent('id contains "d"'),
+    });
     expect(r.body.data).toEqual(['odd']);
     const all = await call('GET', `${srv.mgmt}/identity-role-attributes?limit=2`, { token });
     expect(all.body.data).toEqual(['even', 'every']);

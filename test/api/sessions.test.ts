@@ -7,7 +7,12 @@ describe('API session expiry and activity', () => {
   const clock = { now: () => now };
 
   beforeAll(async () => {
-    srv = await startServer({ clock, sessionTimeout_ms: 60_000, sessionFlush_ms: 3_600_000, sessionSweep_ms: 3_600_000 });
+    srv = await startServer({
+      clock,
+      sessionTimeout_ms: 60_000,
+      sessionFlush_ms: 3_600_000,
+      sessionSweep_ms: 3_600_000,
+    });
   });
   afterAll(() => srv.stop());
 

@@ -18,7 +18,11 @@ interface Running {
   exited: Promise<{ code: number | null; signal: string | null }>;
 }
 
-async function startKeel(dataDir: string, extraArgs: string[] = [], env: Record<string, string> = {}): Promise<Running> {
+async function startKeel(
+  dataDir: string,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Running> {
   const child = spawn(process.execPath, [BIN, 'run', '--data-dir', dataDir, '--listen', '127.0.0.1:0', ...extraArgs], {
     env: { ...process.env, KEEL_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -45,7 +49,9 @@ async function startKeel(dataDir: string, extraArgs: string[] = [], env: Record<
 }
 
 async function loginAs(base: string, password: string): Promise<string> {
-  const r = await call('POST', `${base}/edge/management/v1/authenticate?method=password`, { body: { username: 'admin', password } });
+  const r = await call('POST', `${base}/edge/management/v1/authenticate?method=password`, {
+    body: { username: 'admin', password },
+  });
   expect(r.status).toBe(200);
   return r.headers.get('zt-session')!;
 }
@@ -69,7 +75,10 @@ describe('keel run', () => {
     expect(password.length).toBeGreaterThanOrEqual(20);
     expect(first.stdout).toContain('Admin username:  admin');
     const token = await loginAs(first.base, password);
-    const created = await call('POST', `${first.base}/edge/management/v1/identities`, { token, body: { name: 'survivor', type: 'User', isAdmin: false } });
+    const created = await call('POST', `${first.base}/edge/management/v1/identities`, {
+      token,
+      body: { name: 'survivor', type: 'User', isAdmin: false },
+    });
     expect(created.status).toBe(201);
     first.child.kill('SIGTERM');
     expect(await first.exited).toEqual({ code: 0, signal: null });
@@ -77,7 +86,9 @@ describe('keel run', () => {
     const second = await startKeel(data, ['--admin-password', 'ignored-on-restart']);
     expect(second.stdout).not.toContain('generated');
     const token2 = await loginAs(second.base, password);
-    const again = await call('GET', `${second.base}/edge/management/v1/identities/${created.body.data.id}`, { token: token2 });
+    const again = await call('GET', `${second.base}/edge/management/v1/identities/${created.body.data.id}`, {
+      token: token2,
+    });
     expect(again.body.data.name).toBe('survivor');
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
@@ -119,7 +130,11 @@ describe('keel run', () => {
 
     const second = await startKeel(data);
     const t2 = await loginAs(second.base, 'durable-pass');
-    const listed = await call('GET', `${second.base}/edge/management/v1/identities?limit=-1&filter=${encodeURIComponent('name contains "w"')}`, { token: t2 });
+    const listed = await call(
+      'GET',
+      `${second.base}/edge/management/v1/identities?limit=-1&filter=${encodeURIComponent('name contains "w"')}`,
+      { token: t2 },
+    );
     const present = new Set(listed.body.data.map((x: any) => x.id));
     const lost = acked.filter((id) => !present.has(id));
     expect(lost).toEqual([]);

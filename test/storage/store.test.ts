@@ -46,7 +46,13 @@ afterEach(() => {
 async function open(dir = tempDir(), custom = {}) {
   return Store.open(dir, new Schema(defs, custom));
 }
-const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({ op: 'create', entity, id, data, at: AT });
+const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({
+  op: 'create',
+  entity,
+  id,
+  data,
+  at: AT,
+});
 async function one(store: Store, cmd: Command): Promise<CommandResult> {
   return (await store.applyGroup([cmd], { sync: false }))[0]!;
 }
@@ -66,10 +72,18 @@ describe('store: commands', () => {
   it('rejects duplicates, dangling references and unknown ids with recorded errors', async () => {
     const s = await open();
     await one(s, create('policies', 'p1', { name: 'P' }));
-    expect(await one(s, create('policies', 'p1', { name: 'Q' }))).toMatchObject({ ok: false, error: { code: 'ALREADY_EXISTS' } });
+    expect(await one(s, create('policies', 'p1', { name: 'Q' }))).toMatchObject({
+      ok: false,
+      error: { code: 'ALREADY_EXISTS' },
+    });
     expect(await one(s, create('policies', 'p2', { name: 'P' }))).toMatchObject({
       ok: false,
-      error: { code: 'UNIQUE', field: 'name', value: 'P', reason: "duplicate value 'P' in unique index on policies store" },
+      error: {
+        code: 'UNIQUE',
+        field: 'name',
+        value: 'P',
+        reason: "duplicate value 'P' in unique index on policies store",
+      },
     });
     expect(await one(s, create('people', 'a', { name: 'A', policyId: 'nope' }))).toMatchObject({
       ok: false,
@@ -86,7 +100,13 @@ describe('store: commands', () => {
   it('updates move index entries and keep unique values free for reuse', async () => {
     const s = await open();
     await one(s, create('people', 'a', { name: 'Ann', attrs: ['x'] }));
-    await one(s, { op: 'update', entity: 'people', id: 'a', set: { name: 'Anna', attrs: ['z'] }, at: '2026-01-02T00:00:00.000Z' });
+    await one(s, {
+      op: 'update',
+      entity: 'people',
+      id: 'a',
+      set: { name: 'Anna', attrs: ['z'] },
+      at: '2026-01-02T00:00:00.000Z',
+    });
     expect(s.lookup('people', 'attrs', 'x')).toEqual([]);
     expect(s.lookup('people', 'attrs', 'z')).toEqual(['a']);
     expect(s.get('people', 'a')!.updatedAt).toBe('2026-01-02T00:00:00.000Z');
@@ -120,7 +140,14 @@ describe('store: commands', () => {
 
   it('protects system entities unless the command is a system one', async () => {
     const s = await open();
-    await one(s, { op: 'create', entity: 'policies', id: 'sys', data: { name: 'S', isSystem: true }, at: AT, system: true });
+    await one(s, {
+      op: 'create',
+      entity: 'policies',
+      id: 'sys',
+      data: { name: 'S', isSystem: true },
+      at: AT,
+      system: true,
+    });
     expect(await one(s, { op: 'update', entity: 'policies', id: 'sys', set: { name: 'T' }, at: AT })).toMatchObject({
       ok: false,
       error: { code: 'SYSTEM_UPDATE', reason: 'cannot update system policy in a non-system context (id=sys)' },
@@ -129,8 +156,13 @@ describe('store: commands', () => {
       ok: false,
       error: { code: 'SYSTEM_DELETE' },
     });
-    expect(await one(s, { op: 'delete', entity: 'policies', id: 'sys', at: AT, system: true })).toMatchObject({ ok: true });
-    expect(await one(s, create('policies', 'x', { name: 'X', isSystem: true }))).toMatchObject({ ok: false, error: { code: 'INVALID' } });
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'sys', at: AT, system: true })).toMatchObject({
+      ok: true,
+    });
+    expect(await one(s, create('policies', 'x', { name: 'X', isSystem: true }))).toMatchObject({
+      ok: false,
+      error: { code: 'INVALID' },
+    });
     await s.close();
   });
 
@@ -162,11 +194,17 @@ describe('store: commands', () => {
 
   it('runs custom commands deterministically through the same checks', async () => {
     const s = await open(tempDir(), {
-      rename: (ctx: any, args: { id: string; name: string }, at: string) => ctx.update('policies', args.id, { name: args.name }, at).name,
+      rename: (ctx: any, args: { id: string; name: string }, at: string) =>
+        ctx.update('policies', args.id, { name: args.name }, at).name,
     });
     await one(s, create('policies', 'p1', { name: 'P' }));
-    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'p1', name: 'Z' }, at: AT })).toEqual({ ok: true, value: 'Z' });
-    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'nope', name: 'Z' }, at: AT })).toMatchObject({ ok: false });
+    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'p1', name: 'Z' }, at: AT })).toEqual({
+      ok: true,
+      value: 'Z',
+    });
+    expect(await one(s, { op: 'custom', name: 'rename', args: { id: 'nope', name: 'Z' }, at: AT })).toMatchObject({
+      ok: false,
+    });
     await s.close();
   });
 
@@ -194,7 +232,10 @@ describe('store: durability', () => {
     expect(s.appliedIndex).toBe(8);
     expect(s.get('people', 'a')!.name).toBe('A');
     expect(s.lookup('people', 'attrs', 'x')).toEqual(['a']);
-    expect(await one(s, { op: 'delete', entity: 'policies', id: 'p1', at: AT })).toMatchObject({ ok: false, error: { code: 'REFERENCED' } });
+    expect(await one(s, { op: 'delete', entity: 'policies', id: 'p1', at: AT })).toMatchObject({
+      ok: false,
+      error: { code: 'REFERENCED' },
+    });
     await s.close();
   });
 
@@ -203,7 +244,16 @@ describe('store: durability', () => {
     const s = await open(dir);
     await s.applyGroup([create('policies', 'p1', { name: 'P' })], { sync: true });
     await s.close();
-    await expect(Store.open(dir, new Schema(defs.filter((d) => d.name === 'tokens' || d.name === 'keys' || d.name === 'people').map((d) => (d.name === 'people' ? { ...d, fields: { name: { type: 'string' as const } } } : d))))).rejects.toThrow(/unknown entity type 'policies'/);
+    await expect(
+      Store.open(
+        dir,
+        new Schema(
+          defs
+            .filter((d) => d.name === 'tokens' || d.name === 'keys' || d.name === 'people')
+            .map((d) => (d.name === 'people' ? { ...d, fields: { name: { type: 'string' as const } } } : d)),
+        ),
+      ),
+    ).rejects.toThrow(/unknown entity type 'policies'/);
   });
 });
 
@@ -213,7 +263,9 @@ describe('local proposer', () => {
     let batches = 0;
     s.onPublish(() => batches++);
     const p = new LocalProposer(s, { maxQueued: 1000, sync: true });
-    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => p.propose(create('policies', `p${i}`, { name: `n${i % 150}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => p.propose(create('policies', `p${i}`, { name: `n${i % 150}` }))),
+    );
     expect(results.filter((r) => r.ok).length).toBe(150);
     expect(results.slice(150).every((r) => !r.ok)).toBe(true);
     expect(batches).toBeLessThan(20);
@@ -225,7 +277,12 @@ describe('local proposer', () => {
   it('refuses proposals past its queue bound', async () => {
     const s = await open();
     const p = new LocalProposer(s, { maxQueued: 5, sync: true });
-    const all = Array.from({ length: 20 }, (_, i) => p.propose(create('policies', `p${i}`, { name: `n${i}` })).then(() => 'ok', (e) => e));
+    const all = Array.from({ length: 20 }, (_, i) =>
+      p.propose(create('policies', `p${i}`, { name: `n${i}` })).then(
+        () => 'ok',
+        (e) => e,
+      ),
+    );
     const out = await Promise.all(all);
     expect(out.filter((x) => x instanceof OverloadedError).length).toBeGreaterThan(0);
     expect(out.filter((x) => x === 'ok').length).toBeGreaterThanOrEqual(5);
