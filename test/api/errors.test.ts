@@ -163,7 +163,10 @@ describe('request bodies', () => {
 
   it('random garbage never produces a 5xx', async () => {
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 16807) % 2147483647), seed % n);
+    const rnd = (n: number) => {
+      seed = (seed * 16807) % 2147483647;
+      return seed % n;
+    };
     const values = [null, true, 0, -1, 1e308, '', 'x', '#a', [], [1], {}, { a: null }, 'é'.repeat(300)];
     const keys = [
       'name',

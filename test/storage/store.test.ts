@@ -294,7 +294,10 @@ describe('local proposer', () => {
 describe('sorted ids', () => {
   it('keeps order through random inserts and deletes (against a plain sorted array)', () => {
     let seed = 42;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed);
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
     const ids = new SortedIds();
     const model = new Set<string>();
     for (let i = 0; i < 20_000; i++) {
