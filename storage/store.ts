@@ -39,6 +39,8 @@ export class Store {
   private listeners: PublishListener[] = [];
   private closed = false;
   appliedIndex = 0;
+  /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
+  epoch = 0;
 
   private constructor(
     readonly schema: Schema,
@@ -163,6 +165,7 @@ export class Store {
   }
 
   private publish(group: Txn): void {
+    this.epoch++;
     const changes: Change[] = [];
     for (const [entity, writes] of group.writes) {
       const c = this.collection(entity);

@@ -7,7 +7,7 @@ import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, type OpContext, type OpDef, op } from './op.js';
-import { created, ok, okEmpty } from './respond.js';
+import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
 
 export type WriteMode = 'create' | 'update' | 'patch';
@@ -56,6 +56,11 @@ export interface EntitySpec<C = any, U = any, P = any> {
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
   beforeDelete?(row: Row, svc: Services): void;
+  /**
+   * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
+   * on the clock (e.g. a disable that lapses by itself).
+   */
+  cacheable?(row: Row): boolean;
   /** `_links` beyond `self`. */
   links?(row: Row): Record<string, { href: string }>;
 }
@@ -65,6 +70,8 @@ export interface Entity<C = any, U = any, P = any> extends EntitySpec<C, U, P> {
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
+  /** `render` as JSON text, cached per row until the store changes (reads vastly outnumber writes). */
+  renderJson(row: Row, svc: Services): string;
   ops(): OpDef<any>[];
 }
 
@@ -100,6 +107,9 @@ function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySym
   return out;
 }
 
+/** Rendered JSON by row object (rows are immutable: an update makes a new object). */
+const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
+
 export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P> {
   const def: EntityDef = { name: spec.name, type: spec.type, fields: spec.fields };
   let cachedSymbols: SymbolTable | null = null;
@@ -122,6 +132,13 @@ export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P
         updatedAt: row.updatedAt,
         ...spec.toApi(row, svc),
       };
+    },
+    renderJson(row, svc) {
+      const hit = jsonCache.get(row);
+      if (hit && hit.epoch === svc.store.epoch) return hit.json;
+      const json = JSON.stringify(entity.render(row, svc));
+      if (spec.cacheable?.(row) !== false) jsonCache.set(row, { epoch: svc.store.epoch, json });
+      return json;
     },
     ops: () => crudOps(entity),
   };
@@ -204,7 +221,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: (ctx) => {
           const result = listQuery(entity, ctx);
-          return listResponse(result, (row) => entity.render(row, ctx.svc), entity.symbolTable(ctx.svc));
+          return listResponse(result, (row) => entity.renderJson(row, ctx.svc), entity.symbolTable(ctx.svc));
         },
       }),
     );
@@ -227,7 +244,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
             schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail),
           },
         },
-        handler: (ctx) => ok(entity.render(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc)),
+        handler: (ctx) => okJson(entity.renderJson(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc)),
       }),
     );
   }

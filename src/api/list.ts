@@ -132,9 +132,10 @@ export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: Read
   return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict));
 }
 
-export function listResponse(result: ListResult, render: (row: Row) => unknown, symbols: SymbolTable): HttpResponse {
+/** `renderJson` returns the row's API representation as JSON text. */
+export function listResponse(result: ListResult, renderJson: (row: Row) => string, symbols: SymbolTable): HttpResponse {
   return listEnvelope(
-    result.rows.map(render),
+    result.rows.map(renderJson),
     { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
     symbols.publicNames(),
   );

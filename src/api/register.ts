@@ -73,23 +73,30 @@ function readBody(op: OpDef<any>, req: HttpRequest): unknown {
   return body;
 }
 
-/** Wraps an operation as an HTTP handler: authentication and access, body validation, session activity. */
+/**
+ * Wraps an operation as an HTTP handler: authentication and access, body validation, session activity, session
+ * headers. Synchronous when the operation is (most reads), so the engine answers without a promise or a timer.
+ */
 export function handlerFor(op: OpDef<any>, api: ApiName, svc: Services) {
-  return async (req: HttpRequest): Promise<HttpResponse> => {
-    const caller = authenticate(op, req, svc);
-    const body = readBody(op, req);
-    if (caller) svc.sessions.touch(caller.session);
-    const res = await op.handler({ req, body, params: req.params, caller, svc, api });
-    if (!caller || (op.path === '/current-api-session' && op.method === 'DELETE')) return res;
-    const expiresAt = svc.sessions.expiresAtMs(caller.session);
+  const endsSession = op.path === '/current-api-session' && op.method === 'DELETE';
+  const finish = (caller: Caller | null, res: HttpResponse): HttpResponse => {
+    if (!caller || endsSession) return res;
     return {
       ...res,
       headers: {
         ...res.headers,
         'expiration-seconds': String(svc.sessions.expirationSeconds(caller.session)),
-        'expires-at': goTimeString(expiresAt),
+        'expires-at': goTimeString(svc.sessions.expiresAtMs(caller.session)),
       },
     };
+  };
+  return (req: HttpRequest): HttpResponse | Promise<HttpResponse> => {
+    const caller = authenticate(op, req, svc);
+    const body = readBody(op, req);
+    if (caller) svc.sessions.touch(caller.session);
+    const res = op.handler({ req, body, params: req.params, caller, svc, api });
+    if (res instanceof Promise) return res.then((r) => finish(caller, r));
+    return finish(caller, res);
   };
 }
 

@@ -5,6 +5,13 @@ export function ok(data: unknown, meta: object = {}): HttpResponse {
   return dataEnvelope(data, meta);
 }
 
+const JSON_HEADERS = Object.freeze({ 'content-type': 'application/json' });
+
+/** 200 with `data` already serialized. */
+export function okJson(dataJson: string): HttpResponse {
+  return { status: 200, headers: JSON_HEADERS, body: `{"data":${dataJson},"meta":{}}` };
+}
+
 const EMPTY: HttpResponse = dataEnvelope({}, {});
 
 /** 200 `{"data":{},"meta":{}}` (update, patch, delete and other actions). */
@@ -20,9 +27,12 @@ export function created(entity: string, id: string): HttpResponse {
 /** int64 max: what OpenZiti reports as the limit of an unlimited (`limit none` / `limit=-1`) list. */
 const NO_LIMIT = '9223372036854775807';
 
-/** A list envelope; the pagination JSON is written by hand so that "no limit" keeps Go's int64 value exactly. */
+/**
+ * A list envelope from already-serialized items; the pagination JSON is written by hand so that "no limit" keeps
+ * Go's int64 value exactly.
+ */
 export function listEnvelope(
-  items: unknown[],
+  itemsJson: string[],
   page: { limit: number; offset: number; totalCount: number } | null,
   filterableFields: string[],
 ): HttpResponse {
@@ -33,7 +43,7 @@ export function listEnvelope(
   }
   return {
     status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: `{"data":${JSON.stringify(items)},"meta":{${parts.join(',')}}}`,
+    headers: JSON_HEADERS,
+    body: `{"data":[${itemsJson.join(',')}],"meta":{${parts.join(',')}}}`,
   };
 }

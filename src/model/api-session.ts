@@ -107,6 +107,8 @@ export const apiSessions = defineEntity({
   },
   detail: apiSessionDetail,
   toApi: renderApiSessionFields,
+  // activity and expiry move with every request
+  cacheable: () => false,
   operations: { create: false, update: false, patch: false },
 });
 

@@ -244,6 +244,8 @@ export const identities = defineEntity({
     externalId: null,
   },
   toApi: renderIdentityFields,
+  // `disabled` lapses with the clock when the disable has an end
+  cacheable: (row) => !row.disabledUntil,
   async alsoOnCreate(id, body, svc, at) {
     const e = body.enrollment as { ott?: boolean; ottca?: string; updb?: string } | undefined;
     if (!e) return [];

@@ -57,7 +57,7 @@ export function roleAttributeOp(
       };
       const result = runList(req, symbols, source);
       return listEnvelopeResponse(
-        result.rows.map((r) => r.id),
+        result.rows.map((r) => JSON.stringify(r.id)),
         { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
         symbols.publicNames(),
       );
@@ -124,5 +124,5 @@ function identityAuthenticators(req: Parameters<typeof runList>[0], identityId: 
   const only = new Set(svc.store.lookup('authenticators', 'identityId', identityId));
   const symbols = authenticators.symbolTable(svc);
   const result = runList(req, symbols, collectionSource(svc.store.collection('authenticators'), only));
-  return listResponse(result, (row) => authenticators.render(row, svc), symbols);
+  return listResponse(result, (row) => authenticators.renderJson(row, svc), symbols);
 }
