@@ -6,11 +6,19 @@ import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse } from './list.js';
-import { type Access, type ApiName, type OpContext, type OpDef, op } from './op.js';
+import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
 
 export type WriteMode = 'create' | 'update' | 'patch';
+
+/** What `fromApi` knows about the write: its kind, the row it changes, and who asks. */
+export interface WriteContext {
+  mode: WriteMode;
+  svc: Services;
+  existing?: Row;
+  caller: Caller | null;
+}
 export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
 
 /**
@@ -40,12 +48,7 @@ export interface EntitySpec<C = any, U = any, P = any> {
   /** Entity-specific API fields of a row (base fields and `_links.self` are added generically). */
   toApi(row: Row, svc: Services): Record<string, unknown>;
   /** Body → stored fields. Default: copy the body keys that are stored fields. May throw ApiError for semantic checks. */
-  fromApi?(
-    body: Record<string, unknown>,
-    mode: WriteMode,
-    svc: Services,
-    existing?: Row,
-  ): Promise<Record<string, unknown>> | Record<string, unknown>;
+  fromApi?(body: Record<string, unknown>, w: WriteContext): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** Values stored for fields a PUT leaves out (PUT replaces every field). */
   updateDefaults?: Record<string, unknown>;
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
@@ -55,7 +58,7 @@ export interface EntitySpec<C = any, U = any, P = any> {
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
-  beforeDelete?(row: Row, svc: Services): void;
+  beforeDelete?(row: Row, svc: Services, caller: Caller | null): void;
   /**
    * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
    * on the clock (e.g. a disable that lapses by itself).
@@ -152,14 +155,9 @@ function pickStored(entity: EntitySpec, body: Record<string, unknown>): Record<s
   return out;
 }
 
-async function toStored(
-  entity: EntitySpec,
-  body: Record<string, unknown>,
-  mode: WriteMode,
-  svc: Services,
-  existing?: Row,
-) {
-  const data = entity.fromApi ? await entity.fromApi(body, mode, svc, existing) : pickStored(entity, body);
+async function toStored(entity: EntitySpec, body: Record<string, unknown>, w: WriteContext) {
+  const mode = w.mode;
+  const data = entity.fromApi ? await entity.fromApi(body, w) : pickStored(entity, body);
   if ('tags' in body) data.tags = body.tags ?? {};
   if (mode === 'update') {
     // PUT replaces every field the update body defines: absent ones go back to their defaults.
@@ -269,7 +267,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
           },
         },
         handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
-          const data = await toStored(entity, ctx.body, 'create', ctx.svc);
+          const data = await toStored(entity, ctx.body, { mode: 'create', svc: ctx.svc, caller: ctx.caller });
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
           const at = ctx.svc.nowIso();
@@ -305,7 +303,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: async (ctx: OpContext<any>) => {
           const existing = ctx.svc.require(entity.name, ctx.params.id!);
-          const set = await toStored(entity, ctx.body, which, ctx.svc, existing);
+          const set = await toStored(entity, ctx.body, { mode: which, svc: ctx.svc, existing, caller: ctx.caller });
           await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
           return okEmpty();
         },
@@ -328,7 +326,8 @@ function crudOps(entity: Entity): OpDef<any>[] {
           200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
         },
         handler: async (ctx) => {
-          if (entity.beforeDelete) entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc);
+          if (entity.beforeDelete)
+            entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller);
           await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
           return okEmpty();
         },

@@ -3,7 +3,7 @@ import { OverloadedError } from '../../storage/local-proposer.js';
 import type { Store } from '../../storage/store.js';
 import type { Command, Row } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
-import { ApiError, Errors, notFound, storeError } from './errors.js';
+import { Errors, notFound, storeError } from './errors.js';
 
 export interface Clock {
   now(): number;
@@ -58,7 +58,6 @@ export class Services {
       result = await this.proposer.propose(cmd);
     } catch (err) {
       if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
-      if (err instanceof ApiError) throw err;
       throw err;
     }
     if (!result.ok) throw storeError(result.error);

@@ -1,6 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
-import { Errors, fieldError } from '../api/errors.js';
+import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
@@ -101,7 +101,21 @@ export const authenticators = defineEntity({
   update: s.named('authenticatorUpdate', s.obj({ password, tags, username }, ['username', 'password'])),
   patch: s.named('authenticatorPatch', s.obj({ password: passwordNullable, tags, username: usernameNullable })),
   toApi: renderAuthenticatorFields,
-  async fromApi(body, mode, svc, existing) {
+  beforeDelete(row, svc, caller) {
+    if (
+      caller &&
+      caller.identity.isAdmin !== true &&
+      svc.get('identities', row.identityId as string)?.isAdmin === true
+    ) {
+      throw unauthorized('forbidden');
+    }
+  },
+  async fromApi(body, { mode, svc, existing, caller }) {
+    // A caller with `identity` permissions but no admin rights may not take over an admin's credentials.
+    const targetId = (existing?.identityId ?? body.identityId) as string;
+    if (caller && caller.identity.isAdmin !== true && svc.get('identities', targetId)?.isAdmin === true) {
+      throw unauthorized('forbidden');
+    }
     if (mode === 'create') {
       const method = body.method as string;
       const identityId = body.identityId as string;

@@ -1,6 +1,6 @@
 import type { Command, Row } from '../../storage/types.js';
 import { checkRoleAttributes, defineEntity, detailSchema } from '../api/entity.js';
-import { Errors, fieldError } from '../api/errors.js';
+import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
@@ -289,7 +289,8 @@ export const identities = defineEntity({
     }
     return out;
   },
-  beforeDelete(row) {
+  beforeDelete(row, _svc, caller) {
+    if (row.isAdmin && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');
     if (row.isDefaultAdmin) {
       throw Errors.ENTITY_CAN_NOT_BE_DELETED({
         code: 'UNHANDLED',
@@ -297,7 +298,17 @@ export const identities = defineEntity({
       });
     }
   },
-  fromApi(body, mode, svc, existing) {
+  fromApi(body, { mode, svc, existing, caller }) {
+    // Only admins make admins: a caller with `identity` permissions may not grant more than it holds.
+    if (caller && caller.identity.isAdmin !== true) {
+      if (
+        body.isAdmin === true ||
+        (Array.isArray(body.permissions) && body.permissions.length > 0) ||
+        existing?.isAdmin
+      ) {
+        throw unauthorized('forbidden');
+      }
+    }
     const out: Record<string, unknown> = {};
     const copy = [
       'name',

@@ -241,6 +241,51 @@ describe('routing and access', () => {
     );
   });
 
+  it('identity permissions do not let a non-admin create admins or touch admin credentials', async () => {
+    const u = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      body: { name: 'helpdesk', type: 'User', isAdmin: false, permissions: ['identity'] },
+    });
+    await call('POST', `${srv.mgmt}/authenticators`, {
+      token,
+      body: { method: 'updb', identityId: u.body.data.id, username: 'helpdesk', password: 'helpdesk-pass' },
+    });
+    const t = await login(srv.base, 'helpdesk', 'helpdesk-pass');
+    const ok = await call('POST', `${srv.mgmt}/identities`, {
+      token: t,
+      body: { name: 'made-by-helpdesk', type: 'User', isAdmin: false },
+    });
+    expect(ok.status).toBe(201);
+    expectError(
+      await call('POST', `${srv.mgmt}/identities`, { token: t, body: { name: 'evil', type: 'User', isAdmin: true } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(
+      await call('PATCH', `${srv.mgmt}/identities/${ok.body.data.id}`, { token: t, body: { isAdmin: true } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(
+      await call('PATCH', `${srv.mgmt}/identities/${u.body.data.id}`, {
+        token: t,
+        body: { permissions: ['admin_readonly', 'identity'] },
+      }),
+      401,
+      'UNAUTHORIZED',
+    );
+    const admin = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
+    const adminAuth = admin.authenticators.updb.id;
+    expectError(
+      await call('PATCH', `${srv.mgmt}/authenticators/${adminAuth}`, { token: t, body: { password: 'taken-over' } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(await call('DELETE', `${srv.mgmt}/authenticators/${adminAuth}`, { token: t }), 401, 'UNAUTHORIZED');
+    expectError(await call('DELETE', `${srv.mgmt}/identities/${admin.id}`, { token: t }), 401, 'UNAUTHORIZED');
+    await login(srv.base); // the admin's password still works
+  });
+
   it('the default admin cannot be deleted or demoted', async () => {
     const me = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
     expectError(
