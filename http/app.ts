@@ -1,0 +1,206 @@
+// The engine-independent request pipeline:
+//   CORS preflight → body limit → path rewrite → route (404/405) → handler (with timeout)
+//   → envelope for errors → default + CORS headers.
+// `dispatch` returns synchronously when the handler does, so an engine can answer without a
+// microtask hop; `handle` is the always-async form for tests and simple callers.
+import { CORS_RESPONSE_HEADERS, corsOptionsResponse, hasOrigin } from './cors.js';
+import { ApiError, Errors, errorResponse } from './errors.js';
+import { decodePath } from './request.js';
+import type { Router } from './router.js';
+import type { HttpHeaders, HttpRequest, HttpResponse } from './types.js';
+
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** setTimeout's ceiling. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+export interface AppOptions {
+  router: Router<any>;
+  /** Largest accepted request body (default 1 MiB); larger → 413 REQUEST_ENTITY_TOO_LARGE. */
+  maxBodyBytes?: number;
+  /** Time a handler may take (default 10 000 ms); longer → 503 TIMEOUT. */
+  requestTimeout_ms?: number;
+  /** Maps the still-escaped request path to the path that is routed (e.g. '/version' → '/edge/client/v1/version'). */
+  rewritePath?: (path: string) => string;
+  /** Headers put on every response, errors and preflights included (e.g. server, ziti-instance-id). */
+  defaultHeaders?: Record<string, string>;
+  /** Called for every thrown value that is not an ApiError (it becomes a 500 UNHANDLED). */
+  onError?: (err: unknown, req: HttpRequest) => void;
+  /** OpenZiti's CORS behaviour (default on). */
+  cors?: boolean;
+}
+
+export interface App {
+  readonly router: Router<any>;
+  readonly maxBodyBytes: number;
+  readonly requestTimeout_ms: number;
+  /**
+   * Runs the pipeline; never rejects. The returned `headers` object may be frozen and shared
+   * between responses: copy it before changing it.
+   */
+  handle(req: HttpRequest): Promise<HttpResponse>;
+  /** Same as `handle`, but synchronous when the handler is; never throws, never rejects. */
+  dispatch(req: HttpRequest): HttpResponse | Promise<HttpResponse>;
+  /** The final response for an error raised by an engine (413 before reading, overload...). */
+  reject(err: ApiError, req: HttpRequest): HttpResponse;
+}
+
+function isPromiseLike(v: unknown): v is PromiseLike<HttpResponse> {
+  return typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
+}
+
+function isResponse(v: unknown): v is HttpResponse {
+  if (typeof v !== 'object' || v === null) return false;
+  const status = (v as HttpResponse).status;
+  return Number.isInteger(status) && status >= 100 && status <= 599;
+}
+
+export function createApp(opts: AppOptions): App {
+  const router = opts.router;
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const timeout_ms = opts.requestTimeout_ms ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const rewritePath = opts.rewritePath;
+  const onError = opts.onError;
+  const cors = opts.cors ?? true;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0) throw new RangeError('maxBodyBytes must be >= 0');
+  if (!Number.isInteger(timeout_ms) || timeout_ms <= 0 || timeout_ms > MAX_TIMEOUT_MS) {
+    throw new RangeError(`requestTimeout_ms must be in 1..${MAX_TIMEOUT_MS}`);
+  }
+  const defaults: [string, string][] = [];
+  for (const [name, value] of Object.entries(opts.defaultHeaders ?? {})) {
+    if (typeof value !== 'string') throw new TypeError(`defaultHeaders.${name} must be a string`);
+    defaults.push([name.toLowerCase(), value]);
+  }
+
+  function report(err: unknown, req: HttpRequest): void {
+    if (onError === undefined) return;
+    try {
+      onError(err, req);
+    } catch {
+      // a failing logger must not turn into a failed response
+    }
+  }
+
+  /** defaults, then CORS headers, then the handler's own (names lower-cased; later wins). */
+  function merge(own: HttpHeaders | undefined, withCors: boolean): HttpHeaders {
+    const headers: HttpHeaders = {};
+    for (let i = 0; i < defaults.length; i++) {
+      const d = defaults[i]!;
+      headers[d[0]] = d[1];
+    }
+    if (withCors) Object.assign(headers, CORS_RESPONSE_HEADERS);
+    if (own !== undefined) {
+      for (const name in own) headers[name.toLowerCase()] = own[name]!;
+    }
+    return headers;
+  }
+
+  // Merged header sets for frozen header objects (dataEnvelope's, errorResponse's, a handler's
+  // constants) are computed once and shared: the hot path allocates no header object.
+  const mergedPlain = new WeakMap<HttpHeaders, HttpHeaders>();
+  const mergedCors = new WeakMap<HttpHeaders, HttpHeaders>();
+  const defaultsPlain = Object.freeze(merge(undefined, false));
+  const defaultsCors = Object.freeze(merge(undefined, true));
+
+  function headersFor(own: HttpHeaders | undefined, withCors: boolean): HttpHeaders {
+    if (own === undefined) return withCors ? defaultsCors : defaultsPlain;
+    if (!Object.isFrozen(own)) return merge(own, withCors);
+    const cache = withCors ? mergedCors : mergedPlain;
+    let headers = cache.get(own);
+    if (headers === undefined) {
+      headers = Object.freeze(merge(own, withCors));
+      cache.set(own, headers);
+    }
+    return headers;
+  }
+
+  /** Adds default and CORS headers; turns anything that is not a response into a 500. */
+  function finish(req: HttpRequest, res: HttpResponse): HttpResponse {
+    if (!isResponse(res)) {
+      report(new TypeError(`handler for ${req.method} ${req.path} returned an invalid response`), req);
+      res = errorResponse(Errors.UNHANDLED(), req.requestId);
+    }
+    const withCors = cors && req.method !== 'OPTIONS' && hasOrigin(req.headers);
+    const out: HttpResponse = { status: res.status, headers: headersFor(res.headers, withCors) };
+    if (res.body !== undefined) out.body = res.body;
+    return out;
+  }
+
+  function fromThrown(err: unknown, req: HttpRequest): HttpResponse {
+    if (err instanceof ApiError) return errorResponse(err, req.requestId);
+    report(err, req);
+    return errorResponse(Errors.UNHANDLED(), req.requestId);
+  }
+
+  function settle(req: HttpRequest, pending: PromiseLike<HttpResponse>): Promise<HttpResponse> {
+    return new Promise<HttpResponse>((resolve) => {
+      let done = false;
+      const timer = setTimeout(() => {
+        if (done) return;
+        done = true;
+        resolve(finish(req, errorResponse(Errors.TIMEOUT(), req.requestId)));
+      }, timeout_ms);
+      timer.unref(); // a pending handler alone must not keep the process alive
+      pending.then(
+        (res) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          resolve(finish(req, res));
+        },
+        (err: unknown) => {
+          if (done) {
+            if (!(err instanceof ApiError)) report(err, req);
+            return;
+          }
+          done = true;
+          clearTimeout(timer);
+          resolve(finish(req, fromThrown(err, req)));
+        },
+      );
+    });
+  }
+
+  function dispatch(req: HttpRequest): HttpResponse | Promise<HttpResponse> {
+    try {
+      if (cors && req.method === 'OPTIONS') return finish(req, corsOptionsResponse(req.headers));
+      if (req.body.length > maxBodyBytes) {
+        return finish(req, errorResponse(Errors.REQUEST_ENTITY_TOO_LARGE(), req.requestId));
+      }
+      let path = req.rawPath;
+      if (rewritePath !== undefined) {
+        path = rewritePath(path);
+        if (typeof path !== 'string') throw new TypeError('rewritePath must return a string');
+      }
+      req.path = decodePath(path);
+      const m = router.match(req.method, path);
+      if (m.status === 404) {
+        const cause = { code: 'UNHANDLED', message: `path ${path} was not found` };
+        return finish(req, errorResponse(Errors.NOT_FOUND(cause), req.requestId));
+      }
+      if (m.status === 405) {
+        const cause = {
+          code: 'UNHANDLED',
+          message: `method ${req.method} is not allowed, but [${m.allow.join(',')}] are`,
+        };
+        const err = Errors.METHOD_NOT_ALLOWED(cause, { headers: { allow: m.allow.join(', ') } });
+        return finish(req, errorResponse(err, req.requestId));
+      }
+      req.params = m.params;
+      const out = m.handler(req);
+      if (isPromiseLike(out)) return settle(req, out);
+      return finish(req, out);
+    } catch (err) {
+      return finish(req, fromThrown(err, req));
+    }
+  }
+
+  return {
+    router,
+    maxBodyBytes,
+    requestTimeout_ms: timeout_ms,
+    dispatch,
+    handle: (req) => Promise.resolve(dispatch(req)),
+    reject: (err, req) => finish(req, errorResponse(err, req.requestId)),
+  };
+}

@@ -1,0 +1,256 @@
+// The uWebSockets.js engine (default). One uWS app per listener; every route goes to the App.
+//
+// uWS rules this file follows:
+// - the uWS request object is only valid during the route callback: method, url, query,
+//   headers and the remote address are copied out before anything else happens;
+// - a response not finished inside the callback needs `onAborted`, after which it must not be
+//   touched; writes made later are wrapped in `cork` (one syscall for status+headers+body);
+// - `onData` chunks are neutered after the callback, so they are copied (BodyCollector);
+// - big bodies go out with `tryEnd` + `onWritable` (backpressure) instead of one copying `end`.
+//
+// uWS exposes no per-connection events, so `maxConnections` bounds the requests in flight
+// (reading a body or waiting for an async handler); beyond it a request is answered 429
+// SERVER_TOO_MANY_REQUESTS with `Connection: close`.
+
+import type {
+  TemplatedApp,
+  HttpRequest as UwsRequest,
+  HttpResponse as UwsResponse,
+  us_listen_socket,
+} from '@trufflesuite/uws-js-unofficial';
+import uws from '@trufflesuite/uws-js-unofficial';
+import type { App } from '../app.js';
+import { Errors } from '../errors.js';
+import { IncomingRequest, newHeaderRecord } from '../request.js';
+import type { HttpResponse, HttpServer } from '../types.js';
+import { BodyCollector, bodyLength } from './body.js';
+import { bodyBytes, formatAddress, headerPairs, statusLine, validateMaxConnections } from './common.js';
+
+export interface UwsServeOptions {
+  host: string;
+  /** 0 = ephemeral. */
+  port: number;
+  /** Bound on requests in flight (see the file comment); default 4096. */
+  maxConnections?: number;
+  /** Called when writing a response fails unexpectedly (the connection is then closed). */
+  onError?: (err: unknown) => void;
+}
+
+/** Bodies above this size are streamed with backpressure instead of copied by `end`. */
+export const UWS_STREAM_THRESHOLD_BYTES = 64 * 1024;
+
+/** State of one response that outlives the route callback. */
+class Exchange {
+  aborted = false;
+  settled = false;
+}
+
+export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
+  const maxInFlight = validateMaxConnections(opts.maxConnections);
+  const server: TemplatedApp = uws.App();
+  let inFlight = 0;
+
+  /** Registers the abort handler and counts the request as in flight. */
+  function begin(res: UwsResponse): Exchange {
+    const ex = new Exchange();
+    inFlight++;
+    res.onAborted(() => {
+      ex.aborted = true;
+      settle(ex);
+    });
+    return ex;
+  }
+
+  function settle(ex: Exchange): void {
+    if (ex.settled) return;
+    ex.settled = true;
+    inFlight--;
+    if (inFlight < 0) throw new Error('uws engine: in-flight count went negative');
+  }
+
+  /** Writes status, headers and body. `ex` is null only inside the route callback. */
+  function write(res: UwsResponse, ex: Exchange | null, out: HttpResponse, head: boolean, close: boolean): void {
+    res.writeStatus(statusLine(out.status));
+    const pairs = headerPairs(out.headers);
+    for (let i = 0; i < pairs.length; i += 2) res.writeHeader(pairs[i]!, pairs[i + 1]!);
+    const body = out.body;
+    if (head) {
+      // uWS 20.30's endWithoutBody(length) leaves the response open (and aborts the process when
+      // the callback returns); write the length ourselves and end without arguments. A HEAD
+      // response that wanted `close` keeps the connection: it has no body left to discard.
+      res.writeHeader('content-length', String(bodyBytes(body)));
+      res.endWithoutBody();
+    } else if (body === undefined || out.status === 204 || out.status === 304) {
+      // no body; 204/304 must not carry a content-length either (and, as for HEAD, only the
+      // argument-less endWithoutBody is safe in this uWS build)
+      if (out.status === 204 || out.status === 304) res.endWithoutBody();
+      else res.end('', close);
+    } else {
+      // a string of n UTF-16 units is at most 3n UTF-8 bytes
+      const small =
+        typeof body === 'string'
+          ? body.length * 3 <= UWS_STREAM_THRESHOLD_BYTES
+          : body.byteLength <= UWS_STREAM_THRESHOLD_BYTES;
+      const bytes = small ? null : typeof body === 'string' ? Buffer.from(body) : body;
+      if (bytes === null || close || bytes.byteLength <= UWS_STREAM_THRESHOLD_BYTES) {
+        res.end(body, close);
+      } else {
+        stream(res, ex ?? begin(res), bytes);
+        return;
+      }
+    }
+    if (ex !== null) settle(ex);
+  }
+
+  /** Sends a big body in as many writes as the socket accepts, resuming on `onWritable`. */
+  function stream(res: UwsResponse, ex: Exchange, bytes: Uint8Array): void {
+    const total = bytes.byteLength;
+    const start = res.getWriteOffset();
+    const [, done] = res.tryEnd(bytes, total);
+    if (done) {
+      settle(ex);
+      return;
+    }
+    res.onWritable((offset) => {
+      if (ex.aborted) return true;
+      const [ok, finished] = res.tryEnd(bytes.subarray(offset - start), total);
+      if (finished) settle(ex);
+      return ok;
+    });
+  }
+
+  /** Last resort for an exception thrown while talking to uWS: drop the connection, keep serving. */
+  function fail(res: UwsResponse, ex: Exchange | null, err: unknown): void {
+    if (ex !== null) {
+      if (ex.aborted) return;
+      settle(ex);
+    }
+    try {
+      opts.onError?.(err);
+    } catch {
+      // ignore a failing logger
+    }
+    if (ex === null) {
+      try {
+        // uWS aborts the process if a route callback returns neither responding nor watching aborts
+        res.onAborted(() => {});
+      } catch {
+        // the response was already finished
+      }
+    }
+    try {
+      res.close();
+    } catch {
+      // already gone
+    }
+  }
+
+  function writeLater(res: UwsResponse, ex: Exchange, out: HttpResponse, head: boolean, close: boolean): void {
+    if (ex.aborted || ex.settled) return;
+    try {
+      res.cork(() => write(res, ex, out, head, close));
+    } catch (err) {
+      fail(res, ex, err);
+    }
+  }
+
+  /** Sends what `dispatch` produced, now or when the handler's promise settles. */
+  function respond(
+    res: UwsResponse,
+    ex: Exchange | null,
+    result: HttpResponse | Promise<HttpResponse>,
+    head: boolean,
+  ): void {
+    if (!(result instanceof Promise)) {
+      if (ex === null) write(res, null, result, head, false);
+      else writeLater(res, ex, result, head, false);
+      return;
+    }
+    const exchange = ex ?? begin(res);
+    result.then(
+      (out) => writeLater(res, exchange, out, head, false),
+      (err: unknown) => fail(res, exchange, err),
+    );
+  }
+
+  function onRequest(res: UwsResponse, ureq: UwsRequest): void {
+    try {
+      handleRequest(res, ureq);
+    } catch (err) {
+      // only reachable when uWS itself rejects a write; the callback must not throw into uWS
+      fail(res, null, err);
+    }
+  }
+
+  function handleRequest(res: UwsResponse, ureq: UwsRequest): void {
+    const headers = newHeaderRecord();
+    ureq.forEach((name, value) => {
+      const prev = headers[name];
+      headers[name] = prev === undefined ? value : `${prev}, ${value}`;
+    });
+    const req = new IncomingRequest({
+      method: ureq.getCaseSensitiveMethod(),
+      rawPath: ureq.getUrl(),
+      rawQuery: ureq.getQuery() ?? '',
+      headers,
+      // read on demand: it costs an ArrayBuffer per call, and is valid until the response ends
+      remoteAddressResolver: () => formatAddress(new Uint8Array(res.getRemoteAddress())),
+    });
+    const head = req.method === 'HEAD';
+
+    if (inFlight >= maxInFlight) {
+      write(res, null, app.reject(Errors.SERVER_TOO_MANY_REQUESTS(), req), head, true);
+      return;
+    }
+    const framing = bodyLength(headers);
+    if (framing.kind === 'none') {
+      respond(res, null, app.dispatch(req), head);
+      return;
+    }
+    if (framing.kind === 'invalid') {
+      write(res, null, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), head, true);
+      return;
+    }
+    if (framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes) {
+      // rejected on the announced length, before reading a byte of the body
+      write(res, null, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+      return;
+    }
+
+    const ex = begin(res);
+    const collector = new BodyCollector(app.maxBodyBytes, framing.kind === 'fixed' ? framing.bytes : null);
+    res.onData((chunk, isLast) => {
+      if (ex.aborted || ex.settled) return;
+      if (!collector.push(new Uint8Array(chunk))) {
+        writeLater(res, ex, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+        return;
+      }
+      if (!isLast) return;
+      req.body = collector.finish();
+      respond(res, ex, app.dispatch(req), head);
+    });
+  }
+
+  server.any('/*', onRequest);
+
+  return new Promise<HttpServer>((resolve, reject) => {
+    server.listen(opts.host, opts.port, (socket: us_listen_socket | false) => {
+      if (socket === false) {
+        reject(new Error(`uws: cannot listen on ${opts.host}:${opts.port}`));
+        return;
+      }
+      let closed = false;
+      resolve({
+        engine: 'uws',
+        port: uws.us_socket_local_port(socket as never),
+        close: async () => {
+          if (closed) return;
+          closed = true;
+          uws.us_listen_socket_close(socket);
+          // closes the keep-alive connections too (uWS >= 20.23); in-flight responses get onAborted
+          (server as TemplatedApp & { close?: () => void }).close?.();
+        },
+      });
+    });
+  });
+}
