@@ -97,5 +97,13 @@ export const authPolicies = defineEntity({
   ),
   // Create, update and patch of auth policies belong to the auth-policy work; only reads are served for now.
   operations: { create: false, update: false, patch: false, delete: false },
-  toApi: (row) => ({ name: row.name, primary: row.primary, secondary: row.secondary }),
+  toApi: (row) => {
+    const primary = row.primary as AuthPolicyPrimary;
+    // the spec requires an array: a policy without signer restrictions lists none
+    return {
+      name: row.name,
+      primary: { ...primary, extJwt: { ...primary.extJwt, allowedSigners: primary.extJwt.allowedSigners ?? [] } },
+      secondary: row.secondary,
+    };
+  },
 });

@@ -3,7 +3,7 @@
  * OpenZiti's published spec declares for that operation and status (../shared/openziti-spec). Runs on both engines.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conformant } from '../support/conformance.js';
+import { conformant, exercised } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 
 describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine) => {
@@ -15,7 +15,13 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
     token = await login(srv.base);
   });
   afterAll(async () => {
+    // every operation Keel serves has been called and its responses checked above
+    const served = srv.ctl.ops
+      .filter((o) => !o.undocumented && !(o.path === '/specs/{id}/spec'))
+      .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+    const missing = served.filter((k) => !exercised.has(k));
     await srv.stop();
+    expect(missing).toEqual([]);
   });
 
   describe('informational', () => {
@@ -194,6 +200,19 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
       const gone = await conformant('management', 'GET', '/identities/{id}', srv.base, { token, params: { id } });
       expect(gone.status).toBe(404);
       expect(gone.body.error.cause).toEqual({ code: 'UNHANDLED', message: `identity with id ${id} not found` });
+    });
+
+    it('auth policies and config types (read-only for now)', async () => {
+      const policies = await conformant('management', 'GET', '/auth-policies', srv.base, { token });
+      expect(policies.body.data.map((p: any) => p.id)).toEqual(['default']);
+      const def = await conformant('management', 'GET', '/auth-policies/{id}', srv.base, { token, params: { id: 'default' } });
+      expect(def.body.data.primary.updb).toMatchObject({ allowed: true, minPasswordLength: 5, maxAttempts: 0 });
+      const types = await conformant('management', 'GET', '/config-types', srv.base, { token, query: 'limit=-1' });
+      expect(types.body.data.map((t: any) => t.name).sort()).toEqual(
+        ['host.v1', 'host.v2', 'intercept.v1', 'interfaces.v1', 'proxy.v1', 'router.link.v1', 'ziti-tunneler-client.v1', 'ziti-tunneler-server.v1'].sort(),
+      );
+      const one = await conformant('management', 'GET', '/config-types/{id}', srv.base, { token, params: { id: 'g7cIWbcGg' } });
+      expect(one.body.data).toMatchObject({ name: 'intercept.v1', target: 'service' });
     });
 
     it('identity types', async () => {
