@@ -79,11 +79,13 @@ export class Controller {
         clustered: false,
       },
       opts.clock ?? systemClock,
+      log,
     );
     svc.sessions = new SessionService(svc, {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
     });
+    store.onPublish((changes) => svc.sessions.onPublish(changes));
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();
@@ -121,6 +123,11 @@ export class Controller {
       throw err;
     }
     return ctl;
+  }
+
+  /** Whether writes are acknowledged only after a synced (fsync'd) batch: true unless a test turned it off. */
+  get durableWrites(): boolean {
+    return this.proposer.syncWrites;
   }
 
   get port(): number {

@@ -39,6 +39,11 @@ export class LocalProposer implements Proposer {
     this.nextIndex = store.appliedIndex + 1;
   }
 
+  /** Whether batches are fsync'd before proposals resolve. */
+  get syncWrites(): boolean {
+    return this.opts.sync;
+  }
+
   propose(cmd: Command): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new Error('proposer closed'));
     if (this.queue.length >= this.opts.maxQueued) return Promise.reject(new OverloadedError(this.queue.length));

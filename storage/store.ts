@@ -15,6 +15,10 @@ const META_PREFIX = `m${SEP}`;
 /** The largest group of commands applied as one batch. */
 export const MAX_GROUP_COMMANDS = 4096;
 
+function commandEntity(cmd: Command): string {
+  return 'entity' in cmd ? cmd.entity : cmd.op === 'custom' ? cmd.name : 'batch';
+}
+
 export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
 export interface Change {
@@ -140,8 +144,14 @@ export class Store {
           txn.mergeInto(group);
           results.push({ ok: true, value });
         } catch (err) {
-          if (err instanceof StoreFailure) results.push({ ok: false, error: err.error });
-          else throw err;
+          if (err instanceof StoreFailure) {
+            results.push({ ok: false, error: err.error });
+          } else {
+            // A broken invariant rejects this command alone (deterministically: same state, same code, same
+            // message on every node), instead of failing the other commands of the group or stalling a log.
+            const reason = err instanceof Error ? err.message : String(err);
+            results.push({ ok: false, error: { code: 'REJECTED', entity: commandEntity(cmd), reason } });
+          }
         }
       }
       const index = opts.index ?? this.appliedIndex;

@@ -58,7 +58,9 @@ export type StoreErrorCode =
   | 'SYSTEM_UPDATE'
   | 'SYSTEM_DELETE'
   | 'INVALID'
-  | 'CONFLICT';
+  | 'CONFLICT'
+  /** The command broke an invariant (a bug, or a malformed command): rejected alone, recorded, never half-applied. */
+  | 'REJECTED';
 
 /** A deterministic, recorded failure of a command: the handler turns it into an HTTP error. */
 export interface StoreError {

@@ -52,7 +52,14 @@ export interface EntitySpec<C = any, U = any, P = any> {
   /** Values stored for fields a PUT leaves out (PUT replaces every field). */
   updateDefaults?: Record<string, unknown>;
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
-  operations?: Partial<Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string }>>;
+  operations?: Partial<
+    Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string; permission?: string | null }>
+  >;
+  /**
+   * Removes what only an admin may see from a rendered row (e.g. other identities' session tokens), for callers
+   * that hold management permissions without being admins.
+   */
+  redact?(data: Record<string, unknown>): Record<string, unknown>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
@@ -75,6 +82,8 @@ export interface Entity<C = any, U = any, P = any> extends EntitySpec<C, U, P> {
   render(row: Row, svc: Services): Record<string, unknown>;
   /** `render` as JSON text, cached per row until the store changes (reads vastly outnumber writes). */
   renderJson(row: Row, svc: Services): string;
+  /** `renderJson` as `caller` may see it (`redact` applies to non-admins). */
+  renderJsonFor(row: Row, svc: Services, caller: Caller | null): string;
   ops(): OpDef<any>[];
 }
 
@@ -115,16 +124,20 @@ const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
 
 export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P> {
   const def: EntityDef = { name: spec.name, type: spec.type, fields: spec.fields };
-  let cachedSymbols: SymbolTable | null = null;
+  const symbolTables = new WeakMap<Services, SymbolTable>();
   const entity: Entity<C, U, P> = {
     ...spec,
     def,
     symbolTable(svc) {
-      cachedSymbols ??= createSymbolTable({
-        symbols: { ...baseSymbols(), ...fieldSymbols(spec.fields), ...(spec.symbols?.(svc) ?? {}) },
-        maps: { tags: (r: Row) => r.tags },
-      });
-      return cachedSymbols;
+      let table = symbolTables.get(svc);
+      if (!table) {
+        table = createSymbolTable({
+          symbols: { ...baseSymbols(), ...fieldSymbols(spec.fields), ...(spec.symbols?.(svc) ?? {}) },
+          maps: { tags: (r: Row) => r.tags },
+        });
+        symbolTables.set(svc, table);
+      }
+      return table;
     },
     render(row, svc) {
       return {
@@ -142,6 +155,10 @@ export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P
       const json = JSON.stringify(entity.render(row, svc));
       if (spec.cacheable?.(row) !== false) jsonCache.set(row, { epoch: svc.store.epoch, json });
       return json;
+    },
+    renderJsonFor(row, svc, caller) {
+      if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);
+      return JSON.stringify(spec.redact(entity.render(row, svc)));
     },
     ops: () => crudOps(entity),
   };
@@ -177,6 +194,7 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
     apis: cfg.apis ?? (['management'] as ApiName[]),
     access: cfg.access ?? ('admin' as Access),
     operationId: cfg.operationId,
+    permission: cfg.permission === null ? undefined : (cfg.permission ?? entity.permission),
   };
 }
 
@@ -186,7 +204,6 @@ function crudOps(entity: Entity): OpDef<any>[] {
   const ops: OpDef<any>[] = [];
   const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
-  const permission = entity.permission;
   const list = opConfig(entity, 'list');
   if (list) {
     ops.push(
@@ -199,7 +216,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         summary: `List ${entity.plural.toLowerCase()}`,
         description: `Retrieves a list of ${entity.type} resources; supports filtering, sorting, and pagination.`,
         access: list.access,
-        permission,
+        permission: list.permission,
         query: [
           { name: 'limit', type: 'integer' },
           { name: 'offset', type: 'integer' },
@@ -219,7 +236,11 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: (ctx) => {
           const result = listQuery(entity, ctx);
-          return listResponse(result, (row) => entity.renderJson(row, ctx.svc), entity.symbolTable(ctx.svc));
+          return listResponse(
+            result,
+            (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller),
+            entity.symbolTable(ctx.svc),
+          );
         },
       }),
     );
@@ -235,14 +256,15 @@ function crudOps(entity: Entity): OpDef<any>[] {
         tags: [entity.tag],
         summary: `Retrieves a single ${entity.type}`,
         access: detail.access,
-        permission,
+        permission: detail.permission,
         responses: {
           200: {
             description: `A single ${entity.type}`,
             schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail),
           },
         },
-        handler: (ctx) => okJson(entity.renderJson(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc)),
+        handler: (ctx) =>
+          okJson(entity.renderJsonFor(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller)),
       }),
     );
   }
@@ -257,7 +279,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         tags: [entity.tag],
         summary: `Create a ${entity.type} resource`,
         access: create.access,
-        permission,
+        permission: create.permission,
         body: entity.create,
         bodyName: base,
         responses: {
@@ -295,7 +317,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
             ? `Update all fields on a ${entity.type}`
             : `Update the supplied fields on a ${entity.type}`,
         access: cfg.access,
-        permission,
+        permission: cfg.permission,
         body: schema,
         bodyName: base,
         responses: {
@@ -321,7 +343,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         tags: [entity.tag],
         summary: `Delete a ${entity.type}`,
         access: del.access,
-        permission,
+        permission: del.permission,
         responses: {
           200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
         },

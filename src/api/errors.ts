@@ -33,6 +33,9 @@ export function storeError(e: StoreError): ApiError {
       return Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: e.reason });
     case 'CONFLICT':
       return Errors.COULD_NOT_VALIDATE({ field: e.field ?? '', reason: e.reason, value: e.value });
+    case 'REJECTED':
+      // an internal invariant: the details go to the log, not to the client
+      return Errors.UNHANDLED();
   }
 }
 
@@ -57,8 +60,12 @@ const WWW_MISSING =
   'Bearer realm="openziti-oidc" error="missing" error_description="no matching token was provided"';
 const WWW_INVALID = 'zt-session realm="zt-session" error="invalid" error_description="token is invalid"';
 
-/** 401 UNAUTHORIZED with OpenZiti's WWW-Authenticate challenge. */
+/**
+ * 401 UNAUTHORIZED. A missing or invalid token carries OpenZiti's WWW-Authenticate challenge; a valid session
+ * without the needed access does not (the token is good, the caller just may not do this).
+ */
 export function unauthorized(kind: 'missing' | 'invalid' | 'forbidden'): ApiError {
+  if (kind === 'forbidden') return Errors.UNAUTHORIZED();
   const header = kind === 'missing' ? WWW_MISSING : WWW_INVALID;
   return Errors.UNAUTHORIZED(undefined, { headers: { 'www-authenticate': header } });
 }

@@ -9,6 +9,8 @@ export interface Clock {
   now(): number;
 }
 
+export type Logger = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+
 export const systemClock: Clock = { now: () => Date.now() };
 
 export interface ControllerConfig {
@@ -34,6 +36,7 @@ export class Services {
     private readonly proposer: Proposer,
     readonly config: ControllerConfig,
     readonly clock: Clock = systemClock,
+    readonly log: Logger = () => {},
   ) {}
 
   nowIso(): string {
@@ -60,7 +63,11 @@ export class Services {
       if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
       throw err;
     }
-    if (!result.ok) throw storeError(result.error);
+    if (!result.ok) {
+      if (result.error.code === 'REJECTED')
+        this.log('error', 'command rejected by an invariant', { error: result.error });
+      throw storeError(result.error);
+    }
     return result.value;
   }
 }

@@ -102,55 +102,70 @@ export class SessionService {
     this.dirty.delete(id);
   }
 
-  async flush(): Promise<void> {
+  /**
+   * Writes the activity recorded since the last flush. Takes only the sessions dirty when it starts (so a busy
+   * node still writes once per interval, not back to back), in commands of at most MAX_TOUCHES_PER_COMMAND.
+   */
+  flush(): Promise<void> {
     if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
-      try {
-        while (this.dirty.size > 0) {
-          const touches: [string, string][] = [];
-          for (const id of this.dirty) {
-            this.dirty.delete(id);
-            const ms = this.activity.get(id);
-            if (ms !== undefined) touches.push([id, new Date(ms).toISOString()]);
-            if (touches.length >= MAX_TOUCHES_PER_COMMAND) break;
-          }
-          if (touches.length === 0) break;
-          await this.svc.write({ op: 'custom', name: 'touchSessions', args: { touches }, at: this.svc.nowIso() });
-        }
-      } catch {
-        // Activity is best effort: a failed flush only shortens sessions; the next flush retries newer values.
-      } finally {
-        this.flushing = null;
-      }
-    })();
-    return this.flushing;
+    if (this.dirty.size === 0) return Promise.resolve();
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    const p = this.writeTouches(ids).finally(() => {
+      this.flushing = null;
+    });
+    this.flushing = p;
+    return p;
   }
 
-  /** Deletes sessions idle for longer than the timeout. */
+  private async writeTouches(ids: string[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += MAX_TOUCHES_PER_COMMAND) {
+      const touches: [string, string][] = [];
+      for (const id of ids.slice(i, i + MAX_TOUCHES_PER_COMMAND)) {
+        const ms = this.activity.get(id);
+        if (ms !== undefined) touches.push([id, new Date(ms).toISOString()]);
+      }
+      if (touches.length === 0) continue;
+      try {
+        await this.svc.write({ op: 'custom', name: 'touchSessions', args: { touches }, at: this.svc.nowIso() });
+      } catch {
+        // Best effort: put them back so that the next flush retries them with their newest values.
+        for (const [id] of touches) if (this.activity.has(id)) this.dirty.add(id);
+      }
+    }
+  }
+
+  /**
+   * Deletes sessions idle for longer than the timeout. The command re-checks each session's stored activity when it
+   * applies (`expireSessions`), so a session that was active elsewhere in the meantime survives.
+   */
   async sweep(): Promise<number> {
+    await this.flush();
     const now = this.svc.clock.now();
     const expired: string[] = [];
     for (const row of this.svc.store.collection('api-sessions').scan()) {
       if (now > this.expiresAtMs(row)) expired.push(row.id);
     }
+    const cutoff = new Date(now - this.svc.config.sessionTimeout_ms).toISOString();
     let deleted = 0;
     for (let i = 0; i < expired.length; i += MAX_SWEEP_PER_COMMAND) {
-      const ops = expired.slice(i, i + MAX_SWEEP_PER_COMMAND).map((id) => ({
-        op: 'delete' as const,
-        entity: 'api-sessions',
-        id,
-        at: this.svc.nowIso(),
-        system: true,
-        ifExists: true,
-      }));
+      const ids = expired.slice(i, i + MAX_SWEEP_PER_COMMAND);
       try {
-        await this.svc.write({ op: 'batch', ops });
-        deleted += ops.length;
+        deleted += (await this.svc.write({
+          op: 'custom',
+          name: 'expireSessions',
+          args: { ids, cutoff },
+          at: this.svc.nowIso(),
+        })) as number;
       } catch {
         break;
       }
     }
-    for (const id of expired) this.forget(id);
     return deleted;
+  }
+
+  /** Keeps the in-memory activity map in step with the store: removed sessions are forgotten. */
+  onPublish(changes: { entity: string; id: string; after: unknown }[]): void {
+    for (const c of changes) if (c.entity === 'api-sessions' && !c.after) this.forget(c.id);
   }
 }

@@ -30,6 +30,25 @@ export function parseDuration(text: string): number {
   return n * unit;
 }
 
+/** `--advertise`: an absolute http(s) URL without path, query or fragment. */
+export function parseAdvertise(text: string): string {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new Error(`invalid --advertise '${text}' (use e.g. https://ctrl.example.com:1280)`);
+  }
+  if (
+    (u.protocol !== 'http:' && u.protocol !== 'https:') ||
+    (u.pathname !== '/' && u.pathname !== '') ||
+    u.search ||
+    u.hash
+  ) {
+    throw new Error(`invalid --advertise '${text}' (an http(s) URL with a host and optional port, no path)`);
+  }
+  return `${u.protocol}//${u.host}`;
+}
+
 function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new Error(`invalid ${flag} '${text}' (a positive integer)`);
@@ -69,6 +88,11 @@ async function run(argv: string[]): Promise<void> {
   const engine = values.engine === 'node' ? 'node' : values.engine === 'uws' ? 'uws' : null;
   if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
   const advertiseHost = host === '0.0.0.0' || host === '::' ? hostname() : host;
+  const advertise = values.advertise ? parseAdvertise(values.advertise) : undefined;
+  const sessionTimeout_ms = values['session-timeout']
+    ? parseDuration(values['session-timeout'])
+    : DEFAULT_SESSION_TIMEOUT_MS;
+  if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
   const ctl = await Controller.start({
     dataDir,
@@ -80,13 +104,11 @@ async function run(argv: string[]): Promise<void> {
       ? parseDuration(values['session-timeout'])
       : DEFAULT_SESSION_TIMEOUT_MS,
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
-    apiBaseUrls: values.advertise ? [values.advertise.replace(/\/+$/, '')] : undefined,
+    apiBaseUrls: advertise ? [advertise] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
-  const base =
-    values.advertise?.replace(/\/+$/, '') ??
-    `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
-  if (!values.advertise) ctl.svc.config.apiBaseUrls.splice(0, ctl.svc.config.apiBaseUrls.length, base);
+  const base = advertise ?? `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
+  if (!advertise) ctl.svc.config.apiBaseUrls.splice(0, ctl.svc.config.apiBaseUrls.length, base);
   const lines = [
     `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,
     `  Client API:      ${base}/edge/client/v1`,

@@ -94,9 +94,11 @@ export const apiSessions = defineEntity({
   tag: 'API Session',
   singular: 'APISessions',
   plural: 'APISessions',
-  permission: 'identity',
+  // OpenZiti files API sessions under the `ops` permission (api_session_router.go)
+  permission: 'ops',
   fields: {
-    token: { type: 'string', unique: true },
+    // never filterable: a `token contains` probe would read other sessions' tokens
+    token: { type: 'string', unique: true, filter: false },
     identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
     authenticatorId: { type: 'string', ref: { entity: 'authenticators', onDelete: 'cascade' } },
     ipAddress: { type: 'string' },
@@ -109,8 +111,27 @@ export const apiSessions = defineEntity({
   toApi: renderApiSessionFields,
   // activity and expiry move with every request
   cacheable: () => false,
+  // a session token is a bearer credential: only admins see other sessions' tokens (the field stays, as the
+  // schema requires it, but empty)
+  redact: (data) => ({ ...data, token: '' }),
   operations: { create: false, update: false, patch: false },
 });
+
+/** Custom command: delete the listed sessions whose stored activity is older than `cutoff` (re-checked here). */
+export function expireSessions(
+  ctx: { txn: any; delete: any },
+  args: { ids: string[]; cutoff: string },
+  at: string,
+): number {
+  let n = 0;
+  for (const id of args.ids) {
+    const row = ctx.txn.get('api-sessions', id) as Row | undefined;
+    if (!row || (row.lastActivityAt as string) >= args.cutoff) continue;
+    ctx.delete('api-sessions', id, at, true);
+    n++;
+  }
+  return n;
+}
 
 /** Custom command: record session activity (batched). Only moves `lastActivityAt` forward; gone sessions are skipped. */
 export function touchSessions(

@@ -101,6 +101,15 @@ export const authenticators = defineEntity({
   update: s.named('authenticatorUpdate', s.obj({ password, tags, username }, ['username', 'password'])),
   patch: s.named('authenticatorPatch', s.obj({ password: passwordNullable, tags, username: usernameNullable })),
   toApi: renderAuthenticatorFields,
+  // OpenZiti (authenticator_router.go): reads need admin or admin_readonly, writes need an admin
+  operations: {
+    list: { permission: 'admin_readonly' },
+    detail: { permission: 'admin_readonly' },
+    create: { permission: null },
+    update: { permission: null },
+    patch: { permission: null },
+    delete: { permission: null },
+  },
   beforeDelete(row, svc, caller) {
     if (
       caller &&

@@ -210,9 +210,9 @@ export const identities = defineEntity({
     envInfo: { type: 'object' },
     sdkInfo: { type: 'object' },
   },
-  symbols: () => ({
+  symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
-    isDisabled: { type: 'bool', set: false, get: (r: Row) => isDisabled(r, Date.now()) },
+    isDisabled: { type: 'bool', set: false, get: (r: Row) => isDisabled(r, svc.clock.now()) },
   }),
   detail: identityDetail,
   create: s.named(
@@ -244,6 +244,15 @@ export const identities = defineEntity({
     externalId: null,
   },
   toApi: renderIdentityFields,
+  // enrollment tokens and JWTs are credentials: only admins see them
+  redact: (data) => {
+    const enrollment: Record<string, unknown> = {};
+    for (const [method, e] of Object.entries((data.enrollment as Record<string, any>) ?? {})) {
+      const { jwt: _jwt, token: _token, ...rest } = e;
+      enrollment[method] = rest;
+    }
+    return { ...data, enrollment };
+  },
   // `disabled` lapses with the clock when the disable has an end
   cacheable: (row) => !row.disabledUntil,
   async alsoOnCreate(id, body, svc, at) {
@@ -270,12 +279,13 @@ export const identities = defineEntity({
         },
       });
     };
-    if (e.ottca !== undefined) {
+    // As OpenZiti: one enrollment, the first of ott → ottca → updb that is asked for.
+    if (e.ott === true) {
+      await add('ott', {});
+    } else if (e.ottca) {
       // CA-backed enrollments need a registered, verified CA; CAs arrive with the PKI.
       throw fieldError('enrollment.ottca', `ca with id ${e.ottca} not found`, e.ottca);
-    }
-    if (e.ott === true) await add('ott', {});
-    if (typeof e.updb === 'string') {
+    } else if (typeof e.updb === 'string' && e.updb !== '') {
       if (e.updb.length < 4 || e.updb.length > 100)
         throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
       if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {

@@ -1,6 +1,6 @@
 import { Schema } from '../../storage/schema.js';
 import type { Entity } from '../api/entity.js';
-import { apiSessions, touchSessions } from './api-session.js';
+import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { configTypes } from './config-type.js';
@@ -21,7 +21,7 @@ export const ENTITIES: Entity[] = [
 ];
 
 /** Named deterministic state transitions beyond plain create/update/delete. */
-export const CUSTOM_COMMANDS = { touchSessions };
+export const CUSTOM_COMMANDS = { touchSessions, expireSessions };
 
 export function buildSchema(): Schema {
   return new Schema(

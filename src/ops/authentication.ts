@@ -1,5 +1,5 @@
 import type { Row } from '../../storage/types.js';
-import { Errors } from '../api/errors.js';
+import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
@@ -8,7 +8,7 @@ import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-se
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
-import { s } from '../schema/s.js';
+import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
@@ -38,6 +38,15 @@ export function renderCurrentSession(row: Row, svc: Services): Record<string, un
     expirationSeconds: svc.sessions.expirationSeconds(row),
     expiresAt: new Date(svc.sessions.expiresAtMs(row)).toISOString(),
   };
+}
+
+/** Only the properties a schema declares, and only string values (what OpenZiti's typed model keeps). */
+function declaredStrings(schema: SchemaNode, value: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(schema.properties ?? {})) {
+    if (typeof value[key] === 'string') out[key] = value[key] as string;
+  }
+  return out;
 }
 
 /** Config type names or ids → ids of existing config types (unknown entries are ignored, as OpenZiti does). */
@@ -123,11 +132,17 @@ export function authenticationOps(): OpDef<any>[] {
         ];
         if (body?.envInfo || body?.sdkInfo) {
           const set: Record<string, unknown> = {};
-          if (body.envInfo) set.envInfo = body.envInfo;
-          if (body.sdkInfo) set.sdkInfo = body.sdkInfo;
+          if (body.envInfo) set.envInfo = declaredStrings(envInfo, body.envInfo);
+          if (body.sdkInfo) set.sdkInfo = declaredStrings(sdkInfo, body.sdkInfo);
           ops.push({ op: 'update', entity: 'identities', id: identity.id, set, at, system: true });
         }
-        await svc.write({ op: 'batch', ops });
+        try {
+          await svc.write({ op: 'batch', ops });
+        } catch (err) {
+          // the identity or authenticator went away between the password check and the write
+          if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw Errors.INVALID_AUTH();
+          throw err;
+        }
         const session = svc.require('api-sessions', id);
         const res = ok(renderCurrentSession(session, svc));
         return { ...res, headers: { ...res.headers, 'zt-session': token } };
@@ -167,7 +182,6 @@ export function authenticationOps(): OpDef<any>[] {
           system: true,
           ifExists: true,
         });
-        svc.sessions.forget(caller!.session.id);
         return okEmpty();
       },
     }),

@@ -161,35 +161,88 @@ describe('request bodies', () => {
     expectError(r, 413, 'REQUEST_ENTITY_TOO_LARGE');
   });
 
-  it('random garbage never produces a 5xx', async () => {
+  it('random garbage against real and missing ids never produces a 5xx', async () => {
     let seed = 7;
     const rnd = (n: number) => {
       seed = (seed * 16807) % 2147483647;
       return seed % n;
     };
-    const values = [null, true, 0, -1, 1e308, '', 'x', '#a', [], [1], {}, { a: null }, 'é'.repeat(300)];
-    const keys = [
-      'name',
-      'type',
-      'isAdmin',
-      'roleAttributes',
-      'tags',
-      'authPolicyId',
-      'appData',
-      'defaultHostingCost',
-      'permissions',
-      'externalId',
-      'enrollment',
+    const target = (
+      await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name: 'fuzz-target', type: 'User', isAdmin: false },
+      })
+    ).body.data.id;
+    const auth = (
+      await call('POST', `${srv.mgmt}/authenticators`, {
+        token,
+        body: { method: 'updb', identityId: target, username: 'fuzz-target', password: 'fuzz-pass' },
+      })
+    ).body.data.id;
+    const values = [
+      null,
+      true,
+      0,
+      -1,
+      1e308,
+      '',
+      'x',
+      '#a',
+      '@b',
+      [],
+      [1],
+      ['a', '#b'],
+      {},
+      { a: null },
+      { ott: true },
+      'é'.repeat(300),
+      'User',
     ];
-    for (let i = 0; i < 150; i++) {
+    const keys: Record<string, string[]> = {
+      identities: [
+        'name',
+        'type',
+        'isAdmin',
+        'roleAttributes',
+        'tags',
+        'authPolicyId',
+        'appData',
+        'defaultHostingCost',
+        'permissions',
+        'externalId',
+        'enrollment',
+        'serviceHostingCosts',
+      ],
+      authenticators: ['method', 'identityId', 'username', 'password', 'certPem', 'tags'],
+    };
+    const ids: Record<string, string[]> = { identities: [target, 'ghost'], authenticators: [auth, 'ghost'] };
+    for (let i = 0; i < 300; i++) {
+      const entity = rnd(2) ? 'identities' : 'authenticators';
       const body: Record<string, unknown> = {};
-      for (let k = 0; k < 1 + rnd(5); k++) body[keys[rnd(keys.length)]!] = values[rnd(values.length)];
+      for (let k = 0; k < 1 + rnd(5); k++) body[keys[entity]![rnd(keys[entity]!.length)]!] = values[rnd(values.length)];
       const method = ['POST', 'PUT', 'PATCH'][rnd(3)]!;
-      const url = method === 'POST' ? `${srv.mgmt}/identities` : `${srv.mgmt}/identities/${rnd(2) ? 'ghost' : 'x'}`;
+      const url = method === 'POST' ? `${srv.mgmt}/${entity}` : `${srv.mgmt}/${entity}/${ids[entity]![rnd(2)]}`;
       const r = await call(method, url, { token, body });
-      expect(r.status, `${method} ${JSON.stringify(body)} → ${r.text}`).toBeLessThan(500);
+      expect(r.status, `${method} ${url} ${JSON.stringify(body)} → ${r.text}`).toBeLessThan(500);
       expect(r.body.error ?? r.body.data).toBeDefined();
     }
+  });
+
+  it('a flood of password checks is bounded: 429 beyond the gate, never 5xx', async () => {
+    const started = Date.now();
+    const results = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        call('POST', `${srv.mgmt}/authenticate?method=password`, {
+          body: { username: `nobody-${i}`, password: 'whatever-pw' },
+        }),
+      ),
+    );
+    const statuses = new Set(results.map((r) => r.status));
+    expect([...statuses].every((s) => s === 401 || s === 429)).toBe(true);
+    expect(results.filter((r) => r.status === 429).length).toBeGreaterThan(0);
+    expect(results.find((r) => r.status === 429)!.body.error.code).toBe('SERVER_TOO_MANY_REQUESTS');
+    expect(Date.now() - started).toBeLessThan(8_000);
+    await login(srv.base); // the gate drains: a real login works afterwards
   });
 });
 
@@ -284,6 +337,94 @@ describe('routing and access', () => {
     expectError(await call('DELETE', `${srv.mgmt}/authenticators/${adminAuth}`, { token: t }), 401, 'UNAUTHORIZED');
     expectError(await call('DELETE', `${srv.mgmt}/identities/${admin.id}`, { token: t }), 401, 'UNAUTHORIZED');
     await login(srv.base); // the admin's password still works
+  });
+
+  it('API sessions are `ops` business: identity permissions cannot read tokens; ops readers see no tokens', async () => {
+    const mk = async (name: string, permissions: string[]) => {
+      const u = await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name, type: 'User', isAdmin: false, permissions },
+      });
+      await call('POST', `${srv.mgmt}/authenticators`, {
+        token,
+        body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
+      });
+      return login(srv.base, name, `${name}-pass`);
+    };
+    const idReader = await mk('id-reader', ['identity.read']);
+    expectError(await call('GET', `${srv.mgmt}/api-sessions`, { token: idReader }), 401, 'UNAUTHORIZED');
+    const opsReader = await mk('ops-reader', ['ops.read']);
+    const list = await conformant('management', 'GET', '/api-sessions', srv.base, {
+      token: opsReader,
+      query: 'limit=-1',
+    });
+    expect(list.status).toBe(200);
+    expect(list.body.data.length).toBeGreaterThan(1);
+    expect(list.text).not.toContain(token);
+    expect(list.body.data.every((x: any) => x.token === '')).toBe(true);
+    const asAdmin = await call('GET', `${srv.mgmt}/api-sessions?limit=-1`, { token });
+    expect(asAdmin.text).toContain(token);
+    // a token is not a filterable field (no `token contains` oracle)
+    expectError(
+      await call('GET', `${srv.mgmt}/api-sessions?filter=${encodeURIComponent('token contains "a"')}`, { token }),
+      400,
+      'INVALID_FILTER',
+    );
+    // enrollment secrets of identities are for admins only
+    const e = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      body: { name: 'has-ott', type: 'User', isAdmin: false, enrollment: { ott: true } },
+    });
+    const asReader = (
+      await call('GET', `${srv.mgmt}/identities/${e.body.data.id}`, {
+        token: await mk('id-reader2', ['identity.read']),
+      })
+    ).body.data;
+    expect(asReader.enrollment.ott.id).toBeDefined();
+    expect(asReader.enrollment.ott.jwt).toBeUndefined();
+    expect(asReader.enrollment.ott.token).toBeUndefined();
+    expect(
+      (await call('GET', `${srv.mgmt}/identities/${e.body.data.id}`, { token })).body.data.enrollment.ott.jwt,
+    ).toBeDefined();
+  });
+
+  it('authenticator writes need an admin; reads accept admin_readonly (as OpenZiti)', async () => {
+    const mk = async (name: string, permissions: string[]) => {
+      const u = await call('POST', `${srv.mgmt}/identities`, {
+        token,
+        body: { name, type: 'User', isAdmin: false, permissions },
+      });
+      const a = await call('POST', `${srv.mgmt}/authenticators`, {
+        token,
+        body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
+      });
+      return { t: await login(srv.base, name, `${name}-pass`), authId: a.body.data.id as string };
+    };
+    const victim = await mk('power-user', ['service', 'config']);
+    const helpdesk = await mk('helpdesk-2', ['identity']);
+    expectError(
+      await call('PATCH', `${srv.mgmt}/authenticators/${victim.authId}`, {
+        token: helpdesk.t,
+        body: { password: 'hijacked1' },
+      }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(await call('GET', `${srv.mgmt}/authenticators`, { token: helpdesk.t }), 401, 'UNAUTHORIZED');
+    const ro = await mk('read-only', ['admin_readonly']);
+    expect((await call('GET', `${srv.mgmt}/authenticators`, { token: ro.t })).status).toBe(200);
+    expectError(
+      await call('DELETE', `${srv.mgmt}/authenticators/${victim.authId}`, { token: ro.t }),
+      401,
+      'UNAUTHORIZED',
+    );
+    await login(srv.base, 'power-user', 'power-user-pass');
+  });
+
+  it('a permission denial does not tell the client its token is invalid', async () => {
+    const r = await call('GET', `${srv.mgmt}/identities`, { token: userToken });
+    expectError(r, 401, 'UNAUTHORIZED');
+    expect(r.headers.get('www-authenticate')).toBeNull();
   });
 
   it('the default admin cannot be deleted or demoted', async () => {

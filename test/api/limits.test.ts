@@ -24,3 +24,33 @@ describe.each(['uws', 'node'] as const)('connection limit on the %s engine', (en
     }
   });
 });
+
+describe('durability setting', () => {
+  it('the operator path (default options) acknowledges a write only after a synced batch', async () => {
+    const { Controller } = await import('../../src/controller.js');
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dataDir = mkdtempSync(join(tmpdir(), 'keel-sync-'));
+    const ctl = await Controller.start({ dataDir, host: '127.0.0.1', port: 0, adminPassword: ADMIN_PASSWORD });
+    try {
+      expect(ctl.durableWrites).toBe(true);
+      const seen: boolean[] = [];
+      const store = ctl.svc.store;
+      const orig = store.applyGroup.bind(store);
+      store.applyGroup = (cmds, opts) => {
+        seen.push(opts.sync);
+        return orig(cmds, opts);
+      };
+      const r = await call('POST', `${ctl.baseUrl}/edge/management/v1/authenticate?method=password`, {
+        body: { username: 'admin', password: ADMIN_PASSWORD },
+      });
+      expect(r.status).toBe(200);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.every((x) => x === true)).toBe(true);
+    } finally {
+      await ctl.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

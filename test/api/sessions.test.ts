@@ -48,3 +48,58 @@ describe('API session expiry and activity', () => {
     expect(left).not.toContain(other);
   });
 });
+
+describe('session activity flushing', () => {
+  it('an idle flush does not wedge later flushes (activity keeps being persisted)', async () => {
+    const srv = await startServer({ sessionFlush_ms: 3_600_000, sessionSweep_ms: 3_600_000 });
+    try {
+      const token = await login(srv.base);
+      await srv.ctl.svc.sessions.flush(); // the login's own touch
+      await srv.ctl.svc.sessions.flush(); // nothing to write
+      await new Promise((r) => setTimeout(r, 20));
+      await call('GET', `${srv.client}/current-identity`, { token });
+      await srv.ctl.svc.sessions.flush();
+      const row = [...srv.ctl.svc.store.collection('api-sessions').scan()].find((r) => r.token === token)!;
+      const persisted = Date.parse(row.lastActivityAt as string);
+      expect(Date.now() - persisted).toBeLessThan(1_000);
+      expect(persisted).toBeGreaterThan(Date.parse(row.createdAt));
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  it('stop() writes pending activity', async () => {
+    const srv = await startServer({ sessionFlush_ms: 3_600_000, sessionSweep_ms: 3_600_000 });
+    const token = await login(srv.base);
+    await srv.ctl.svc.sessions.flush();
+    await new Promise((r) => setTimeout(r, 20));
+    await call('GET', `${srv.client}/current-identity`, { token });
+    const last = Date.now();
+    await srv.stop({ keepData: true });
+    const again = await startServer({ dataDir: srv.dataDir });
+    try {
+      const row = [...again.ctl.svc.store.collection('api-sessions').scan()].find((r) => r.token === token)!;
+      expect(Math.abs(Date.parse(row.lastActivityAt as string) - last)).toBeLessThan(500);
+      expect(Date.parse(row.lastActivityAt as string)).toBeGreaterThan(Date.parse(row.createdAt));
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('removed sessions are forgotten (no leak in the activity map)', async () => {
+    const srv = await startServer({ sessionFlush_ms: 3_600_000, sessionSweep_ms: 3_600_000 });
+    try {
+      const admin = await login(srv.base);
+      const other = await login(srv.base);
+      await call('GET', `${srv.client}/current-identity`, { token: other });
+      const sessions = srv.ctl.svc.sessions as unknown as { activity: Map<string, number> };
+      const id = (await call('GET', `${srv.client}/current-api-session`, { token: other })).body.data.id;
+      expect(sessions.activity.has(id)).toBe(true);
+      await call('DELETE', `${srv.mgmt}/api-sessions/${id}`, { token: admin });
+      expect(sessions.activity.has(id)).toBe(false);
+      expect(sessions.activity.size).toBe(1); // the admin's own session
+    } finally {
+      await srv.stop();
+    }
+  });
+});

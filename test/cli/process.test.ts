@@ -2,7 +2,7 @@
  * The `keel` command as an operator runs it: first start initialises and prints the login, a second start reuses
  * the data, SIGTERM stops cleanly, and `kill -9` loses no acknowledged write.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,11 +59,13 @@ async function loginAs(base: string, password: string): Promise<string> {
 describe('keel run', () => {
   let dir: string;
   beforeAll(() => {
-    if (!existsSync(join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))) {
-      throw new Error('dist/ is missing: `npm test` builds it first (scripts/build.mjs)');
-    }
+    // the CLI runs the compiled code: make sure it is current (incremental, a no-op when nothing changed)
+    execFileSync(process.execPath, [join(import.meta.dirname, '..', '..', 'scripts', 'build.mjs')], {
+      stdio: 'inherit',
+    });
+    expect(existsSync(join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))).toBe(true);
     dir = mkdtempSync(join(tmpdir(), 'keel-cli-'));
-  });
+  }, 120_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('first start generates and prints the admin password; a second start reuses the data; SIGTERM exits 0', async () => {
@@ -92,6 +94,44 @@ describe('keel run', () => {
     expect(again.body.data.name).toBe('survivor');
     second.child.kill('SIGTERM');
     expect((await second.exited).code).toBe(0);
+  });
+
+  it('persists session activity on SIGTERM', async () => {
+    const data = join(dir, 'd');
+    const first = await startKeel(data, ['--admin-password', 'activity-pass']);
+    const token = await loginAs(first.base, 'activity-pass');
+    const me = await call('GET', `${first.base}/edge/client/v1/current-api-session`, { token });
+    await new Promise((r) => setTimeout(r, 1200));
+    await call('GET', `${first.base}/edge/client/v1/current-identity`, { token });
+    const lastRequest = Date.now();
+    first.child.kill('SIGTERM');
+    await first.exited;
+    const second = await startKeel(data);
+    const t2 = await loginAs(second.base, 'activity-pass');
+    const row = await call('GET', `${second.base}/edge/management/v1/api-sessions/${me.body.data.id}`, { token: t2 });
+    const last = Date.parse(row.body.data.lastActivityAt);
+    expect(last).toBeGreaterThan(Date.parse(me.body.data.createdAt) + 1000);
+    expect(last).toBeLessThanOrEqual(lastRequest);
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+
+  it('rejects bad operator input with a clear message', async () => {
+    for (const [args, message] of [
+      [['--advertise', 'ctrl.example.com:1280'], 'invalid --advertise'],
+      [['--session-timeout', '0s'], '--session-timeout must be at least 10s'],
+      [['--listen', 'nowhere'], 'invalid --listen'],
+      [['--engine', 'apache'], 'invalid --engine'],
+    ] as const) {
+      const child = spawn(process.execPath, [BIN, 'run', '--data-dir', join(dir, 'bad'), ...args], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      const code = await new Promise((r) => child.on('exit', r));
+      expect(code).toBe(1);
+      expect(stderr).toContain(message);
+    }
   });
 
   it('takes the admin password from KEEL_ADMIN_PASSWORD', async () => {

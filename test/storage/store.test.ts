@@ -183,6 +183,26 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('a command that breaks an invariant is rejected alone; the rest of its group commits', async () => {
+    const s = await open();
+    const r = await s.applyGroup(
+      [
+        create('policies', 'p1', { name: 'P' }),
+        create('policies', 'p2', { bogus: 1 }),
+        create('policies', 'p3', { name: 'R' }),
+      ],
+      { sync: false },
+    );
+    expect(r.map((x) => x.ok)).toEqual([true, false, true]);
+    expect(r[1]).toMatchObject({
+      ok: false,
+      error: { code: 'REJECTED', reason: 'invariant violated: policies has no field bogus' },
+    });
+    expect(s.get('policies', 'p2')).toBeUndefined();
+    expect(s.get('policies', 'p3')).toBeDefined();
+    await s.close();
+  });
+
   it('sees earlier writes of the same group (unique checks across commands)', async () => {
     const s = await open();
     const r = await s.applyGroup([create('policies', 'p1', { name: 'P' }), create('policies', 'p2', { name: 'P' })], {

@@ -92,6 +92,13 @@ export function responseDefinition(spec: SpecName, method: string, path: string,
   return ref ? ref.replace('#/definitions/', '') : null;
 }
 
+/** The statuses the spec declares for an operation. */
+export function responseStatuses(spec: SpecName, method: string, path: string): number[] {
+  const op = loadSpec(spec).paths?.[path]?.[method.toLowerCase()];
+  if (!op) throw new Error(`${spec}.yml has no ${method} ${path}`);
+  return Object.keys(op.responses ?? {}).map(Number);
+}
+
 /** Every operation of a spec: [method, path, operationId]. */
 export function specOperations(spec: SpecName): { method: string; path: string; operationId?: string }[] {
   const doc = loadSpec(spec);
