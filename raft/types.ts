@@ -196,11 +196,26 @@ export interface CoreOptions {
   snapshotChunkBytes: number;
   /** Index already applied by the state machine at start (committed entries up to it are not handed out again). */
   applied: number;
+  /** Max bytes of committed entries handed out in one Ready (at least one entry is always handed out). Default 16 MiB. */
+  maxCommittedBytesPerReady?: number;
+  /** Max read-index requests queued on a leader (waiting for a heartbeat round or a current-term commit). Default 4096. */
+  maxPendingReadIndex?: number;
+}
+
+/** Per-entry overhead counted on top of the payload when sizing appends and Ready batches. */
+export const ENTRY_OVERHEAD_BYTES = 16;
+
+/** The size an entry counts for in `maxMsgBytes` / `LogView.entries(maxBytes)` limits. */
+export function entrySizeBytes(e: Entry): number {
+  return e.data.byteLength + ENTRY_OVERHEAD_BYTES;
 }
 
 export class ProposalDroppedError extends Error {
-  constructor(reason: string) {
+  /** The leader this node knows of (null if none), so the application can forward the request itself. */
+  readonly leader: NodeId | null;
+  constructor(reason: string, leader: NodeId | null = null) {
     super(`raft: proposal dropped: ${reason}`);
     this.name = 'ProposalDroppedError';
+    this.leader = leader;
   }
 }

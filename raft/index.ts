@@ -1,0 +1,29 @@
+/** Public entry of Keel's Raft library: what an application needs to run a replicated state machine. */
+
+/** To read membership changes (and their context) from `conf` entries handed to StateMachine.apply. */
+export { decodeConfChange } from './core/raft.js';
+export { decodeAddresses as decodeConfAddresses } from './node/conf-context.js';
+
+export {
+  type NodeStatus,
+  type ProposalResult,
+  RaftError,
+  type RaftErrorCode,
+  RaftNode,
+  type RaftNodeOptions,
+  type StateMachine,
+} from './node.js';
+export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';
+export { LogCorruptError, LogStateError } from './storage/errors.js';
+export { LevelLog, type LevelLogOptions } from './storage/level-log.js';
+export { MemoryDurableLog } from './storage/memory-durable-log.js';
+export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';
+export type {
+  MessageHandler,
+  PeerConnState,
+  PeerStats,
+  Transport,
+  UnreachableHandler,
+} from './transport/transport.js';
+export { type TransportTlsOptions, WebSocketTransport, type WebSocketTransportOptions } from './transport/websocket.js';
+export * from './types.js';

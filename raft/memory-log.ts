@@ -1,0 +1,189 @@
+/**
+ * In-memory durable log: a LogView plus the mutators a driver uses after persisting a Ready.
+ * Used by tests and the simulator (where it models the *synced* state of a disk).
+ *
+ * Layout (like etcd's MemoryStorage): `ents[0]` is a dummy entry holding the index and term of the
+ * last compacted entry (the snapshot point); real entries follow it contiguously.
+ */
+import { bootstrapEntries } from './core/bootstrap.js';
+import {
+  CompactedError,
+  type ConfState,
+  type Entry,
+  entrySizeBytes,
+  type HardState,
+  type LogView,
+  type NodeId,
+  type Snapshot,
+  UnavailableError,
+} from './types.js';
+
+export interface MemoryLogOptions {
+  /**
+   * Test shortcut: membership reported by initialState() until a snapshot exists, as if a snapshot at
+   * index 0 carried it. Nodes that join later cannot learn it; real clusters use bootstrap() instead.
+   */
+  conf?: ConfState;
+  hardState?: HardState;
+}
+
+export function emptyConfState(): ConfState {
+  return { voters: [], learners: [], votersOutgoing: [], learnersNext: [], autoLeave: false };
+}
+
+export function copyConfState(cs: ConfState): ConfState {
+  return {
+    voters: [...cs.voters],
+    learners: [...cs.learners],
+    votersOutgoing: [...cs.votersOutgoing],
+    learnersNext: [...cs.learnersNext],
+    autoLeave: cs.autoLeave,
+  };
+}
+
+export class MemoryLog implements LogView {
+  private hardState: HardState;
+  private snap: Snapshot | null = null;
+  private readonly bootConf: ConfState;
+  private ents: Entry[];
+
+  constructor(opts: MemoryLogOptions = {}) {
+    this.bootConf = copyConfState(opts.conf ?? emptyConfState());
+    this.hardState = opts.hardState ? { ...opts.hardState } : { term: 0, vote: null, commit: 0 };
+    this.ents = [dummy(0, 0)];
+  }
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return {
+      hardState: { ...this.hardState },
+      conf: copyConfState(this.snap ? this.snap.meta.conf : this.bootConf),
+    };
+  }
+
+  firstIndex(): number {
+    return this.offset() + 1;
+  }
+
+  lastIndex(): number {
+    return this.offset() + this.ents.length - 1;
+  }
+
+  term(index: number): number {
+    const offset = this.offset();
+    if (index < offset) throw new CompactedError(index);
+    if (index - offset >= this.ents.length) throw new UnavailableError(index);
+    return (this.ents[index - offset] as Entry).term;
+  }
+
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    const offset = this.offset();
+    if (lo <= offset) throw new CompactedError(lo);
+    if (hi > this.lastIndex() + 1) throw new UnavailableError(hi - 1);
+    if (lo > hi) throw new Error(`memory-log: invalid range [${lo}, ${hi})`);
+    const out: Entry[] = [];
+    let size = 0;
+    for (let i = lo; i < hi; i++) {
+      const e = this.ents[i - offset] as Entry;
+      size += entrySizeBytes(e);
+      if (out.length > 0 && size > maxBytes) break;
+      out.push(e);
+    }
+    return out;
+  }
+
+  snapshot(): Snapshot | null {
+    return this.snap;
+  }
+
+  /**
+   * Writes the initial membership of a new cluster as committed conf entries (see core/bootstrap.ts).
+   * The log must be empty.
+   */
+  bootstrap(voters: readonly NodeId[]): void {
+    if (this.lastIndex() !== 0 || this.snap !== null) throw new Error('memory-log: bootstrap needs an empty log');
+    const { entries, hardState } = bootstrapEntries(voters);
+    for (const e of entries) this.ents.push(e);
+    this.hardState = hardState;
+  }
+
+  /** The persisted hard state (for drivers and tests). */
+  getHardState(): HardState {
+    return { ...this.hardState };
+  }
+
+  /** Appends entries, overwriting any existing suffix from entries[0].index on. */
+  append(entries: Entry[]): void {
+    if (entries.length === 0) return;
+    const first = this.firstIndex();
+    const head = entries[0] as Entry;
+    const last = head.index + entries.length - 1;
+    for (let i = 1; i < entries.length; i++) {
+      if ((entries[i] as Entry).index !== head.index + i)
+        throw new Error('memory-log: appended entries are not contiguous');
+    }
+    if (last < first) return; // everything is already compacted
+    if (head.index <= this.hardState.commit) {
+      throw new Error(
+        `memory-log: append at ${head.index} would overwrite committed entries (commit ${this.hardState.commit})`,
+      );
+    }
+    const toAppend = head.index < first ? entries.slice(first - head.index) : entries;
+    const offset = (toAppend[0] as Entry).index - this.offset();
+    if (offset > this.ents.length) {
+      throw new Error(
+        `memory-log: missing log entries [last ${this.lastIndex()}, append at ${(toAppend[0] as Entry).index}]`,
+      );
+    }
+    if (offset < this.ents.length) this.ents.length = offset;
+    for (const e of toAppend) this.ents.push(e);
+  }
+
+  setHardState(hs: HardState): void {
+    if (hs.commit > this.lastIndex()) {
+      throw new Error(`memory-log: commit ${hs.commit} beyond last index ${this.lastIndex()}`);
+    }
+    this.hardState = { ...hs };
+  }
+
+  /** Replaces the whole log with a snapshot received from the leader. */
+  applySnapshot(snap: Snapshot): void {
+    const current = this.snap ? this.snap.meta.index : 0;
+    if (snap.meta.index <= current) {
+      throw new Error(`memory-log: snapshot at ${snap.meta.index} is not newer than ${current}`);
+    }
+    this.snap = { meta: { ...snap.meta, conf: copyConfState(snap.meta.conf) }, data: snap.data };
+    this.ents = [dummy(snap.meta.index, snap.meta.term)];
+    if (this.hardState.commit < snap.meta.index) this.hardState = { ...this.hardState, commit: snap.meta.index };
+  }
+
+  /** Discards entries up to and including `index`. Only allowed up to the latest snapshot's index. */
+  compact(index: number): void {
+    const offset = this.offset();
+    if (index <= offset) return;
+    if (index > this.lastIndex()) throw new Error(`memory-log: compact ${index} beyond last index ${this.lastIndex()}`);
+    const snapIndex = this.snap ? this.snap.meta.index : 0;
+    if (index > snapIndex) throw new Error(`memory-log: compact ${index} beyond snapshot index ${snapIndex}`);
+    const term = this.term(index);
+    this.ents = [dummy(index, term), ...this.ents.slice(index - offset + 1)];
+  }
+
+  /** Records a snapshot of the state machine at `index` (which must be applied, hence committed). */
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Snapshot {
+    const current = this.snap ? this.snap.meta.index : 0;
+    if (index <= current) throw new Error(`memory-log: snapshot at ${index} is not newer than ${current}`);
+    if (index > this.hardState.commit) {
+      throw new Error(`memory-log: snapshot at ${index} beyond commit ${this.hardState.commit}`);
+    }
+    const snap: Snapshot = { meta: { index, term: this.term(index), conf: copyConfState(conf) }, data };
+    this.snap = snap;
+    return snap;
+  }
+
+  private offset(): number {
+    return (this.ents[0] as Entry).index;
+  }
+}
+
+function dummy(index: number, term: number): Entry {
+  return { index, term, type: 'noop', data: new Uint8Array(0) };
+}

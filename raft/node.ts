@@ -1,0 +1,629 @@
+/**
+ * RaftNode: the driver that runs a RaftCore against a durable log, a transport and the application's state
+ * machine.
+ *
+ * Ready processing, one Ready at a time (the next Ready is taken only after advance()):
+ *   1. persist snapshot + entries + hard state in one synced write (group commit: every proposal that arrived
+ *      while the previous write was in flight lands in this Ready, so one fsync covers them all);
+ *   2. send messages (only after step 1 is durable);
+ *   3. apply: install a snapshot if any, then membership changes (recorded in the log before the application
+ *      sees the entries), then the committed entries through StateMachine.apply;
+ *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
+ */
+import { randomInt } from 'node:crypto';
+import { decodeConfChange, RaftCore } from './core/raft.js';
+import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
+import { RaftError } from './node/errors.js';
+import { Listeners } from './node/events.js';
+import { PendingProposals, type ProposalResult } from './node/proposals.js';
+import { ReadBarrier } from './node/reads.js';
+import type { StateMachine } from './node/state-machine.js';
+import { type DurableLog, emptyConf } from './storage/durable-log.js';
+import type { PeerStats, Transport } from './transport/transport.js';
+import type { ConfChange, ConfState, Entry, Message, NodeId, Random, Ready, Role } from './types.js';
+
+export { RaftError, type RaftErrorCode } from './node/errors.js';
+export type { ProposalResult } from './node/proposals.js';
+export type { StateMachine } from './node/state-machine.js';
+
+export interface RaftNodeOptions {
+  id: NodeId;
+  log: DurableLog;
+  transport: Transport;
+  stateMachine: StateMachine;
+  /** Index the application has already applied (it tracks its own applied index durably). */
+  applied: number;
+  /** Transport addresses known at start (e.g. from configuration). Merged with those recorded in the log. */
+  peers?: Record<NodeId, string>;
+  /** For a brand-new cluster: the initial voters, used only when the log is empty. A joining node omits it. */
+  bootstrap?: { voters: NodeId[] };
+  /** Length of one core tick. Default 100 ms. */
+  tick_ms?: number;
+  electionTicks?: number;
+  heartbeatTicks?: number;
+  preVote?: boolean;
+  checkQuorum?: boolean;
+  maxMsgBytes?: number;
+  maxInflightMsgs?: number;
+  maxUncommittedBytes?: number;
+  snapshotChunkBytes?: number;
+  /** Bound on proposals waiting to be applied; beyond it propose() rejects at once. Default 10 000. */
+  maxPendingProposals?: number;
+  /** Bound on linearizable reads waiting. Default 10 000. */
+  maxPendingReads?: number;
+  /** A read index not confirmed within this bound is rejected. Default 4 election timeouts. */
+  readTimeout_ms?: number;
+  /** Take a snapshot and compact the log every N applied entries. Default 10 000; 0 disables. */
+  snapshotEvery_entries?: number;
+  /** Entries kept below the snapshot index for slow followers. Default 1 000. */
+  snapshotKeep_entries?: number;
+  random?: Random;
+  /**
+   * Leader only: send a Ready's messages before (rather than after) its own log write, so the leader's fsync
+   * overlaps the followers' (Raft thesis §10.2.1; etcd's server does this). Safe because the next Ready — the
+   * first that can carry a commit of these entries — is taken only after this write is durable, and it is
+   * used only when the Ready changes no term or vote and installs no snapshot. Default false: the documented
+   * order (persist, then send).
+   */
+  leaderSendsBeforePersist?: boolean;
+}
+
+export interface NodeStatus {
+  id: NodeId;
+  term: number;
+  role: Role;
+  leader: NodeId | null;
+  commit: number;
+  applied: number;
+  firstIndex: number;
+  lastIndex: number;
+  snapshotIndex: number;
+  conf: ConfState;
+  pendingProposals: number;
+  pendingReads: number;
+  peers: PeerStats[];
+  stopped: boolean;
+}
+
+const cryptoRandom: Random = { int: (n) => randomInt(n) };
+
+export class RaftNode {
+  readonly id: NodeId;
+  private readonly core: RaftCore;
+  private readonly log: DurableLog;
+  private readonly transport: Transport;
+  private readonly sm: StateMachine;
+  private readonly opts: RaftNodeOptions;
+  private readonly proposals: PendingProposals;
+  private readonly reads: ReadBarrier;
+  private readonly tick_ms: number;
+  private readonly electionTicks: number;
+  private readonly readTimeout_ms: number;
+  private readonly snapshotEvery: number;
+  private readonly snapshotKeep: number;
+  private tickTimer: NodeJS.Timeout | null = null;
+  private applied: number;
+  private role: Role = 'follower';
+  private leader: NodeId | null = null;
+  private lastSnapshotIndex: number;
+  private loopRunning = false;
+  private loopScheduled = false;
+  private loopIdle: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private failure: RaftError | null = null;
+  private readonly leaderWaiters = new Set<{ to: NodeId; resolve: () => void; reject: (err: Error) => void }>();
+  private readonly leaderChange = new Listeners<[leader: NodeId | null, term: number]>();
+  private readonly applyListeners = new Listeners<[entries: Entry[]]>();
+  private readonly fatalListeners = new Listeners<[err: Error]>();
+  private readonly errorListeners = new Listeners<[err: Error]>();
+
+  private constructor(opts: RaftNodeOptions, applied: number) {
+    this.opts = opts;
+    this.id = opts.id;
+    this.log = opts.log;
+    this.transport = opts.transport;
+    this.sm = opts.stateMachine;
+    this.applied = applied;
+    this.tick_ms = opts.tick_ms ?? 100;
+    this.electionTicks = opts.electionTicks ?? 10;
+    this.readTimeout_ms = opts.readTimeout_ms ?? 4 * this.electionTicks * this.tick_ms;
+    this.snapshotEvery = opts.snapshotEvery_entries ?? 10_000;
+    this.snapshotKeep = opts.snapshotKeep_entries ?? 1_000;
+    this.lastSnapshotIndex = Math.max(applied, opts.log.snapshot()?.meta.index ?? 0);
+    if (!(this.tick_ms > 0)) throw new RangeError('raft: tick_ms must be positive');
+    if (this.transport.id !== this.id)
+      throw new Error(`raft: transport is for ${this.transport.id}, node is ${this.id}`);
+    this.proposals = new PendingProposals(opts.maxPendingProposals ?? 10_000);
+    this.reads = new ReadBarrier(opts.maxPendingReads ?? 10_000, (ctx) => this.core.readIndex(ctx));
+    this.core = new RaftCore({
+      id: opts.id,
+      storage: opts.log,
+      random: opts.random ?? cryptoRandom,
+      electionTicks: this.electionTicks,
+      heartbeatTicks: opts.heartbeatTicks ?? 1,
+      preVote: opts.preVote ?? true,
+      checkQuorum: opts.checkQuorum ?? true,
+      maxMsgBytes: opts.maxMsgBytes ?? 1 << 20,
+      maxInflightMsgs: opts.maxInflightMsgs ?? 256,
+      maxUncommittedBytes: opts.maxUncommittedBytes ?? 64 << 20,
+      snapshotChunkBytes: opts.snapshotChunkBytes ?? 1 << 20,
+      applied,
+    });
+  }
+
+  /**
+   * Starts a node: bootstraps an empty log if asked, restores the state machine from the log's snapshot when
+   * the application is behind it, connects to known peers and starts ticking.
+   */
+  static async start(opts: RaftNodeOptions): Promise<RaftNode> {
+    const { log } = opts;
+    if (log.isEmpty() && opts.bootstrap !== undefined) {
+      if (!opts.bootstrap.voters.includes(opts.id)) throw new Error(`raft: bootstrap voters must include ${opts.id}`);
+      const addresses: Record<string, string> = {};
+      for (const v of opts.bootstrap.voters) {
+        const a = opts.peers?.[v];
+        if (a !== undefined) addresses[v] = a;
+      }
+      await log.setConf({ index: 0, conf: { ...emptyConf(), voters: [...opts.bootstrap.voters] }, addresses });
+    }
+    let applied = opts.applied;
+    if (!(Number.isSafeInteger(applied) && applied >= 0))
+      throw new RangeError('raft: applied must be a non-negative integer');
+    const snap = log.snapshot();
+    if (snap !== null && snap.meta.index > applied) {
+      await opts.stateMachine.restore(snap);
+      applied = snap.meta.index;
+    }
+    const hs = log.initialState().hardState;
+    if (applied > hs.commit) {
+      // The commit index is written without fsync when nothing else changes, so a crash can leave it behind
+      // what the application applied. Entries are fsynced before they are applied, so the log holds them.
+      if (applied > log.lastIndex()) {
+        throw new Error(`raft: application applied ${applied} beyond the log's last index ${log.lastIndex()}`);
+      }
+      await log.setHardState({ ...hs, commit: applied });
+    }
+    const node = new RaftNode(opts, applied);
+    node.connect();
+    return node;
+  }
+
+  // ---- public API ---------------------------------------------------------------------------------------
+
+  /** Proposes `data`; resolves once the entry is applied locally, with its index and term. */
+  propose(data: Uint8Array): Promise<ProposalResult> {
+    const err = this.checkProposable();
+    if (err !== null) return Promise.reject(err);
+    let at: { index: number; term: number };
+    try {
+      at = this.core.propose(data);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    this.schedule();
+    return this.proposals.add(at.index, at.term);
+  }
+
+  /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */
+  readIndex(): Promise<number> {
+    if (this.stopped) return Promise.reject(this.stoppedError());
+    const p = this.reads.wait(Date.now());
+    this.reads.pump();
+    this.schedule();
+    return p;
+  }
+
+  /** Asks the leader to hand leadership to `to` (from any member); resolves when `to` is seen as leader. */
+  async transferLeadership(to: NodeId, timeout_ms = 3 * this.electionTicks * this.tick_ms): Promise<void> {
+    if (this.stopped) throw this.stoppedError();
+    if (this.leader === to) return;
+    try {
+      // On a follower the core forwards the request to the leader.
+      this.core.transferLeadership(to);
+    } catch (err) {
+      throw new RaftError('not-leader', `cannot transfer leadership to ${to}: ${(err as Error).message}`);
+    }
+    this.schedule();
+    await this.waitForLeader(to, timeout_ms);
+  }
+
+  /** Adds a non-voting member; resolves once the change is applied here. `address` reaches every member. */
+  addLearner(id: NodeId, address?: string): Promise<ProposalResult> {
+    return this.proposeConf({
+      changes: [{ type: 'addLearner', node: id }],
+      ...(address === undefined ? {} : { context: encodeAddresses({ [id]: address }) }),
+    });
+  }
+
+  /** Makes `id` a voter (promoting a learner, or adding directly). */
+  promote(id: NodeId, address?: string): Promise<ProposalResult> {
+    return this.proposeConf({
+      changes: [{ type: 'addVoter', node: id }],
+      ...(address === undefined ? {} : { context: encodeAddresses({ [id]: address }) }),
+    });
+  }
+
+  removeNode(id: NodeId): Promise<ProposalResult> {
+    return this.proposeConf({ changes: [{ type: 'removeNode', node: id }] });
+  }
+
+  /** Proposes any membership change (e.g. a joint change of several members). */
+  proposeConf(cc: ConfChange): Promise<ProposalResult> {
+    const err = this.checkProposable();
+    if (err !== null) return Promise.reject(err);
+    let at: { index: number; term: number };
+    try {
+      at = this.core.proposeConfChange(cc);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    this.schedule();
+    return this.proposals.add(at.index, at.term);
+  }
+
+  status(): NodeStatus {
+    const s = this.core.status();
+    return {
+      id: this.id,
+      term: s.term,
+      role: s.role,
+      leader: s.leader,
+      commit: s.commit,
+      applied: this.applied,
+      firstIndex: this.log.firstIndex(),
+      lastIndex: this.log.lastIndex(),
+      snapshotIndex: this.log.snapshot()?.meta.index ?? 0,
+      conf: s.conf,
+      pendingProposals: this.proposals.size,
+      pendingReads: this.reads.size,
+      peers: this.transport.peers(),
+      stopped: this.stopped,
+    };
+  }
+
+  isLeader(): boolean {
+    return this.role === 'leader' && !this.stopped;
+  }
+
+  leaderId(): NodeId | null {
+    return this.leader;
+  }
+
+  appliedIndex(): number {
+    return this.applied;
+  }
+
+  onLeaderChange(fn: (leader: NodeId | null, term: number) => void): () => void {
+    return this.leaderChange.add(fn);
+  }
+
+  /** Entries just applied to the state machine (after StateMachine.apply returned). */
+  onApply(fn: (entries: Entry[]) => void): () => void {
+    return this.applyListeners.add(fn);
+  }
+
+  /** The node stopped itself because the log or the state machine failed. */
+  onFatal(fn: (err: Error) => void): () => void {
+    return this.fatalListeners.add(fn);
+  }
+
+  /** Non-fatal problems (a message the core refused, a failed snapshot attempt). */
+  onError(fn: (err: Error) => void): () => void {
+    return this.errorListeners.add(fn);
+  }
+
+  /**
+   * Stops the node: optionally hands leadership to the most up-to-date voter first, finishes the Ready being
+   * processed, rejects everything pending, closes the transport and the log.
+   */
+  async stop(opts: { transferLeadership?: boolean; timeout_ms?: number } = {}): Promise<void> {
+    if (this.stopped) return;
+    if (opts.transferLeadership === true && this.role === 'leader') {
+      const target = this.transferTarget();
+      if (target !== null) {
+        try {
+          await this.transferLeadership(target, opts.timeout_ms);
+        } catch {
+          // Stopping anyway: the others elect a leader after an election timeout.
+        }
+      }
+    }
+    this.halt(this.stoppedError());
+    await this.loopIdle;
+    await this.transport.close();
+    await this.log.close();
+  }
+
+  /**
+   * Emulates a crash for tests: stops timers and the transport at once, without finishing or waiting for
+   * anything. The durable log keeps exactly what was synced. The caller closes the log when it wants to.
+   */
+  async kill(): Promise<void> {
+    this.halt(this.stoppedError());
+    await this.transport.close();
+  }
+
+  /** Resolves when the Ready being processed (if any) is done; for tests that kill then reopen a log. */
+  idle(): Promise<void> {
+    return this.loopIdle;
+  }
+
+  // ---- wiring -------------------------------------------------------------------------------------------
+
+  private connect(): void {
+    const addresses = { ...this.log.appliedConf().addresses, ...(this.opts.peers ?? {}) };
+    for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
+    this.transport.onMessage((m) => this.receive(m));
+    this.transport.onUnreachable((peer, dropped) => {
+      if (this.stopped) return;
+      this.core.reportUnreachable(peer);
+      if (dropped.some((m) => m.type === 'snapshot')) this.core.reportSnapshot(peer, false);
+      this.schedule();
+    });
+    this.tickTimer = setInterval(() => this.tick(), this.tick_ms);
+    this.schedule();
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    this.core.tick();
+    this.reads.expire(Date.now(), this.readTimeout_ms);
+    this.reads.pump();
+    this.schedule();
+  }
+
+  private receive(m: Message): void {
+    if (this.stopped || m.to !== this.id) return;
+    try {
+      this.core.step(m);
+    } catch (err) {
+      this.errorListeners.emit(err as Error);
+      return;
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.loopRunning || this.loopScheduled || this.stopped) return;
+    this.loopScheduled = true;
+    setImmediate(() => {
+      this.loopScheduled = false;
+      if (this.loopRunning || this.stopped) return;
+      this.loopIdle = this.runLoop();
+    });
+  }
+
+  private async runLoop(): Promise<void> {
+    this.loopRunning = true;
+    try {
+      while (!this.stopped && this.core.hasReady()) {
+        const rd = this.core.ready();
+        await this.handleReady(rd);
+        if (this.stopped) return;
+        this.core.advance(rd);
+        this.afterAdvance();
+        await this.maybeSnapshot();
+      }
+    } catch (err) {
+      this.fail(err as Error);
+    } finally {
+      this.loopRunning = false;
+    }
+    if (!this.stopped && this.core.hasReady()) this.schedule();
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
+
+    let sent = false;
+    if (this.opts.leaderSendsBeforePersist === true && this.role === 'leader' && rd.snapshot === null) {
+      const durable = this.log.initialState().hardState;
+      if (rd.hardState === null || (rd.hardState.term === durable.term && rd.hardState.vote === durable.vote)) {
+        this.send(rd.messages);
+        sent = true;
+      }
+    }
+
+    // 1. Persist (one synced batch).
+    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
+      await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      if (this.stopped) return;
+    }
+
+    // 2. Send.
+    if (!sent) this.send(rd.messages);
+
+    // 3. Apply.
+    if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
+      await this.sm.restore(rd.snapshot);
+      this.applied = rd.snapshot.meta.index;
+      this.lastSnapshotIndex = this.applied;
+      this.proposals.skippedThrough(this.applied);
+      this.addPeersOf(this.log.appliedConf().addresses);
+      if (this.stopped) return;
+    }
+    let committed = rd.committed;
+    if (committed.length > 0 && committed[0]!.index <= this.applied) {
+      committed = committed.filter((e) => e.index > this.applied);
+    }
+    if (committed.length > 0) {
+      const first = committed[0]!.index;
+      if (first !== this.applied + 1) {
+        throw new Error(`raft: committed entries start at ${first}, applied index is ${this.applied}`);
+      }
+      for (const e of committed) if (e.type === 'conf') await this.applyConf(e);
+      await this.sm.apply(committed);
+      const last = committed[committed.length - 1]!.index;
+      this.applied = last;
+      this.proposals.applied(first, last, (i) => committed[i - first]?.term);
+      this.applyListeners.emit(committed);
+    }
+    for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+  }
+
+  private send(messages: Message[]): void {
+    if (messages.length === 0) return;
+    const remote: Message[] = [];
+    for (const m of messages) {
+      if (m.to === this.id) queueMicrotask(() => this.receive(m));
+      else remote.push(m);
+    }
+    if (remote.length > 0) this.transport.send(remote);
+  }
+
+  private afterAdvance(): void {
+    this.reads.applied(this.applied);
+    this.reads.pump();
+  }
+
+  private onSoftState(role: Role, leader: NodeId | null): void {
+    const wasLeader = this.role === 'leader';
+    const leaderChanged = leader !== this.leader;
+    this.role = role;
+    this.leader = leader;
+    if (wasLeader && role !== 'leader') {
+      const commit = this.core.status({ progress: false }).commit;
+      this.proposals.rejectAbove(
+        commit,
+        new RaftError(
+          'leadership-lost',
+          `${this.id} lost leadership; the entry may still be committed by the new leader`,
+        ),
+      );
+    }
+    if (leaderChanged) {
+      this.reads.requeueUnanswered();
+      this.leaderChange.emit(leader, this.core.status({ progress: false }).term);
+      for (const w of [...this.leaderWaiters]) if (w.to === leader) w.resolve();
+    }
+  }
+
+  /** Applies a committed membership change in the core and records it durably before the application sees it. */
+  private async applyConf(e: Entry): Promise<void> {
+    const recorded = this.log.appliedConf();
+    if (e.index <= recorded.index) return; // Recorded before a restart: the core started with it.
+    const cc = decodeConfChange(e.data);
+    const conf = this.core.applyConfChange(cc);
+    const addresses = { ...recorded.addresses };
+    const announced = decodeAddresses(cc.context);
+    for (const ch of cc.changes) {
+      if (ch.type === 'removeNode') delete addresses[ch.node];
+      else if (announced[ch.node] !== undefined) addresses[ch.node] = announced[ch.node]!;
+    }
+    await this.log.setConf({ index: e.index, conf, addresses });
+    const members = new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]);
+    for (const ch of cc.changes) {
+      if (ch.node === this.id) continue;
+      if (ch.type === 'removeNode' && !members.has(ch.node)) this.transport.removePeer(ch.node);
+      else if (addresses[ch.node] !== undefined) this.transport.addPeer(ch.node, addresses[ch.node]!);
+    }
+  }
+
+  private addPeersOf(addresses: Record<string, string>): void {
+    for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
+  }
+
+  private async maybeSnapshot(): Promise<void> {
+    if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
+    this.lastSnapshotIndex = this.applied;
+    const { index, data } = await this.sm.snapshot();
+    if (index > this.applied)
+      throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
+    const recorded = this.log.appliedConf();
+    const current = this.log.snapshot()?.meta.index ?? 0;
+    if (index < recorded.index || index <= current) {
+      this.errorListeners.emit(
+        new Error(`raft: skipped snapshot at ${index} (conf at ${recorded.index}, last snapshot ${current})`),
+      );
+      return;
+    }
+    await this.log.createSnapshot(index, recorded.conf, data);
+    const compactTo = index - this.snapshotKeep;
+    if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
+  }
+
+  private checkProposable(): RaftError | null {
+    if (this.stopped) return this.stoppedError();
+    if (this.role !== 'leader')
+      return new RaftError('not-leader', `${this.id} is not the leader (leader: ${this.leader})`);
+    if (this.proposals.isFull()) return new RaftError('too-many-pending', `${this.proposals.size} proposals pending`);
+    return null;
+  }
+
+  /**
+   * Waits until `to` is seen as leader. The core abandons a transfer after an election timeout (e.g. when the
+   * target had not yet applied the change that made it a voter, it ignores timeoutNow), so while this node
+   * still leads the request is re-issued once per election timeout until the deadline.
+   */
+  private waitForLeader(to: NodeId, timeout_ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        clearInterval(retry);
+        this.leaderWaiters.delete(w);
+      };
+      const w = {
+        to,
+        resolve: () => {
+          done();
+          resolve();
+        },
+        reject: (err: Error) => {
+          done();
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new RaftError('timeout', `leadership did not move to ${to} within ${timeout_ms} ms`));
+      }, timeout_ms);
+      const retry = setInterval(() => {
+        if (this.stopped || this.role !== 'leader' || this.leader === to) return;
+        try {
+          this.core.transferLeadership(to);
+          this.schedule();
+        } catch {
+          // Not a voter (any more): the deadline reports it.
+        }
+      }, this.electionTicks * this.tick_ms);
+      this.leaderWaiters.add(w);
+    });
+  }
+
+  private transferTarget(): NodeId | null {
+    const s = this.core.status() as { conf: ConfState; progress?: Record<string, { match?: number }> };
+    let best: NodeId | null = null;
+    let bestMatch = -1;
+    for (const v of s.conf.voters) {
+      if (v === this.id) continue;
+      const match = s.progress?.[v]?.match ?? 0;
+      if (match > bestMatch) {
+        best = v;
+        bestMatch = match;
+      }
+    }
+    return best;
+  }
+
+  private stoppedError(): RaftError {
+    return this.failure ?? new RaftError('stopped', `node ${this.id} is stopped`);
+  }
+
+  private halt(err: RaftError): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    this.tickTimer = null;
+    this.proposals.rejectAll(err);
+    this.reads.rejectAll(err);
+    for (const w of [...this.leaderWaiters]) w.reject(err);
+  }
+
+  private fail(err: Error): void {
+    if (this.stopped) return;
+    this.failure = new RaftError('fatal', `node ${this.id} stopped after a failure: ${err.message}`);
+    this.halt(this.failure);
+    void this.transport.close();
+    this.fatalListeners.emit(err);
+  }
+}

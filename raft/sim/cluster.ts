@@ -1,0 +1,885 @@
+/**
+ * Deterministic simulation of a Keel Raft cluster (in the spirit of TigerBeetle's VOPR).
+ *
+ * One seed fixes everything: cluster size, protocol options, network and disk behaviour, and the schedule
+ * of faults and client requests. A run has two phases:
+ *  1. chaos: message loss, duplication, reordering and delay, (asymmetric) partitions, crashes that lose
+ *     unsynced writes, restarts, membership changes, leader transfers, reads, snapshots and compaction;
+ *  2. liveness: the network heals, crashed members restart, removed members stop; a leader must be elected
+ *     and a fresh proposal acknowledged within a bounded number of ticks.
+ * The Checker verifies the safety properties after every step; the first violation stops the run.
+ */
+
+import { decodeConfChange } from '../core/codec.js';
+import { RaftCore } from '../core/raft.js';
+import { copyConfState, MemoryLog } from '../memory-log.js';
+import { SeededRandom } from '../random.js';
+import {
+  type ConfChange,
+  type ConfChangeSingle,
+  type ConfState,
+  type CoreOptions,
+  ENTRY_OVERHEAD_BYTES,
+  type Entry,
+  type HardState,
+  type Message,
+  type NodeId,
+  ProposalDroppedError,
+  type Ready,
+  type Role,
+} from '../types.js';
+import { Checker, SimViolation } from './checker.js';
+import { EventQueue, type Timed } from './event-queue.js';
+import { deriveParams, type SimParams } from './params.js';
+import {
+  chainHash,
+  decodeProposalId,
+  decodeSnapshotData,
+  encodeProposal,
+  encodeSnapshotData,
+  entryDataHash,
+  type SmState,
+} from './state-machine.js';
+
+export type CoreFactory = (opts: CoreOptions) => RaftCore;
+
+export interface SimOptions {
+  seed: number;
+  /** Builds each node's core; tests pass deliberately broken cores here. */
+  coreFactory?: CoreFactory;
+  /** Keep the last events as text (for a failure report). */
+  trace?: boolean;
+  /** Receives every event as text (the CLI's --verbose). */
+  verbose?: (line: string) => void;
+  /** Overrides the length of the chaos phase (simulated ms). */
+  chaosMs?: number;
+}
+
+export interface SimStats {
+  steps: number;
+  simulatedMs: number;
+  elections: number;
+  proposals: number;
+  acked: number;
+  crashes: number;
+  partitions: number;
+  snapshotsCreated: number;
+  snapshotsInstalled: number;
+  confChanges: number;
+  transfers: number;
+  reads: number;
+  messages: number;
+  /** Time from the end of the chaos phase until a fresh proposal was acknowledged, in election timeouts. */
+  recoveryElectionTimeouts: number;
+}
+
+export interface SimResult {
+  seed: number;
+  ok: boolean;
+  violation: string | null;
+  kind: string | null;
+  stats: SimStats;
+  params: string;
+  trace: string[];
+}
+
+const TRACE_LINES = 60;
+const MAX_EVENTS_QUEUED = 2_000_000;
+/**
+ * After the chaos phase a fresh proposal must be acknowledged within this many election timeouts, plus the
+ * worst-case time to re-replicate the whole log under the seed's flow control (see endChaos).
+ */
+const LIVENESS_ELECTION_TIMEOUTS = 60;
+
+type EventKind = 'tick' | 'deliver' | 'sync' | 'restart' | 'heal' | 'chaos' | 'liveness' | 'endChaos' | 'leaderFault';
+
+interface SimEvent extends Timed {
+  kind: EventKind;
+  node?: SimNode;
+  inc?: number;
+  msg?: Message;
+  faultKind?: number;
+}
+
+interface PendingProposal {
+  pid: number;
+  term: number;
+}
+
+class SimNode {
+  core: RaftCore | null = null;
+  alive = false;
+  /** Removed from the configuration and stopped for good. */
+  stopped = false;
+  /** Incremented on every crash: events of an earlier incarnation are ignored. */
+  inc = 0;
+  pending: Ready | null = null;
+  sm: SmState;
+  persistedHard: HardState;
+  checkedCommit = 0;
+  lastRole: Role = 'follower';
+  /** Process paused (a GC-like stall) until this time: its events wait. */
+  pausedUntil = 0;
+  /** This node's clock: tick interval (clocks drift apart a little). */
+  tickMs = 10;
+  readonly proposals = new Map<number, PendingProposal>();
+
+  constructor(
+    readonly id: NodeId,
+    readonly idx: number,
+    readonly disk: MemoryLog,
+  ) {
+    this.sm = { index: 0, hash: 0, count: 0, conf: disk.initialState().conf };
+    this.persistedHard = disk.getHardState();
+  }
+}
+
+class Simulation {
+  private readonly rng: SeededRandom;
+  private readonly p: SimParams;
+  private readonly queue = new EventQueue<SimEvent>(MAX_EVENTS_QUEUED);
+  private readonly nodes: SimNode[] = [];
+  private readonly byId = new Map<NodeId, SimNode>();
+  private readonly checker: Checker = new Checker();
+  /** Blocked directed links, as fromIdx * 64 + toIdx. */
+  private blocked = new Set<number>();
+  private now = 0;
+  private phase: 'chaos' | 'liveness' | 'done' = 'chaos';
+  private nextPid = 1;
+  private nextReadId = 1;
+  private readonly reads = new Map<number, { node: SimNode; commitAtIssue: number }>();
+  private livenessDeadline = 0;
+  /** Proposals from this id on were made after healing: one of them must be acknowledged. */
+  private firstLivenessPid = Number.MAX_SAFE_INTEGER;
+  private latestConf: { index: number; conf: ConfState };
+  private readonly everMember = new Set<NodeId>();
+  private readonly traceLines: string[] = [];
+  readonly stats: SimStats = {
+    steps: 0,
+    simulatedMs: 0,
+    elections: 0,
+    proposals: 0,
+    acked: 0,
+    crashes: 0,
+    partitions: 0,
+    snapshotsCreated: 0,
+    snapshotsInstalled: 0,
+    confChanges: 0,
+    transfers: 0,
+    reads: 0,
+    messages: 0,
+    recoveryElectionTimeouts: 0,
+  };
+
+  constructor(private readonly opts: SimOptions) {
+    this.rng = new SeededRandom(opts.seed);
+    this.p = deriveParams(this.rng, opts.chaosMs);
+    const voters: NodeId[] = [];
+    for (let i = 1; i <= this.p.nodes; i++) voters.push(`n${i}`);
+    const conf: ConfState = { voters, learners: [], votersOutgoing: [], learnersNext: [], autoLeave: false };
+    this.latestConf = { index: 0, conf: copyConfState(conf) };
+    for (const id of voters) {
+      this.everMember.add(id);
+      const disk = new MemoryLog();
+      disk.bootstrap(voters);
+      this.addNode(id, disk);
+    }
+  }
+
+  get params(): string {
+    const p = this.p;
+    return (
+      `${p.storm ? 'storm ' : ''}nodes=${p.nodes} election=${p.electionTicks} heartbeat=${p.heartbeatTicks} preVote=${p.preVote} ` +
+      `checkQuorum=${p.checkQuorum} maxMsg=${p.maxMsgBytes} inflight=${p.maxInflightMsgs} ` +
+      `maxUncommitted=${p.maxUncommittedBytes} chunk=${p.snapshotChunkBytes} delay=${p.delayMinMs}-${p.delayMaxMs}ms ` +
+      `loss=${p.lossRate} dup=${p.dupRate} disk<=${p.diskMaxMs}ms chaos=${p.chaosMs}ms`
+    );
+  }
+
+  get trace(): string[] {
+    return this.traceLines;
+  }
+
+  run(): void {
+    for (const n of this.nodes) this.start(n);
+    this.schedule({ kind: 'chaos', time: this.p.chaosIntervalMs, seq: 0 });
+    this.schedule({ kind: 'endChaos', time: this.p.chaosMs, seq: 0 });
+    while (this.phase !== 'done') {
+      const ev = this.queue.pop();
+      if (!ev) this.checker.violation('liveness', 'event queue ran dry');
+      this.now = ev.time;
+      this.stats.steps++;
+      this.handle(ev);
+      if (this.phase === 'liveness' && this.now > this.livenessDeadline) {
+        this.checker.violation(
+          'liveness',
+          `no fresh proposal acknowledged by ${this.livenessDeadline} ms (healed at ${this.p.chaosMs} ms)`,
+        );
+      }
+    }
+    this.stats.simulatedMs = this.now;
+  }
+
+  // ---------------------------------------------------------------- events
+
+  private schedule(ev: SimEvent): void {
+    this.queue.push(ev);
+  }
+
+  private handle(ev: SimEvent): void {
+    switch (ev.kind) {
+      case 'tick': {
+        const n = ev.node as SimNode;
+        if (!n.alive || ev.inc !== n.inc) return;
+        if (this.deferIfPaused(n, ev)) return;
+        this.traceEvent(() => `${n.id} tick`);
+        this.coreOf(n).tick();
+        this.afterStep(n);
+        this.schedule({ kind: 'tick', node: n, inc: n.inc, time: this.now + n.tickMs, seq: 0 });
+        return;
+      }
+      case 'deliver': {
+        const m = ev.msg as Message;
+        const to = this.byId.get(m.to);
+        if (!to?.alive) return;
+        if (this.deferIfPaused(to, ev)) return;
+        const from = this.byId.get(m.from);
+        if (from && this.blocked.has(from.idx * 64 + to.idx)) return;
+        this.traceEvent(() => `deliver ${describe(m)}`);
+        this.coreOf(to).step(m);
+        this.afterStep(to);
+        return;
+      }
+      case 'sync': {
+        const n = ev.node as SimNode;
+        if (!n.alive || ev.inc !== n.inc) return;
+        if (this.deferIfPaused(n, ev)) return;
+        this.sync(n);
+        return;
+      }
+      case 'restart': {
+        const n = ev.node as SimNode;
+        if (n.alive || n.stopped) return;
+        this.traceEvent(() => `${n.id} restart`);
+        this.start(n);
+        return;
+      }
+      case 'heal':
+        this.traceEvent(() => 'heal partition');
+        this.blocked = new Set();
+        return;
+      case 'chaos':
+        if (this.phase !== 'chaos') return;
+        this.chaos();
+        this.schedule({ kind: 'chaos', time: this.now + this.p.chaosIntervalMs, seq: 0 });
+        return;
+      case 'endChaos':
+        this.endChaos();
+        return;
+      case 'leaderFault': {
+        const n = ev.node as SimNode;
+        if (this.phase !== 'chaos' || !n.alive || ev.inc !== n.inc) return;
+        if (ev.faultKind === 0) {
+          this.crash(n);
+          this.schedule({ kind: 'restart', node: n, time: this.now + this.rng.range(0, 1500), seq: 0 });
+        } else if (ev.faultKind === 1) {
+          this.isolate(n);
+        } else {
+          this.pause(n, this.rng.range(20, this.p.pauseMaxMs));
+        }
+        return;
+      }
+      case 'liveness':
+        if (this.phase !== 'liveness') return;
+        this.livenessProbe();
+        this.schedule({ kind: 'liveness', time: this.now + this.p.tickMs, seq: 0 });
+        return;
+    }
+  }
+
+  /** Events of a paused node wait until it resumes (in their original order). */
+  private deferIfPaused(n: SimNode, ev: SimEvent): boolean {
+    if (n.pausedUntil <= this.now) return false;
+    ev.time = n.pausedUntil;
+    this.schedule(ev);
+    return true;
+  }
+
+  private coreOf(n: SimNode): RaftCore {
+    if (!n.core) throw new Error(`${n.id} has no core`);
+    return n.core;
+  }
+
+  // ---------------------------------------------------------------- nodes, disk and state machine
+
+  private addNode(id: NodeId, disk: MemoryLog): SimNode {
+    const n = new SimNode(id, this.nodes.length, disk);
+    n.tickMs = this.p.tickMs + (this.rng.chance(this.p.clockSkewRate) ? this.rng.range(-2, 2) : 0);
+    if (n.idx >= 64) throw new Error('too many simulated nodes');
+    this.nodes.push(n);
+    this.byId.set(id, n);
+    return n;
+  }
+
+  private start(n: SimNode): void {
+    const snap = n.disk.snapshot();
+    const conf = n.disk.initialState().conf;
+    n.sm = snap ? decodeSnapshotData(snap.data, snap.meta.conf) : { index: 0, hash: 0, count: 0, conf };
+    if (snap && n.sm.index !== snap.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
+    n.persistedHard = n.disk.getHardState();
+    const p = this.p;
+    const opts: CoreOptions = {
+      id: n.id,
+      storage: n.disk,
+      random: this.rng.fork(),
+      electionTicks: p.electionTicks,
+      heartbeatTicks: p.heartbeatTicks,
+      preVote: p.preVote,
+      checkQuorum: p.checkQuorum,
+      maxMsgBytes: p.maxMsgBytes,
+      maxInflightMsgs: p.maxInflightMsgs,
+      maxUncommittedBytes: p.maxUncommittedBytes,
+      snapshotChunkBytes: p.snapshotChunkBytes,
+      applied: n.sm.index,
+      maxCommittedBytesPerReady: p.maxCommittedBytesPerReady,
+      maxPendingReadIndex: 64,
+    };
+    n.core = this.opts.coreFactory ? this.opts.coreFactory(opts) : new RaftCore(opts);
+    n.alive = true;
+    n.pending = null;
+    n.checkedCommit = 0;
+    n.lastRole = 'follower';
+    n.proposals.clear();
+    // Desynchronise the nodes' tick phases.
+    this.schedule({ kind: 'tick', node: n, inc: n.inc, time: this.now + 1 + this.rng.int(p.tickMs), seq: 0 });
+  }
+
+  private crash(n: SimNode): void {
+    this.traceEvent(() => `${n.id} CRASH (pending write lost: ${n.pending !== null})`);
+    n.alive = false;
+    n.core = null;
+    n.pending = null;
+    n.inc++;
+    this.stats.crashes++;
+  }
+
+  /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
+  private afterStep(n: SimNode): void {
+    const core = this.coreOf(n);
+    const s = core.status({ progress: false });
+    if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
+    n.lastRole = s.role;
+    if (s.role === 'leader') {
+      if (this.checker.onLeader(n.id, s.term, core, s.lastIndex)) {
+        this.checker.checkElectionQuorum(n.id, s.term, s.conf);
+        this.stats.elections++;
+        this.traceEvent(() => `${n.id} LEADER term=${s.term} last=${s.lastIndex} commit=${s.commit}`);
+        this.newLeaderFault(n);
+      }
+    }
+    if (s.commit > n.checkedCommit) {
+      if (s.role === 'leader') {
+        this.checker.checkCommitDurability(n.id, s.term, s.commit, s.conf, (v) =>
+          v === n.id
+            ? this.logHoldsTermAtOrAfter(core, s.lastIndex, s.term, s.commit)
+            : this.diskHoldsTermAtOrAfter(v, s.term, s.commit),
+        );
+      }
+      this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, s.commit);
+      n.checkedCommit = s.commit;
+    }
+    if (n.pending === null && core.hasReady()) {
+      n.pending = core.ready();
+      const delay = this.p.diskMaxMs > 0 ? this.rng.int(this.p.diskMaxMs + 1) : 0;
+      this.schedule({ kind: 'sync', node: n, inc: n.inc, time: this.now + delay, seq: 0 });
+    }
+  }
+
+  /** The leader's own (possibly not yet durable) log has an entry of `term` at an index >= `from`. */
+  private logHoldsTermAtOrAfter(core: RaftCore, lastIndex: number, term: number, from: number): boolean {
+    for (let i = lastIndex; i >= from; i--) {
+      const t = core.termAt(i);
+      if (t === null || t < term) return false;
+      if (t === term) return true;
+    }
+    return false;
+  }
+
+  /** Voter `id`'s synced disk holds an entry of `term` at an index >= `from` (or a snapshot covering `from`). */
+  private diskHoldsTermAtOrAfter(id: NodeId, term: number, from: number): boolean {
+    const v = this.byId.get(id);
+    if (!v) return false;
+    const disk = v.disk;
+    const snap = disk.snapshot();
+    if (snap && snap.meta.index >= from) return true;
+    for (let i = disk.lastIndex(); i >= from && i >= disk.firstIndex(); i--) {
+      const t = disk.term(i);
+      if (t < term) return false;
+      if (t === term) return true;
+    }
+    return false;
+  }
+
+  /** The pending Ready's write becomes durable: persist, send, apply, advance. */
+  private sync(n: SimNode): void {
+    const rd = n.pending as Ready;
+    const core = this.coreOf(n);
+    n.pending = null;
+    this.traceEvent(
+      () =>
+        `${n.id} sync entries=${rd.entries.length} committed=${rd.committed.length} msgs=${rd.messages.length}` +
+        `${rd.snapshot ? ` snapshot@${rd.snapshot.meta.index}` : ''}${rd.hardState ? ` hs=${JSON.stringify(rd.hardState)}` : ''}`,
+    );
+    // 1. persist
+    if (rd.snapshot) n.disk.applySnapshot(rd.snapshot);
+    if (rd.entries.length > 0) {
+      n.disk.append(rd.entries);
+      this.checker.onPersistEntries(n.id, rd.entries, (i) => n.disk.term(i), entryDataHash);
+    }
+    if (rd.hardState) {
+      this.checker.onPersistHardState(n.id, n.persistedHard, rd.hardState);
+      n.disk.setHardState(rd.hardState);
+      n.persistedHard = { ...rd.hardState };
+    }
+    // 2. send
+    for (const m of rd.messages) {
+      if (m.type === 'voteResp' && !m.reject) this.checker.onSendVoteGrant(n.id, m.to, m.term, n.persistedHard);
+      this.send(m);
+    }
+    // 3. apply
+    if (rd.snapshot) {
+      const st = decodeSnapshotData(rd.snapshot.data, rd.snapshot.meta.conf);
+      if (st.index !== rd.snapshot.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
+      this.checker.onSnapshotInstalled(n.id, st.index, st.hash);
+      n.sm = st;
+      this.noteConf(st.index, st.conf);
+      for (const idx of [...n.proposals.keys()]) if (idx <= st.index) n.proposals.delete(idx);
+      this.stats.snapshotsInstalled++;
+    }
+    for (const e of rd.committed) this.apply(n, core, e);
+    for (const rs of rd.readStates) {
+      const rid = new DataView(rs.context.buffer, rs.context.byteOffset, rs.context.byteLength).getUint32(0);
+      // Kept after the first answer: a duplicated request or response legitimately yields a second one, and
+      // an answer may reach a node that restarted since it asked.
+      const issued = this.reads.get(rid);
+      if (issued === undefined || issued.node !== n) {
+        this.checker.violation('linearizable-read', `${n.id} got an answer to unknown read ${rid}`);
+      }
+      this.checker.onReadState(n.id, rs.index, issued.commitAtIssue);
+    }
+    // 4. advance
+    core.advance(rd);
+    this.afterStep(n);
+  }
+
+  private apply(n: SimNode, core: RaftCore, e: Entry): void {
+    if (e.index !== n.sm.index + 1) {
+      this.checker.violation('state-machine-safety', `${n.id} applied index ${e.index} after ${n.sm.index}`);
+    }
+    const dataHash = entryDataHash(e);
+    const hash = chainHash(n.sm.hash, e, dataHash);
+    this.checker.onApply(n.id, e, dataHash, hash);
+    n.sm.index = e.index;
+    n.sm.hash = hash;
+    if (e.type === 'normal') {
+      n.sm.count++;
+      const pid = decodeProposalId(e.data);
+      this.checker.onProposalApplied(n.id, pid, e.index);
+    } else if (e.type === 'conf') {
+      const cc = decodeConfChange(e.data);
+      n.sm.conf = core.applyConfChange(cc);
+      this.noteConf(e.index, n.sm.conf);
+    }
+    const pp = n.proposals.get(e.index);
+    if (pp) {
+      n.proposals.delete(e.index);
+      if (e.type === 'normal' && e.term === pp.term && decodeProposalId(e.data) === pp.pid) {
+        this.stats.acked++;
+        if (this.phase === 'liveness' && pp.pid >= this.firstLivenessPid) {
+          this.traceEvent(() => `${n.id} liveness proposal ${pp.pid} acknowledged at ${e.index}`);
+          this.stats.recoveryElectionTimeouts = (this.now - this.p.chaosMs) / (this.p.electionTicks * this.p.tickMs);
+          this.phase = 'done';
+        }
+      }
+    }
+  }
+
+  private noteConf(index: number, conf: ConfState): void {
+    if (index <= this.latestConf.index) return;
+    this.latestConf = { index, conf: copyConfState(conf) };
+    // Bootstrap entries (1..nodes) are not changes.
+    if (index > this.p.nodes) this.stats.confChanges++;
+    for (const id of [...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]) {
+      this.everMember.add(id);
+    }
+  }
+
+  // ---------------------------------------------------------------- network
+
+  private send(m: Message): void {
+    this.stats.messages++;
+    const from = this.byId.get(m.from);
+    const to = this.byId.get(m.to);
+    if (!from || !to) return;
+    if (this.blocked.has(from.idx * 64 + to.idx)) {
+      // Like a transport whose connection is down, tell the sender (it is mid-Ready: allowed by the contract).
+      if (from.core && m.type === 'snapshot') from.core.reportSnapshot(m.to, false);
+      else if (from.core && m.type === 'append') from.core.reportUnreachable(m.to);
+      return;
+    }
+    const p = this.p;
+    if (this.phase === 'chaos' && this.rng.chance(p.lossRate)) return;
+    const copies = this.phase === 'chaos' && this.rng.chance(p.dupRate) ? 2 : 1;
+    for (let c = 0; c < copies; c++) {
+      let delay = p.delayMinMs + this.rng.int(p.delayMaxMs - p.delayMinMs + 1);
+      if (this.phase === 'chaos' && this.rng.chance(p.slowRate)) delay *= 1 + this.rng.int(10);
+      this.schedule({ kind: 'deliver', msg: m, time: this.now + delay, seq: 0 });
+    }
+  }
+
+  // ---------------------------------------------------------------- chaos
+
+  private aliveNodes(): SimNode[] {
+    return this.nodes.filter((n) => n.alive);
+  }
+
+  private leaders(): SimNode[] {
+    return this.nodes.filter((n) => n.alive && n.core !== null && n.core.status({ progress: false }).role === 'leader');
+  }
+
+  private chaos(): void {
+    const p = this.p;
+    const rng = this.rng;
+    if (rng.chance(p.pPropose)) this.clientPropose();
+    if (rng.chance(p.pRead)) this.clientRead();
+    if (rng.chance(p.pPartition)) this.partition();
+    if (rng.chance(p.pCrash)) {
+      const alive = this.aliveNodes();
+      const leaders = this.leaders();
+      if (alive.length > 0) {
+        // Leaders are the interesting victims: half of the crashes hit one.
+        const n = leaders.length > 0 && rng.chance(0.5) ? rng.pick(leaders) : rng.pick(alive);
+        this.crash(n);
+        const down = rng.chance(0.2) ? 0 : rng.range(50, 3000);
+        this.schedule({ kind: 'restart', node: n, time: this.now + down, seq: 0 });
+      }
+    }
+    if (rng.chance(p.pPause)) {
+      const alive = this.aliveNodes();
+      if (alive.length > 0) this.pause(rng.pick(alive), rng.range(20, p.pauseMaxMs));
+    }
+    if (rng.chance(p.pConf)) this.confChange();
+    if (rng.chance(p.pTransfer)) this.transfer();
+    if (rng.chance(p.pSnapshot)) {
+      const alive = this.aliveNodes();
+      if (alive.length > 0) this.snapshot(rng.pick(alive));
+    }
+  }
+
+  private pause(n: SimNode, ms: number): void {
+    n.pausedUntil = Math.max(n.pausedUntil, this.now + ms);
+    this.traceEvent(() => `${n.id} PAUSE until ${n.pausedUntil}`);
+  }
+
+  /** A freshly elected leader sometimes fails right away (crash, isolation or stall): the nastiest moment. */
+  private newLeaderFault(n: SimNode): void {
+    if (this.phase !== 'chaos' || !this.rng.chance(this.p.pNewLeaderFault)) return;
+    const delay = this.rng.int(3 * this.p.delayMaxMs + 1);
+    const inc = n.inc;
+    const kind = this.rng.int(3);
+    this.schedule({ kind: 'leaderFault', node: n, inc, time: this.now + delay, seq: 0, faultKind: kind });
+  }
+
+  /** A campaign sometimes meets a stalled voter whose answer arrives after the candidate moved on. */
+  private newCandidateFault(n: SimNode): void {
+    if (this.phase !== 'chaos' || !this.rng.chance(this.p.pNewCandidateFault)) return;
+    const others = this.aliveNodes().filter((o) => o !== n);
+    if (others.length === 0) return;
+    const electionMs = this.p.electionTicks * this.p.tickMs;
+    this.pause(this.rng.pick(others), this.rng.range(electionMs, 2 * electionMs));
+  }
+
+  private clientPropose(): void {
+    const leaders = this.leaders();
+    // Mostly talk to a leader; sometimes to anyone (exercises ProposalDroppedError on followers).
+    const alive = this.aliveNodes();
+    const target =
+      leaders.length > 0 && this.rng.chance(0.9) ? this.rng.pick(leaders) : alive.length ? this.rng.pick(alive) : null;
+    if (!target) return;
+    this.propose(target);
+  }
+
+  private propose(n: SimNode): boolean {
+    const pid = this.nextPid++;
+    const data = encodeProposal(pid, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0);
+    try {
+      const core = this.coreOf(n);
+      const { index, term } = core.propose(data);
+      n.proposals.set(index, { pid, term });
+      this.stats.proposals++;
+      this.traceEvent(() => `${n.id} propose #${pid} -> index ${index} term ${term}`);
+      this.afterStep(n);
+      return true;
+    } catch (err) {
+      if (err instanceof ProposalDroppedError) return false;
+      throw err;
+    }
+  }
+
+  private clientRead(): void {
+    const alive = this.aliveNodes();
+    if (alive.length === 0) return;
+    const n = this.rng.pick(alive);
+    const rid = this.nextReadId++;
+    const ctx = new Uint8Array(4);
+    new DataView(ctx.buffer).setUint32(0, rid);
+    try {
+      this.coreOf(n).readIndex(ctx);
+      this.reads.set(rid, { node: n, commitAtIssue: this.checker.commitMax });
+      this.stats.reads++;
+      this.traceEvent(() => `${n.id} readIndex #${rid} (commit known ${this.checker.commitMax})`);
+      this.afterStep(n);
+    } catch (err) {
+      if (!(err instanceof ProposalDroppedError)) throw err;
+    }
+  }
+
+  private partition(): void {
+    const rng = this.rng;
+    const live = this.nodes.filter((n) => !n.stopped);
+    if (live.length < 2) return;
+    const blocked = new Set<number>();
+    const kind = rng.int(4);
+    const block = (a: SimNode, b: SimNode) => blocked.add(a.idx * 64 + b.idx);
+    if (kind === 0) {
+      // Isolate one node (a leader, if any, half of the time).
+      const leaders = this.leaders();
+      this.isolate(leaders.length > 0 && rng.chance(0.5) ? rng.pick(leaders) : rng.pick(live));
+      return;
+    } else if (kind === 1) {
+      // Split into two groups.
+      const side = new Map<SimNode, boolean>();
+      for (const n of live) side.set(n, rng.chance(0.5));
+      for (const a of live) for (const b of live) if (side.get(a) !== side.get(b)) block(a, b);
+    } else if (kind === 2) {
+      // Asymmetric: one node can send but not receive (or the reverse).
+      const victim = rng.pick(live);
+      const inbound = rng.chance(0.5);
+      for (const o of live) {
+        if (o === victim) continue;
+        if (inbound) block(o, victim);
+        else block(victim, o);
+      }
+    } else {
+      // Random one-way link failures.
+      for (const a of live) for (const b of live) if (a !== b && rng.chance(0.3)) block(a, b);
+    }
+    this.blocked = blocked;
+    this.stats.partitions++;
+    this.traceEvent(() => `PARTITION kind=${kind} blocked=${blocked.size}`);
+    this.schedule({ kind: 'heal', time: this.now + rng.range(100, 2500), seq: 0 });
+  }
+
+  /** Cuts `victim` off from everyone (replacing any current partition) until a later heal. */
+  private isolate(victim: SimNode): void {
+    const blocked = new Set<number>();
+    for (const o of this.nodes) {
+      if (o === victim) continue;
+      blocked.add(victim.idx * 64 + o.idx);
+      blocked.add(o.idx * 64 + victim.idx);
+    }
+    this.blocked = blocked;
+    this.stats.partitions++;
+    this.traceEvent(() => `PARTITION isolate ${victim.id}`);
+    this.schedule({ kind: 'heal', time: this.now + this.rng.range(100, 2500), seq: 0 });
+  }
+
+  private confChange(): void {
+    const leaders = this.leaders();
+    if (leaders.length === 0) return;
+    const leader = this.rng.pick(leaders);
+    const core = this.coreOf(leader);
+    const conf = core.status({ progress: false }).conf;
+    const rng = this.rng;
+    const voters = conf.voters;
+    const learners = conf.learners;
+    const members = voters.length + learners.length;
+    let cc: ConfChange | null = null;
+    let newNode: NodeId | null = null;
+    if (conf.votersOutgoing.length > 0) {
+      if (!conf.autoLeave) cc = { changes: [] };
+    } else {
+      const options: (() => ConfChange | null)[] = [];
+      if (members < this.p.maxMembers) {
+        options.push(() => {
+          newNode = `n${this.nodes.length + 1}`;
+          return { changes: [{ type: 'addLearner', node: newNode }] };
+        });
+      }
+      if (learners.length > 0) {
+        options.push(() => ({ changes: [{ type: 'addVoter', node: rng.pick(learners) }] }));
+        options.push(() => ({ changes: [{ type: 'removeNode', node: rng.pick(learners) }] }));
+        if (voters.length >= 3) {
+          // Replace a voter by a learner through a joint configuration.
+          options.push(() => {
+            const changes: ConfChangeSingle[] = [
+              { type: 'addVoter', node: rng.pick(learners) },
+              { type: 'removeNode', node: rng.pick(voters) },
+            ];
+            return rng.chance(0.5) ? { changes, transition: 'joint' } : { changes };
+          });
+        }
+      }
+      if (voters.length > 3) {
+        options.push(() => ({ changes: [{ type: 'removeNode', node: rng.pick(voters) }] }));
+        // Demote a voter to a learner (staged through learnersNext).
+        options.push(() => ({
+          changes: [{ type: 'addLearner', node: rng.pick(voters) }],
+          transition: rng.chance(0.5) ? 'joint' : 'auto',
+        }));
+      }
+      if (options.length > 0) cc = rng.pick(options)();
+    }
+    if (!cc) return;
+    try {
+      const { index } = core.proposeConfChange(cc);
+      this.traceEvent(() => `${leader.id} propose conf ${JSON.stringify(cc)} -> index ${index}`);
+      if (newNode !== null) {
+        const n = this.addNode(newNode, new MemoryLog());
+        this.start(n);
+      }
+      this.afterStep(leader);
+    } catch (err) {
+      if (!(err instanceof ProposalDroppedError)) throw err;
+    }
+  }
+
+  private transfer(): void {
+    const alive = this.aliveNodes();
+    if (alive.length === 0) return;
+    const n = this.rng.pick(alive);
+    const core = this.coreOf(n);
+    const voters = core.status({ progress: false }).conf.voters;
+    if (voters.length === 0) return;
+    const target = this.rng.pick(voters);
+    try {
+      core.transferLeadership(target);
+      this.stats.transfers++;
+      this.traceEvent(() => `${n.id} transferLeadership -> ${target}`);
+      this.afterStep(n);
+    } catch (err) {
+      if (!(err instanceof ProposalDroppedError)) throw err;
+    }
+  }
+
+  private snapshot(n: SimNode): void {
+    const snap = n.disk.snapshot();
+    const snapIndex = snap ? snap.meta.index : 0;
+    if (n.sm.index <= snapIndex) return;
+    n.disk.createSnapshot(n.sm.index, n.sm.conf, encodeSnapshotData(n.sm, this.p.snapshotFillerMax));
+    this.stats.snapshotsCreated++;
+    // Compact, sometimes keeping a few entries behind the snapshot for slow followers.
+    const keep = this.rng.chance(0.5) ? 0 : this.rng.int(20);
+    const upTo = Math.max(n.sm.index - keep, 0);
+    if (upTo >= n.disk.firstIndex()) n.disk.compact(upTo);
+    this.traceEvent(() => `${n.id} snapshot@${n.sm.index} compact<=${upTo}`);
+  }
+
+  // ---------------------------------------------------------------- liveness
+
+  private endChaos(): void {
+    this.phase = 'liveness';
+    this.blocked = new Set();
+    const members = this.latestConf.conf;
+    const inConf = new Set([
+      ...members.voters,
+      ...members.learners,
+      ...members.votersOutgoing,
+      ...members.learnersNext,
+    ]);
+    for (const n of this.nodes) {
+      if (this.everMember.has(n.id) && !inConf.has(n.id)) {
+        // Removed from the configuration: the operator shuts it down.
+        if (n.alive) this.crash(n);
+        n.stopped = true;
+      } else if (!n.alive) {
+        this.start(n);
+      }
+    }
+    // Bound: elections settle within LIVENESS_ELECTION_TIMEOUTS; on top, a quorum member may have to fetch
+    // the whole log one window of appends per round trip.
+    const p = this.p;
+    let lastIndex = 0;
+    for (const n of this.nodes) if (!n.stopped) lastIndex = Math.max(lastIndex, n.disk.lastIndex());
+    const entriesPerMsg = Math.max(1, Math.floor(p.maxMsgBytes / (ENTRY_OVERHEAD_BYTES + 4 + p.proposalPadMax)));
+    const roundTripMs = 2 * (p.delayMaxMs + p.diskMaxMs + p.tickMs);
+    const catchUpMs = Math.ceil(lastIndex / (entriesPerMsg * p.maxInflightMsgs)) * roundTripMs;
+    this.firstLivenessPid = this.nextPid;
+    this.livenessDeadline = this.now + LIVENESS_ELECTION_TIMEOUTS * p.electionTicks * p.tickMs + catchUpMs;
+    this.traceEvent(() => `END OF CHAOS: healed, restarted; liveness deadline ${this.livenessDeadline}`);
+    this.schedule({ kind: 'liveness', time: this.now + this.p.tickMs, seq: 0 });
+  }
+
+  private livenessProbe(): void {
+    // Keep one proposal in flight on the current leader; a proposal lost to a leader change is retried.
+    const leaders = this.leaders();
+    for (const l of leaders) {
+      const term = this.coreOf(l).status({ progress: false }).term;
+      let pendingInTerm = false;
+      for (const pp of l.proposals.values())
+        if (pp.term === term && pp.pid >= this.firstLivenessPid) pendingInTerm = true;
+      if (!pendingInTerm) this.propose(l);
+    }
+  }
+
+  // ---------------------------------------------------------------- trace
+
+  private traceEvent(line: () => string): void {
+    if (this.opts.verbose) this.opts.verbose(`[${this.now}] ${line()}`);
+    if (!this.opts.trace) return;
+    this.traceLines.push(`[${this.now}] ${line()}`);
+    if (this.traceLines.length > TRACE_LINES) this.traceLines.shift();
+  }
+}
+
+function describe(m: Message): string {
+  let s = `${m.from}->${m.to} ${m.type} t=${m.term}`;
+  if (m.type === 'append') s += ` prev=(${m.index},${m.logTerm}) n=${m.entries.length} commit=${m.commit}`;
+  else if (m.type === 'appendResp')
+    s += ` index=${m.index}${m.reject ? ` REJECT hint=${m.rejectHint}/${m.rejectTerm}` : ''}`;
+  else if (m.type === 'vote' || m.type === 'preVote') s += ` last=(${m.index},${m.logTerm})`;
+  else if (m.type === 'voteResp' || m.type === 'preVoteResp') s += m.reject ? ' REJECT' : ' GRANT';
+  else if (m.type === 'heartbeat') s += ` commit=${m.commit}`;
+  else if (m.type === 'snapshot' && m.snapshot)
+    s += ` snap@${m.snapshot.meta.index} off=${m.snapshot.offset_bytes} len=${m.snapshot.data.byteLength}${m.snapshot.done ? ' done' : ''}`;
+  else if (m.type === 'snapshotResp') s += ` bytes=${m.rejectHint}${m.reject ? ' REJECT' : ''}`;
+  else if (m.type === 'readIndexResp') s += ` index=${m.index}`;
+  return s;
+}
+
+/** Runs one seed. Never throws for a protocol violation: the result says what went wrong. */
+export function runSimulation(opts: SimOptions): SimResult {
+  const sim = new Simulation(opts);
+  let violation: string | null = null;
+  let kind: string | null = null;
+  try {
+    sim.run();
+  } catch (err) {
+    if (err instanceof SimViolation) {
+      kind = err.kind;
+      violation = err.message;
+    } else {
+      kind = 'exception';
+      violation = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    }
+  }
+  return {
+    seed: opts.seed,
+    ok: violation === null,
+    violation,
+    kind,
+    stats: sim.stats,
+    params: sim.params,
+    trace: sim.trace,
+  };
+}

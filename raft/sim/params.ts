@@ -1,0 +1,110 @@
+/**
+ * Per-seed simulation parameters ("swarm testing"): each seed draws its own cluster size, protocol
+ * options, network and disk behaviour and fault mix, and about 30% of seeds run an election-storm profile.
+ */
+import type { SeededRandom } from '../random.js';
+
+export interface SimParams {
+  storm: boolean;
+  nodes: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  maxMsgBytes: number;
+  maxInflightMsgs: number;
+  maxUncommittedBytes: number;
+  snapshotChunkBytes: number;
+  maxCommittedBytesPerReady: number;
+  tickMs: number;
+  delayMinMs: number;
+  delayMaxMs: number;
+  lossRate: number;
+  dupRate: number;
+  slowRate: number;
+  clockSkewRate: number;
+  diskMaxMs: number;
+  chaosMs: number;
+  chaosIntervalMs: number;
+  proposalPadMax: number;
+  snapshotFillerMax: number;
+  maxMembers: number;
+  pPropose: number;
+  pRead: number;
+  pPartition: number;
+  pCrash: number;
+  pConf: number;
+  pTransfer: number;
+  pSnapshot: number;
+  pPause: number;
+  pauseMaxMs: number;
+  pNewLeaderFault: number;
+  pNewCandidateFault: number;
+}
+
+export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): SimParams {
+  const electionTicks = rng.range(5, 15);
+  const tickMs = 10;
+  const delayMinMs = rng.range(1, 5);
+  const diskMaxMs = rng.pick([0, 2, 10]);
+  // Raft needs a round trip well below the election timeout (broadcastTime << electionTimeout).
+  const delaySpreadMax = Math.max(1, Math.floor((electionTicks * tickMs) / 4) - delayMinMs - diskMaxMs);
+  const swarm = (p: number, enabledChance: number) => (rng.chance(enabledChance) ? p * (0.5 + rng.float()) : 0);
+  const base: SimParams = {
+    storm: false,
+    nodes: rng.range(3, 7),
+    electionTicks,
+    heartbeatTicks: rng.range(1, Math.min(3, electionTicks - 1)),
+    preVote: rng.chance(0.8),
+    checkQuorum: rng.chance(0.8),
+    maxMsgBytes: rng.pick([48, 256, 1024, 1 << 20]),
+    maxInflightMsgs: rng.range(1, 8),
+    maxUncommittedBytes: rng.pick([64, 1024, 1 << 20]),
+    snapshotChunkBytes: rng.pick([64, 100, 512, 1 << 16]),
+    maxCommittedBytesPerReady: rng.pick([40, 512, 1 << 20]),
+    tickMs,
+    delayMinMs,
+    delayMaxMs: delayMinMs + rng.range(1, delaySpreadMax),
+    lossRate: rng.pick([0, 0.01, 0.05, 0.15]),
+    dupRate: rng.pick([0, 0.01, 0.05]),
+    slowRate: rng.pick([0, 0.01, 0.05]),
+    clockSkewRate: rng.pick([0, 0.5]),
+    diskMaxMs,
+    chaosMs: chaosMs ?? rng.range(2000, 5000),
+    chaosIntervalMs: 10,
+    proposalPadMax: rng.pick([0, 16, 120]),
+    snapshotFillerMax: rng.pick([0, 60, 2000]),
+    maxMembers: 7,
+    pPropose: swarm(0.35, 0.95),
+    pRead: swarm(0.05, 0.6),
+    pPartition: swarm(0.012, 0.75),
+    pCrash: swarm(0.006, 0.75),
+    pConf: swarm(0.012, 0.6),
+    pTransfer: swarm(0.005, 0.5),
+    pSnapshot: swarm(0.02, 0.7),
+    pPause: swarm(0.005, 0.5),
+    pauseMaxMs: 800,
+    pNewLeaderFault: rng.pick([0, 0.1, 0.3]),
+    pNewCandidateFault: rng.pick([0, 0.05, 0.2]),
+  };
+  if (!rng.chance(0.3)) return base;
+  // Election storm: small clusters, small messages, leaders failing right after election, short stalls.
+  // This is where the subtle election and commit-rule bugs (Raft paper, Figure 8) show up.
+  return {
+    ...base,
+    storm: true,
+    nodes: rng.range(3, 5),
+    preVote: rng.chance(0.5),
+    maxMsgBytes: 48,
+    maxInflightMsgs: rng.range(4, 8),
+    pPropose: 0.6,
+    pPartition: 0.03,
+    pCrash: 0.01,
+    pPause: 0.03,
+    pauseMaxMs: 200,
+    pNewLeaderFault: 0.5,
+    pNewCandidateFault: 0.4,
+    slowRate: 0.1,
+    dupRate: 0.05,
+  };
+}

@@ -1,0 +1,621 @@
+/**
+ * Durable Raft log on LevelDB (classic-level).
+ *
+ * The non-compacted log lives in memory (LogCache) so the core can read it synchronously; every mutation is
+ * written through to LevelDB first, as one atomic batch, fsynced (`{ sync: true }`) before the returned promise
+ * resolves. The driver hands a whole Ready (many entries + hard state) to persist(): one fsync per Ready.
+ * Only a change of nothing but the commit index is kept in memory until the next write (see doPersist).
+ *
+ * Keys: format, state (hard state + log bounds), conf (applied membership), snapshot-meta, snapshot-chunk/N,
+ * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
+ * LogCorruptError naming the key on any mismatch.
+ */
+import { ClassicLevel } from 'classic-level';
+import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import {
+  CHUNK_RANGE,
+  checksum,
+  chunkKey,
+  decodeMeta,
+  decodeSegment,
+  decodeSegmentKey,
+  describeKey,
+  ENTRY_RANGE,
+  encodeMeta,
+  encodeSegment,
+  KEY_CONF,
+  KEY_FORMAT,
+  KEY_SNAP_META,
+  KEY_STATE,
+  segmentKey,
+  segmentSize_bytes,
+} from './codec.js';
+import { type AppliedConf, cloneConf, type DurableLog, emptyConf, type PersistBatch } from './durable-log.js';
+import { LogCorruptError, LogStateError } from './errors.js';
+import { LogCache } from './log-cache.js';
+
+export interface LevelLogOptions {
+  /** Size of one stored snapshot chunk (LevelDB values stay bounded). Default 1 MiB. */
+  snapshotChunk_bytes?: number;
+  /** Snappy compression of LevelDB blocks. Default true. */
+  compression?: boolean;
+  /** Max entries recovered into memory on open; a larger log is reported rather than loaded. Default 10 million. */
+  maxEntries?: number;
+  /** Entries persisted together are stored in segments of at most this size (one LevelDB value). Default 1 MiB. */
+  maxSegment_bytes?: number;
+}
+
+/** Index range of one stored segment. */
+interface Segment {
+  first: number;
+  last: number;
+}
+
+type Op = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+
+interface StateRecord {
+  term: number;
+  vote: string | null;
+  commit: number;
+  markerIndex: number;
+  markerTerm: number;
+  lastIndex: number;
+}
+
+interface SnapMetaRecord {
+  index: number;
+  term: number;
+  conf: ConfState;
+  size_bytes: number;
+  chunks: number;
+  crc: number;
+}
+
+const FORMAT_NAME = 'keel-raft-log';
+const FORMAT_VERSION = 1;
+const ITERATOR_BATCH = 1024;
+const DEFAULT_CHUNK_BYTES = 1 << 20;
+const DEFAULT_MAX_ENTRIES = 10_000_000;
+const DEFAULT_MAX_SEGMENT_BYTES = 1 << 20;
+
+function isNonNegInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
+}
+
+function isAddressMap(v: unknown): v is Record<string, string> {
+  return (
+    typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
+  );
+}
+
+function isConfState(v: unknown): v is ConfState {
+  if (typeof v !== 'object' || v === null) return false;
+  const c = v as Record<string, unknown>;
+  return (
+    isStringArray(c.voters) &&
+    isStringArray(c.learners) &&
+    isStringArray(c.votersOutgoing) &&
+    isStringArray(c.learnersNext) &&
+    typeof c.autoLeave === 'boolean'
+  );
+}
+
+export class LevelLog implements DurableLog {
+  private readonly cache = new LogCache();
+  private hs: HardState = { term: 0, vote: null, commit: 0 };
+  private conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
+  private snap: Snapshot | null = null;
+  private snapChunks = 0;
+  /** Stored segments in index order; together they hold exactly the cached entries. */
+  private segs: Segment[] = [];
+  /** Serializes mutations: each runs after the previous one's batch is durable. */
+  private tail: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+  /** The in-memory hard state has a newer commit index than the stored state record. */
+  private stateDirty = false;
+  private closed = false;
+  private fresh = true;
+
+  private constructor(
+    private readonly db: ClassicLevel<Buffer, Buffer>,
+    readonly path: string,
+    private readonly chunk_bytes: number,
+    private readonly maxSegment_bytes: number,
+  ) {}
+
+  /** Opens (creating if needed) and verifies the log at `path`. Throws LogCorruptError on any inconsistency. */
+  static async open(path: string, opts: LevelLogOptions = {}): Promise<LevelLog> {
+    const chunk_bytes = opts.snapshotChunk_bytes ?? DEFAULT_CHUNK_BYTES;
+    if (!(chunk_bytes >= 1024)) throw new RangeError('raft log: snapshotChunk_bytes must be ≥ 1024');
+    const db = new ClassicLevel<Buffer, Buffer>(path, {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      compression: opts.compression ?? true,
+    });
+    await db.open();
+    const maxSegment_bytes = opts.maxSegment_bytes ?? DEFAULT_MAX_SEGMENT_BYTES;
+    if (!(maxSegment_bytes >= 64)) throw new RangeError('raft log: maxSegment_bytes must be ≥ 64');
+    const log = new LevelLog(db, path, chunk_bytes, maxSegment_bytes);
+    try {
+      await log.recover(opts.maxEntries ?? DEFAULT_MAX_ENTRIES);
+    } catch (err) {
+      await db.close();
+      if ((err as { code?: string }).code === 'LEVEL_CORRUPTION') {
+        throw new LogCorruptError('leveldb', null, (err as Error).message);
+      }
+      throw err;
+    }
+    return log;
+  }
+
+  // ---- recovery -------------------------------------------------------------------------------------------
+
+  private async recover(maxEntries: number): Promise<void> {
+    const [formatV, stateV, confV, snapV] = await this.db.getMany([KEY_FORMAT, KEY_STATE, KEY_CONF, KEY_SNAP_META]);
+    if (formatV === undefined) {
+      const any = await this.db.keys({ limit: 1 }).all();
+      if (any.length > 0)
+        throw new LogCorruptError(describeKey(any[0]!), null, 'format record missing from a non-empty log');
+      await this.db.batch(
+        [
+          { type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION }) },
+          { type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, 0, 0, 0) },
+          { type: 'put', key: KEY_CONF, value: encodeMeta(this.conf) },
+        ],
+        { sync: true },
+      );
+      return;
+    }
+    const format = decodeMeta(formatV, 'format') as { name?: unknown; version?: unknown };
+    if (format.name !== FORMAT_NAME || format.version !== FORMAT_VERSION) {
+      throw new LogCorruptError('format', null, `unsupported format ${String(format.name)} v${String(format.version)}`);
+    }
+    if (stateV === undefined) throw new LogCorruptError('state', null, 'state record missing');
+    if (confV === undefined) throw new LogCorruptError('conf', null, 'conf record missing');
+    const state = this.parseState(decodeMeta(stateV, 'state'));
+    const conf = decodeMeta(confV, 'conf') as Partial<AppliedConf>;
+    if (!isNonNegInt(conf.index) || !isConfState(conf.conf) || !isAddressMap(conf.addresses)) {
+      throw new LogCorruptError('conf', null, 'malformed conf record');
+    }
+
+    if (snapV !== undefined) await this.recoverSnapshot(snapV);
+    else await this.expectNoChunks();
+
+    const ents = await this.recoverEntries(state, maxEntries);
+    const snapIndex = this.snap?.meta.index ?? 0;
+    if (state.markerIndex > snapIndex) {
+      throw new LogCorruptError('state', null, `log compacted to ${state.markerIndex} beyond snapshot ${snapIndex}`);
+    }
+    if (this.snap !== null && this.snap.meta.index <= state.lastIndex && this.snap.meta.index >= state.markerIndex) {
+      const t =
+        this.snap.meta.index === state.markerIndex
+          ? state.markerTerm
+          : ents[this.snap.meta.index - state.markerIndex - 1]!.term;
+      if (t !== this.snap.meta.term) {
+        throw new LogCorruptError(
+          'snapshot-meta',
+          this.snap.meta.index,
+          `snapshot term ${this.snap.meta.term} != log term ${t}`,
+        );
+      }
+    }
+    if (state.commit > state.lastIndex) {
+      throw new LogCorruptError('state', null, `commit ${state.commit} beyond last index ${state.lastIndex}`);
+    }
+    const lastTerm = ents.length > 0 ? ents[ents.length - 1]!.term : state.markerTerm;
+    if (lastTerm > state.term)
+      throw new LogCorruptError('state', null, `last entry term ${lastTerm} above current term ${state.term}`);
+
+    this.cache.reset(state.markerIndex, state.markerTerm, ents);
+    this.hs = { term: state.term, vote: state.vote, commit: state.commit };
+    this.conf = { index: conf.index, conf: conf.conf, addresses: conf.addresses as Record<string, string> };
+    this.fresh = state.lastIndex === 0 && state.term === 0 && this.snap === null && conf.conf.voters.length === 0;
+  }
+
+  private parseState(v: unknown): StateRecord {
+    const s = v as Partial<StateRecord>;
+    const ok =
+      isNonNegInt(s.term) &&
+      (s.vote === null || typeof s.vote === 'string') &&
+      isNonNegInt(s.commit) &&
+      isNonNegInt(s.markerIndex) &&
+      isNonNegInt(s.markerTerm) &&
+      isNonNegInt(s.lastIndex) &&
+      s.lastIndex >= s.markerIndex;
+    if (!ok) throw new LogCorruptError('state', null, 'malformed state record');
+    return s as StateRecord;
+  }
+
+  private async recoverSnapshot(metaV: Buffer): Promise<void> {
+    const m = decodeMeta(metaV, 'snapshot-meta') as Partial<SnapMetaRecord>;
+    if (
+      !isNonNegInt(m.index) ||
+      !isNonNegInt(m.term) ||
+      !isConfState(m.conf) ||
+      !isNonNegInt(m.size_bytes) ||
+      !isNonNegInt(m.chunks) ||
+      !isNonNegInt(m.crc)
+    ) {
+      throw new LogCorruptError('snapshot-meta', null, 'malformed snapshot metadata');
+    }
+    const data = new Uint8Array(m.size_bytes);
+    let offset = 0;
+    let chunk = 0;
+    for await (const [key, value] of this.db.iterator(CHUNK_RANGE)) {
+      const name = describeKey(key);
+      if (key.length !== 5 || key.readUInt32BE(1) !== chunk)
+        throw new LogCorruptError(name, null, `expected snapshot-chunk/${chunk}`);
+      if (chunk >= m.chunks) throw new LogCorruptError(name, null, `snapshot has only ${m.chunks} chunks`);
+      const body = decodeMeta(value, name);
+      if (!(body instanceof Uint8Array) || offset + body.byteLength > m.size_bytes) {
+        throw new LogCorruptError(name, null, 'malformed snapshot chunk');
+      }
+      data.set(body, offset);
+      offset += body.byteLength;
+      chunk++;
+    }
+    if (chunk !== m.chunks || offset !== m.size_bytes) {
+      throw new LogCorruptError(
+        `snapshot-chunk/${chunk}`,
+        null,
+        `snapshot truncated: ${offset} of ${m.size_bytes} bytes`,
+      );
+    }
+    if (checksum(data) !== m.crc)
+      throw new LogCorruptError('snapshot-meta', m.index, 'snapshot data checksum mismatch');
+    this.snap = { meta: { index: m.index, term: m.term, conf: m.conf }, data };
+    this.snapChunks = m.chunks;
+  }
+
+  private async expectNoChunks(): Promise<void> {
+    const keys = await this.db.keys({ ...CHUNK_RANGE, limit: 1 }).all();
+    if (keys.length > 0)
+      throw new LogCorruptError(describeKey(keys[0]!), null, 'snapshot chunk without snapshot metadata');
+  }
+
+  private async recoverEntries(state: StateRecord, maxEntries: number): Promise<Entry[]> {
+    const expectedCount = state.lastIndex - state.markerIndex;
+    if (expectedCount > maxEntries) {
+      throw new LogStateError(`log holds ${expectedCount} entries, more than maxEntries ${maxEntries}`);
+    }
+    const ents: Entry[] = [];
+    const segs: Segment[] = [];
+    let expected = state.markerIndex + 1;
+    let prevTerm = state.markerTerm;
+    const it = this.db.iterator(ENTRY_RANGE);
+    try {
+      for (;;) {
+        const batch = await it.nextv(ITERATOR_BATCH);
+        if (batch.length === 0) break;
+        for (const [key, value] of batch) {
+          const first = decodeSegmentKey(key);
+          const name = describeKey(key);
+          if (first < expected) {
+            throw new LogCorruptError(name, first, `entry below first index ${expected} (compacted or overlapping)`);
+          }
+          if (first > expected) {
+            throw new LogCorruptError(`segment/${expected}`, expected, `entry missing (next stored entry is ${first})`);
+          }
+          if (first > state.lastIndex) {
+            throw new LogCorruptError(name, first, `entry beyond recorded last index ${state.lastIndex}`);
+          }
+          const seg = decodeSegment(value, first);
+          if (first + seg.length - 1 > state.lastIndex) {
+            throw new LogCorruptError(name, state.lastIndex + 1, `entry beyond recorded last index ${state.lastIndex}`);
+          }
+          if (ents.length + seg.length > maxEntries)
+            throw new LogStateError(`log holds more than maxEntries ${maxEntries}`);
+          for (const e of seg) {
+            if (e.term < prevTerm)
+              throw new LogCorruptError(name, e.index, `term ${e.term} below previous term ${prevTerm}`);
+            prevTerm = e.term;
+            ents.push(e);
+          }
+          segs.push({ first, last: first + seg.length - 1 });
+          expected = first + seg.length;
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    if (expected !== state.lastIndex + 1) {
+      throw new LogCorruptError(
+        `segment/${expected}`,
+        expected,
+        `log truncated: recorded last index is ${state.lastIndex}`,
+      );
+    }
+    this.segs = segs;
+    return ents;
+  }
+
+  // ---- LogView --------------------------------------------------------------------------------------------
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return { hardState: { ...this.hs }, conf: cloneConf(this.conf.conf) };
+  }
+
+  firstIndex(): number {
+    return this.cache.firstIndex();
+  }
+
+  lastIndex(): number {
+    return this.cache.lastIndex();
+  }
+
+  term(index: number): number {
+    return this.cache.term(index);
+  }
+
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    return this.cache.entries(lo, hi, maxBytes);
+  }
+
+  snapshot(): Snapshot | null {
+    return this.snap;
+  }
+
+  // ---- DurableLog -----------------------------------------------------------------------------------------
+
+  hardState(): HardState {
+    return { ...this.hs };
+  }
+
+  appliedConf(): AppliedConf {
+    return { index: this.conf.index, conf: cloneConf(this.conf.conf), addresses: { ...this.conf.addresses } };
+  }
+
+  isEmpty(): boolean {
+    return this.fresh;
+  }
+
+  /** Number of entries held in memory (bounded by compaction). */
+  entryCount(): number {
+    return this.cache.count();
+  }
+
+  /** Number of stored segments (for tests and metrics). */
+  segmentCount(): number {
+    return this.segs.length;
+  }
+
+  persist(batch: PersistBatch): Promise<void> {
+    return this.serialize(() => this.doPersist(batch));
+  }
+
+  append(entries: Entry[]): Promise<void> {
+    return this.persist({ snapshot: null, entries, hardState: null });
+  }
+
+  setHardState(hs: HardState): Promise<void> {
+    return this.persist({ snapshot: null, entries: [], hardState: hs });
+  }
+
+  applySnapshot(snap: Snapshot): Promise<void> {
+    return this.persist({ snapshot: snap, entries: [], hardState: null });
+  }
+
+  compact(index: number): Promise<void> {
+    return this.serialize(async () => {
+      if (index <= this.cache.markerIndex()) return;
+      const snapIndex = this.snap?.meta.index ?? 0;
+      if (index > snapIndex) throw new LogStateError(`cannot compact to ${index}: snapshot covers only ${snapIndex}`);
+      const term = this.cache.term(index);
+      const ops: Op[] = [];
+      const segs = [...this.segs];
+      let drop = 0;
+      while (drop < segs.length && segs[drop]!.last <= index)
+        ops.push({ type: 'del', key: segmentKey(segs[drop++]!.first) });
+      segs.splice(0, drop);
+      const straddling = segs[0];
+      if (straddling !== undefined && straddling.first <= index) {
+        // Rewrite the segment that straddles the compaction point so no entry below the first index remains.
+        ops.push({ type: 'del', key: segmentKey(straddling.first) });
+        this.segmentOps(this.cache.entries(index + 1, straddling.last + 1, Infinity), ops, segs, 0, 1);
+      }
+      ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, this.cache.lastIndex()) });
+      // Not synced: losing a compaction leaves a consistent, longer log; the next synced batch makes it durable.
+      await this.db.batch(ops, { sync: false });
+      this.stateDirty = false;
+      this.cache.compact(index);
+      this.segs = segs;
+    });
+  }
+
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<Snapshot> {
+    return this.serialize(async () => {
+      const snapIndex = this.snap?.meta.index ?? 0;
+      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+      if (index > this.cache.lastIndex())
+        throw new LogStateError(`snapshot at ${index} beyond last index ${this.cache.lastIndex()}`);
+      const snap: Snapshot = { meta: { index, term: this.cache.term(index), conf: cloneConf(conf) }, data };
+      const ops: Op[] = [];
+      const chunks = this.snapshotOps(snap, ops);
+      await this.db.batch(ops, { sync: true });
+      this.snap = snap;
+      this.snapChunks = chunks;
+      return snap;
+    });
+  }
+
+  setConf(applied: AppliedConf): Promise<void> {
+    return this.serialize(async () => {
+      if (applied.index < this.conf.index) {
+        throw new LogStateError(`conf at ${applied.index} is older than recorded conf at ${this.conf.index}`);
+      }
+      const next = { index: applied.index, conf: cloneConf(applied.conf), addresses: { ...applied.addresses } };
+      await this.db.put(KEY_CONF, encodeMeta(next), { sync: true });
+      this.conf = next;
+      this.fresh = false;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.tail.catch(() => undefined);
+    if (this.stateDirty && this.failure === null) {
+      const value = this.stateValue(this.hs, this.cache.markerIndex(), this.cache.markerTerm(), this.cache.lastIndex());
+      await this.db.put(KEY_STATE, value, { sync: true });
+    }
+    await this.db.close();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------------
+
+  private serialize<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new LogStateError('log is closed'));
+    const run = async (): Promise<T> => {
+      if (this.failure !== null) throw new LogStateError(`an earlier write failed: ${this.failure.message}`);
+      try {
+        return await fn();
+      } catch (err) {
+        // A failed write may leave memory and disk out of step only if the error is from LevelDB; a rejected
+        // argument (LogStateError) changes nothing.
+        if (!(err instanceof LogStateError)) this.failure = err as Error;
+        throw err;
+      }
+    };
+    const result = this.tail.then(run);
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  private stateValue(hs: HardState, markerIndex: number, markerTerm: number, lastIndex: number): Buffer {
+    const rec: StateRecord = { term: hs.term, vote: hs.vote, commit: hs.commit, markerIndex, markerTerm, lastIndex };
+    return encodeMeta(rec);
+  }
+
+  /** Adds the ops that store `snap` (metadata, chunks, removal of stale chunks); returns the chunk count. */
+  private snapshotOps(snap: Snapshot, ops: Op[]): number {
+    const data = snap.data;
+    const chunks = Math.max(1, Math.ceil(data.byteLength / this.chunk_bytes));
+    for (let c = 0; c < chunks; c++) {
+      const part = data.subarray(c * this.chunk_bytes, Math.min(data.byteLength, (c + 1) * this.chunk_bytes));
+      ops.push({ type: 'put', key: chunkKey(c), value: encodeMeta(part) });
+    }
+    for (let c = chunks; c < this.snapChunks; c++) ops.push({ type: 'del', key: chunkKey(c) });
+    const meta: SnapMetaRecord = {
+      index: snap.meta.index,
+      term: snap.meta.term,
+      conf: snap.meta.conf,
+      size_bytes: data.byteLength,
+      chunks,
+      crc: checksum(data),
+    };
+    ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(meta) });
+    return chunks;
+  }
+
+  private async doPersist(batch: PersistBatch): Promise<void> {
+    const ops: Op[] = [];
+    const { snapshot } = batch;
+    let markerIndex = this.cache.markerIndex();
+    let markerTerm = this.cache.markerTerm();
+    let lastIndex = this.cache.lastIndex();
+    let chunks = this.snapChunks;
+    let conf = this.conf;
+    let segs = this.segs;
+    if (snapshot !== null) {
+      const snapIndex = this.snap?.meta.index ?? 0;
+      if (snapshot.meta.index <= snapIndex) {
+        throw new LogStateError(`snapshot at ${snapshot.meta.index} is not newer than ${snapIndex}`);
+      }
+      for (const seg of segs) ops.push({ type: 'del', key: segmentKey(seg.first) });
+      segs = [];
+      chunks = this.snapshotOps(snapshot, ops);
+      markerIndex = snapshot.meta.index;
+      markerTerm = snapshot.meta.term;
+      lastIndex = markerIndex;
+      if (snapshot.meta.index >= this.conf.index) {
+        conf = { index: snapshot.meta.index, conf: cloneConf(snapshot.meta.conf), addresses: this.conf.addresses };
+        ops.push({ type: 'put', key: KEY_CONF, value: encodeMeta(conf) });
+      }
+    }
+    let fresh = batch.entries;
+    let skip = 0;
+    while (skip < fresh.length && fresh[skip]!.index <= markerIndex) skip++;
+    if (skip > 0) fresh = fresh.slice(skip);
+    if (fresh.length > 0) {
+      const first = fresh[0]!.index;
+      if (first > lastIndex + 1) throw new LogStateError(`gap: appending ${first} after last index ${lastIndex}`);
+      const prevTerm = first - 1 === markerIndex ? markerTerm : this.cache.term(first - 1);
+      let term = prevTerm;
+      for (let i = 0; i < fresh.length; i++) {
+        const e = fresh[i]!;
+        if (e.index !== first + i) throw new LogStateError(`non-contiguous append at ${e.index}`);
+        if (e.term < term) throw new LogStateError(`entry ${e.index} term ${e.term} below previous term ${term}`);
+        term = e.term;
+      }
+      // Drop (or cut) the stored segments from `first` on: the new entries overwrite a conflicting tail.
+      segs = [...segs];
+      while (segs.length > 0 && segs[segs.length - 1]!.last >= first) {
+        const seg = segs.pop()!;
+        ops.push({ type: 'del', key: segmentKey(seg.first) });
+        if (seg.first < first)
+          this.segmentOps(this.cache.entries(seg.first, first, Infinity), ops, segs, segs.length, 0);
+      }
+      this.segmentOps(fresh, ops, segs, segs.length, 0);
+      lastIndex = first + fresh.length - 1;
+    }
+    const hs = batch.hardState ?? this.hs;
+    if (hs.term < this.hs.term) throw new LogStateError(`hard state term ${hs.term} below ${this.hs.term}`);
+    if (hs.commit > lastIndex) throw new LogStateError(`hard state commit ${hs.commit} beyond last index ${lastIndex}`);
+    ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(hs, markerIndex, markerTerm, lastIndex) });
+
+    // Like etcd's mustSync: a change of nothing but the commit index need not be durable (commit is
+    // recoverable; the driver raises it to the application's applied index on restart). It is not even
+    // written on its own: every later batch rewrites the state record with the current commit index.
+    const sync = snapshot !== null || fresh.length > 0 || hs.term !== this.hs.term || hs.vote !== this.hs.vote;
+    if (!sync) {
+      this.hs = { ...hs };
+      this.stateDirty = true;
+      return;
+    }
+    await this.db.batch(ops, { sync: true });
+    this.stateDirty = false;
+
+    if (snapshot !== null) {
+      this.cache.restart(snapshot.meta.index, snapshot.meta.term);
+      this.snap = snapshot;
+      this.snapChunks = chunks;
+      this.conf = conf;
+    }
+    if (fresh.length > 0) this.cache.append(fresh);
+    this.segs = segs;
+    this.hs = { ...hs };
+    this.fresh = false;
+  }
+
+  /**
+   * Adds put ops storing `entries` as segments of at most maxSegment_bytes, and records them in `segs` at
+   * position `at` (replacing `replace` elements).
+   */
+  private segmentOps(entries: Entry[], ops: Op[], segs: Segment[], at: number, replace: number): void {
+    const added: Segment[] = [];
+    let start = 0;
+    while (start < entries.length) {
+      let end = start + 1;
+      let size = segmentSize_bytes(entries.slice(start, end));
+      while (end < entries.length) {
+        const next = size + segmentSize_bytes([entries[end]!]) - segmentSize_bytes([]);
+        if (next > this.maxSegment_bytes) break;
+        size = next;
+        end++;
+      }
+      const run = start === 0 && end === entries.length ? entries : entries.slice(start, end);
+      // A put replaces any stale delete of the same key earlier in the batch (LevelDB applies ops in order).
+      ops.push({ type: 'put', key: segmentKey(run[0]!.index), value: encodeSegment(run) });
+      added.push({ first: run[0]!.index, last: run[run.length - 1]!.index });
+      start = end;
+    }
+    segs.splice(at, replace, ...added);
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * A DurableLog held only in memory, for tests and the in-process cluster. It follows exactly the LevelLog's
+ * write rules (serialized mutations, overwrite-from-first-entry, snapshot resets the log), so driver tests
+ * exercise the same protocol. `crash()` returns a copy holding only what had been persisted, to emulate a restart.
+ */
+import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import { type AppliedConf, cloneConf, type DurableLog, emptyConf, type PersistBatch } from './durable-log.js';
+import { LogStateError } from './errors.js';
+import { LogCache } from './log-cache.js';
+
+export class MemoryDurableLog implements DurableLog {
+  private readonly cache = new LogCache();
+  private hs: HardState = { term: 0, vote: null, commit: 0 };
+  /** The hard state as of the last synced write (what survives a crash). */
+  private syncedHs: HardState = { term: 0, vote: null, commit: 0 };
+  private conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
+  private snap: Snapshot | null = null;
+  private tail: Promise<void> = Promise.resolve();
+  private closed = false;
+  private fresh = true;
+
+  /** Optional artificial latency of each durable write, to emulate fsync in tests. */
+  constructor(private readonly writeDelay_ms = 0) {}
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return { hardState: { ...this.hs }, conf: cloneConf(this.conf.conf) };
+  }
+  firstIndex(): number {
+    return this.cache.firstIndex();
+  }
+  lastIndex(): number {
+    return this.cache.lastIndex();
+  }
+  term(index: number): number {
+    return this.cache.term(index);
+  }
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    return this.cache.entries(lo, hi, maxBytes);
+  }
+  snapshot(): Snapshot | null {
+    return this.snap;
+  }
+  hardState(): HardState {
+    return { ...this.hs };
+  }
+  appliedConf(): AppliedConf {
+    return { index: this.conf.index, conf: cloneConf(this.conf.conf), addresses: { ...this.conf.addresses } };
+  }
+  isEmpty(): boolean {
+    return this.fresh;
+  }
+  entryCount(): number {
+    return this.cache.count();
+  }
+
+  persist(batch: PersistBatch): Promise<void> {
+    return this.serialize(() => {
+      const { snapshot } = batch;
+      if (snapshot !== null) {
+        const snapIndex = this.snap?.meta.index ?? 0;
+        if (snapshot.meta.index <= snapIndex) {
+          throw new LogStateError(`snapshot at ${snapshot.meta.index} is not newer than ${snapIndex}`);
+        }
+        this.cache.restart(snapshot.meta.index, snapshot.meta.term);
+        this.snap = snapshot;
+        if (snapshot.meta.index >= this.conf.index) {
+          this.conf = {
+            index: snapshot.meta.index,
+            conf: cloneConf(snapshot.meta.conf),
+            addresses: this.conf.addresses,
+          };
+        }
+      }
+      if (batch.entries.length > 0) this.cache.append(batch.entries);
+      const hs = batch.hardState ?? this.hs;
+      if (hs.commit > this.cache.lastIndex()) {
+        throw new LogStateError(`hard state commit ${hs.commit} beyond last index ${this.cache.lastIndex()}`);
+      }
+      // Same rule as the LevelDB log: a commit-only change is not synced; any synced write syncs it too.
+      const sync =
+        snapshot !== null || batch.entries.length > 0 || hs.term !== this.hs.term || hs.vote !== this.hs.vote;
+      this.hs = { ...hs };
+      if (sync) this.syncedHs = { ...hs };
+      this.fresh = false;
+    });
+  }
+  append(entries: Entry[]): Promise<void> {
+    return this.persist({ snapshot: null, entries, hardState: null });
+  }
+  setHardState(hs: HardState): Promise<void> {
+    return this.persist({ snapshot: null, entries: [], hardState: hs });
+  }
+  applySnapshot(snap: Snapshot): Promise<void> {
+    return this.persist({ snapshot: snap, entries: [], hardState: null });
+  }
+  compact(index: number): Promise<void> {
+    return this.serialize(() => {
+      const snapIndex = this.snap?.meta.index ?? 0;
+      if (index > snapIndex) throw new LogStateError(`cannot compact to ${index}: snapshot covers only ${snapIndex}`);
+      this.cache.compact(index);
+    });
+  }
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<Snapshot> {
+    return this.serialize(() => {
+      const snapIndex = this.snap?.meta.index ?? 0;
+      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+      if (index > this.cache.lastIndex()) throw new LogStateError(`snapshot at ${index} beyond last index`);
+      const snap: Snapshot = { meta: { index, term: this.cache.term(index), conf: cloneConf(conf) }, data };
+      this.snap = snap;
+      this.syncedHs = { ...this.hs }; // a synced write makes every earlier write durable
+      return snap;
+    });
+  }
+  setConf(applied: AppliedConf): Promise<void> {
+    return this.serialize(() => {
+      if (applied.index < this.conf.index)
+        throw new LogStateError(`conf at ${applied.index} is older than ${this.conf.index}`);
+      this.conf = { index: applied.index, conf: cloneConf(applied.conf), addresses: { ...applied.addresses } };
+      this.syncedHs = { ...this.hs };
+      this.fresh = false;
+    });
+  }
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.tail;
+  }
+
+  /** A new log holding exactly the durable state of this one (what a restarted process would read). */
+  crashCopy(): MemoryDurableLog {
+    const copy = new MemoryDurableLog(this.writeDelay_ms);
+    const last = this.cache.lastIndex();
+    const first = this.cache.firstIndex();
+    copy.cache.reset(
+      this.cache.markerIndex(),
+      this.cache.markerTerm(),
+      last >= first ? this.cache.entries(first, last + 1, Infinity) : [],
+    );
+    copy.hs = { ...this.syncedHs };
+    copy.syncedHs = { ...this.syncedHs };
+    copy.conf = this.appliedConf();
+    copy.snap = this.snap;
+    copy.fresh = this.fresh;
+    return copy;
+  }
+
+  private serialize<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new LogStateError('log is closed'));
+    const delay = this.writeDelay_ms;
+    const result = this.tail.then(async () => {
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      return fn();
+    });
+    this.tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The connection handshake. The dialing node sends its cluster id, its own id and the id it expects to reach as
+ * HTTP upgrade headers; with a shared secret it adds an HMAC over them and a timestamp; with TLS, the peer's
+ * certificate must name the claimed id (subject CN by default).
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import type { NodeId } from '../types.js';
+
+export const HEADER_CLUSTER = 'x-keel-raft-cluster';
+export const HEADER_FROM = 'x-keel-raft-from';
+export const HEADER_TO = 'x-keel-raft-to';
+export const HEADER_TS = 'x-keel-raft-ts';
+export const HEADER_AUTH = 'x-keel-raft-auth';
+
+/** Max age of a secret-signed handshake. */
+export const HANDSHAKE_WINDOW_MS = 60_000;
+
+export type PeerIdFromCert = (cert: PeerCertificate) => string | null;
+
+export const peerIdFromCommonName: PeerIdFromCert = (cert) => {
+  const cn = cert.subject?.CN;
+  if (typeof cn === 'string') return cn;
+  if (Array.isArray(cn) && typeof cn[0] === 'string') return cn[0];
+  return null;
+};
+
+function sign(secret: string, cluster: string, from: string, to: string, ts: string): string {
+  return createHmac('sha256', secret).update(`${cluster}\n${from}\n${to}\n${ts}`).digest('hex');
+}
+
+export function handshakeHeaders(
+  cluster: string,
+  from: NodeId,
+  to: NodeId,
+  secret: string | null,
+  now_ms: number,
+): Record<string, string> {
+  const headers: Record<string, string> = { [HEADER_CLUSTER]: cluster, [HEADER_FROM]: from, [HEADER_TO]: to };
+  if (secret !== null) {
+    const ts = String(now_ms);
+    headers[HEADER_TS] = ts;
+    headers[HEADER_AUTH] = sign(secret, cluster, from, to, ts);
+  }
+  return headers;
+}
+
+export type Verdict = { ok: true; peer: NodeId } | { ok: false; status: number; reason: string };
+
+export interface HandshakeCheck {
+  cluster: string;
+  self: NodeId;
+  secret: string | null;
+  tls: boolean;
+  peerIdFromCert: PeerIdFromCert;
+  isKnownPeer: (id: NodeId) => boolean;
+  now_ms: number;
+}
+
+function header(req: IncomingMessage, name: string): string | null {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : null;
+}
+
+export function verifyHandshake(req: IncomingMessage, check: HandshakeCheck): Verdict {
+  const cluster = header(req, HEADER_CLUSTER);
+  const from = header(req, HEADER_FROM);
+  const to = header(req, HEADER_TO);
+  if (cluster === null || from === null || to === null)
+    return { ok: false, status: 400, reason: 'missing handshake headers' };
+  if (cluster !== check.cluster) return { ok: false, status: 403, reason: `wrong cluster ${cluster}` };
+  if (to !== check.self) return { ok: false, status: 421, reason: `this is ${check.self}, not ${to}` };
+  if (!check.isKnownPeer(from)) return { ok: false, status: 403, reason: `unknown peer ${from}` };
+  if (!(from < check.self)) return { ok: false, status: 409, reason: `${check.self} dials ${from}, not the reverse` };
+  if (check.secret !== null) {
+    const ts = header(req, HEADER_TS);
+    const auth = header(req, HEADER_AUTH);
+    if (ts === null || auth === null) return { ok: false, status: 401, reason: 'missing handshake signature' };
+    const age = Math.abs(check.now_ms - Number(ts));
+    if (!(age <= HANDSHAKE_WINDOW_MS)) return { ok: false, status: 401, reason: 'stale handshake' };
+    const want = Buffer.from(sign(check.secret, cluster, from, to, ts), 'hex');
+    const got = Buffer.from(auth, 'hex');
+    if (got.length !== want.length || !timingSafeEqual(got, want)) {
+      return { ok: false, status: 401, reason: 'bad handshake signature' };
+    }
+  }
+  if (check.tls) {
+    const socket = req.socket as TLSSocket;
+    if (typeof socket.getPeerCertificate !== 'function') return { ok: false, status: 401, reason: 'TLS required' };
+    if (!socket.authorized) return { ok: false, status: 401, reason: 'client certificate not verified' };
+    const certId = check.peerIdFromCert(socket.getPeerCertificate());
+    if (certId !== from) return { ok: false, status: 401, reason: `certificate names ${certId}, not ${from}` };
+  }
+  return { ok: true, peer: from };
+}
