@@ -399,6 +399,29 @@ describe('RaftNode over the in-memory transport', () => {
     }, 30_000);
   }
 
+  it('a new member that replays the whole log from index 1 learns the initial membership from it', async () => {
+    // No compaction: the joiner gets every entry, starting with the bootstrap conf entries.
+    const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 0 });
+    cleanup.push(() => c.stopAll());
+    for (const id of ['a', 'b', 'c']) await c.start(id);
+    await c.waitLeader();
+    const acked = await proposeMany(c, 'pre', 30, 4);
+    const leader = c.leader()!;
+    expect(leader.status().firstIndex).toBe(1);
+    const d = await c.start('d', { bootstrap: false });
+    await leader.addLearner('d', 'mem:d');
+    await waitFor(() => d.sm.applied >= leader.status().commit, 5000, 'learner catch-up by replay');
+    expect(d.sm.restores).toBe(0);
+    expect(d.node.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
+    expect(d.node.status().conf.learners).toEqual(['d']);
+    // the bootstrap entries carried the initial voters' addresses
+    expect(d.log.appliedConf().addresses).toMatchObject({ a: 'mem:a', b: 'mem:b', c: 'mem:c', d: 'mem:d' });
+    await leader.promote('d');
+    const more = await proposeMany(c, 'post', 10, 2);
+    await converge([...c.members.values()]);
+    expectAllApplied(c.members.values(), new Map([...acked, ...more]));
+  }, 20_000);
+
   it('catches up a new learner by snapshot, then promotes it to voter', async () => {
     const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 });
     cleanup.push(() => c.stopAll());

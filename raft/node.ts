@@ -11,7 +11,8 @@
  *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
  */
 import { randomInt } from 'node:crypto';
-import { decodeConfChange, RaftCore } from './core/raft.js';
+import { bootstrapEntries } from './core/bootstrap.js';
+import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
 import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
@@ -159,12 +160,18 @@ export class RaftNode {
     const { log } = opts;
     if (log.isEmpty() && opts.bootstrap !== undefined) {
       if (!opts.bootstrap.voters.includes(opts.id)) throw new Error(`raft: bootstrap voters must include ${opts.id}`);
-      const addresses: Record<string, string> = {};
-      for (const v of opts.bootstrap.voters) {
-        const a = opts.peers?.[v];
-        if (a !== undefined) addresses[v] = a;
-      }
-      await log.setConf({ index: 0, conf: { ...emptyConf(), voters: [...opts.bootstrap.voters] }, addresses });
+      // The initial membership goes into the log as committed conf entries (term 1, indexes 1..n), each carrying
+      // its voter's address, so that a member joining later learns it by replaying the log like any other change.
+      const voters = opts.bootstrap.voters;
+      const { entries, hardState } = bootstrapEntries(voters);
+      const withAddresses = entries.map((e, i) => {
+        const node = voters[i]!;
+        const address = opts.peers?.[node];
+        if (address === undefined) return e;
+        const context = encodeAddresses({ [node]: address });
+        return { ...e, data: encodeConfChange({ changes: [{ type: 'addVoter' as const, node }], context }) };
+      });
+      await log.persist({ snapshot: null, entries: withAddresses, hardState });
     }
     let applied = opts.applied;
     if (!(Number.isSafeInteger(applied) && applied >= 0))
