@@ -19,7 +19,7 @@ import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
 import type { StateMachine } from './node/state-machine.js';
-import { type DurableLog, emptyConf } from './storage/durable-log.js';
+import type { DurableLog } from './storage/durable-log.js';
 import type { PeerStats, Transport } from './transport/transport.js';
 import type { ConfChange, ConfState, Entry, Message, NodeId, Random, Ready, Role } from './types.js';
 
