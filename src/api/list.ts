@@ -132,11 +132,19 @@ export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: Read
   return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict));
 }
 
+const namesCache = new WeakMap<SymbolTable, string[]>();
+/** `meta.filterableFields` of a symbol table (one array per table, so its JSON is cached too). */
+export function filterableFields(symbols: SymbolTable): string[] {
+  let names = namesCache.get(symbols);
+  if (!names) namesCache.set(symbols, (names = symbols.publicNames()));
+  return names;
+}
+
 /** `renderJson` returns the row's API representation as JSON text. */
 export function listResponse(result: ListResult, renderJson: (row: Row) => string, symbols: SymbolTable): HttpResponse {
   return listEnvelope(
     result.rows.map(renderJson),
     { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
-    symbols.publicNames(),
+    filterableFields(symbols),
   );
 }

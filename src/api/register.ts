@@ -37,12 +37,22 @@ export function hasAdminAccess(identity: Caller['identity'], op: OpDef<any>): bo
   return perms.includes(op.permission) || perms.includes(`${op.permission}.${action}`);
 }
 
-/** Go's `time.Time.String()` (the format OpenZiti uses in the `expires-at` header). */
+/** Go's `time.Time.String()` in UTC (the format OpenZiti uses in the `expires-at` header). */
+let lastTimeMs = Number.NaN;
+let lastTimeText = '';
 export function goTimeString(ms: number): string {
-  const d = new Date(ms);
-  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
-  const frac = d.getUTCMilliseconds() ? `.${pad(d.getUTCMilliseconds(), 3).replace(/0+$/, '')}` : '';
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}${frac} +0000 UTC`;
+  // requests in the same millisecond share the text (a busy node formats it once per ms)
+  if (ms === lastTimeMs) return lastTimeText;
+  lastTimeMs = ms;
+  lastTimeText = formatGoTime(ms);
+  return lastTimeText;
+}
+
+function formatGoTime(ms: number): string {
+  const iso = new Date(ms).toISOString(); // 2026-11-26T00:13:36.120Z
+  let frac = iso.slice(19, 23); // .120
+  frac = frac === '.000' ? '' : frac.replace(/0+$/, '');
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac} +0000 UTC`;
 }
 
 function authenticate(op: OpDef<any>, req: HttpRequest, svc: Services): Caller | null {

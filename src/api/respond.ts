@@ -24,6 +24,14 @@ export function created(entity: string, id: string): HttpResponse {
   return dataEnvelope({ _links: { self: { href: `./${entity}/${id}` } }, id }, {}, 201);
 }
 
+const fieldsJsonCache = new WeakMap<string[], string>();
+/** Symbol tables hand out the same array each time: serialize it once. */
+function fieldsJson(fields: string[]): string {
+  let json = fieldsJsonCache.get(fields);
+  if (json === undefined) fieldsJsonCache.set(fields, (json = JSON.stringify(fields)));
+  return json;
+}
+
 /** int64 max: what OpenZiti reports as the limit of an unlimited (`limit none` / `limit=-1`) list. */
 const NO_LIMIT = '9223372036854775807';
 
@@ -36,7 +44,7 @@ export function listEnvelope(
   page: { limit: number; offset: number; totalCount: number } | null,
   filterableFields: string[],
 ): HttpResponse {
-  const parts = [`"filterableFields":${JSON.stringify(filterableFields)}`];
+  const parts = [`"filterableFields":${fieldsJson(filterableFields)}`];
   if (page) {
     const limit = page.limit < 0 ? NO_LIMIT : String(page.limit);
     parts.push(`"pagination":{"limit":${limit},"offset":${page.offset},"totalCount":${page.totalCount}}`);

@@ -6,6 +6,9 @@ const MAX_TOUCHES_PER_COMMAND = 1000;
 /** At most this many expired sessions are deleted per sweep command. */
 const MAX_SWEEP_PER_COMMAND = 1000;
 
+/** `lastActivityAt` of a stored row, parsed once (rows are immutable: an update is a new object). */
+const parsedActivity = new WeakMap<Row, number>();
+
 export interface ResolvedSession {
   session: Row;
   identity: Row;
@@ -41,7 +44,8 @@ export class SessionService {
   }
 
   private lastActivityMs(row: Row): number {
-    const stored = Date.parse(row.lastActivityAt as string);
+    let stored = parsedActivity.get(row);
+    if (stored === undefined) parsedActivity.set(row, (stored = Date.parse(row.lastActivityAt as string)));
     const local = this.activity.get(row.id) ?? 0;
     return Math.max(stored, local);
   }

@@ -1,8 +1,8 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
-import { collectionSource, listResponse, runList } from '../api/list.js';
+import { collectionSource, filterableFields, listResponse, runList } from '../api/list.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
-import { listEnvelope as listEnvelopeResponse, ok } from '../api/respond.js';
+import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { authenticators } from '../model/authenticator.js';
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
@@ -59,7 +59,7 @@ export function roleAttributeOp(
       return listEnvelopeResponse(
         result.rows.map((r) => JSON.stringify(r.id)),
         { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
-        symbols.publicNames(),
+        filterableFields(symbols),
       );
     },
   });
@@ -81,11 +81,8 @@ export function identityOps(): OpDef<any>[] {
           schema: detailEnvelope('currentIdentityDetailEnvelope', identityDetail),
         },
       },
-      handler: ({ caller, svc }) => {
-        const row = identities.render(caller!.identity, svc);
-        (row._links as any).self = { href: './current-identity' };
-        return ok(row);
-      },
+      // the identity's own representation (OpenZiti maps it with the identity link factory), cached like any read
+      handler: ({ caller, svc }) => okJson(identities.renderJson(caller!.identity, svc)),
     }),
     op({
       method: 'GET',

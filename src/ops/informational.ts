@@ -1,7 +1,7 @@
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
-import { ok } from '../api/respond.js';
+import { ok, okJson } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { baseEntity, detailEnvelope, meta } from '../model/common.js';
 import { s } from '../schema/s.js';
@@ -46,6 +46,17 @@ export function versionData(svc: Services): Record<string, unknown> {
   };
 }
 
+/** The version body only changes with the advertised addresses: serialize it once per change. */
+const versionCache = new WeakMap<Services, { key: string; json: string }>();
+function versionJson(svc: Services): string {
+  const key = `${svc.config.clustered}|${svc.config.apiBaseUrls.join('|')}`;
+  const hit = versionCache.get(svc);
+  if (hit && hit.key === key) return hit.json;
+  const json = JSON.stringify(versionData(svc));
+  versionCache.set(svc, { key, json });
+  return json;
+}
+
 const SPEC_IDS: Record<string, ApiName> = { 'edge-client': 'client', 'edge-management': 'management' };
 const SPEC_CREATED_AT = '2026-11-25T00:00:00.000Z';
 
@@ -79,7 +90,7 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       responses: {
         200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
       },
-      handler: ({ svc }) => ok(versionData(svc)),
+      handler: ({ svc }) => okJson(versionJson(svc)),
     }),
     op({
       method: 'GET',
@@ -92,7 +103,7 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
       responses: {
         200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
       },
-      handler: ({ svc }) => ok(versionData(svc)),
+      handler: ({ svc }) => okJson(versionJson(svc)),
     }),
     op({
       method: 'GET',
