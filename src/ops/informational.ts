@@ -79,32 +79,22 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] 
     body: specs(api),
   });
   return [
-    op({
-      method: 'GET',
-      path: '/version',
-      apis: BOTH,
-      operationId: 'listVersion',
-      tags: ['Informational'],
-      summary: 'Returns version information',
-      access: 'none',
-      responses: {
-        200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
-      },
-      handler: ({ svc }) => okJson(versionJson(svc)),
-    }),
-    op({
-      method: 'GET',
-      path: '/',
-      apis: BOTH,
-      operationId: 'listRoot',
-      tags: ['Informational'],
-      summary: 'Returns version information',
-      access: 'none',
-      responses: {
-        200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
-      },
-      handler: ({ svc }) => okJson(versionJson(svc)),
-    }),
+    // `/` and `/version` answer the same body (version_router.go)
+    ...(['/version', '/'] as const).map((path) =>
+      op({
+        method: 'GET',
+        path,
+        apis: BOTH,
+        operationId: path === '/' ? 'listRoot' : 'listVersion',
+        tags: ['Informational'],
+        summary: 'Returns version information',
+        access: 'none',
+        responses: {
+          200: { description: 'Version information', schema: detailEnvelope('listVersionEnvelope', versionSchema) },
+        },
+        handler: ({ svc }) => okJson(versionJson(svc)),
+      }),
+    ),
     op({
       method: 'GET',
       path: '/enumerated-capabilities',

@@ -79,25 +79,29 @@ export const s = {
   partial: <T>(x: Schema<T>) => mk<Partial<T>>({ ...x, required: [], name: undefined }),
 };
 
+/** Keywords JSON Schema and Swagger 2.0 spell alike. */
+const PLAIN_KEYWORDS = [
+  'format',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+] as const;
+
+function copyKeywords(n: SchemaNode, out: Record<string, unknown>): void {
+  for (const k of PLAIN_KEYWORDS) if (n[k] !== undefined) out[k] = n[k];
+}
+
 /** JSON Schema (draft-07) for ajv. Nullable becomes a type union. Extra properties are allowed unless `closed`. */
 export function toJsonSchema(n: SchemaNode): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (n.allOf) return { allOf: n.allOf.map(toJsonSchema) };
   if (n.kind !== 'any') out.type = n.nullable ? [n.kind, 'null'] : n.kind;
   if (n.enum) out.enum = n.nullable ? [...n.enum, null] : n.enum;
-  for (const k of [
-    'format',
-    'minLength',
-    'maxLength',
-    'pattern',
-    'minimum',
-    'maximum',
-    'minItems',
-    'maxItems',
-  ] as const) {
-    if (n[k] !== undefined) out[k] = n[k];
-  }
-  if (n.format === 'date-time' || n.format === 'uuid' || n.format === 'uri') out.format = n.format;
+  copyKeywords(n, out);
   if (n.items) out.items = toJsonSchema(n.items);
   if (n.properties) {
     out.properties = Object.fromEntries(Object.entries(n.properties).map(([k, v]) => [k, toJsonSchema(v)]));
@@ -128,18 +132,7 @@ export function toSwagger(n: SchemaNode, defs: Record<string, unknown>, top = tr
   if (n.kind !== 'any') out.type = n.kind;
   if (n.nullable) out['x-nullable'] = true;
   if (n.enum) out.enum = n.enum;
-  for (const k of [
-    'format',
-    'minLength',
-    'maxLength',
-    'pattern',
-    'minimum',
-    'maximum',
-    'minItems',
-    'maxItems',
-  ] as const) {
-    if (n[k] !== undefined) out[k] = n[k];
-  }
+  copyKeywords(n, out);
   if (n.items) out.items = toSwagger(n.items, defs, false);
   if (n.properties) {
     out.properties = Object.fromEntries(Object.entries(n.properties).map(([k, v]) => [k, toSwagger(v, defs, false)]));

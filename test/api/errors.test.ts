@@ -22,6 +22,19 @@ beforeAll(async () => {
 });
 afterAll(() => srv.stop());
 
+/** A non-admin identity with `permissions`, logged in: its token and the id of its updb authenticator. */
+async function userWith(name: string, permissions: string[]): Promise<{ t: string; authId: string; id: string }> {
+  const u = await call('POST', `${srv.mgmt}/identities`, {
+    token,
+    body: { name, type: 'User', isAdmin: false, permissions },
+  });
+  const a = await call('POST', `${srv.mgmt}/authenticators`, {
+    token,
+    body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
+  });
+  return { t: await login(srv.base, name, `${name}-pass`), authId: a.body.data.id, id: u.body.data.id };
+}
+
 async function identityCount(): Promise<number> {
   return (await call('GET', `${srv.mgmt}/identities?limit=1`, { token })).body.meta.pagination.totalCount;
 }
@@ -277,15 +290,7 @@ describe('routing and access', () => {
   });
 
   it('permissions grant management access without isAdmin', async () => {
-    const u = await call('POST', `${srv.mgmt}/identities`, {
-      token,
-      body: { name: 'reader', type: 'User', isAdmin: false, permissions: ['admin_readonly'] },
-    });
-    await call('POST', `${srv.mgmt}/authenticators`, {
-      token,
-      body: { method: 'updb', identityId: u.body.data.id, username: 'reader', password: 'reader-pass' },
-    });
-    const t = await login(srv.base, 'reader', 'reader-pass');
+    const { t } = await userWith('reader', ['admin_readonly']);
     expect((await call('GET', `${srv.mgmt}/identities`, { token: t })).status).toBe(200);
     expectError(
       await call('POST', `${srv.mgmt}/identities`, { token: t, body: { name: 'no', type: 'User', isAdmin: false } }),
@@ -295,15 +300,7 @@ describe('routing and access', () => {
   });
 
   it('identity permissions do not let a non-admin create admins or touch admin credentials', async () => {
-    const u = await call('POST', `${srv.mgmt}/identities`, {
-      token,
-      body: { name: 'helpdesk', type: 'User', isAdmin: false, permissions: ['identity'] },
-    });
-    await call('POST', `${srv.mgmt}/authenticators`, {
-      token,
-      body: { method: 'updb', identityId: u.body.data.id, username: 'helpdesk', password: 'helpdesk-pass' },
-    });
-    const t = await login(srv.base, 'helpdesk', 'helpdesk-pass');
+    const { t, id: helpdeskId } = await userWith('helpdesk', ['identity']);
     const ok = await call('POST', `${srv.mgmt}/identities`, {
       token: t,
       body: { name: 'made-by-helpdesk', type: 'User', isAdmin: false },
@@ -320,7 +317,7 @@ describe('routing and access', () => {
       'UNAUTHORIZED',
     );
     expectError(
-      await call('PATCH', `${srv.mgmt}/identities/${u.body.data.id}`, {
+      await call('PATCH', `${srv.mgmt}/identities/${helpdeskId}`, {
         token: t,
         body: { permissions: ['admin_readonly', 'identity'] },
       }),
@@ -340,20 +337,9 @@ describe('routing and access', () => {
   });
 
   it('API sessions are `ops` business: identity permissions cannot read tokens; ops readers see no tokens', async () => {
-    const mk = async (name: string, permissions: string[]) => {
-      const u = await call('POST', `${srv.mgmt}/identities`, {
-        token,
-        body: { name, type: 'User', isAdmin: false, permissions },
-      });
-      await call('POST', `${srv.mgmt}/authenticators`, {
-        token,
-        body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
-      });
-      return login(srv.base, name, `${name}-pass`);
-    };
-    const idReader = await mk('id-reader', ['identity.read']);
+    const idReader = (await userWith('id-reader', ['identity.read'])).t;
     expectError(await call('GET', `${srv.mgmt}/api-sessions`, { token: idReader }), 401, 'UNAUTHORIZED');
-    const opsReader = await mk('ops-reader', ['ops.read']);
+    const opsReader = (await userWith('ops-reader', ['ops.read'])).t;
     const list = await conformant('management', 'GET', '/api-sessions', srv.base, {
       token: opsReader,
       query: 'limit=-1',
@@ -377,7 +363,7 @@ describe('routing and access', () => {
     });
     const asReader = (
       await call('GET', `${srv.mgmt}/identities/${e.body.data.id}`, {
-        token: await mk('id-reader2', ['identity.read']),
+        token: (await userWith('id-reader2', ['identity.read'])).t,
       })
     ).body.data;
     expect(asReader.enrollment.ott.id).toBeDefined();
@@ -389,19 +375,8 @@ describe('routing and access', () => {
   });
 
   it('authenticator writes need an admin; reads accept admin_readonly (as OpenZiti)', async () => {
-    const mk = async (name: string, permissions: string[]) => {
-      const u = await call('POST', `${srv.mgmt}/identities`, {
-        token,
-        body: { name, type: 'User', isAdmin: false, permissions },
-      });
-      const a = await call('POST', `${srv.mgmt}/authenticators`, {
-        token,
-        body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
-      });
-      return { t: await login(srv.base, name, `${name}-pass`), authId: a.body.data.id as string };
-    };
-    const victim = await mk('power-user', ['service', 'config']);
-    const helpdesk = await mk('helpdesk-2', ['identity']);
+    const victim = await userWith('power-user', ['service', 'config']);
+    const helpdesk = await userWith('helpdesk-2', ['identity']);
     expectError(
       await call('PATCH', `${srv.mgmt}/authenticators/${victim.authId}`, {
         token: helpdesk.t,
@@ -411,7 +386,7 @@ describe('routing and access', () => {
       'UNAUTHORIZED',
     );
     expectError(await call('GET', `${srv.mgmt}/authenticators`, { token: helpdesk.t }), 401, 'UNAUTHORIZED');
-    const ro = await mk('read-only', ['admin_readonly']);
+    const ro = await userWith('read-only', ['admin_readonly']);
     expect((await call('GET', `${srv.mgmt}/authenticators`, { token: ro.t })).status).toBe(200);
     expectError(
       await call('DELETE', `${srv.mgmt}/authenticators/${victim.authId}`, { token: ro.t }),
