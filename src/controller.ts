@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type App, createApp } from '../http/app.js';
 import { Router } from '../http/router.js';
@@ -42,6 +43,12 @@ export interface ControllerOptions {
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
+
+/** The base URL clients reach a listener at when none is advertised (a wildcard address names this host). */
+export function defaultBaseUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
@@ -117,7 +124,7 @@ export class Controller {
         port: opts.port,
         maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       });
-      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(`http://${opts.host}:${ctl.server.port}`);
+      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port));
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -134,8 +141,9 @@ export class Controller {
     return this.server?.port ?? 0;
   }
 
+  /** The first advertised base URL (`http://host:port` unless configured). */
   get baseUrl(): string {
-    return `http://${this.opts.host}:${this.port}`;
+    return this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port);
   }
 
   /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */

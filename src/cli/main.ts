@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -87,7 +86,6 @@ async function run(argv: string[]): Promise<void> {
   const { host, port } = parseListen(values.listen!);
   const engine = values.engine === 'node' ? 'node' : values.engine === 'uws' ? 'uws' : null;
   if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
-  const advertiseHost = host === '0.0.0.0' || host === '::' ? hostname() : host;
   const advertise = values.advertise ? parseAdvertise(values.advertise) : undefined;
   const sessionTimeout_ms = values['session-timeout']
     ? parseDuration(values['session-timeout'])
@@ -107,8 +105,7 @@ async function run(argv: string[]): Promise<void> {
     apiBaseUrls: advertise ? [advertise] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
   });
-  const base = advertise ?? `http://${advertiseHost.includes(':') ? `[${advertiseHost}]` : advertiseHost}:${ctl.port}`;
-  if (!advertise) ctl.svc.config.apiBaseUrls.splice(0, ctl.svc.config.apiBaseUrls.length, base);
+  const base = ctl.baseUrl;
   const lines = [
     `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,
     `  Client API:      ${base}/edge/client/v1`,
