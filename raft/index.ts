@@ -16,7 +16,10 @@ export {
 export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';
 export { LogCorruptError, LogStateError } from './storage/errors.js';
 export { LevelLog, type LevelLogOptions } from './storage/level-log.js';
+export type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './storage/log-db.js';
 export { MemoryDurableLog } from './storage/memory-durable-log.js';
+/** Framing allowance: maxMsgBytes and snapshotChunkBytes plus this must fit the transport's maxPayload_bytes. */
+export { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';
 export type {
   MessageHandler,

@@ -9,19 +9,37 @@
  *   3. apply: install a snapshot if any, then membership changes (recorded in the log before the application
  *      sees the entries), then the committed entries through StateMachine.apply;
  *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
+ *
+ * Failures: a malformed message from a peer is dropped (onError). Anything else the core throws — in step, tick,
+ * ready/advance or a proposal — and any log or state-machine failure stops the node (onFatal; pending work is
+ * rejected `fatal`): the core may be half-changed, and memory and disk may disagree.
  */
 import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
+import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
 import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
 import type { StateMachine } from './node/state-machine.js';
+import { malformedReason } from './node/validate.js';
 import type { DurableLog } from './storage/durable-log.js';
+import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
-import type { ConfChange, ConfState, Entry, Message, NodeId, Random, Ready, Role } from './types.js';
+import {
+  type ConfChange,
+  type ConfState,
+  ENTRY_OVERHEAD_BYTES,
+  type Entry,
+  type Message,
+  type NodeId,
+  ProposalDroppedError,
+  type Random,
+  type Ready,
+  type Role,
+} from './types.js';
 
 export { RaftError, type RaftErrorCode } from './node/errors.js';
 export type { ProposalResult } from './node/proposals.js';
@@ -44,9 +62,15 @@ export interface RaftNodeOptions {
   heartbeatTicks?: number;
   preVote?: boolean;
   checkQuorum?: boolean;
+  /**
+   * Max bytes of entries in one append message (entrySizeBytes). Also the cap on one proposal: a larger entry
+   * could never be sent, so propose() rejects it (`too-large`). With its framing it must fit the transport's
+   * maxPayload_bytes (checked at start). Default 1 MiB.
+   */
   maxMsgBytes?: number;
   maxInflightMsgs?: number;
   maxUncommittedBytes?: number;
+  /** Bytes per streamed snapshot chunk; with its framing it must fit the transport's maxPayload_bytes. Default 1 MiB. */
   snapshotChunkBytes?: number;
   /** Bound on proposals waiting to be applied; beyond it propose() rejects at once. Default 10 000. */
   maxPendingProposals?: number;
@@ -58,15 +82,14 @@ export interface RaftNodeOptions {
   snapshotEvery_entries?: number;
   /** Entries kept below the snapshot index for slow followers. Default 1 000. */
   snapshotKeep_entries?: number;
-  random?: Random;
   /**
-   * Leader only: send a Ready's messages before (rather than after) its own log write, so the leader's fsync
-   * overlaps the followers' (Raft thesis §10.2.1; etcd's server does this). Safe because the next Ready — the
-   * first that can carry a commit of these entries — is taken only after this write is durable, and it is
-   * used only when the Ready changes no term or vote and installs no snapshot. Default false: the documented
-   * order (persist, then send).
+   * promote(): the learner must be replicating steadily with its match index at most this many entries behind
+   * the leader's last index before the change to voter is proposed. Default 1 000.
    */
-  leaderSendsBeforePersist?: boolean;
+  promoteMaxLag_entries?: number;
+  /** promote(): how long to wait for the learner to catch up before rejecting `not-caught-up`. Default 10 election timeouts. */
+  promoteTimeout_ms?: number;
+  random?: Random;
 }
 
 export interface NodeStatus {
@@ -87,6 +110,26 @@ export interface NodeStatus {
 }
 
 const cryptoRandom: Random = { int: (n) => randomInt(n) };
+const DEFAULT_MAX_MSG_BYTES = 1 << 20;
+const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
+/** Bound on promote() calls waiting for their learner at once. */
+const MAX_WAITING_PROMOTIONS = 64;
+
+/** Every message the core can emit must fit the transport's frame limit, else it is dropped forever. */
+function checkMessageLimits(maxMsgBytes: number, snapshotChunkBytes: number, maxPayload_bytes: number): void {
+  for (const [name, bytes] of [
+    ['maxMsgBytes', maxMsgBytes],
+    ['snapshotChunkBytes', snapshotChunkBytes],
+  ] as const) {
+    if (!(Number.isSafeInteger(bytes) && bytes >= 1)) throw new RangeError(`raft: ${name} must be a positive integer`);
+    if (bytes + MESSAGE_OVERHEAD_BYTES > maxPayload_bytes) {
+      throw new RangeError(
+        `raft: ${name} ${bytes} + ${MESSAGE_OVERHEAD_BYTES} bytes of framing exceeds the transport's ` +
+          `maxPayload_bytes ${maxPayload_bytes}`,
+      );
+    }
+  }
+}
 
 export class RaftNode {
   readonly id: NodeId;
@@ -102,6 +145,9 @@ export class RaftNode {
   private readonly readTimeout_ms: number;
   private readonly snapshotEvery: number;
   private readonly snapshotKeep: number;
+  private readonly maxMsgBytes: number;
+  private readonly promoteTimeout_ms: number;
+  private readonly catchUp: CatchUpWaiters;
   private tickTimer: NodeJS.Timeout | null = null;
   private applied: number;
   private role: Role = 'follower';
@@ -111,6 +157,8 @@ export class RaftNode {
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** stop() was called: the transport and the log are (being) closed. */
+  private closing = false;
   private failure: RaftError | null = null;
   private readonly leaderWaiters = new Set<{ to: NodeId; resolve: () => void; reject: (err: Error) => void }>();
   private readonly leaderChange = new Listeners<[leader: NodeId | null, term: number]>();
@@ -131,11 +179,15 @@ export class RaftNode {
     this.snapshotEvery = opts.snapshotEvery_entries ?? 10_000;
     this.snapshotKeep = opts.snapshotKeep_entries ?? 1_000;
     this.lastSnapshotIndex = Math.max(applied, opts.log.snapshot()?.meta.index ?? 0);
+    this.maxMsgBytes = opts.maxMsgBytes ?? DEFAULT_MAX_MSG_BYTES;
+    this.promoteTimeout_ms = opts.promoteTimeout_ms ?? 10 * this.electionTicks * this.tick_ms;
     if (!(this.tick_ms > 0)) throw new RangeError('raft: tick_ms must be positive');
+    if (!(this.promoteTimeout_ms >= 0)) throw new RangeError('raft: promoteTimeout_ms must be non-negative');
     if (this.transport.id !== this.id)
       throw new Error(`raft: transport is for ${this.transport.id}, node is ${this.id}`);
     this.proposals = new PendingProposals(opts.maxPendingProposals ?? 10_000);
-    this.reads = new ReadBarrier(opts.maxPendingReads ?? 10_000, (ctx) => this.core.readIndex(ctx));
+    this.reads = new ReadBarrier(opts.maxPendingReads ?? 10_000, (ctx) => this.requestReadIndex(ctx));
+    this.catchUp = new CatchUpWaiters(MAX_WAITING_PROMOTIONS, opts.promoteMaxLag_entries ?? 1_000);
     this.core = new RaftCore({
       id: opts.id,
       storage: opts.log,
@@ -144,10 +196,10 @@ export class RaftNode {
       heartbeatTicks: opts.heartbeatTicks ?? 1,
       preVote: opts.preVote ?? true,
       checkQuorum: opts.checkQuorum ?? true,
-      maxMsgBytes: opts.maxMsgBytes ?? 1 << 20,
+      maxMsgBytes: this.maxMsgBytes,
       maxInflightMsgs: opts.maxInflightMsgs ?? 256,
       maxUncommittedBytes: opts.maxUncommittedBytes ?? 64 << 20,
-      snapshotChunkBytes: opts.snapshotChunkBytes ?? 1 << 20,
+      snapshotChunkBytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
       applied,
     });
   }
@@ -158,6 +210,11 @@ export class RaftNode {
    */
   static async start(opts: RaftNodeOptions): Promise<RaftNode> {
     const { log } = opts;
+    checkMessageLimits(
+      opts.maxMsgBytes ?? DEFAULT_MAX_MSG_BYTES,
+      opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
+      opts.transport.maxPayload_bytes,
+    );
     if (log.isEmpty() && opts.bootstrap !== undefined) {
       if (!opts.bootstrap.voters.includes(opts.id)) throw new Error(`raft: bootstrap voters must include ${opts.id}`);
       // The initial membership goes into the log as committed conf entries (term 1, indexes 1..n), each carrying
@@ -197,15 +254,19 @@ export class RaftNode {
 
   // ---- public API ---------------------------------------------------------------------------------------
 
-  /** Proposes `data`; resolves once the entry is applied locally, with its index and term. */
+  /**
+   * Proposes `data`; resolves once the entry is applied locally, with its index and term. Rejects with a
+   * RaftError: `not-leader` (with `leader`, the leader to forward to), `too-large`, `too-many-pending`,
+   * `leadership-lost`, `overwritten`, `stopped` or `fatal`.
+   */
   propose(data: Uint8Array): Promise<ProposalResult> {
-    const err = this.checkProposable();
+    const err = this.checkProposable() ?? this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
     if (err !== null) return Promise.reject(err);
     let at: { index: number; term: number };
     try {
       at = this.core.propose(data);
     } catch (e) {
-      return Promise.reject(e);
+      return Promise.reject(this.refused(e, false));
     }
     this.schedule();
     return this.proposals.add(at.index, at.term);
@@ -215,7 +276,7 @@ export class RaftNode {
   readIndex(): Promise<number> {
     if (this.stopped) return Promise.reject(this.stoppedError());
     const p = this.reads.wait(Date.now());
-    this.reads.pump();
+    this.guard(() => this.reads.pump());
     this.schedule();
     return p;
   }
@@ -228,7 +289,13 @@ export class RaftNode {
       // On a follower the core forwards the request to the leader.
       this.core.transferLeadership(to);
     } catch (err) {
-      throw new RaftError('not-leader', `cannot transfer leadership to ${to}: ${(err as Error).message}`);
+      if (!(err instanceof ProposalDroppedError)) {
+        this.fail(err as Error);
+        throw this.stoppedError();
+      }
+      throw new RaftError('not-leader', `cannot transfer leadership to ${to}: ${err.message}`, {
+        leader: err.leader,
+      });
     }
     this.schedule();
     await this.waitForLeader(to, timeout_ms);
@@ -242,8 +309,25 @@ export class RaftNode {
     });
   }
 
-  /** Makes `id` a voter (promoting a learner, or adding directly). */
-  promote(id: NodeId, address?: string): Promise<ProposalResult> {
+  /**
+   * Makes learner `id` a voter, once it has caught up: the change is proposed only when the leader replicates
+   * to it steadily and its match index is within `promoteMaxLag_entries` of the leader's last index, waiting up
+   * to `timeout_ms` (default `promoteTimeout_ms`); else rejects `not-caught-up`. A node that is not a learner is
+   * refused the same way (add it with addLearner first; proposeConf adds a voter directly, without the check).
+   * Leader only. Resolves once the change is applied here.
+   */
+  async promote(id: NodeId, address?: string, timeout_ms = this.promoteTimeout_ms): Promise<ProposalResult> {
+    const err = this.checkProposable();
+    if (err !== null) throw err;
+    const conf = this.core.status({ progress: false }).conf;
+    if (!conf.voters.includes(id)) {
+      if (!conf.learners.includes(id)) {
+        throw new RaftError('not-caught-up', `${id} is not a learner: add it with addLearner() first so it catches up`);
+      }
+      const caughtUp = this.catchUp.wait(id, Date.now(), timeout_ms);
+      this.checkCatchUp();
+      await caughtUp;
+    }
     return this.proposeConf({
       changes: [{ type: 'addVoter', node: id }],
       ...(address === undefined ? {} : { context: encodeAddresses({ [id]: address }) }),
@@ -256,13 +340,14 @@ export class RaftNode {
 
   /** Proposes any membership change (e.g. a joint change of several members). */
   proposeConf(cc: ConfChange): Promise<ProposalResult> {
-    const err = this.checkProposable();
+    const err =
+      this.checkProposable() ?? this.checkSize(encodeConfChange(cc).byteLength + ENTRY_OVERHEAD_BYTES, 'conf change');
     if (err !== null) return Promise.reject(err);
     let at: { index: number; term: number };
     try {
       at = this.core.proposeConfChange(cc);
     } catch (e) {
-      return Promise.reject(e);
+      return Promise.reject(this.refused(e, true));
     }
     this.schedule();
     return this.proposals.add(at.index, at.term);
@@ -314,7 +399,7 @@ export class RaftNode {
     return this.fatalListeners.add(fn);
   }
 
-  /** Non-fatal problems (a message the core refused, a failed snapshot attempt). */
+  /** Non-fatal problems (a malformed message dropped, a skipped snapshot). */
   onError(fn: (err: Error) => void): () => void {
     return this.errorListeners.add(fn);
   }
@@ -324,8 +409,10 @@ export class RaftNode {
    * processed, rejects everything pending, closes the transport and the log.
    */
   async stop(opts: { transferLeadership?: boolean; timeout_ms?: number } = {}): Promise<void> {
-    if (this.stopped) return;
-    if (opts.transferLeadership === true && this.role === 'leader') {
+    // After a fatal failure the node is halted but still holds its log: stop() releases it.
+    if (this.closing) return;
+    this.closing = true;
+    if (!this.stopped && opts.transferLeadership === true && this.role === 'leader') {
       const target = this.transferTarget();
       if (target !== null) {
         try {
@@ -363,8 +450,10 @@ export class RaftNode {
     this.transport.onMessage((m) => this.receive(m));
     this.transport.onUnreachable((peer, dropped) => {
       if (this.stopped) return;
-      this.core.reportUnreachable(peer);
-      if (dropped.some((m) => m.type === 'snapshot')) this.core.reportSnapshot(peer, false);
+      this.guard(() => {
+        this.core.reportUnreachable(peer);
+        if (dropped.some((m) => m.type === 'snapshot')) this.core.reportSnapshot(peer, false);
+      });
       this.schedule();
     });
     this.tickTimer = setInterval(() => this.tick(), this.tick_ms);
@@ -373,21 +462,38 @@ export class RaftNode {
 
   private tick(): void {
     if (this.stopped) return;
-    this.core.tick();
-    this.reads.expire(Date.now(), this.readTimeout_ms);
-    this.reads.pump();
+    this.guard(() => {
+      this.core.tick();
+      const now = Date.now();
+      this.reads.expire(now, this.readTimeout_ms);
+      this.reads.pump();
+      this.checkCatchUp(now);
+    });
     this.schedule();
   }
 
+  /**
+   * A message from a peer. A malformed one is dropped (no peer may stop this node); anything the core throws on
+   * a well-formed one — a violated invariant, a failing log read — leaves the core in an unknown state: fatal.
+   */
   private receive(m: Message): void {
-    if (this.stopped || m.to !== this.id) return;
-    try {
-      this.core.step(m);
-    } catch (err) {
-      this.errorListeners.emit(err as Error);
+    if (this.stopped) return;
+    const bad = malformedReason(m, this.id);
+    if (bad !== null) {
+      this.errorListeners.emit(new Error(`raft: dropped a malformed ${m.type} from ${m.from}: ${bad}`));
       return;
     }
+    this.guard(() => this.core.step(m));
     this.schedule();
+  }
+
+  /** Runs `fn`; anything it throws stops the node (fatal). */
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.fail(err as Error);
+    }
   }
 
   private schedule(): void {
@@ -422,23 +528,14 @@ export class RaftNode {
   private async handleReady(rd: Ready): Promise<void> {
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
-    let sent = false;
-    if (this.opts.leaderSendsBeforePersist === true && this.role === 'leader' && rd.snapshot === null) {
-      const durable = this.log.initialState().hardState;
-      if (rd.hardState === null || (rd.hardState.term === durable.term && rd.hardState.vote === durable.vote)) {
-        this.send(rd.messages);
-        sent = true;
-      }
-    }
-
     // 1. Persist (one synced batch).
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
       await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
       if (this.stopped) return;
     }
 
-    // 2. Send.
-    if (!sent) this.send(rd.messages);
+    // 2. Send, only now that everything they depend on is durable.
+    this.send(rd.messages);
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
@@ -470,17 +567,44 @@ export class RaftNode {
 
   private send(messages: Message[]): void {
     if (messages.length === 0) return;
-    const remote: Message[] = [];
     for (const m of messages) {
-      if (m.to === this.id) queueMicrotask(() => this.receive(m));
-      else remote.push(m);
+      if (m.to === this.id || m.from !== this.id) throw new Error(`raft: core emitted ${m.type} ${m.from}→${m.to}`);
     }
-    if (remote.length > 0) this.transport.send(remote);
+    this.transport.send(messages);
   }
 
   private afterAdvance(): void {
     this.reads.applied(this.applied);
     this.reads.pump();
+    this.checkCatchUp();
+  }
+
+  /** Asks the core for a read index; false when it cannot be asked yet (no leader, queue full). */
+  private requestReadIndex(ctx: Uint8Array): boolean {
+    try {
+      this.core.readIndex(ctx);
+      return true;
+    } catch (err) {
+      if (err instanceof ProposalDroppedError) return false;
+      throw err;
+    }
+  }
+
+  private checkCatchUp(now_ms = Date.now()): void {
+    if (this.catchUp.size === 0) return;
+    const s = this.core.status();
+    const view: LeaderView =
+      s.role === 'leader' && s.progress !== undefined
+        ? {
+            leading: true,
+            lastIndex: s.lastIndex,
+            progress: (id) => {
+              const pr = s.progress?.[id];
+              return pr === undefined ? null : { match: pr.match, state: pr.state };
+            },
+          }
+        : { leading: false, leader: s.leader };
+    this.catchUp.check(now_ms, view);
   }
 
   private onSoftState(role: Role, leader: NodeId | null): void {
@@ -552,9 +676,37 @@ export class RaftNode {
   private checkProposable(): RaftError | null {
     if (this.stopped) return this.stoppedError();
     if (this.role !== 'leader')
-      return new RaftError('not-leader', `${this.id} is not the leader (leader: ${this.leader})`);
+      return new RaftError('not-leader', `${this.id} is not the leader (leader: ${this.leader})`, {
+        leader: this.leader,
+      });
     if (this.proposals.isFull()) return new RaftError('too-many-pending', `${this.proposals.size} proposals pending`);
     return null;
+  }
+
+  /** An entry larger than maxMsgBytes could never be sent to a follower: it would stall replication for good. */
+  private checkSize(entry_bytes: number, what: string): RaftError | null {
+    if (entry_bytes <= this.maxMsgBytes) return null;
+    return new RaftError('too-large', `${what} of ${entry_bytes} bytes exceeds maxMsgBytes ${this.maxMsgBytes}`);
+  }
+
+  /**
+   * Maps the core's refusal of a proposal to a RaftError. ProposalDroppedError is a refusal: `not-leader` (also
+   * while handing leadership over, or when this leader was removed), `too-many-pending` (the uncommitted-bytes
+   * bound), `conf-change-refused`. Anything else the core throws is a violated invariant: fatal.
+   */
+  private refused(err: unknown, conf: boolean): RaftError {
+    if (!(err instanceof ProposalDroppedError)) {
+      this.fail(err as Error);
+      return this.stoppedError();
+    }
+    const s = this.core.status({ progress: false });
+    const hint = err.leader === this.id ? null : err.leader;
+    if (s.role !== 'leader') return new RaftError('not-leader', err.message, { leader: s.leader });
+    if (/uncommitted bytes/.test(err.message)) return new RaftError('too-many-pending', err.message);
+    if (conf && !/leadership transfer|removed from the configuration/.test(err.message)) {
+      return new RaftError('conf-change-refused', err.message);
+    }
+    return new RaftError('not-leader', err.message, { leader: hint });
   }
 
   /**
@@ -623,12 +775,13 @@ export class RaftNode {
     this.tickTimer = null;
     this.proposals.rejectAll(err);
     this.reads.rejectAll(err);
+    this.catchUp.rejectAll(err);
     for (const w of [...this.leaderWaiters]) w.reject(err);
   }
 
   private fail(err: Error): void {
     if (this.stopped) return;
-    this.failure = new RaftError('fatal', `node ${this.id} stopped after a failure: ${err.message}`);
+    this.failure = new RaftError('fatal', `node ${this.id} stopped after a failure: ${err.message}`, { cause: err });
     this.halt(this.failure);
     void this.transport.close();
     this.fatalListeners.emit(err);

@@ -18,12 +18,7 @@ export class KeelCluster {
 
   private constructor() {}
 
-  static async start(
-    baseDir: string,
-    ports: number[],
-    tick_ms: number,
-    leaderSendsBeforePersist: boolean,
-  ): Promise<KeelCluster> {
+  static async start(baseDir: string, ports: number[], tick_ms: number): Promise<KeelCluster> {
     const cluster = new KeelCluster();
     const ids = ports.map((_, i) => `n${i + 1}`);
     const peers: Record<string, string> = {};
@@ -55,7 +50,6 @@ export class KeelCluster {
         peers,
         voters: ids,
         tick_ms,
-        leaderSendsBeforePersist,
       });
     }
     await Promise.all(cluster.children.map((c) => cluster.waitFor(c, (ev) => ev.type === 'ready', 20_000)));

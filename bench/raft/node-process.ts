@@ -46,7 +46,6 @@ async function start(cmd: StartCommand): Promise<void> {
     peers: cmd.peers,
     bootstrap: { voters: cmd.voters },
     tick_ms: cmd.tick_ms,
-    leaderSendsBeforePersist: cmd.leaderSendsBeforePersist,
     snapshotEvery_entries: 50_000,
     maxPendingProposals: 100_000,
   });

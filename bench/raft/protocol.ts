@@ -10,7 +10,6 @@ export interface StartCommand {
   peers: Record<string, string>;
   voters: string[];
   tick_ms: number;
-  leaderSendsBeforePersist: boolean;
 }
 
 export interface LoadCommand {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CatchUpWaiters, type LeaderView, type MemberProgress } from './catch-up.js';
 import { RaftError } from './errors.js';
 import { PendingProposals } from './proposals.js';
 import { ReadBarrier } from './reads.js';
@@ -42,7 +43,7 @@ describe('PendingProposals', () => {
 describe('ReadBarrier', () => {
   it('batches callers into one request and releases them once applied', async () => {
     const sent: string[] = [];
-    const r = new ReadBarrier(10, (ctx) => sent.push(new TextDecoder().decode(ctx)));
+    const r = new ReadBarrier(10, (ctx) => sent.push(new TextDecoder().decode(ctx)) > 0);
     const first = r.wait(0);
     const second = r.wait(0);
     r.pump();
@@ -66,8 +67,9 @@ describe('ReadBarrier', () => {
     let fail = true;
     const sent: string[] = [];
     const r = new ReadBarrier(2, (ctx) => {
-      if (fail) throw new Error('no leader');
+      if (fail) return false; // no leader known
       sent.push(new TextDecoder().decode(ctx));
+      return true;
     });
     const w = settle(r.wait(0));
     r.pump();
@@ -86,5 +88,58 @@ describe('ReadBarrier', () => {
     r.answered(new TextEncoder().encode(sent[sent.length - 1]!), 3);
     r.applied(3);
     expect(await late).toEqual({ ok: 3 });
+  });
+
+  it('lets a real failure of the request propagate and keeps the callers queued', async () => {
+    let broken = true;
+    const r = new ReadBarrier(4, () => {
+      if (broken) throw new Error('core invariant');
+      return true;
+    });
+    const w = settle(r.wait(0));
+    expect(() => r.pump()).toThrow('core invariant');
+    expect(r.size).toBe(1);
+    broken = false;
+    r.pump();
+    r.answered(new TextEncoder().encode('r2'), 1);
+    r.applied(1);
+    expect(await w).toEqual({ ok: 1 });
+  });
+});
+
+describe('CatchUpWaiters', () => {
+  const leading = (lastIndex: number, progress: Record<string, MemberProgress>): LeaderView => ({
+    leading: true,
+    lastIndex,
+    progress: (id) => progress[id] ?? null,
+  });
+
+  it('resolves once the learner replicates within the allowed lag, and times out otherwise', async () => {
+    const w = new CatchUpWaiters(4, 10);
+    const caughtUp = settle(w.wait('d', 0, 1000));
+    const late = settle(w.wait('e', 0, 100));
+    w.check(50, leading(100, { d: { match: 0, state: 'probe' }, e: { match: 95, state: 'probe' } }));
+    w.check(60, leading(100, { d: { match: 89, state: 'replicate' }, e: { match: 95, state: 'snapshot' } }));
+    expect(w.size).toBe(2); // d lags 11 > 10; e is close but not replicating
+    w.check(100, leading(100, { d: { match: 90, state: 'replicate' }, e: { match: 95, state: 'probe' } }));
+    expect(await caughtUp).toEqual({ ok: undefined });
+    expect(((await late) as { err: RaftError }).err.code).toBe('not-caught-up');
+    expect(w.size).toBe(0);
+  });
+
+  it('rejects when leadership is lost, the learner is removed, the bound is reached or the node stops', async () => {
+    const w = new CatchUpWaiters(2, 10);
+    const a = settle(w.wait('d', 0, 1000));
+    const b = settle(w.wait('x', 0, 1000));
+    await expect(w.wait('y', 0, 1000)).rejects.toMatchObject({ code: 'too-many-pending' });
+    w.check(1, leading(5, { d: { match: 0, state: 'probe' } }));
+    expect(((await b) as { err: RaftError }).err.code).toBe('not-caught-up'); // x is no member
+    w.check(2, { leading: false, leader: 'b' });
+    const lost = (await a) as { err: RaftError };
+    expect(lost.err.code).toBe('not-leader');
+    expect(lost.err.leader).toBe('b');
+    const c = settle(w.wait('d', 0, 1000));
+    w.rejectAll(new RaftError('stopped', 'bye'));
+    expect(((await c) as { err: RaftError }).err.code).toBe('stopped');
   });
 });

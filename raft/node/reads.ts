@@ -27,10 +27,14 @@ export class ReadBarrier {
   private seq = 0;
   private total = 0;
 
-  /** `request` asks the core for a read index; it may throw when no leader is known (retried on the next pump). */
+  /**
+   * `request` asks the core for a read index and returns false when it cannot be sent yet (no leader known, the
+   * leader's queue full): the callers stay queued and the next pump retries. Anything it throws is a real failure
+   * and propagates out of pump() (the callers stay queued; the driver stops the node).
+   */
   constructor(
     readonly max: number,
-    private readonly request: (context: Uint8Array) => void,
+    private readonly request: (context: Uint8Array) => boolean,
   ) {
     if (!(max > 0)) throw new RangeError('raft: maxPendingReads must be positive');
   }
@@ -52,12 +56,15 @@ export class ReadBarrier {
     const batch = { context, waiters: this.queued };
     this.queued = [];
     this.inflight = batch;
+    let sent = false;
     try {
-      this.request(encoder.encode(context));
-    } catch {
-      // No leader known yet: keep the callers queued; the next tick retries.
-      this.inflight = null;
-      this.queued = [...batch.waiters, ...this.queued];
+      sent = this.request(encoder.encode(context));
+    } finally {
+      if (!sent) {
+        // Not sent: keep the callers queued; the next tick retries.
+        this.inflight = null;
+        this.queued = [...batch.waiters, ...this.queued];
+      }
     }
   }
 

@@ -4,7 +4,10 @@
  * The non-compacted log lives in memory (LogCache) so the core can read it synchronously; every mutation is
  * written through to LevelDB first, as one atomic batch, fsynced (`{ sync: true }`) before the returned promise
  * resolves. The driver hands a whole Ready (many entries + hard state) to persist(): one fsync per Ready.
- * Only a change of nothing but the commit index is kept in memory until the next write (see doPersist).
+ * Only a change of nothing but the commit index is kept in memory until the next write (see doPersist); every
+ * write that reaches LevelDB is synced: LevelDB does not order an unsynced batch before a later synced one
+ * across a power loss (it switches log files without fsync), so "the next synced batch makes it durable" is
+ * false.
  *
  * Keys: format, state (hard state + log bounds), conf (applied membership), snapshot-meta, snapshot-chunk/N,
  * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
@@ -33,6 +36,7 @@ import {
 import { type AppliedConf, cloneConf, type DurableLog, emptyConf, type PersistBatch } from './durable-log.js';
 import { LogCorruptError, LogStateError } from './errors.js';
 import { LogCache } from './log-cache.js';
+import type { LogDb, LogDbOp } from './log-db.js';
 
 export interface LevelLogOptions {
   /** Size of one stored snapshot chunk (LevelDB values stay bounded). Default 1 MiB. */
@@ -43,6 +47,11 @@ export interface LevelLogOptions {
   maxEntries?: number;
   /** Entries persisted together are stored in segments of at most this size (one LevelDB value). Default 1 MiB. */
   maxSegment_bytes?: number;
+  /**
+   * Tests only: a database handle to use instead of opening a ClassicLevel at `path` (e.g. the power-loss
+   * simulator of power-loss-testkit.ts). `compression` is then ignored. Production code never sets it.
+   */
+  db?: LogDb;
 }
 
 /** Index range of one stored segment. */
@@ -51,7 +60,14 @@ interface Segment {
   last: number;
 }
 
-type Op = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+type Op = LogDbOp;
+
+/** A segment whose key is at or below the compaction marker (see recoverEntries). */
+interface StaleSegment {
+  key: Buffer;
+  first: number;
+  entries: Entry[];
+}
 
 interface StateRecord {
   term: number;
@@ -121,7 +137,7 @@ export class LevelLog implements DurableLog {
   private fresh = true;
 
   private constructor(
-    private readonly db: ClassicLevel<Buffer, Buffer>,
+    private readonly db: LogDb,
     readonly path: string,
     private readonly chunk_bytes: number,
     private readonly maxSegment_bytes: number,
@@ -131,11 +147,13 @@ export class LevelLog implements DurableLog {
   static async open(path: string, opts: LevelLogOptions = {}): Promise<LevelLog> {
     const chunk_bytes = opts.snapshotChunk_bytes ?? DEFAULT_CHUNK_BYTES;
     if (!(chunk_bytes >= 1024)) throw new RangeError('raft log: snapshotChunk_bytes must be ≥ 1024');
-    const db = new ClassicLevel<Buffer, Buffer>(path, {
-      keyEncoding: 'buffer',
-      valueEncoding: 'buffer',
-      compression: opts.compression ?? true,
-    });
+    const db: LogDb =
+      opts.db ??
+      new ClassicLevel<Buffer, Buffer>(path, {
+        keyEncoding: 'buffer',
+        valueEncoding: 'buffer',
+        compression: opts.compression ?? true,
+      });
     await db.open();
     const maxSegment_bytes = opts.maxSegment_bytes ?? DEFAULT_MAX_SEGMENT_BYTES;
     if (!(maxSegment_bytes >= 64)) throw new RangeError('raft log: maxSegment_bytes must be ≥ 64');
@@ -245,18 +263,27 @@ export class LevelLog implements DurableLog {
     const data = new Uint8Array(m.size_bytes);
     let offset = 0;
     let chunk = 0;
-    for await (const [key, value] of this.db.iterator(CHUNK_RANGE)) {
-      const name = describeKey(key);
-      if (key.length !== 5 || key.readUInt32BE(1) !== chunk)
-        throw new LogCorruptError(name, null, `expected snapshot-chunk/${chunk}`);
-      if (chunk >= m.chunks) throw new LogCorruptError(name, null, `snapshot has only ${m.chunks} chunks`);
-      const body = decodeMeta(value, name);
-      if (!(body instanceof Uint8Array) || offset + body.byteLength > m.size_bytes) {
-        throw new LogCorruptError(name, null, 'malformed snapshot chunk');
+    const it = this.db.iterator(CHUNK_RANGE);
+    try {
+      for (;;) {
+        const batch = await it.nextv(ITERATOR_BATCH);
+        if (batch.length === 0) break;
+        for (const [key, value] of batch) {
+          const name = describeKey(key);
+          if (key.length !== 5 || key.readUInt32BE(1) !== chunk)
+            throw new LogCorruptError(name, null, `expected snapshot-chunk/${chunk}`);
+          if (chunk >= m.chunks) throw new LogCorruptError(name, null, `snapshot has only ${m.chunks} chunks`);
+          const body = decodeMeta(value, name);
+          if (!(body instanceof Uint8Array) || offset + body.byteLength > m.size_bytes) {
+            throw new LogCorruptError(name, null, 'malformed snapshot chunk');
+          }
+          data.set(body, offset);
+          offset += body.byteLength;
+          chunk++;
+        }
       }
-      data.set(body, offset);
-      offset += body.byteLength;
-      chunk++;
+    } finally {
+      await it.close();
     }
     if (chunk !== m.chunks || offset !== m.size_bytes) {
       throw new LogCorruptError(
@@ -277,15 +304,38 @@ export class LevelLog implements DurableLog {
       throw new LogCorruptError(describeKey(keys[0]!), null, 'snapshot chunk without snapshot metadata');
   }
 
+  /**
+   * Reads the segments back. A segment keyed at or below the compaction marker should not exist: compaction
+   * deletes (or rewrites, for the one straddling the compaction point) every such segment in the same synced
+   * batch that moves the marker. Logs written by earlier versions, whose compaction batch was not synced, can
+   * hold some after a power loss (the compaction lost, a later synced batch with the new marker kept). They are
+   * garbage except for entries above the marker not held by any later segment: those are taken from them (for
+   * overlapping ones the segment with the higher key is the newer write) and rewritten, and the stale segments
+   * deleted, in one synced batch before open() returns. Everything else is checked strictly.
+   */
   private async recoverEntries(state: StateRecord, maxEntries: number): Promise<Entry[]> {
     const expectedCount = state.lastIndex - state.markerIndex;
     if (expectedCount > maxEntries) {
       throw new LogStateError(`log holds ${expectedCount} entries, more than maxEntries ${maxEntries}`);
     }
+    const marker = state.markerIndex;
+    const stale: StaleSegment[] = [];
+    let staleCount = 0;
     const ents: Entry[] = [];
     const segs: Segment[] = [];
-    let expected = state.markerIndex + 1;
+    let expected = -1; // next index a live segment must start at; set when the first live one is met
     let prevTerm = state.markerTerm;
+    /** Entries (marker, end) taken from stale segments, once, before the first live segment. */
+    const takeStale = (end: number): void => {
+      const filled = this.fillFromStale(stale, marker, Math.min(end, state.lastIndex + 1));
+      for (const { entry: e, key } of filled) {
+        if (e.term < prevTerm)
+          throw new LogCorruptError(describeKey(key), e.index, `term ${e.term} below previous term ${prevTerm}`);
+        prevTerm = e.term;
+        ents.push(e);
+      }
+      expected = marker + 1 + filled.length;
+    };
     const it = this.db.iterator(ENTRY_RANGE);
     try {
       for (;;) {
@@ -294,8 +344,16 @@ export class LevelLog implements DurableLog {
         for (const [key, value] of batch) {
           const first = decodeSegmentKey(key);
           const name = describeKey(key);
+          if (first <= marker) {
+            const seg = decodeSegment(value, first);
+            staleCount += seg.length;
+            if (staleCount > maxEntries) throw new LogStateError(`more than ${maxEntries} entries below the marker`);
+            stale.push({ key, first, entries: seg });
+            continue;
+          }
+          if (expected < 0) takeStale(first);
           if (first < expected) {
-            throw new LogCorruptError(name, first, `entry below first index ${expected} (compacted or overlapping)`);
+            throw new LogCorruptError(name, first, `entry below first index ${expected} (overlapping)`);
           }
           if (first > expected) {
             throw new LogCorruptError(`segment/${expected}`, expected, `entry missing (next stored entry is ${first})`);
@@ -322,6 +380,7 @@ export class LevelLog implements DurableLog {
     } finally {
       await it.close();
     }
+    if (expected < 0) takeStale(state.lastIndex + 1);
     if (expected !== state.lastIndex + 1) {
       throw new LogCorruptError(
         `segment/${expected}`,
@@ -329,8 +388,36 @@ export class LevelLog implements DurableLog {
         `log truncated: recorded last index is ${state.lastIndex}`,
       );
     }
+    if (stale.length > 0) {
+      // Rewrite what was taken from stale segments under live keys, delete the stale ones: synced, so the next
+      // open finds a log that satisfies the strict rules.
+      const ops: Op[] = stale.map((st) => ({ type: 'del' as const, key: st.key }));
+      const live = segs.length > 0 ? segs[0]!.first : state.lastIndex + 1;
+      const taken = ents.slice(0, live - marker - 1);
+      if (taken.length > 0) this.segmentOps(taken, ops, segs, 0, 0);
+      await this.db.batch(ops, { sync: true });
+    }
     this.segs = segs;
     return ents;
+  }
+
+  /**
+   * Entries marker+1, marker+2, … (below `end`) from stale segments, stopping at the first index none holds.
+   * For an index held by several, the one with the highest key is the newest write.
+   */
+  private fillFromStale(stale: StaleSegment[], marker: number, end: number): Array<{ entry: Entry; key: Buffer }> {
+    const out: Array<{ entry: Entry; key: Buffer }> = [];
+    for (let i = marker + 1; i < end; i++) {
+      let found: { entry: Entry; key: Buffer } | null = null;
+      for (let s = stale.length - 1; s >= 0 && found === null; s--) {
+        const st = stale[s]!; // in key order: the last holding i is the newest
+        const e = st.entries[i - st.first];
+        if (e !== undefined) found = { entry: e, key: st.key };
+      }
+      if (found === null) break;
+      out.push(found);
+    }
+    return out;
   }
 
   // ---- LogView --------------------------------------------------------------------------------------------
@@ -418,8 +505,10 @@ export class LevelLog implements DurableLog {
         this.segmentOps(this.cache.entries(index + 1, straddling.last + 1, Infinity), ops, segs, 0, 1);
       }
       ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, this.cache.lastIndex()) });
-      // Not synced: losing a compaction leaves a consistent, longer log; the next synced batch makes it durable.
-      await this.db.batch(ops, { sync: false });
+      // Synced like every other write: LevelDB may lose an unsynced batch while keeping a later synced one, which
+      // would leave segments below a newer marker (recoverEntries copes with logs written that way by earlier
+      // versions, but a durable compaction is the contract).
+      await this.db.batch(ops, { sync: true });
       this.stateDirty = false;
       this.cache.compact(index);
       this.segs = segs;

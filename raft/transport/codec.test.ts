@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../types.js';
-import { decodeFrame, encodeMessage, FrameError, roundTrip } from './codec.js';
+import { type Entry, entrySizeBytes, type Message } from '../types.js';
+import { decodeFrame, encodeMessage, FrameError, MESSAGE_OVERHEAD_BYTES, roundTrip } from './codec.js';
 
 const full: Message = {
   type: 'snapshot',
@@ -60,5 +60,72 @@ describe('wire codec', () => {
     const bad = encodeMessage({ ...full, term: -1 });
     expect(() => decodeFrame(bad, 10)).toThrow(/malformed/);
     expect(() => decodeFrame(Buffer.from([0xc1]), 10)).toThrow(FrameError);
+  });
+});
+
+describe('MESSAGE_OVERHEAD_BYTES', () => {
+  // Worst cases for the framing on top of a payload of at most `limit` bytes as the core counts them: maximal
+  // integers everywhere, long ids, many tiny entries (per-entry framing) or one huge entry, and a snapshot chunk
+  // of a large configuration.
+  const MAX = Number.MAX_SAFE_INTEGER;
+  const id = (i: number): string => `node-${i}-`.padEnd(128, 'x');
+  const base: Message = {
+    type: 'append',
+    from: id(1),
+    to: id(2),
+    term: MAX,
+    logTerm: MAX,
+    index: MAX - 100_000,
+    entries: [],
+    commit: MAX,
+    reject: true,
+    rejectHint: MAX,
+    rejectTerm: MAX,
+    context: new Uint8Array(1024),
+  };
+  const limit = 64 * 1024;
+
+  it('bounds an append whose entries fit maxMsgBytes, however they are split', () => {
+    for (const dataBytes of [0, 1, 100, limit - 16]) {
+      const entries: Entry[] = [];
+      let size = 0;
+      for (let i = 1; ; i++) {
+        const e: Entry = { index: base.index + i, term: MAX, type: 'conf', data: new Uint8Array(dataBytes) };
+        if (size + entrySizeBytes(e) > limit) break;
+        entries.push(e);
+        size += entrySizeBytes(e);
+      }
+      expect(entries.length).toBeGreaterThan(0);
+      expect(encodeMessage({ ...base, entries }).length).toBeLessThanOrEqual(limit + MESSAGE_OVERHEAD_BYTES);
+      // Each entry costs at most its counted size on the wire (the bound does not grow with the entry count).
+      const one = encodeMessage({ ...base, entries: entries.slice(0, 1) }).length;
+      const two = encodeMessage({ ...base, entries: entries.slice(0, 2) }).length;
+      if (entries.length > 1) expect(two - one).toBeLessThanOrEqual(entrySizeBytes(entries[1]!));
+    }
+  });
+
+  it('bounds a snapshot chunk of snapshotChunkBytes with a large configuration', () => {
+    const members = Array.from({ length: 32 }, (_, i) => id(i));
+    const m: Message = {
+      ...base,
+      type: 'snapshot',
+      snapshot: {
+        meta: {
+          index: MAX,
+          term: MAX,
+          conf: {
+            voters: members.slice(0, 16),
+            learners: members.slice(16),
+            votersOutgoing: members.slice(0, 16),
+            learnersNext: members.slice(16),
+            autoLeave: true,
+          },
+        },
+        offset_bytes: MAX,
+        data: new Uint8Array(limit),
+        done: true,
+      },
+    };
+    expect(encodeMessage(m).length).toBeLessThanOrEqual(limit + MESSAGE_OVERHEAD_BYTES);
   });
 });

@@ -35,6 +35,16 @@ const ENTRY_TYPES: EntryType[] = ['normal', 'conf', 'noop'];
 const ENTRY_CODES: Record<EntryType, number> = { normal: 0, conf: 1, noop: 2 };
 const FIELDS = 13;
 
+/**
+ * Framing allowance on top of a message's payload (the entries' sizes as the core counts them with
+ * entrySizeBytes, or a snapshot chunk's data): the fixed fields, node ids, a snapshot's member lists, contexts.
+ * Each entry encodes in at most 15 bytes besides its data (term ≤ 9, type 1, bin header ≤ 5), less than the
+ * ENTRY_OVERHEAD_BYTES the core counts it for, so an append of at most maxMsgBytes encodes in at most
+ * maxMsgBytes + this. 16 KiB covers ids of up to 128 bytes in a configuration of 16 voters and 16 learners
+ * (both listed twice while joint) and a 1 KiB context (tested in codec.test.ts).
+ */
+export const MESSAGE_OVERHEAD_BYTES = 16 * 1024;
+
 export class FrameError extends Error {
   constructor(reason: string) {
     super(`raft transport: bad frame: ${reason}`);

@@ -94,6 +94,8 @@ interface MemoryPeer {
 }
 
 export class MemoryTransport implements Transport {
+  /** In-process delivery has no frame limit. */
+  readonly maxPayload_bytes = Number.POSITIVE_INFINITY;
   private readonly messageHandlers: MessageHandler[] = [];
   private readonly unreachableHandlers: UnreachableHandler[] = [];
   private readonly peerMap = new Map<NodeId, MemoryPeer>();

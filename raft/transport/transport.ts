@@ -28,6 +28,12 @@ export type UnreachableHandler = (peer: NodeId, dropped: Message[]) => void;
  */
 export interface Transport {
   readonly id: NodeId;
+  /**
+   * Largest encoded message this transport can carry (a larger one is dropped and reported unreachable).
+   * The driver refuses to start when the core's maxMsgBytes or snapshotChunkBytes, plus the codec's framing
+   * overhead, would not fit. Infinity when unbounded.
+   */
+  readonly maxPayload_bytes: number;
   send(msgs: Message[]): void;
   onMessage(handler: MessageHandler): void;
   onUnreachable(handler: UnreachableHandler): void;

@@ -47,7 +47,10 @@ export interface WebSocketTransportOptions {
   /** Shared secret: handshakes carry an HMAC of cluster/from/to/timestamp. */
   secret?: string;
   tls?: TransportTlsOptions;
-  /** Max bytes of one frame (several messages). Default 16 MiB; must exceed the core's maxMsgBytes. */
+  /**
+   * Max bytes of one frame (several messages). Default 16 MiB. RaftNode.start checks that the core's maxMsgBytes
+   * and snapshotChunkBytes plus MESSAGE_OVERHEAD_BYTES fit. Every member should use the same value.
+   */
   maxPayload_bytes?: number;
   /** Max messages per frame on receive. Default 65 536. */
   maxFrameMessages?: number;
@@ -92,7 +95,8 @@ export class WebSocketTransport implements Transport {
   readonly id: NodeId;
   readonly path: string;
   private readonly opts: WebSocketTransportOptions;
-  private readonly maxPayload_bytes: number;
+  /** Max bytes of one frame: ws refuses larger ones on receive; a larger message is dropped on send. */
+  readonly maxPayload_bytes: number;
   private readonly maxFrameMessages: number;
   private readonly maxInflight_bytes: number;
   private readonly backoff: { min_ms: number; max_ms: number };

@@ -1,0 +1,197 @@
+/**
+ * Power-loss simulation for tests of LevelLog (and of RaftNode over LevelLog). Not used by production code.
+ *
+ * A PowerLossDisk hands out LogDb handles (LevelLogOptions.db) backed by a real LevelDB (classic-level) in a
+ * directory of its own, and records every batch written through them with its `sync` flag. powerLoss() cuts the
+ * power: the handle fails every later call (a write in flight never reports success), and the disk's durable
+ * image becomes its previous image plus
+ *   - every synced batch that completed (reported success),
+ *   - each unsynced (or still in-flight) batch issued before the last of those, kept or lost at random: LevelDB
+ *     switches log files without fsync, so an unsynced batch can be lost while a later synced one survives,
+ *   - a random prefix of the batches issued after it.
+ * The next db() handle is a fresh LevelDB holding exactly that image, which LevelLog.open then recovers from.
+ * So a test that checks "everything acknowledged survives" fails if a write LevelLog relies on is not synced.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ClassicLevel } from 'classic-level';
+import type { Random } from '../types.js';
+import type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './log-db.js';
+
+/** One batch as written through a handle. */
+export interface RecordedWrite {
+  ops: LogDbOp[];
+  sync: boolean;
+  /** The batch reported success before the power was cut. */
+  done: boolean;
+}
+
+export interface PowerLossOptions {
+  /**
+   * Decides the fate of each write instead of the rules above (for tests that model a specific loss, e.g. one
+   * batch lost while a later synced one survives).
+   */
+  keep?: (w: RecordedWrite, i: number) => boolean;
+}
+
+/** Bound on writes recorded between two power losses (a test writing more is told so). */
+const MAX_RECORDED_WRITES = 1_000_000;
+
+export class PowerLossDisk {
+  private image = new Map<string, Buffer>();
+  private writes: RecordedWrite[] = [];
+  private generation = 0;
+  private current: PowerLossDb | null = null;
+  /** What the power losses kept and lost, for tests that check their own premise. */
+  readonly stats = { powerLosses: 0, syncedKept: 0, uncertainKept: 0, uncertainLost: 0 };
+
+  /** `syncDelay_ms`: latency added to every synced batch before it reports success (emulates fsync). */
+  constructor(
+    private readonly dir: string,
+    private readonly random: Random,
+    private readonly syncDelay_ms = 0,
+  ) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  /** Writes recorded since the last power loss: the index the next write will have in PowerLossOptions.keep. */
+  get writeCount(): number {
+    return this.writes.length;
+  }
+
+  /** A handle for LevelLog.open(path, { db }) holding the durable image. Only one handle is live at a time. */
+  db(): LogDb {
+    if (this.current !== null && !this.current.dead) throw new Error('power-loss disk: a handle is still live');
+    const path = join(this.dir, `gen-${this.generation++}`);
+    this.current = new PowerLossDb(path, new Map(this.image), this.syncDelay_ms, (w) => {
+      if (this.writes.length >= MAX_RECORDED_WRITES) throw new Error('power-loss disk: too many writes recorded');
+      this.writes.push(w);
+    });
+    return this.current;
+  }
+
+  /** Cuts the power now (see the module comment); resolves once the old handle's files are gone. */
+  async powerLoss(opts: PowerLossOptions = {}): Promise<void> {
+    const h = this.current;
+    if (h === null || h.dead) return;
+    h.dead = true;
+    const writes = this.writes;
+    this.writes = [];
+    this.stats.powerLosses++;
+    let lastSynced = -1;
+    writes.forEach((w, i) => {
+      if (w.sync && w.done) lastSynced = i;
+    });
+    const prefix = lastSynced + 1 + this.random.int(writes.length - lastSynced);
+    for (const [i, w] of writes.entries()) {
+      let keep: boolean;
+      if (opts.keep !== undefined) keep = opts.keep(w, i);
+      else if (w.sync && w.done) keep = true;
+      else if (i < lastSynced) keep = this.random.int(2) === 0;
+      else keep = i < prefix;
+      if (w.sync && w.done && keep) this.stats.syncedKept++;
+      else if (keep) this.stats.uncertainKept++;
+      else this.stats.uncertainLost++;
+      if (!keep) continue;
+      for (const op of w.ops) {
+        if (op.type === 'put') this.image.set(op.key.toString('hex'), op.value);
+        else this.image.delete(op.key.toString('hex'));
+      }
+    }
+    await h.shutdown();
+  }
+
+  /** Closes the live handle's files (end of a test). */
+  async close(): Promise<void> {
+    await this.powerLoss({ keep: () => true });
+  }
+}
+
+class PowerLossDb implements LogDb {
+  dead = false;
+  private readonly level: ClassicLevel<Buffer, Buffer>;
+  private readonly pending = new Set<Promise<unknown>>();
+  private opened = false;
+
+  constructor(
+    private readonly path: string,
+    private readonly initial: Map<string, Buffer>,
+    private readonly syncDelay_ms: number,
+    private readonly record: (w: RecordedWrite) => void,
+  ) {
+    this.level = new ClassicLevel<Buffer, Buffer>(path, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  }
+
+  async open(): Promise<void> {
+    this.alive();
+    await this.track(this.level.open());
+    this.opened = true;
+    const ops: LogDbOp[] = [...this.initial].map(([k, value]) => ({ type: 'put', key: Buffer.from(k, 'hex'), value }));
+    if (ops.length > 0) await this.track(this.level.batch(ops));
+    this.alive();
+  }
+
+  async close(): Promise<void> {
+    if (this.dead) return; // the power is off: the disk owns the files now
+    await this.shutdown();
+  }
+
+  getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>> {
+    this.alive();
+    return this.track(this.level.getMany(keys));
+  }
+
+  keys(range: LogDbRange): { all(): Promise<Buffer[]> } {
+    this.alive();
+    return { all: () => this.track(this.level.keys(range).all()) };
+  }
+
+  iterator(range: LogDbRange): LogDbIterator {
+    this.alive();
+    const it = this.level.iterator(range);
+    return {
+      nextv: (size) => {
+        this.alive();
+        return this.track(it.nextv(size));
+      },
+      close: () => this.track(it.close()),
+    };
+  }
+
+  async batch(ops: LogDbOp[], opts: { sync: boolean }): Promise<void> {
+    this.alive();
+    const w: RecordedWrite = { ops: [...ops], sync: opts.sync, done: false };
+    this.record(w);
+    // The simulator decides durability; the real LevelDB write need not be synced.
+    await this.track(this.level.batch(ops));
+    if (opts.sync && this.syncDelay_ms > 0) await this.track(new Promise((r) => setTimeout(r, this.syncDelay_ms)));
+    this.alive(); // cut while in flight: never reported as written
+    w.done = true;
+  }
+
+  put(key: Buffer, value: Buffer, opts: { sync: boolean }): Promise<void> {
+    return this.batch([{ type: 'put', key, value }], opts);
+  }
+
+  /** @internal Waits for operations in flight, closes the LevelDB and deletes its files. */
+  async shutdown(): Promise<void> {
+    this.dead = true;
+    await Promise.allSettled([...this.pending]);
+    if (this.opened) await this.level.close();
+    this.opened = false;
+    rmSync(this.path, { recursive: true, force: true });
+  }
+
+  private alive(): void {
+    if (this.dead) throw new Error('power-loss disk: the power was cut');
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.pending.add(p);
+    const remove = (): void => {
+      this.pending.delete(p);
+    };
+    p.then(remove, remove);
+    return p;
+  }
+}
