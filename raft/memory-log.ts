@@ -45,6 +45,8 @@ export class MemoryLog implements LogView {
   private hardState: HardState;
   private snap: Snapshot | null = null;
   private readonly bootConf: ConfState;
+  /** Membership the driver recorded as applied (setConf), with the index of its conf entry. */
+  private recordedConf: { index: number; conf: ConfState } | null = null;
   private ents: Entry[];
 
   constructor(opts: MemoryLogOptions = {}) {
@@ -53,11 +55,32 @@ export class MemoryLog implements LogView {
     this.ents = [dummy(0, 0)];
   }
 
+  /**
+   * The membership is the newer of the latest snapshot's and the one recorded with setConf(), or the
+   * bootstrap configuration when there is neither.
+   */
   initialState(): { hardState: HardState; conf: ConfState } {
-    return {
-      hardState: { ...this.hardState },
-      conf: copyConfState(this.snap ? this.snap.meta.conf : this.bootConf),
-    };
+    const rec = this.recordedConf;
+    const snapIndex = this.snap ? this.snap.meta.index : 0;
+    let conf = this.snap ? this.snap.meta.conf : this.bootConf;
+    if (rec !== null && rec.index > snapIndex) conf = rec.conf;
+    return { hardState: { ...this.hardState }, conf: copyConfState(conf) };
+  }
+
+  /** Index of the entry (or snapshot) whose membership initialState() reports; 0 for the bootstrap one. */
+  confIndex(): number {
+    return Math.max(this.recordedConf ? this.recordedConf.index : 0, this.snap ? this.snap.meta.index : 0);
+  }
+
+  /**
+   * Records the membership a driver applied at conf entry `index` (like DurableLog.setConf): a restart then
+   * starts the core with it, and the driver must not apply conf entries at or below confIndex() again.
+   */
+  setConf(index: number, conf: ConfState): void {
+    const current = this.recordedConf ? this.recordedConf.index : 0;
+    if (index < current) throw new Error(`memory-log: conf at ${index} is older than recorded conf at ${current}`);
+    if (index > this.lastIndex()) throw new Error(`memory-log: conf at ${index} beyond last index ${this.lastIndex()}`);
+    this.recordedConf = { index, conf: copyConfState(conf) };
   }
 
   firstIndex(): number {
@@ -99,9 +122,9 @@ export class MemoryLog implements LogView {
    * Writes the initial membership of a new cluster as committed conf entries (see core/bootstrap.ts).
    * The log must be empty.
    */
-  bootstrap(voters: readonly NodeId[]): void {
+  bootstrap(voters: readonly NodeId[], learners: readonly NodeId[] = []): void {
     if (this.lastIndex() !== 0 || this.snap !== null) throw new Error('memory-log: bootstrap needs an empty log');
-    const { entries, hardState } = bootstrapEntries(voters);
+    const { entries, hardState } = bootstrapEntries(voters, learners);
     for (const e of entries) this.ents.push(e);
     this.hardState = hardState;
   }
@@ -167,12 +190,16 @@ export class MemoryLog implements LogView {
     this.ents = [dummy(index, term), ...this.ents.slice(index - offset + 1)];
   }
 
-  /** Records a snapshot of the state machine at `index` (which must be applied, hence committed). */
+  /**
+   * Records a snapshot of the state machine at `index`, which the caller must have applied (hence committed).
+   * Only `index <= lastIndex()` is checked: like the LevelDB log, the persisted commit index may lag what was
+   * applied when commit-only changes are written lazily.
+   */
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Snapshot {
     const current = this.snap ? this.snap.meta.index : 0;
     if (index <= current) throw new Error(`memory-log: snapshot at ${index} is not newer than ${current}`);
-    if (index > this.hardState.commit) {
-      throw new Error(`memory-log: snapshot at ${index} beyond commit ${this.hardState.commit}`);
+    if (index > this.lastIndex()) {
+      throw new Error(`memory-log: snapshot at ${index} beyond last index ${this.lastIndex()}`);
     }
     const snap: Snapshot = { meta: { index, term: this.term(index), conf: copyConfState(conf) }, data };
     this.snap = snap;

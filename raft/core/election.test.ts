@@ -3,6 +3,8 @@
  * following etcd's raft_test.go / raft_paper_test.go as a checklist.
  */
 import { describe, expect, it } from 'vitest';
+import type { Entry } from '../types.js';
+import { encodeConfChange } from './codec.js';
 import { confOf, entries, Solo, seedLog, TestNet } from './testkit.js';
 
 const ABC = confOf(['a', 'b', 'c']);
@@ -92,6 +94,53 @@ describe('vote granting', () => {
     g.step({ type: 'vote', from: 'a', term: 2, index: 5, logTerm: 1 });
     g.tick(5);
     expect(g.core.status().role).toBe('follower');
+  });
+
+  it('a rejection carries the voter commit index; a candidate holding that entry commits up to it', () => {
+    // The voter: log 1@1 2@1 3@2, commit 2. It rejects a candidate whose log is behind.
+    const voterSetup = (log: import('../memory-log.js').MemoryLog) => seedLog(log, entries(1, [1, 1, 2]), 2, 2);
+    const voter = new Solo('c', ABC, {}, voterSetup);
+    const out = voter.step({ type: 'vote', from: 'a', term: 3, index: 2, logTerm: 1 });
+    expect(out).toMatchObject([{ type: 'voteResp', reject: true, index: 2, logTerm: 1 }]);
+
+    // A candidate with 1@1 2@1 and commit 0 learns that 2 is committed.
+    const candSetup = (log: import('../memory-log.js').MemoryLog) => seedLog(log, entries(1, [1, 1]), 2, 0);
+    const cand = new Solo('a', ABC, {}, candSetup);
+    cand.tick(10);
+    expect(cand.core.status()).toMatchObject({ role: 'candidate', commit: 0 });
+    cand.step({ type: 'voteResp', from: 'c', term: 3, reject: true, index: 2, logTerm: 1 });
+    expect(cand.core.status()).toMatchObject({ commit: 2, role: 'follower' });
+    expect(cand.applied.map((e) => e.index)).toEqual([1, 2]);
+    // A hint for an entry it does not hold (other term, or beyond its log) changes nothing.
+    const other = new Solo('a', ABC, {}, candSetup);
+    other.tick(10);
+    other.step({ type: 'voteResp', from: 'c', term: 3, reject: true, index: 2, logTerm: 2 });
+    other.step({ type: 'voteResp', from: 'b', term: 3, reject: true, index: 5, logTerm: 3 });
+    expect(other.core.status().commit).toBe(0);
+  });
+
+  // Found by the simulator (seed 30396): a candidate learned through a hint that a conf entry removing it had
+  // committed, applied it, and was then elected by the grants that followed, as a leader outside its own
+  // configuration (an invariant error). A campaign that learns of new commits stands down until it has
+  // applied them.
+  it('a candidate that learns from a hint that its removal committed stands down instead of winning', () => {
+    const removeA: Entry = {
+      index: 2,
+      term: 1,
+      type: 'conf',
+      data: encodeConfChange({ changes: [{ type: 'removeNode', node: 'a' }] }),
+    };
+    const setup = (log: import('../memory-log.js').MemoryLog) => seedLog(log, [...entries(1, [1]), removeA], 1, 1);
+    const a = new Solo('a', confOf(['a', 'b', 'c', 'd']), {}, setup);
+    a.tick(10);
+    expect(a.core.status()).toMatchObject({ role: 'candidate', commit: 1 });
+    a.step({ type: 'voteResp', from: 'd', term: 2, reject: true, index: 2, logTerm: 1 });
+    expect(a.core.status()).toMatchObject({ role: 'follower', commit: 2, conf: { voters: ['b', 'c', 'd'] } });
+    // Grants from b and c would be a majority of the new configuration.
+    a.step({ type: 'voteResp', from: 'b', term: 2 });
+    a.step({ type: 'voteResp', from: 'c', term: 2 });
+    expect(a.core.status().role).toBe('follower');
+    expect(a.tick(30).filter((m) => m.type === 'vote' || m.type === 'preVote')).toEqual([]);
   });
 
   it('ignores vote responses from an earlier term', () => {

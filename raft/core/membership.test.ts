@@ -296,6 +296,77 @@ describe('conf change proposals', () => {
     ).toEqual(['normal']);
   });
 
+  // Found by the simulator (seed 794 once it allowed single-voter configurations): a leader that removed
+  // itself used to step down at once. When the survivors need its vote (two voters, or a joint configuration
+  // replacing the only voter) and it holds an entry they lack, it rejects every candidate and never campaigns
+  // itself: no leader, ever.
+  it('a leader that removes itself from two voters catches the survivor up and hands leadership over', () => {
+    const net = TestNet.create(['a', 'b']);
+    net.elect('a');
+    const a = net.core('a');
+    const removal = a.proposeConfChange({ changes: [{ type: 'removeNode', node: 'a' }] }).index;
+    const extra = a.propose(new TextEncoder().encode('extra')).index;
+    missEntryAndCommit(net, extra);
+    expect(a.status().conf.voters).toEqual(['b']);
+    expect(net.core('b').status()).toMatchObject({ lastIndex: removal, conf: { voters: ['a', 'b'] } });
+    expect(() => a.propose(new TextEncoder().encode('refused'))).toThrow(/removed from the configuration/);
+    net.tickAll(60);
+    expect(net.leader()).toBe('b');
+    expect(net.core('b').status().conf.voters).toEqual(['b']);
+    expect(net.node('b').applied.map((e) => e.index)).toContain(extra);
+    net.propose('b', 'after');
+    expect(text(net.node('b').applied.at(-1)!)).toBe('after');
+  });
+
+  it('the only voter replaced through a joint configuration hands leadership to its successor', () => {
+    const net = TestNet.create(['a'], {}, ['b']);
+    net.elect('a');
+    const a = net.core('a');
+    a.proposeConfChange({
+      changes: [
+        { type: 'addVoter', node: 'b' },
+        { type: 'removeNode', node: 'a' },
+      ],
+    });
+    // A single voter commits at append: a applies the joint configuration and appends the leave entry at once.
+    net.drainAll();
+    expect(a.status().conf).toMatchObject({ voters: ['b'], votersOutgoing: ['a'] });
+    const extra = a.propose(new TextEncoder().encode('extra')).index;
+    missEntryAndCommit(net, extra);
+    expect(a.status().conf).toMatchObject({ voters: ['b'], votersOutgoing: [] });
+    expect(net.core('b').status().conf).toMatchObject({ voters: ['b'], votersOutgoing: ['a'] });
+    net.tickAll(60);
+    expect(net.leader()).toBe('b');
+    expect(net.core('b').status().conf).toMatchObject({ voters: ['b'], votersOutgoing: [] });
+    net.propose('b', 'after');
+    expect(text(net.node('b').applied.at(-1)!)).toBe('after');
+  });
+
+  // Also found by the simulator (seed 22791): the demoted leader could not hand over (partitioned), stepped
+  // down by check-quorum, and then rejected the survivor forever (its log holds entries the survivor lacks),
+  // while the survivor still needed its vote, not knowing that the demotion committed. Vote rejections now
+  // carry the voter's commit index, so the survivor learns it, applies the change and wins alone.
+  it('a demoted leader that stepped down tells the survivor, through its vote rejection, that the change committed', () => {
+    const net = TestNet.create(['a', 'b'], { checkQuorum: true });
+    net.elect('a');
+    const a = net.core('a');
+    const demotion = a.proposeConfChange({ changes: [{ type: 'addLearner', node: 'a' }] }).index;
+    const extra = a.propose(new TextEncoder().encode('extra')).index;
+    missEntryAndCommit(net, extra);
+    expect(a.status().conf).toMatchObject({ voters: ['b'], learners: ['a'] });
+    expect(net.core('b').status()).toMatchObject({ lastIndex: demotion, conf: { voters: ['a', 'b'] } });
+    net.isolate('a');
+    net.tickAll(30);
+    expect(a.status().role).toBe('follower');
+    expect(net.leader()).toBeNull();
+    net.heal();
+    net.tickAll(60);
+    expect(net.leader()).toBe('b');
+    expect(net.core('b').status().conf).toMatchObject({ voters: ['b'], learners: ['a'] });
+    net.propose('b', 'after');
+    expect(text(net.node('a').applied.at(-1)!)).toBe('after');
+  });
+
   it('a node that joins later learns the membership by replaying bootstrap conf entries', () => {
     const net = new TestNet();
     for (const id of ['a', 'b', 'c']) {
@@ -312,3 +383,16 @@ describe('conf change proposals', () => {
     expect(net.node('d').conf).toMatchObject({ voters: ['a', 'b', 'c'], learners: ['d'] });
   });
 });
+
+/**
+ * The follower 'b' receives everything but the append carrying `index`; the leader 'a' hears b's answers,
+ * and whatever it sends next (the new commit index) is lost.
+ */
+function missEntryAndCommit(net: TestNet, index: number): void {
+  for (const m of net.takePending()) {
+    if (m.type === 'append' && m.entries.some((e) => e.index === index)) continue;
+    net.deliver(m);
+  }
+  for (const m of net.takePending()) if (m.from === 'b') net.deliver(m);
+  net.takePending();
+}

@@ -83,7 +83,7 @@ export interface ProgressStatus {
   state: ProgressState;
 }
 
-export interface CoreStatus {
+export interface BasicStatus {
   id: NodeId;
   term: number;
   role: Role;
@@ -91,6 +91,9 @@ export interface CoreStatus {
   commit: number;
   applied: number;
   lastIndex: number;
+}
+
+export interface CoreStatus extends BasicStatus {
   conf: ConfState;
   progress?: Record<NodeId, ProgressStatus>;
 }
@@ -242,7 +245,7 @@ export class RaftCore {
           // A stale leader (or a node that partitioned itself and bumped its term) learns our term this way.
           this.send('appendResp', m.from);
         } else if (m.type === 'preVote') {
-          this.send('preVoteResp', m.from, { term: this.term, reject: true });
+          this.send('preVoteResp', m.from, this.voteRejection());
         }
         return;
       }
@@ -252,6 +255,7 @@ export class RaftCore {
       this.handleVoteRequest(m);
       return;
     }
+    if ((m.type === 'voteResp' || m.type === 'preVoteResp') && m.reject) this.maybeCommitFromHint(m.index, m.logTerm);
     switch (this.state) {
       case 'leader':
         this.stepLeader(m);
@@ -414,8 +418,9 @@ export class RaftCore {
     pr.msgAppFlowPaused = true;
   }
 
-  status(opts: { progress?: boolean } = {}): CoreStatus {
-    const st: CoreStatus = {
+  /** status() without the configuration and progress: cheap enough to call after every step. */
+  basicStatus(): BasicStatus {
+    return {
       id: this.id,
       term: this.term,
       role: this.state,
@@ -423,8 +428,11 @@ export class RaftCore {
       commit: this.log.committed,
       applied: this.log.applied,
       lastIndex: this.log.lastIndex(),
-      conf: this.tracker.confState(),
     };
+  }
+
+  status(opts: { progress?: boolean } = {}): CoreStatus {
+    const st: CoreStatus = { ...this.basicStatus(), conf: this.tracker.confState() };
     if (this.state === 'leader' && opts.progress !== false) {
       const progress: Record<NodeId, ProgressStatus> = {};
       for (const [id, pr] of this.tracker.progress) progress[id] = { match: pr.match, next: pr.next, state: pr.state };
@@ -554,8 +562,11 @@ export class RaftCore {
         }
         for (const [id, pr] of this.tracker.progress) if (id !== this.id) pr.recentActive = false;
       }
-      // A transfer that did not finish within an election timeout is abandoned.
+      // A transfer that did not finish within an election timeout is abandoned (and a leader that is no
+      // longer a voter tries again, maybe with another target).
       if (this.leadTransferee !== null) this.leadTransferee = null;
+      if (!this.tracker.isVoter(this.id)) this.handOver();
+      if (this.state !== 'leader') return;
     }
     if (this.heartbeatElapsed >= this.heartbeatTicks) {
       this.heartbeatElapsed = 0;
@@ -631,8 +642,30 @@ export class RaftCore {
         this.vote = m.from;
       }
     } else {
-      this.send(respType, m.from, { term: this.term, reject: true });
+      this.send(respType, m.from, this.voteRejection());
     }
+  }
+
+  /** A vote rejection: our term, plus our commit index and its term as a hint (see maybeCommitFromHint). */
+  private voteRejection(): MsgFields {
+    const commit = this.log.committed;
+    return { term: this.term, reject: true, index: commit, logTerm: this.log.termOrNull(commit) ?? 0 };
+  }
+
+  /**
+   * A vote rejection carries the voter's commit index and the term of the entry there. Committed is committed:
+   * if we hold the same entry, everything up to it is committed here too (log matching). Without this a voter
+   * can wait forever: it needs the vote of a node whose removal (or demotion) committed without it learning
+   * so, while that node rejects it (its log holds entries ours lacks) and never campaigns. Learning the commit
+   * index, it applies the change and campaigns under the new configuration. A leader commits only by counting.
+   * A campaign that learns of new commits stands down until it has applied them: they may change who votes,
+   * or remove this node (the grants still in flight must not make it a leader outside its configuration).
+   */
+  private maybeCommitFromHint(index: number, term: number): void {
+    if (this.state === 'leader' || term === 0 || index <= this.log.committed) return;
+    if (!this.log.matchTerm(index, term)) return;
+    this.log.commitTo(index);
+    if (this.state !== 'follower') this.becomeFollower(this.term, null);
   }
 
   // ---------------------------------------------------------------- per-role message handling
@@ -864,7 +897,7 @@ export class RaftCore {
       if (this.state !== 'leader' || !this.maybeSendAppend(m.from, false)) break;
     }
     if (this.state === 'leader' && m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
-      this.send('timeoutNow', m.from);
+      this.sendTimeoutNow(m.from);
     }
   }
 
@@ -1029,8 +1062,8 @@ export class RaftCore {
 
   private checkCanPropose(): void {
     if (this.state !== 'leader') throw new ProposalDroppedError(`not the leader (role ${this.state})`, this.lead);
-    if (!this.tracker.progress.has(this.id)) {
-      throw new ProposalDroppedError('leader was removed from the configuration', null);
+    if (!this.tracker.isVoter(this.id)) {
+      throw new ProposalDroppedError('leader was removed from the configuration (or demoted); handing over', null);
     }
     if (this.leadTransferee !== null) {
       throw new ProposalDroppedError(`leadership transfer to ${this.leadTransferee} in progress`, this.lead);
@@ -1041,11 +1074,9 @@ export class RaftCore {
     this.tracker.config = r.config;
     this.tracker.progress = r.progress;
     const cs = this.tracker.confState();
-    const self = r.progress.get(this.id);
-    if ((!self || self.isLearner) && this.state === 'leader') {
-      // Removed or demoted: step down; the remaining voters elect a new leader.
+    // Defense in depth: a campaign never outlives this node's membership (it could win outside it).
+    if ((this.state === 'candidate' || this.state === 'preCandidate') && !this.promotable()) {
       this.becomeFollower(this.term, null);
-      return cs;
     }
     if (this.state !== 'leader' || cs.voters.length === 0) return cs;
     if (this.leaderMaybeCommit()) {
@@ -1054,7 +1085,37 @@ export class RaftCore {
       for (const id of this.tracker.progress.keys()) if (id !== this.id) this.maybeSendAppend(id, false);
     }
     if (this.leadTransferee !== null && !this.tracker.isVoter(this.leadTransferee)) this.leadTransferee = null;
+    // Removed or demoted: hand leadership over rather than step down at once (see handOver).
+    if (!this.tracker.isVoter(this.id)) this.handOver();
     return cs;
+  }
+
+  /**
+   * A leader that is no longer a voter (it applied its own removal or demotion) refuses proposals and hands
+   * leadership to a voter of the new configuration: a transfer, which catches the target up before sending
+   * timeoutNow. Stepping down at once could leave no electable node: survivors that have not learned that the
+   * change committed still count this node's vote (two voters, or a joint configuration replacing the only
+   * voter), and it rejects any candidate whose log lacks entries it holds, while never campaigning itself.
+   * Retried every election timeout (a transfer is abandoned after one); with check-quorum the leader still
+   * steps down when the new configuration's quorum is not active.
+   */
+  private handOver(): void {
+    if (this.leadTransferee !== null) return;
+    let best: { id: NodeId; active: boolean; match: number } | null = null;
+    for (const id of this.tracker.voterIds()) {
+      const pr = this.tracker.progress.get(id);
+      if (id === this.id || !pr) continue;
+      const better =
+        best === null ||
+        (pr.recentActive && !best.active) ||
+        (pr.recentActive === best.active && pr.match > best.match);
+      if (better) best = { id, active: pr.recentActive, match: pr.match };
+    }
+    if (best === null) {
+      this.becomeFollower(this.term, null);
+      return;
+    }
+    this.leaderTransfer(best.id);
   }
 
   // ---------------------------------------------------------------- leader transfer
@@ -1070,8 +1131,18 @@ export class RaftCore {
     // The transfer must finish within an election timeout.
     this.electionElapsed = 0;
     this.leadTransferee = target;
-    if (pr.match === this.log.lastIndex()) this.send('timeoutNow', target);
+    if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(target);
     else this.sendAppend(target);
+  }
+
+  /**
+   * The transfer target holds our whole log: tell it to campaign. A leader that is no longer a voter steps
+   * down now: the target (or, if timeoutNow is lost, whichever caught-up voter times out first) gets its vote,
+   * and a removed node would otherwise never learn of the new leader, which does not replicate to it.
+   */
+  private sendTimeoutNow(to: NodeId): void {
+    this.send('timeoutNow', to);
+    if (!this.tracker.isVoter(this.id)) this.becomeFollower(this.term, null);
   }
 
   // ---------------------------------------------------------------- read index

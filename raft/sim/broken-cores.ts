@@ -1,9 +1,10 @@
 /**
- * Deliberately broken cores (test-only): each overrides one protected seam of RaftCore to reintroduce a
- * classic Raft bug. The simulator must catch every one of them; see broken.test.ts.
+ * Deliberately broken cores (test-only): each overrides one protected seam of RaftCore (or wraps a public
+ * method) to reintroduce a classic Raft bug. The simulator must catch every one of them; see broken.test.ts
+ * and checks.test.ts.
  */
 import { RaftCore } from '../core/raft.js';
-import type { CoreOptions, Message } from '../types.js';
+import type { CoreOptions, Entry, HardState, Message, Ready } from '../types.js';
 
 /** Grants votes without the log up-to-date check (breaks leader completeness). */
 export class NoLogCheckVoteCore extends RaftCore {
@@ -26,8 +27,56 @@ export class PreviousTermCommitCore extends RaftCore {
   }
 }
 
+/**
+ * A leader that exposes its entries before its own write of them is durable, like a driver that sends and
+ * applies before persisting (review finding 1): each Ready hands the disk the leader's entries and hard state
+ * of the previous Ready, while its messages and committed entries go out at once. It matters when the leader
+ * alone can commit (a single voter). Caught by the commit-durability check at exposure.
+ */
+export class LateLeaderWriteCore extends RaftCore {
+  private late: Entry[] = [];
+  private lateHard: HardState | null = null;
+
+  override ready(): Ready {
+    const rd = super.ready();
+    const leading = this.basicStatus().role === 'leader';
+    if (!leading && this.late.length === 0 && this.lateHard === null) return rd;
+    const entries = rd.entries;
+    const hardState = rd.hardState;
+    if (leading) {
+      rd.entries = this.late;
+      rd.hardState = this.lateHard;
+      this.late = entries;
+      this.lateHard = hardState;
+    } else {
+      // Not leading any more: flush, letting the current entries overwrite a conflicting suffix.
+      const first = entries[0]?.index ?? Number.POSITIVE_INFINITY;
+      rd.entries = this.late.filter((e) => e.index < first).concat(entries);
+      rd.hardState = hardState ?? this.lateHard;
+      this.late = [];
+      this.lateHard = null;
+    }
+    return rd;
+  }
+}
+
+/**
+ * A leader that ignores its learners' append responses: a learner keeps getting its first batch again and
+ * stalls once the log outgrows one message. No safety property breaks; the convergence check catches it.
+ */
+export class IgnoreLearnerAcksCore extends RaftCore {
+  override step(m: Message): void {
+    if (m.type === 'appendResp' && this.basicStatus().role === 'leader') {
+      if (this.status({ progress: false }).conf.learners.includes(m.from)) return;
+    }
+    super.step(m);
+  }
+}
+
 export const brokenCores = {
   noLogCheckVote: (o: CoreOptions) => new NoLogCheckVoteCore(o),
   staleVoteCounting: (o: CoreOptions) => new StaleVoteCountingCore(o),
   previousTermCommit: (o: CoreOptions) => new PreviousTermCommitCore(o),
+  lateLeaderWrite: (o: CoreOptions) => new LateLeaderWriteCore(o),
+  ignoreLearnerAcks: (o: CoreOptions) => new IgnoreLearnerAcksCore(o),
 };

@@ -5,8 +5,11 @@
  * - election safety: at most one leader per term;
  * - election quorum: a leader of term T was elected by a (joint) quorum of voters that durably voted for
  *   it in term T;
- * - commit durability (Raft §5.4.2): when a leader of term T advances its commit index to c, a (joint)
- *   quorum of voters durably holds an entry of term T at an index >= c (so every later leader has it);
+ * - commit quorum (Raft §5.4.2): when a leader of term T advances its commit index to c, a (joint) quorum of
+ *   voters holds an entry of term T at an index >= c (the leader's own copy may still be in memory);
+ * - commit durability at exposure: a commit index leaves a node (in a message, a persisted hard state, a
+ *   read index, or an applied entry) only once a (joint) quorum of the configuration the leader of term T
+ *   counted under durably (synced) holds an entry of term T at an index >= it, so every later leader has it;
  * - log matching: two logs holding an entry with the same (index, term) hold the same entry and the same
  *   predecessor term (hence, by induction, identical prefixes);
  * - leader completeness: an entry committed by the leader of term T is in the log of every leader of a
@@ -15,10 +18,23 @@
  * - state-machine safety: every node applies the same entry at the same index, and reaches the same state;
  * - exactly-once: a proposal is applied at one index only;
  * - durable votes: a node never changes its persisted vote within a term, and term/commit never regress;
- * - linearizable reads: a read index is at least the commit index known anywhere when the read was issued.
+ * - membership agreement: every node computes the same configuration at every conf entry;
+ * - linearizable reads: a read index is at least the highest exposed commit index when the read was issued;
+ * - convergence: at the end, every member of the final configuration has applied every acknowledged entry
+ *   (same indexes, same order: its state hash equals the one recorded at its applied index).
  */
 import { majorityVoteResult } from '../core/quorum.js';
 import type { ConfState, Entry, HardState, NodeId } from '../types.js';
+
+/** Bound on leader commit decisions not yet confirmed durable (they are pruned as exposures confirm them). */
+const MAX_PENDING_DECISIONS = 100_000;
+
+/** A leader of `term` advanced its commit index to `commit`, counting votes of `conf`. */
+interface CommitDecision {
+  term: number;
+  commit: number;
+  conf: ConfState;
+}
 
 export class SimViolation extends Error {
   constructor(
@@ -43,8 +59,16 @@ function entryKey(index: number, term: number): number {
 
 export class Checker {
   readonly leaderOfTerm = new Map<number, NodeId>();
-  /** Highest commit index any leader declared. */
+  /** Highest commit index any leader declared that is known to be durable on a quorum. */
   commitMax = 0;
+  /**
+   * Highest commit index confirmed durable on a quorum (checked when it was first exposed). Every commit
+   * index a node exposes must be at most this, or confirmable now from a leader's decision.
+   */
+  durableCommit = 0;
+  private decisions: CommitDecision[] = [];
+  /** Membership after each conf entry, as the first node to apply it computed it. */
+  private readonly confAt = new Map<number, ConfState>();
   private readonly committedTerm: number[] = [];
   /** Term of the leader that first declared index i committed (Infinity if first seen on a follower). */
   private readonly commitTermOf: number[] = [];
@@ -162,14 +186,80 @@ export class Checker {
 
   /**
    * The leader `id` of `term` advanced its commit index to `commit` under `conf`; `holds(v)` tells whether
-   * voter v durably holds an entry of `term` at an index >= commit.
+   * voter v holds an entry of `term` at an index >= commit (durably, except the leader's own log, which may
+   * not be synced yet: exposure is checked separately). Records the decision for the exposure check.
    */
-  checkCommitDurability(id: NodeId, term: number, commit: number, conf: ConfState, holds: (v: NodeId) => boolean) {
+  onCommitDecision(id: NodeId, term: number, commit: number, conf: ConfState, holds: (v: NodeId) => boolean): void {
     if (!this.jointQuorum(conf, holds)) {
       this.violation(
         'commit-durability',
-        `leader ${id} of term ${term} committed ${commit} but no quorum durably holds an entry of term ${term} at or after it`,
+        `leader ${id} of term ${term} committed ${commit} but no quorum holds an entry of term ${term} at or after it`,
       );
+    }
+    if (commit <= this.durableCommit) return;
+    if (this.decisions.length >= MAX_PENDING_DECISIONS) throw new Error('checker: too many pending commit decisions');
+    this.decisions.push({ term, commit, conf });
+  }
+
+  /** Bootstrap entries are committed by fiat. */
+  setBootstrapCommit(index: number): void {
+    this.durableCommit = Math.max(this.durableCommit, index);
+  }
+
+  /**
+   * Node `id` exposes commit index `commit` (`what` says how). It must be confirmed durable: at most
+   * durableCommit, or some leader of term T decided a commit >= it under a configuration of which a (joint)
+   * quorum now durably holds an entry of term T at an index >= it (`durablyHolds(voter, T, index)`).
+   */
+  checkExposure(
+    id: NodeId,
+    commit: number,
+    what: string,
+    durablyHolds: (voter: NodeId, term: number, from: number) => boolean,
+  ): void {
+    if (commit <= this.durableCommit) return;
+    for (const d of this.decisions) {
+      if (d.commit < commit) continue;
+      if (!this.jointQuorum(d.conf, (v) => durablyHolds(v, d.term, commit))) continue;
+      this.durableCommit = commit;
+      this.decisions = this.decisions.filter((x) => x.commit > commit);
+      return;
+    }
+    this.violation(
+      'commit-durability',
+      `${id} exposed commit ${commit} (${what}) but no quorum durably holds it (durable commit ${this.durableCommit})`,
+    );
+  }
+
+  /** A node computed `conf` when applying the conf entry at `index`: every node must compute the same one. */
+  onConfApplied(id: NodeId, index: number, conf: ConfState): void {
+    const known = this.confAt.get(index);
+    if (known === undefined) {
+      this.confAt.set(index, conf);
+    } else if (!sameConf(known, conf)) {
+      this.violation(
+        'state-machine-safety',
+        `${id} computed membership ${JSON.stringify(conf)} at ${index}, another node ${JSON.stringify(known)}`,
+      );
+    }
+  }
+
+  /** The membership after the conf entry at `index` (for a driver that skips re-applying it). */
+  confAfter(index: number): ConfState | undefined {
+    return this.confAt.get(index);
+  }
+
+  /**
+   * End of a run: member `id` has applied up to `index` reaching `stateHash`; it must cover every acknowledged
+   * entry (`ackedIndex`), and its state must be the one every node reached at that index (the hash chains
+   * index, term and data of every entry in order, so equal hashes mean the same entries at the same indexes).
+   */
+  checkConverged(id: NodeId, index: number, stateHash: number, ackedIndex: number): void {
+    if (index < ackedIndex) {
+      this.violation('convergence', `${id} applied up to ${index}, below the acknowledged index ${ackedIndex}`);
+    }
+    if (this.appliedStateHash[index] !== stateHash) {
+      this.violation('state-machine-safety', `${id} reached a state at index ${index} that no node applied`);
     }
   }
 
@@ -243,6 +333,8 @@ export class Checker {
   }
 
   onReadState(id: NodeId, readIndex: number, commitAtIssue: number): void {
+    // commitAtIssue is the durable commit when the read was issued (an in-memory commit of a single voter
+    // that crashed before syncing was never acknowledged and may legitimately be lost).
     if (readIndex < commitAtIssue) {
       this.violation(
         'linearizable-read',
@@ -250,4 +342,15 @@ export class Checker {
       );
     }
   }
+}
+
+function sameConf(a: ConfState, b: ConfState): boolean {
+  const eq = (x: readonly string[], y: readonly string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return (
+    eq(a.voters, b.voters) &&
+    eq(a.learners, b.learners) &&
+    eq(a.votersOutgoing, b.votersOutgoing) &&
+    eq(a.learnersNext, b.learnersNext) &&
+    a.autoLeave === b.autoLeave
+  );
 }

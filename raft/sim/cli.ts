@@ -70,13 +70,19 @@ function emptyTotals(): SimStats & { seeds: number } {
     reads: 0,
     messages: 0,
     recoveryElectionTimeouts: 0,
+    convergenceElectionTimeouts: 0,
+    singleVoterCommits: 0,
+    singleVoterReads: 0,
+    commitsLost: 0,
+    commitsRaised: 0,
+    appAheadRestarts: 0,
   };
 }
 
 function add(t: SimStats & { seeds: number }, s: SimStats): void {
   t.seeds++;
   for (const k of Object.keys(s) as (keyof SimStats)[]) {
-    if (k === 'recoveryElectionTimeouts') t[k] = Math.max(t[k], s[k]);
+    if (k === 'recoveryElectionTimeouts' || k === 'convergenceElectionTimeouts') t[k] = Math.max(t[k], s[k]);
     else t[k] += s[k];
   }
 }
@@ -87,7 +93,9 @@ function line(label: string, t: SimStats & { seeds: number }, ms: number): strin
     `${label}: seeds=${t.seeds} steps=${t.steps} elections=${t.elections} proposals=${t.proposals} ` +
     `acknowledged=${t.acked} crashes=${t.crashes} partitions=${t.partitions} ` +
     `snapshots=${t.snapshotsCreated}/${t.snapshotsInstalled} (created/installed) confChanges=${t.confChanges} ` +
-    `transfers=${t.transfers} reads=${t.reads} maxRecovery=${t.recoveryElectionTimeouts.toFixed(1)} election timeouts | ${(ms / 1000).toFixed(1)}s, ${perMin} seeds/min`
+    `transfers=${t.transfers} reads=${t.reads} singleVoter=${t.singleVoterCommits}/${t.singleVoterReads} (commits/reads) ` +
+    `commitsLost=${t.commitsLost} commitsRaised=${t.commitsRaised} appAheadRestarts=${t.appAheadRestarts} ` +
+    `maxRecovery=${t.recoveryElectionTimeouts.toFixed(1)} maxConvergence=${t.convergenceElectionTimeouts.toFixed(1)} election timeouts | ${(ms / 1000).toFixed(1)}s, ${perMin} seeds/min`
   );
 }
 

@@ -1,18 +1,21 @@
 /**
  * Deterministic simulation of a Keel Raft cluster (in the spirit of TigerBeetle's VOPR).
  *
- * One seed fixes everything: cluster size, protocol options, network and disk behaviour, and the schedule
- * of faults and client requests. A run has two phases:
+ * One seed fixes everything: cluster size (1 to 7 voters, maybe learners), protocol options, network and
+ * disk behaviour, the driver model, and the schedule of faults and client requests. A run has three phases:
  *  1. chaos: message loss, duplication, reordering and delay, (asymmetric) partitions, crashes that lose
  *     unsynced writes, restarts, membership changes, leader transfers, reads, snapshots and compaction;
  *  2. liveness: the network heals, crashed members restart, removed members stop; a leader must be elected
- *     and a fresh proposal acknowledged within a bounded number of ticks.
+ *     and a fresh proposal acknowledged within a bounded number of ticks;
+ *  3. convergence: no more proposals; every member of the final configuration must apply every acknowledged
+ *     entry within a bound.
  * The Checker verifies the safety properties after every step; the first violation stops the run.
  */
 
+import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
 import { RaftCore } from '../core/raft.js';
-import { copyConfState, MemoryLog } from '../memory-log.js';
+import { copyConfState, emptyConfState, MemoryLog } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
 import {
   type ConfChange,
@@ -71,6 +74,18 @@ export interface SimStats {
   messages: number;
   /** Time from the end of the chaos phase until a fresh proposal was acknowledged, in election timeouts. */
   recoveryElectionTimeouts: number;
+  /** Time from that acknowledgement until every member applied every acknowledged entry, in election timeouts. */
+  convergenceElectionTimeouts: number;
+  /** Commit decisions of a leader whose configuration had a single voter (commit at append). */
+  singleVoterCommits: number;
+  /** Reads issued on a leader whose configuration had a single voter (answered without a heartbeat round). */
+  singleVoterReads: number;
+  /** Crashes that lost a persisted-but-unsynced commit index (lazyCommit seeds). */
+  commitsLost: number;
+  /** Restarts where the commit index was raised to the application's applied index. */
+  commitsRaised: number;
+  /** Restarts from an application state ahead of the snapshot. */
+  appAheadRestarts: number;
 }
 
 export interface SimResult {
@@ -87,11 +102,17 @@ const TRACE_LINES = 60;
 const MAX_EVENTS_QUEUED = 2_000_000;
 /**
  * After the chaos phase a fresh proposal must be acknowledged within this many election timeouts, plus the
- * worst-case time to re-replicate the whole log under the seed's flow control (see endChaos).
+ * worst-case time to re-replicate the whole log under the seed's flow control (see catchUpMs).
  */
 const LIVENESS_ELECTION_TIMEOUTS = 60;
+/**
+ * After that acknowledgement every member of the final configuration must have applied every acknowledged
+ * entry within this many election timeouts, plus the catch-up time (see catchUpMs).
+ */
+const CONVERGENCE_ELECTION_TIMEOUTS = 30;
 
 type EventKind = 'tick' | 'deliver' | 'sync' | 'restart' | 'heal' | 'chaos' | 'liveness' | 'endChaos' | 'leaderFault';
+type Phase = 'chaos' | 'liveness' | 'convergence' | 'done';
 
 interface SimEvent extends Timed {
   kind: EventKind;
@@ -115,8 +136,20 @@ class SimNode {
   inc = 0;
   pending: Ready | null = null;
   sm: SmState;
+  /** The hard state on the (synced) disk. */
   persistedHard: HardState;
+  /** The latest hard state handed to the disk; ahead of persistedHard only by a lazily written commit. */
+  writtenHard: HardState;
+  /** The application's own durable state (appPersistRate > 0), which a restart resumes from. */
+  appDurable: SmState | null = null;
+  /** Conf entries at or below this index were reflected in the core's initial membership: not re-applied. */
+  confIndexAtStart = 0;
+  /** Commit index up to which this node's commits were recorded by the checker. */
   checkedCommit = 0;
+  /** Highest commit index this node had (in any role); a leader's advance beyond it is a commit decision. */
+  decidedCommit = 0;
+  /** Last term this incarnation was seen leading. */
+  leaderTerm = -1;
   lastRole: Role = 'follower';
   /** Process paused (a GC-like stall) until this time: its events wait. */
   pausedUntil = 0;
@@ -131,7 +164,20 @@ class SimNode {
   ) {
     this.sm = { index: 0, hash: 0, count: 0, conf: disk.initialState().conf };
     this.persistedHard = disk.getHardState();
+    this.writtenHard = disk.getHardState();
   }
+}
+
+function copySm(st: SmState): SmState {
+  return { index: st.index, hash: st.hash, count: st.count, conf: copyConfState(st.conf) };
+}
+
+function confMembers(conf: ConfState): Set<NodeId> {
+  return new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]);
+}
+
+function isSingleVoter(conf: ConfState): boolean {
+  return conf.voters.length === 1 && conf.votersOutgoing.length === 0;
 }
 
 class Simulation {
@@ -144,13 +190,19 @@ class Simulation {
   /** Blocked directed links, as fromIdx * 64 + toIdx. */
   private blocked = new Set<number>();
   private now = 0;
-  private phase: 'chaos' | 'liveness' | 'done' = 'chaos';
+  private phase: Phase = 'chaos';
   private nextPid = 1;
   private nextReadId = 1;
   private readonly reads = new Map<number, { node: SimNode; commitAtIssue: number }>();
   private livenessDeadline = 0;
+  private convergenceDeadline = 0;
+  private convergenceStartMs = 0;
+  /** Highest index of an acknowledged proposal: every member must apply up to here before the run ends. */
+  private ackedMaxIndex = 0;
   /** Proposals from this id on were made after healing: one of them must be acknowledged. */
   private firstLivenessPid = Number.MAX_SAFE_INTEGER;
+  /** Number of bootstrap entries (committed conf entries at term 1). */
+  private readonly bootEntries: number;
   private latestConf: { index: number; conf: ConfState };
   private readonly everMember = new Set<NodeId>();
   private readonly traceLines: string[] = [];
@@ -169,19 +221,29 @@ class Simulation {
     reads: 0,
     messages: 0,
     recoveryElectionTimeouts: 0,
+    convergenceElectionTimeouts: 0,
+    singleVoterCommits: 0,
+    singleVoterReads: 0,
+    commitsLost: 0,
+    commitsRaised: 0,
+    appAheadRestarts: 0,
   };
 
   constructor(private readonly opts: SimOptions) {
     this.rng = new SeededRandom(opts.seed);
     this.p = deriveParams(this.rng, opts.chaosMs);
     const voters: NodeId[] = [];
-    for (let i = 1; i <= this.p.nodes; i++) voters.push(`n${i}`);
-    const conf: ConfState = { voters, learners: [], votersOutgoing: [], learnersNext: [], autoLeave: false };
-    this.latestConf = { index: 0, conf: copyConfState(conf) };
-    for (const id of voters) {
+    const learners: NodeId[] = [];
+    for (let i = 1; i <= this.p.voters; i++) voters.push(`n${i}`);
+    for (let i = 1; i <= this.p.learners; i++) learners.push(`n${this.p.voters + i}`);
+    const conf: ConfState = { voters, learners, votersOutgoing: [], learnersNext: [], autoLeave: false };
+    this.bootEntries = bootstrapEntries(voters, learners).entries.length;
+    this.latestConf = { index: this.bootEntries, conf: copyConfState(conf) };
+    this.checker.setBootstrapCommit(this.bootEntries);
+    for (const id of [...voters, ...learners]) {
       this.everMember.add(id);
       const disk = new MemoryLog();
-      disk.bootstrap(voters);
+      disk.bootstrap(voters, learners);
       this.addNode(id, disk);
     }
   }
@@ -189,7 +251,9 @@ class Simulation {
   get params(): string {
     const p = this.p;
     return (
-      `${p.storm ? 'storm ' : ''}nodes=${p.nodes} election=${p.electionTicks} heartbeat=${p.heartbeatTicks} preVote=${p.preVote} ` +
+      `${p.storm ? 'storm ' : ''}voters=${p.voters} learners=${p.learners} minVoters=${p.minVoters} ` +
+      `lazyCommit=${p.lazyCommit} recordConf=${p.recordConf} appPersist=${p.appPersistRate} ` +
+      `election=${p.electionTicks} heartbeat=${p.heartbeatTicks} preVote=${p.preVote} ` +
       `checkQuorum=${p.checkQuorum} maxMsg=${p.maxMsgBytes} inflight=${p.maxInflightMsgs} ` +
       `maxUncommitted=${p.maxUncommittedBytes} chunk=${p.snapshotChunkBytes} delay=${p.delayMinMs}-${p.delayMaxMs}ms ` +
       `loss=${p.lossRate} dup=${p.dupRate} disk<=${p.diskMaxMs}ms chaos=${p.chaosMs}ms`
@@ -214,6 +278,12 @@ class Simulation {
         this.checker.violation(
           'liveness',
           `no fresh proposal acknowledged by ${this.livenessDeadline} ms (healed at ${this.p.chaosMs} ms)`,
+        );
+      }
+      if (this.phase === 'convergence' && this.now > this.convergenceDeadline) {
+        this.checker.violation(
+          'convergence',
+          `members ${this.laggingMembers().join(', ')} have not applied up to the acknowledged index ${this.ackedMaxIndex} by ${this.convergenceDeadline} ms`,
         );
       }
     }
@@ -290,8 +360,10 @@ class Simulation {
         return;
       }
       case 'liveness':
-        if (this.phase !== 'liveness') return;
-        this.livenessProbe();
+        if (this.phase === 'done' || this.phase === 'chaos') return;
+        this.retireRemoved();
+        if (this.phase === 'liveness') this.livenessProbe();
+        else this.convergenceProbe();
         this.schedule({ kind: 'liveness', time: this.now + this.p.tickMs, seq: 0 });
         return;
     }
@@ -321,12 +393,41 @@ class Simulation {
     return n;
   }
 
+  /**
+   * Starts (or restarts) a node like the driver does: the application resumes from its own durable state
+   * when that is ahead of the snapshot, else from the snapshot; a commit index behind the applied index
+   * (lost because it was written lazily) is raised to it.
+   */
   private start(n: SimNode): void {
     const snap = n.disk.snapshot();
-    const conf = n.disk.initialState().conf;
-    n.sm = snap ? decodeSnapshotData(snap.data, snap.meta.conf) : { index: 0, hash: 0, count: 0, conf };
-    if (snap && n.sm.index !== snap.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
+    const snapIndex = snap ? snap.meta.index : 0;
+    const app = n.appDurable;
+    if (app !== null && app.index > snapIndex) {
+      n.sm = copySm(app);
+      this.stats.appAheadRestarts++;
+    } else if (snap) {
+      n.sm = decodeSnapshotData(snap.data, snap.meta.conf);
+      if (n.sm.index !== snap.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
+    } else {
+      n.sm = { index: 0, hash: 0, count: 0, conf: emptyConfState() };
+    }
+    const hs = n.disk.getHardState();
+    if (n.sm.index > hs.commit) {
+      if (n.sm.index > n.disk.lastIndex()) {
+        this.checker.violation(
+          'durable-state',
+          `${n.id} applied ${n.sm.index} beyond its last index ${n.disk.lastIndex()}`,
+        );
+      }
+      const raised = { ...hs, commit: n.sm.index };
+      this.checker.onPersistHardState(n.id, hs, raised);
+      n.disk.setHardState(raised);
+      this.stats.commitsRaised++;
+    }
+    this.exposeCommit(n, n.sm.index, 'applied index at restart');
     n.persistedHard = n.disk.getHardState();
+    n.writtenHard = n.disk.getHardState();
+    n.confIndexAtStart = n.disk.confIndex();
     const p = this.p;
     const opts: CoreOptions = {
       id: n.id,
@@ -348,6 +449,8 @@ class Simulation {
     n.alive = true;
     n.pending = null;
     n.checkedCommit = 0;
+    n.decidedCommit = 0;
+    n.leaderTerm = -1;
     n.lastRole = 'follower';
     n.proposals.clear();
     // Desynchronise the nodes' tick phases.
@@ -356,6 +459,7 @@ class Simulation {
 
   private crash(n: SimNode): void {
     this.traceEvent(() => `${n.id} CRASH (pending write lost: ${n.pending !== null})`);
+    if (n.writtenHard.commit > n.persistedHard.commit) this.stats.commitsLost++;
     n.alive = false;
     n.core = null;
     n.pending = null;
@@ -366,33 +470,52 @@ class Simulation {
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
   private afterStep(n: SimNode): void {
     const core = this.coreOf(n);
-    const s = core.status({ progress: false });
+    const s = core.basicStatus();
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
+    const wasLeader = n.lastRole === 'leader';
     n.lastRole = s.role;
     if (s.role === 'leader') {
       if (this.checker.onLeader(n.id, s.term, core, s.lastIndex)) {
-        this.checker.checkElectionQuorum(n.id, s.term, s.conf);
+        this.checker.checkElectionQuorum(n.id, s.term, core.status({ progress: false }).conf);
         this.stats.elections++;
         this.traceEvent(() => `${n.id} LEADER term=${s.term} last=${s.lastIndex} commit=${s.commit}`);
         this.newLeaderFault(n);
       }
     }
-    if (s.commit > n.checkedCommit) {
-      if (s.role === 'leader') {
-        this.checker.checkCommitDurability(n.id, s.term, s.commit, s.conf, (v) =>
-          v === n.id
-            ? this.logHoldsTermAtOrAfter(core, s.lastIndex, s.term, s.commit)
-            : this.diskHoldsTermAtOrAfter(v, s.term, s.commit),
-        );
-      }
-      this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, s.commit);
-      n.checkedCommit = s.commit;
+    this.observeCommitDecision(n, core, wasLeader, s);
+    // Only commits confirmed durable count as committed (a single voter's in-memory commit may be lost).
+    const commit = Math.min(s.commit, this.checker.durableCommit);
+    if (commit > n.checkedCommit) {
+      this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, commit);
+      n.checkedCommit = commit;
     }
     if (n.pending === null && core.hasReady()) {
       n.pending = core.ready();
       const delay = this.p.diskMaxMs > 0 ? this.rng.int(this.p.diskMaxMs + 1) : 0;
       this.schedule({ kind: 'sync', node: n, inc: n.inc, time: this.now + delay, seq: 0 });
     }
+  }
+
+  /**
+   * Records a leader's commit decision (called after every step, and after each membership change it applies,
+   * so the configuration it counted under is the one seen). A leader that stepped down within this step (it
+   * handed over after its removal) without changing term still decided: no other node leads that term. Any
+   * other commit advance of a non-leader was learned (from a leader, a snapshot or a vote rejection's hint).
+   */
+  private observeCommitDecision(n: SimNode, core: RaftCore, wasLeader: boolean, basic = core.basicStatus()): void {
+    if (basic.role === 'leader') n.leaderTerm = basic.term;
+    if (basic.commit <= n.decidedCommit) return;
+    n.decidedCommit = basic.commit;
+    if (n.leaderTerm !== basic.term || (basic.role !== 'leader' && !wasLeader)) return;
+    const s = core.status({ progress: false });
+    // The leader may count its own entries before they are synced (etcd does); exposing the commit index must
+    // wait until they are (see exposeCommit).
+    this.checker.onCommitDecision(n.id, s.term, s.commit, s.conf, (v) =>
+      v === n.id
+        ? this.logHoldsTermAtOrAfter(core, s.lastIndex, s.term, s.commit)
+        : this.diskHoldsTermAtOrAfter(v, s.term, s.commit),
+    );
+    if (isSingleVoter(s.conf)) this.stats.singleVoterCommits++;
   }
 
   /** The leader's own (possibly not yet durable) log has an entry of `term` at an index >= `from`. */
@@ -403,6 +526,11 @@ class Simulation {
       if (t === term) return true;
     }
     return false;
+  }
+
+  /** Checks that commit index `commit`, about to leave node `n`, is durable on a quorum (Checker.checkExposure). */
+  private exposeCommit(n: SimNode, commit: number, what: string): void {
+    this.checker.checkExposure(n.id, commit, what, (v, term, from) => this.diskHoldsTermAtOrAfter(v, term, from));
   }
 
   /** Voter `id`'s synced disk holds an entry of `term` at an index >= `from` (or a snapshot covering `from`). */
@@ -436,11 +564,19 @@ class Simulation {
       n.disk.append(rd.entries);
       this.checker.onPersistEntries(n.id, rd.entries, (i) => n.disk.term(i), entryDataHash);
     }
-    if (rd.hardState) {
-      this.checker.onPersistHardState(n.id, n.persistedHard, rd.hardState);
-      n.disk.setHardState(rd.hardState);
-      n.persistedHard = { ...rd.hardState };
+    // Every commit index this Ready exposes (written, sent, read or applied) must be durable on a quorum now
+    // that its entries are.
+    if (rd.hardState) this.exposeCommit(n, rd.hardState.commit, 'hard state');
+    for (const m of rd.messages) {
+      if ((m.type === 'append' || m.type === 'heartbeat') && m.commit > 0) this.exposeCommit(n, m.commit, m.type);
+      else if (m.type === 'readIndexResp') this.exposeCommit(n, m.index, 'read index');
+      else if ((m.type === 'voteResp' || m.type === 'preVoteResp') && m.reject)
+        this.exposeCommit(n, m.index, 'vote hint');
     }
+    for (const rs of rd.readStates) this.exposeCommit(n, rs.index, 'read state');
+    const lastCommitted = rd.committed[rd.committed.length - 1];
+    if (lastCommitted) this.exposeCommit(n, lastCommitted.index, 'applied');
+    this.persistHardState(n, rd);
     // 2. send
     for (const m of rd.messages) {
       if (m.type === 'voteResp' && !m.reject) this.checker.onSendVoteGrant(n.id, m.to, m.term, n.persistedHard);
@@ -457,6 +593,7 @@ class Simulation {
       this.stats.snapshotsInstalled++;
     }
     for (const e of rd.committed) this.apply(n, core, e);
+    if ((rd.snapshot || rd.committed.length > 0) && this.rng.chance(this.p.appPersistRate)) n.appDurable = copySm(n.sm);
     for (const rs of rd.readStates) {
       const rid = new DataView(rs.context.buffer, rs.context.byteOffset, rs.context.byteLength).getUint32(0);
       // Kept after the first answer: a duplicated request or response legitimately yields a second one, and
@@ -470,6 +607,26 @@ class Simulation {
     // 4. advance
     core.advance(rd);
     this.afterStep(n);
+  }
+
+  /**
+   * Persists the Ready's hard state. With lazyCommit (like the LevelDB log) a change of nothing but the commit
+   * index is not written; any later synced write carries the latest hard state.
+   */
+  private persistHardState(n: SimNode, rd: Ready): void {
+    if (rd.hardState) n.writtenHard = { ...rd.hardState };
+    const durable = n.disk.getHardState();
+    const next = { ...n.writtenHard, commit: Math.max(n.writtenHard.commit, durable.commit) };
+    const synced =
+      !this.p.lazyCommit ||
+      rd.snapshot !== null ||
+      rd.entries.length > 0 ||
+      next.term !== durable.term ||
+      next.vote !== durable.vote;
+    if (!synced || (next.term === durable.term && next.vote === durable.vote && next.commit === durable.commit)) return;
+    this.checker.onPersistHardState(n.id, n.persistedHard, next);
+    n.disk.setHardState(next);
+    n.persistedHard = { ...next };
   }
 
   private apply(n: SimNode, core: RaftCore, e: Entry): void {
@@ -486,8 +643,17 @@ class Simulation {
       const pid = decodeProposalId(e.data);
       this.checker.onProposalApplied(n.id, pid, e.index);
     } else if (e.type === 'conf') {
-      const cc = decodeConfChange(e.data);
-      n.sm.conf = core.applyConfChange(cc);
+      if (e.index <= n.confIndexAtStart) {
+        // The driver recorded this membership before a restart and the core started with it: skip it.
+        const conf = this.checker.confAfter(e.index);
+        if (!conf) throw new Error(`${n.id}: no membership recorded for conf entry ${e.index}`);
+        n.sm.conf = copyConfState(conf);
+      } else {
+        n.sm.conf = core.applyConfChange(decodeConfChange(e.data));
+        if (this.p.recordConf) n.disk.setConf(e.index, n.sm.conf);
+        this.observeCommitDecision(n, core, n.lastRole === 'leader');
+      }
+      this.checker.onConfApplied(n.id, e.index, copyConfState(n.sm.conf));
       this.noteConf(e.index, n.sm.conf);
     }
     const pp = n.proposals.get(e.index);
@@ -495,10 +661,11 @@ class Simulation {
       n.proposals.delete(e.index);
       if (e.type === 'normal' && e.term === pp.term && decodeProposalId(e.data) === pp.pid) {
         this.stats.acked++;
+        this.ackedMaxIndex = Math.max(this.ackedMaxIndex, e.index);
         if (this.phase === 'liveness' && pp.pid >= this.firstLivenessPid) {
           this.traceEvent(() => `${n.id} liveness proposal ${pp.pid} acknowledged at ${e.index}`);
           this.stats.recoveryElectionTimeouts = (this.now - this.p.chaosMs) / (this.p.electionTicks * this.p.tickMs);
-          this.phase = 'done';
+          this.beginConvergence();
         }
       }
     }
@@ -507,8 +674,8 @@ class Simulation {
   private noteConf(index: number, conf: ConfState): void {
     if (index <= this.latestConf.index) return;
     this.latestConf = { index, conf: copyConfState(conf) };
-    // Bootstrap entries (1..nodes) are not changes.
-    if (index > this.p.nodes) this.stats.confChanges++;
+    // Bootstrap entries are not changes.
+    if (index > this.bootEntries) this.stats.confChanges++;
     for (const id of [...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]) {
       this.everMember.add(id);
     }
@@ -544,7 +711,7 @@ class Simulation {
   }
 
   private leaders(): SimNode[] {
-    return this.nodes.filter((n) => n.alive && n.core !== null && n.core.status({ progress: false }).role === 'leader');
+    return this.nodes.filter((n) => n.alive && n.core !== null && n.core.basicStatus().role === 'leader');
   }
 
   private chaos(): void {
@@ -634,10 +801,13 @@ class Simulation {
     const ctx = new Uint8Array(4);
     new DataView(ctx.buffer).setUint32(0, rid);
     try {
-      this.coreOf(n).readIndex(ctx);
-      this.reads.set(rid, { node: n, commitAtIssue: this.checker.commitMax });
+      const core = this.coreOf(n);
+      const s = core.status({ progress: false });
+      core.readIndex(ctx);
+      this.reads.set(rid, { node: n, commitAtIssue: this.checker.durableCommit });
       this.stats.reads++;
-      this.traceEvent(() => `${n.id} readIndex #${rid} (commit known ${this.checker.commitMax})`);
+      if (s.role === 'leader' && isSingleVoter(s.conf)) this.stats.singleVoterReads++;
+      this.traceEvent(() => `${n.id} readIndex #${rid} (durable commit ${this.checker.durableCommit})`);
       this.afterStep(n);
     } catch (err) {
       if (!(err instanceof ProposalDroppedError)) throw err;
@@ -719,18 +889,16 @@ class Simulation {
       if (learners.length > 0) {
         options.push(() => ({ changes: [{ type: 'addVoter', node: rng.pick(learners) }] }));
         options.push(() => ({ changes: [{ type: 'removeNode', node: rng.pick(learners) }] }));
-        if (voters.length >= 3) {
-          // Replace a voter by a learner through a joint configuration.
-          options.push(() => {
-            const changes: ConfChangeSingle[] = [
-              { type: 'addVoter', node: rng.pick(learners) },
-              { type: 'removeNode', node: rng.pick(voters) },
-            ];
-            return rng.chance(0.5) ? { changes, transition: 'joint' } : { changes };
-          });
-        }
+        // Replace a voter (maybe the only one, maybe the leader) by a learner through a joint configuration.
+        options.push(() => {
+          const changes: ConfChangeSingle[] = [
+            { type: 'addVoter', node: rng.pick(learners) },
+            { type: 'removeNode', node: rng.pick(voters) },
+          ];
+          return rng.chance(0.5) ? { changes, transition: 'joint' } : { changes };
+        });
       }
-      if (voters.length > 3) {
+      if (voters.length > this.p.minVoters) {
         options.push(() => ({ changes: [{ type: 'removeNode', node: rng.pick(voters) }] }));
         // Demote a voter to a learner (staged through learnersNext).
         options.push(() => ({
@@ -790,41 +958,94 @@ class Simulation {
   private endChaos(): void {
     this.phase = 'liveness';
     this.blocked = new Set();
-    const members = this.latestConf.conf;
-    const inConf = new Set([
-      ...members.voters,
-      ...members.learners,
-      ...members.votersOutgoing,
-      ...members.learnersNext,
-    ]);
-    for (const n of this.nodes) {
-      if (this.everMember.has(n.id) && !inConf.has(n.id)) {
-        // Removed from the configuration: the operator shuts it down.
-        if (n.alive) this.crash(n);
-        n.stopped = true;
-      } else if (!n.alive) {
-        this.start(n);
-      }
-    }
+    for (const n of this.nodes) if (!n.alive && !n.stopped) this.start(n);
+    this.retireRemoved();
     // Bound: elections settle within LIVENESS_ELECTION_TIMEOUTS; on top, a quorum member may have to fetch
     // the whole log one window of appends per round trip.
     const p = this.p;
-    let lastIndex = 0;
-    for (const n of this.nodes) if (!n.stopped) lastIndex = Math.max(lastIndex, n.disk.lastIndex());
-    const entriesPerMsg = Math.max(1, Math.floor(p.maxMsgBytes / (ENTRY_OVERHEAD_BYTES + 4 + p.proposalPadMax)));
-    const roundTripMs = 2 * (p.delayMaxMs + p.diskMaxMs + p.tickMs);
-    const catchUpMs = Math.ceil(lastIndex / (entriesPerMsg * p.maxInflightMsgs)) * roundTripMs;
     this.firstLivenessPid = this.nextPid;
-    this.livenessDeadline = this.now + LIVENESS_ELECTION_TIMEOUTS * p.electionTicks * p.tickMs + catchUpMs;
+    this.livenessDeadline = this.now + LIVENESS_ELECTION_TIMEOUTS * p.electionTicks * p.tickMs + this.catchUpMs();
     this.traceEvent(() => `END OF CHAOS: healed, restarted; liveness deadline ${this.livenessDeadline}`);
     this.schedule({ kind: 'liveness', time: this.now + this.p.tickMs, seq: 0 });
+  }
+
+  /**
+   * Worst-case time for a member to fetch the whole log under the seed's flow control (one window of appends
+   * per round trip), or a snapshot (one window of chunks per round trip), and to apply it (entries per Ready,
+   * one disk write each). Matters only for seeds with tiny messages and windows.
+   */
+  private catchUpMs(): number {
+    const p = this.p;
+    let lastIndex = 0;
+    for (const n of this.nodes) if (!n.stopped) lastIndex = Math.max(lastIndex, n.disk.lastIndex());
+    const entryBytes = ENTRY_OVERHEAD_BYTES + 4 + p.proposalPadMax;
+    const entriesPerMsg = Math.max(1, Math.floor(p.maxMsgBytes / entryBytes));
+    const roundTripMs = 2 * (p.delayMaxMs + p.diskMaxMs + p.tickMs);
+    const fetchMs = Math.ceil(lastIndex / (entriesPerMsg * p.maxInflightMsgs)) * roundTripMs;
+    const snapshotChunks = Math.ceil((16 + p.snapshotFillerMax) / p.snapshotChunkBytes);
+    const snapshotMs = Math.ceil(snapshotChunks / p.maxInflightMsgs) * roundTripMs;
+    const entriesPerReady = Math.max(1, Math.floor(p.maxCommittedBytesPerReady / entryBytes));
+    const applyMs = Math.ceil(lastIndex / entriesPerReady) * (p.diskMaxMs + 1);
+    return fetchMs + snapshotMs + applyMs;
+  }
+
+  /** A fresh proposal was acknowledged: stop proposing and wait for every member to apply everything. */
+  private beginConvergence(): void {
+    const p = this.p;
+    this.phase = 'convergence';
+    this.convergenceStartMs = this.now;
+    this.convergenceDeadline = this.now + CONVERGENCE_ELECTION_TIMEOUTS * p.electionTicks * p.tickMs + this.catchUpMs();
+    this.traceEvent(
+      () => `CONVERGENCE: members must apply up to ${this.ackedMaxIndex} by ${this.convergenceDeadline} ms`,
+    );
+  }
+
+  /**
+   * The operator shuts removed members down, but only once every member of the configuration that removed
+   * them has applied it: until then the survivors may need their votes (a removed leader steps down at once,
+   * and with one or two voters left, or a joint configuration, the others cannot elect a leader without it).
+   */
+  private retireRemoved(): void {
+    const inConf = confMembers(this.latestConf.conf);
+    for (const id of inConf) {
+      const m = this.byId.get(id);
+      if (!m?.alive || m.sm.index < this.latestConf.index) return;
+    }
+    for (const n of this.nodes) {
+      if (n.stopped || !this.everMember.has(n.id) || inConf.has(n.id)) continue;
+      this.traceEvent(() => `${n.id} removed: stopped by the operator`);
+      if (n.alive) this.crash(n);
+      n.stopped = true;
+    }
+  }
+
+  /** Members of the final configuration that have not applied every acknowledged entry yet. */
+  private laggingMembers(): NodeId[] {
+    const lagging: NodeId[] = [];
+    for (const id of confMembers(this.latestConf.conf)) {
+      const n = this.byId.get(id);
+      if (!n?.alive || n.sm.index < this.ackedMaxIndex) lagging.push(id);
+    }
+    return lagging.sort();
+  }
+
+  private convergenceProbe(): void {
+    if (this.laggingMembers().length > 0) return;
+    for (const id of confMembers(this.latestConf.conf)) {
+      const n = this.byId.get(id) as SimNode;
+      this.checker.checkConverged(id, n.sm.index, n.sm.hash, this.ackedMaxIndex);
+    }
+    const p = this.p;
+    this.stats.convergenceElectionTimeouts = (this.now - this.convergenceStartMs) / (p.electionTicks * p.tickMs);
+    this.traceEvent(() => `CONVERGED at ${this.now} ms`);
+    this.phase = 'done';
   }
 
   private livenessProbe(): void {
     // Keep one proposal in flight on the current leader; a proposal lost to a leader change is retried.
     const leaders = this.leaders();
     for (const l of leaders) {
-      const term = this.coreOf(l).status({ progress: false }).term;
+      const term = this.coreOf(l).basicStatus().term;
       let pendingInTerm = false;
       for (const pp of l.proposals.values())
         if (pp.term === term && pp.pid >= this.firstLivenessPid) pendingInTerm = true;

@@ -1,12 +1,36 @@
 /**
  * Per-seed simulation parameters ("swarm testing"): each seed draws its own cluster size, protocol
- * options, network and disk behaviour and fault mix, and about 30% of seeds run an election-storm profile.
+ * options, network and disk behaviour, driver model and fault mix, and about 30% of seeds run an
+ * election-storm profile.
  */
 import type { SeededRandom } from '../random.js';
 
+const MAX_MEMBERS = 7;
+
 export interface SimParams {
   storm: boolean;
-  nodes: number;
+  /** Initial voters (1..7: single-voter and two-voter clusters are drawn on purpose). */
+  voters: number;
+  /** Initial learners, bootstrapped with the voters. */
+  learners: number;
+  /** Membership changes never take the voter count below this. */
+  minVoters: number;
+  /**
+   * Driver model: a Ready that changes nothing but the commit index is not synced (like the LevelDB log's
+   * mustSync), so a crash can lose the persisted commit; a restart raises it to the applied index.
+   */
+  lazyCommit: boolean;
+  /**
+   * Driver model: each applied membership is recorded durably (DurableLog.setConf); a restart starts the core
+   * with it and skips conf entries at or below it when they are handed out again.
+   */
+  recordConf: boolean;
+  /**
+   * Driver model: chance that the application durably records its state (and applied index) after applying
+   * a batch. A restart resumes from it when it is ahead of the snapshot. 0: the application restores from
+   * the snapshot. Only with recordConf (the core must start with the membership as of that index).
+   */
+  appPersistRate: number;
   electionTicks: number;
   heartbeatTicks: number;
   preVote: boolean;
@@ -50,9 +74,21 @@ export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): Si
   // Raft needs a round trip well below the election timeout (broadcastTime << electionTimeout).
   const delaySpreadMax = Math.max(1, Math.floor((electionTicks * tickMs) / 4) - delayMinMs - diskMaxMs);
   const swarm = (p: number, enabledChance: number) => (rng.chance(enabledChance) ? p * (0.5 + rng.float()) : 0);
+  const size = rng.float();
+  const voters = size < 0.12 ? 1 : size < 0.22 ? 2 : rng.range(3, 7);
+  const learners = Math.min(
+    MAX_MEMBERS - voters,
+    voters <= 2 ? rng.pick([0, 0, 1, 2]) : rng.chance(0.15) ? rng.range(1, 2) : 0,
+  );
+  const recordConf = rng.chance(0.5);
   const base: SimParams = {
     storm: false,
-    nodes: rng.range(3, 7),
+    voters,
+    learners,
+    minVoters: rng.pick([1, 2, 3]),
+    lazyCommit: rng.chance(0.5),
+    recordConf,
+    appPersistRate: recordConf ? rng.pick([0, 0.3, 1]) : 0,
     electionTicks,
     heartbeatTicks: rng.range(1, Math.min(3, electionTicks - 1)),
     preVote: rng.chance(0.8),
@@ -74,7 +110,7 @@ export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): Si
     chaosIntervalMs: 10,
     proposalPadMax: rng.pick([0, 16, 120]),
     snapshotFillerMax: rng.pick([0, 60, 2000]),
-    maxMembers: 7,
+    maxMembers: MAX_MEMBERS,
     pPropose: swarm(0.35, 0.95),
     pRead: swarm(0.05, 0.6),
     pPartition: swarm(0.012, 0.75),
@@ -93,7 +129,8 @@ export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): Si
   return {
     ...base,
     storm: true,
-    nodes: rng.range(3, 5),
+    voters: rng.range(3, 5),
+    learners: 0,
     preVote: rng.chance(0.5),
     maxMsgBytes: 48,
     maxInflightMsgs: rng.range(4, 8),
