@@ -15,6 +15,7 @@
  */
 import { ClassicLevel } from 'classic-level';
 import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import { CachedLog } from './cached-log.js';
 import {
   CHUNK_RANGE,
   checksum,
@@ -33,9 +34,8 @@ import {
   segmentKey,
   segmentSize_bytes,
 } from './codec.js';
-import { type AppliedConf, cloneConf, type DurableLog, emptyConf, type PersistBatch } from './durable-log.js';
+import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
 import { LogCorruptError, LogStateError } from './errors.js';
-import { LogCache } from './log-cache.js';
 import type { LogDb, LogDbOp } from './log-db.js';
 
 export interface LevelLogOptions {
@@ -120,11 +120,7 @@ function isConfState(v: unknown): v is ConfState {
   );
 }
 
-export class LevelLog implements DurableLog {
-  private readonly cache = new LogCache();
-  private hs: HardState = { term: 0, vote: null, commit: 0 };
-  private conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
-  private snap: Snapshot | null = null;
+export class LevelLog extends CachedLog implements DurableLog {
   private snapChunks = 0;
   /** Stored segments in index order; together they hold exactly the cached entries. */
   private segs: Segment[] = [];
@@ -134,14 +130,15 @@ export class LevelLog implements DurableLog {
   /** The in-memory hard state has a newer commit index than the stored state record. */
   private stateDirty = false;
   private closed = false;
-  private fresh = true;
 
   private constructor(
     private readonly db: LogDb,
     readonly path: string,
     private readonly chunk_bytes: number,
     private readonly maxSegment_bytes: number,
-  ) {}
+  ) {
+    super();
+  }
 
   /** Opens (creating if needed) and verifies the log at `path`. Throws LogCorruptError on any inconsistency. */
   static async open(path: string, opts: LevelLogOptions = {}): Promise<LevelLog> {
@@ -422,48 +419,7 @@ export class LevelLog implements DurableLog {
 
   // ---- LogView --------------------------------------------------------------------------------------------
 
-  initialState(): { hardState: HardState; conf: ConfState } {
-    return { hardState: { ...this.hs }, conf: cloneConf(this.conf.conf) };
-  }
-
-  firstIndex(): number {
-    return this.cache.firstIndex();
-  }
-
-  lastIndex(): number {
-    return this.cache.lastIndex();
-  }
-
-  term(index: number): number {
-    return this.cache.term(index);
-  }
-
-  entries(lo: number, hi: number, maxBytes: number): Entry[] {
-    return this.cache.entries(lo, hi, maxBytes);
-  }
-
-  snapshot(): Snapshot | null {
-    return this.snap;
-  }
-
   // ---- DurableLog -----------------------------------------------------------------------------------------
-
-  hardState(): HardState {
-    return { ...this.hs };
-  }
-
-  appliedConf(): AppliedConf {
-    return { index: this.conf.index, conf: cloneConf(this.conf.conf), addresses: { ...this.conf.addresses } };
-  }
-
-  isEmpty(): boolean {
-    return this.fresh;
-  }
-
-  /** Number of entries held in memory (bounded by compaction). */
-  entryCount(): number {
-    return this.cache.count();
-  }
 
   /** Number of stored segments (for tests and metrics). */
   segmentCount(): number {

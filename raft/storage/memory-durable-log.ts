@@ -4,53 +4,19 @@
  * exercise the same protocol. `crash()` returns a copy holding only what had been persisted, to emulate a restart.
  */
 import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
-import { type AppliedConf, cloneConf, type DurableLog, emptyConf, type PersistBatch } from './durable-log.js';
+import { CachedLog } from './cached-log.js';
+import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
 import { LogStateError } from './errors.js';
-import { LogCache } from './log-cache.js';
 
-export class MemoryDurableLog implements DurableLog {
-  private readonly cache = new LogCache();
-  private hs: HardState = { term: 0, vote: null, commit: 0 };
+export class MemoryDurableLog extends CachedLog implements DurableLog {
   /** The hard state as of the last synced write (what survives a crash). */
   private syncedHs: HardState = { term: 0, vote: null, commit: 0 };
-  private conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
-  private snap: Snapshot | null = null;
   private tail: Promise<void> = Promise.resolve();
   private closed = false;
-  private fresh = true;
 
   /** Optional artificial latency of each durable write, to emulate fsync in tests. */
-  constructor(private readonly writeDelay_ms = 0) {}
-
-  initialState(): { hardState: HardState; conf: ConfState } {
-    return { hardState: { ...this.hs }, conf: cloneConf(this.conf.conf) };
-  }
-  firstIndex(): number {
-    return this.cache.firstIndex();
-  }
-  lastIndex(): number {
-    return this.cache.lastIndex();
-  }
-  term(index: number): number {
-    return this.cache.term(index);
-  }
-  entries(lo: number, hi: number, maxBytes: number): Entry[] {
-    return this.cache.entries(lo, hi, maxBytes);
-  }
-  snapshot(): Snapshot | null {
-    return this.snap;
-  }
-  hardState(): HardState {
-    return { ...this.hs };
-  }
-  appliedConf(): AppliedConf {
-    return { index: this.conf.index, conf: cloneConf(this.conf.conf), addresses: { ...this.conf.addresses } };
-  }
-  isEmpty(): boolean {
-    return this.fresh;
-  }
-  entryCount(): number {
-    return this.cache.count();
+  constructor(private readonly writeDelay_ms = 0) {
+    super();
   }
 
   persist(batch: PersistBatch): Promise<void> {

@@ -1,0 +1,58 @@
+/**
+ * What every durable log shares: the state it keeps in memory for the core's synchronous reads (entries since the
+ * last compaction in a LogCache, the hard state, the applied membership, the snapshot) and the read side of
+ * `LogView`/`DurableLog` over it. Subclasses own persistence.
+ */
+import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import { type AppliedConf, cloneConf, emptyConf } from './durable-log.js';
+import { LogCache } from './log-cache.js';
+
+export abstract class CachedLog {
+  protected readonly cache = new LogCache();
+  protected hs: HardState = { term: 0, vote: null, commit: 0 };
+  protected conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
+  protected snap: Snapshot | null = null;
+  /** True until the first write (or a recovered non-empty store). */
+  protected fresh = true;
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return { hardState: { ...this.hs }, conf: cloneConf(this.conf.conf) };
+  }
+
+  firstIndex(): number {
+    return this.cache.firstIndex();
+  }
+
+  lastIndex(): number {
+    return this.cache.lastIndex();
+  }
+
+  term(index: number): number {
+    return this.cache.term(index);
+  }
+
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    return this.cache.entries(lo, hi, maxBytes);
+  }
+
+  snapshot(): Snapshot | null {
+    return this.snap;
+  }
+
+  hardState(): HardState {
+    return { ...this.hs };
+  }
+
+  appliedConf(): AppliedConf {
+    return { index: this.conf.index, conf: cloneConf(this.conf.conf), addresses: { ...this.conf.addresses } };
+  }
+
+  isEmpty(): boolean {
+    return this.fresh;
+  }
+
+  /** Number of entries held in memory (bounded by compaction). */
+  entryCount(): number {
+    return this.cache.count();
+  }
+}
