@@ -5,7 +5,7 @@
  * Options: --chaos-ms N (override the chaos phase length), --report-every N (seeds per progress line).
  * Exit status: 0 when every seed passed, 1 on a violation, 2 on bad usage.
  */
-import { runSimulation, type SimResult, type SimStats } from './cluster.js';
+import { emptyStats, runSimulation, type SimResult, type SimStats } from './cluster.js';
 
 interface CliArgs {
   from: number;
@@ -54,29 +54,7 @@ function parseArgs(argv: string[]): CliArgs {
 }
 
 function emptyTotals(): SimStats & { seeds: number } {
-  return {
-    seeds: 0,
-    steps: 0,
-    simulatedMs: 0,
-    elections: 0,
-    proposals: 0,
-    acked: 0,
-    crashes: 0,
-    partitions: 0,
-    snapshotsCreated: 0,
-    snapshotsInstalled: 0,
-    confChanges: 0,
-    transfers: 0,
-    reads: 0,
-    messages: 0,
-    recoveryElectionTimeouts: 0,
-    convergenceElectionTimeouts: 0,
-    singleVoterCommits: 0,
-    singleVoterReads: 0,
-    commitsLost: 0,
-    commitsRaised: 0,
-    appAheadRestarts: 0,
-  };
+  return { seeds: 0, ...emptyStats() };
 }
 
 function add(t: SimStats & { seeds: number }, s: SimStats): void {

@@ -88,6 +88,32 @@ export interface SimStats {
   appAheadRestarts: number;
 }
 
+/** All counters at zero. */
+export function emptyStats(): SimStats {
+  return {
+    steps: 0,
+    simulatedMs: 0,
+    elections: 0,
+    proposals: 0,
+    acked: 0,
+    crashes: 0,
+    partitions: 0,
+    snapshotsCreated: 0,
+    snapshotsInstalled: 0,
+    confChanges: 0,
+    transfers: 0,
+    reads: 0,
+    messages: 0,
+    recoveryElectionTimeouts: 0,
+    convergenceElectionTimeouts: 0,
+    singleVoterCommits: 0,
+    singleVoterReads: 0,
+    commitsLost: 0,
+    commitsRaised: 0,
+    appAheadRestarts: 0,
+  };
+}
+
 export interface SimResult {
   seed: number;
   ok: boolean;
@@ -206,28 +232,7 @@ class Simulation {
   private latestConf: { index: number; conf: ConfState };
   private readonly everMember = new Set<NodeId>();
   private readonly traceLines: string[] = [];
-  readonly stats: SimStats = {
-    steps: 0,
-    simulatedMs: 0,
-    elections: 0,
-    proposals: 0,
-    acked: 0,
-    crashes: 0,
-    partitions: 0,
-    snapshotsCreated: 0,
-    snapshotsInstalled: 0,
-    confChanges: 0,
-    transfers: 0,
-    reads: 0,
-    messages: 0,
-    recoveryElectionTimeouts: 0,
-    convergenceElectionTimeouts: 0,
-    singleVoterCommits: 0,
-    singleVoterReads: 0,
-    commitsLost: 0,
-    commitsRaised: 0,
-    appAheadRestarts: 0,
-  };
+  readonly stats: SimStats = emptyStats();
 
   constructor(private readonly opts: SimOptions) {
     this.rng = new SeededRandom(opts.seed);
