@@ -233,10 +233,18 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
 
   server.any('/*', onRequest);
 
+  return listenUws(server, opts.host, opts.port);
+}
+
+/**
+ * Listens with a uWS app and wraps the listen socket as an HttpServer. `close()` stops listening and closes the
+ * keep-alive connections too (uWS >= 20.23; in-flight responses get onAborted).
+ */
+export function listenUws(app: TemplatedApp, host: string, port: number): Promise<HttpServer> {
   return new Promise<HttpServer>((resolve, reject) => {
-    server.listen(opts.host, opts.port, (socket: us_listen_socket | false) => {
+    app.listen(host, port, (socket: us_listen_socket | false) => {
       if (socket === false) {
-        reject(new Error(`uws: cannot listen on ${opts.host}:${opts.port}`));
+        reject(new Error(`uws: cannot listen on ${host}:${port}`));
         return;
       }
       let closed = false;
@@ -247,8 +255,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
           if (closed) return;
           closed = true;
           uws.us_listen_socket_close(socket);
-          // closes the keep-alive connections too (uWS >= 20.23); in-flight responses get onAborted
-          (server as TemplatedApp & { close?: () => void }).close?.();
+          (app as TemplatedApp & { close?: () => void }).close?.();
         },
       });
     });

@@ -4,7 +4,7 @@
  * `LogView`/`DurableLog` over it. Subclasses own persistence.
  */
 import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
-import { type AppliedConf, cloneConf, emptyConf } from './durable-log.js';
+import { type AppliedConf, cloneConf, emptyConf, type PersistBatch } from './durable-log.js';
 import { LogCache } from './log-cache.js';
 
 export abstract class CachedLog {
@@ -49,6 +49,21 @@ export abstract class CachedLog {
 
   isEmpty(): boolean {
     return this.fresh;
+  }
+
+  /** One durable write of a Ready's snapshot, entries and hard state (subclasses define what durable means). */
+  abstract persist(batch: PersistBatch): Promise<void>;
+
+  append(entries: Entry[]): Promise<void> {
+    return this.persist({ snapshot: null, entries, hardState: null });
+  }
+
+  setHardState(hs: HardState): Promise<void> {
+    return this.persist({ snapshot: null, entries: [], hardState: hs });
+  }
+
+  applySnapshot(snap: Snapshot): Promise<void> {
+    return this.persist({ snapshot: snap, entries: [], hardState: null });
   }
 
   /** Number of entries held in memory (bounded by compaction). */

@@ -430,18 +430,6 @@ export class LevelLog extends CachedLog implements DurableLog {
     return this.serialize(() => this.doPersist(batch));
   }
 
-  append(entries: Entry[]): Promise<void> {
-    return this.persist({ snapshot: null, entries, hardState: null });
-  }
-
-  setHardState(hs: HardState): Promise<void> {
-    return this.persist({ snapshot: null, entries: [], hardState: hs });
-  }
-
-  applySnapshot(snap: Snapshot): Promise<void> {
-    return this.persist({ snapshot: snap, entries: [], hardState: null });
-  }
-
   compact(index: number): Promise<void> {
     return this.serialize(async () => {
       if (index <= this.cache.markerIndex()) return;

@@ -3,7 +3,7 @@
  * write rules (serialized mutations, overwrite-from-first-entry, snapshot resets the log), so driver tests
  * exercise the same protocol. `crash()` returns a copy holding only what had been persisted, to emulate a restart.
  */
-import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import type { ConfState, HardState, Snapshot } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
 import { LogStateError } from './errors.js';
@@ -49,15 +49,6 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
       if (sync) this.syncedHs = { ...hs };
       this.fresh = false;
     });
-  }
-  append(entries: Entry[]): Promise<void> {
-    return this.persist({ snapshot: null, entries, hardState: null });
-  }
-  setHardState(hs: HardState): Promise<void> {
-    return this.persist({ snapshot: null, entries: [], hardState: hs });
-  }
-  applySnapshot(snap: Snapshot): Promise<void> {
-    return this.persist({ snapshot: snap, entries: [], hardState: null });
   }
   compact(index: number): Promise<void> {
     return this.serialize(() => {
