@@ -588,19 +588,19 @@ describe('RaftNode over the in-memory transport', () => {
     expect(f1!.node.status().stopped).toBe(true);
     await p; // leader + f2 are a quorum
 
-    // In tick: f2 is cut off, so only its election timer runs, and campaigning reads its last term.
-    c.net.isolate(f2!.node.id, c.ids);
-    logs.get(f2!.node.id)!.failReads = true;
-    await waitFor(() => fatal.has(f2!.node.id), 10_000, 'f2 to stop (from its tick)');
-    expect(fatal.get(f2!.node.id)!.message).toBe('disk read failed');
-
-    // In a write: the leader's next persist fails.
+    // In a write (while leader + f2 are still a quorum, so check-quorum keeps it leading): its next persist fails.
     const leaderFatal: Error[] = [];
     leader.onFatal((e) => leaderFatal.push(e));
     logs.get(leader.id)!.failWrites = true;
     await expect(leader.propose(enc.encode('w'))).rejects.toMatchObject({ code: 'fatal' });
     expect(leaderFatal[0]?.message).toBe('disk write failed');
     expect(leader.status().stopped).toBe(true);
+
+    // In tick: f2 is cut off, so only its election timer runs, and campaigning reads its last term.
+    c.net.isolate(f2!.node.id, c.ids);
+    logs.get(f2!.node.id)!.failReads = true;
+    await waitFor(() => fatal.has(f2!.node.id), 10_000, 'f2 to stop (from its tick)');
+    expect(fatal.get(f2!.node.id)!.message).toBe('disk read failed');
   });
 
   it('a new member that replays the whole log from index 1 learns the initial membership from it', async () => {
