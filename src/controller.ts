@@ -8,6 +8,7 @@ import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
 import { LocalProposer } from '../storage/local-proposer.js';
 import { Store } from '../storage/store.js';
+import type { StoreDb } from '../storage/store-db.js';
 import type { StoreFailedError } from '../storage/types.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
@@ -42,6 +43,8 @@ export interface ControllerOptions {
    * on, and the health check says why; the owner is expected to stop the process (`keel run` exits non-zero).
    */
   onFatal?: (failure: StoreFailedError) => void;
+  /** The store's database in `dir` (default: LevelDB). Tests inject faults at this boundary. */
+  storeDb?: (dir: string) => StoreDb;
   sessionFlush_ms?: number;
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
@@ -80,7 +83,8 @@ export class Controller {
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
     mkdirSync(opts.dataDir, { recursive: true });
-    const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
+    const stateDir = join(opts.dataDir, 'state');
+    const store = await Store.open(opts.storeDb ? opts.storeDb(stateDir) : stateDir, buildSchema());
     store.onFailure((failure) => {
       log('fatal', 'data store failed: refusing every write from now on', {
         stage: failure.stage,
