@@ -200,6 +200,8 @@ export class Store {
     assert(!this.applying, 'applyGroup is not re-entrant');
     assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
     this.applying = true;
+    // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
+    let stage: StoreFailedError['stage'] = 'apply';
     try {
       const group = new Txn(this);
       /** LevelDB key → encoded row (null: delete), the last write of each key in the group. */
@@ -207,38 +209,36 @@ export class Store {
       const results: CommandResult[] = [];
       for (const cmd of cmds) {
         const txn = new Txn(group);
+        let writes: Array<[string, Uint8Array | null]>;
+        let value: unknown;
         try {
-          const value = applyCommand(this.schema, txn, cmd);
-          const writes = encodeWrites(txn);
-          txn.mergeInto(group);
-          for (const [key, bytes] of writes) encoded.set(key, bytes);
-          results.push({ ok: true, value });
+          value = applyCommand(this.schema, txn, cmd);
+          writes = encodeWrites(txn);
         } catch (err) {
           results.push({ ok: false, error: commandError(cmd, err) });
+          continue; // the command's overlay is dropped: nothing of it is written
         }
+        txn.mergeInto(group);
+        for (const [key, bytes] of writes) encoded.set(key, bytes);
+        results.push({ ok: true, value });
       }
-      // From here on a failure is not one command's: a broken invariant, the disk, or memory after the disk.
-      let stage: StoreFailedError['stage'] = 'apply';
-      try {
-        const index = opts.index ?? this.appliedIndex;
-        assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
-        let groupWrites = 0;
-        for (const writes of group.writes.values()) groupWrites += writes.size;
-        assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
-        const ops: StoreDbOp[] = [];
-        for (const [key, value] of encoded)
-          ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
-        ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
-        stage = 'write';
-        await this.db.batch(ops, { sync: opts.sync });
-        this.appliedIndex = index;
-        // the batch is on disk: a failure now leaves memory holding part of it
-        stage = 'publish';
-        this.publish(group);
-      } catch (err) {
-        throw this.fail(stage, err);
-      }
+      const index = opts.index ?? this.appliedIndex;
+      assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
+      let groupWrites = 0;
+      for (const writes of group.writes.values()) groupWrites += writes.size;
+      assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
+      const ops: StoreDbOp[] = [];
+      for (const [key, value] of encoded) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+      stage = 'write';
+      await this.db.batch(ops, { sync: opts.sync });
+      this.appliedIndex = index;
+      // the batch is on disk: a failure now leaves memory holding part of it
+      stage = 'publish';
+      this.publish(group);
       return results;
+    } catch (err) {
+      throw this.fail(stage, err);
     } finally {
       this.applying = false;
     }

@@ -20,6 +20,9 @@ Options of run:
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
+
+Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
+data store write (restart it: the data on disk is recovered).
 `;
 
 /** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */

@@ -105,4 +105,18 @@ describe('store: a failed disk write stops acknowledgements', () => {
     expect(again.get('things', 'b')).toBeUndefined();
     await again.close();
   });
+
+  it('a broken invariant of the group (the applied index going back) fails the store, nothing written', async () => {
+    const { db, store } = await openFaulty();
+    await store.applyGroup([create('a')], { sync: true, index: 5 });
+    const writes = db.writes;
+    const err = await store.applyGroup([create('b')], { sync: true, index: 4 }).catch((e) => e);
+    expect(err).toBeInstanceOf(StoreFailedError);
+    expect(err).toMatchObject({ stage: 'apply' });
+    expect(err.reason).toMatch(/applied index going back/);
+    await expect(store.applyGroup([create('c')], { sync: true, index: 6 })).rejects.toBe(err);
+    expect(db.writes).toBe(writes);
+    expect(store.get('things', 'b')).toBeUndefined();
+    await store.close();
+  });
 });
