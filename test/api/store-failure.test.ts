@@ -9,70 +9,74 @@ import { call, login, startServer } from '../support/server.js';
 import { enospc, FaultyDb } from '../support/store-dbs.js';
 
 describe('a failed disk write', () => {
-  it('stops acknowledgements, reports it in health, keeps serving reads', async () => {
-    let db: FaultyDb | null = null;
-    const fatal: StoreFailedError[] = [];
-    const logged: string[] = [];
-    const srv = await startServer({
-      storeDb: (dir) => (db = new FaultyDb(dir)),
-      onFatal: (f) => fatal.push(f),
-      log: (level, msg) => logged.push(`${level}: ${msg}`),
-    });
-    try {
-      const token = await login(srv.base);
-      const healthy = await call('GET', `${srv.base}/health-checks`);
-      expect(healthy.status).toBe(200);
-      expect(healthy.body).toMatchObject({ data: { healthy: true, checks: [{ id: 'store.write', healthy: true }] } });
-      expect(healthy.body.meta).toEqual({});
-
-      const kept = await call('POST', `${srv.mgmt}/identities`, {
-        token,
-        body: { name: 'kept', type: 'User', isAdmin: false },
+  it.each(['uws', 'node'] as const)(
+    'stops acknowledgements, reports it in health, keeps serving reads (%s)',
+    async (engine) => {
+      let db: FaultyDb | null = null;
+      const fatal: StoreFailedError[] = [];
+      const logged: string[] = [];
+      const srv = await startServer({
+        engine,
+        storeDb: (dir) => (db = new FaultyDb(dir)),
+        onFatal: (f) => fatal.push(f),
+        log: (level, msg) => logged.push(`${level}: ${msg}`),
       });
-      expect(kept.status).toBe(201);
+      try {
+        const token = await login(srv.base);
+        const healthy = await call('GET', `${srv.base}/health-checks`);
+        expect(healthy.status).toBe(200);
+        expect(healthy.body).toMatchObject({ data: { healthy: true, checks: [{ id: 'store.write', healthy: true }] } });
+        expect(healthy.body.meta).toEqual({});
 
-      db!.failWrites = enospc;
-      const failed = await call('POST', `${srv.mgmt}/identities`, {
-        token,
-        body: { name: 'lost', type: 'User', isAdmin: false },
-      });
-      expect(failed.status).toBe(503);
-      expect(failed.body.error).toMatchObject({ code: 'STORE_FAILED' });
-      expect(failed.body.error.message).toMatch(/refuses writes/);
-      expect(failed.text).not.toContain('No space left'); // the disk's message goes to the log only
+        const kept = await call('POST', `${srv.mgmt}/identities`, {
+          token,
+          body: { name: 'kept', type: 'User', isAdmin: false },
+        });
+        expect(kept.status).toBe(201);
 
-      // space is back: still no write is acknowledged
-      db!.failWrites = null;
-      const later = await call('POST', `${srv.mgmt}/identities`, {
-        token,
-        body: { name: 'later', type: 'User', isAdmin: false },
-      });
-      expect(later.status).toBe(503);
-      expect(later.body.error.code).toBe('STORE_FAILED');
+        db!.failWrites = enospc;
+        const failed = await call('POST', `${srv.mgmt}/identities`, {
+          token,
+          body: { name: 'lost', type: 'User', isAdmin: false },
+        });
+        expect(failed.status).toBe(503);
+        expect(failed.body.error).toMatchObject({ code: 'STORE_FAILED' });
+        expect(failed.body.error.message).toMatch(/refuses writes/);
+        expect(failed.text).not.toContain('No space left'); // the disk's message goes to the log only
 
-      const health = await call('GET', `${srv.base}/health-checks`);
-      expect(health.status).toBe(503);
-      expect(health.body.data.healthy).toBe(false);
-      const check = health.body.data.checks[0];
-      expect(check).toMatchObject({ id: 'store.write', healthy: false });
-      expect(check.details).toMatch(/write failed/);
-      expect(Date.parse(check.failingSince)).not.toBeNaN();
+        // space is back: still no write is acknowledged
+        db!.failWrites = null;
+        const later = await call('POST', `${srv.mgmt}/identities`, {
+          token,
+          body: { name: 'later', type: 'User', isAdmin: false },
+        });
+        expect(later.status).toBe(503);
+        expect(later.body.error.code).toBe('STORE_FAILED');
 
-      // reads of what is durable still work (the session was already known)
-      const list = await call('GET', `${srv.mgmt}/identities?filter=${encodeURIComponent('name contains "e"')}`, {
-        token,
-      });
-      expect(list.status).toBe(200);
-      expect(list.body.data.map((i: { name: string }) => i.name)).toContain('kept');
-      expect(list.body.data.map((i: { name: string }) => i.name)).not.toContain('later');
+        const health = await call('GET', `${srv.base}/health-checks`);
+        expect(health.status).toBe(503);
+        expect(health.body.data.healthy).toBe(false);
+        const check = health.body.data.checks[0];
+        expect(check).toMatchObject({ id: 'store.write', healthy: false });
+        expect(check.details).toMatch(/write failed/);
+        expect(Date.parse(check.failingSince)).not.toBeNaN();
 
-      expect(fatal).toHaveLength(1);
-      expect(fatal[0]!.stage).toBe('write');
-      expect(logged.filter((l) => l.startsWith('fatal:'))).toHaveLength(1);
-    } finally {
-      await srv.stop();
-    }
-  });
+        // reads of what is durable still work (the session was already known)
+        const list = await call('GET', `${srv.mgmt}/identities?filter=${encodeURIComponent('name contains "e"')}`, {
+          token,
+        });
+        expect(list.status).toBe(200);
+        expect(list.body.data.map((i: { name: string }) => i.name)).toContain('kept');
+        expect(list.body.data.map((i: { name: string }) => i.name)).not.toContain('later');
+
+        expect(fatal).toHaveLength(1);
+        expect(fatal[0]!.stage).toBe('write');
+        expect(logged.filter((l) => l.startsWith('fatal:'))).toHaveLength(1);
+      } finally {
+        await srv.stop();
+      }
+    },
+  );
 
   it('a command nested too deeply to store fails alone with 400, the concurrent ones succeed', async () => {
     const srv = await startServer();

@@ -5,6 +5,7 @@
  * data directory still opens afterwards.
  */
 import { describe, expect, it } from 'vitest';
+import { buildSchema } from '../../src/model/index.js';
 import { encodeFaithfully, UnstorableError } from '../../storage/codec.js';
 import { LocalProposer } from '../../storage/local-proposer.js';
 import { Schema } from '../../storage/schema.js';
@@ -162,6 +163,41 @@ describe('one bad command fails alone', () => {
       'tags.k\ud800',
     );
     await proposer.close();
+    await store.close();
+  });
+
+  it("Keel's schema: surrogate identity names and authenticator usernames cannot make the directory unstartable", async () => {
+    const dir = tempDir();
+    const cmd = (entity: string, id: string, data: Record<string, unknown>): Command => ({
+      op: 'create',
+      entity,
+      id,
+      data,
+      at: AT,
+    });
+    let store = await Store.open(dir, buildSchema());
+    const results = await store.applyGroup(
+      [
+        cmd('identities', 'i0', { name: 'plain' }),
+        cmd('identities', 'i1', { name: '\ud800' }),
+        cmd('identities', 'i2', { name: '\ud801' }),
+        cmd('authenticators', 'a1', { identityId: 'i0', method: 'updb', username: 'u\ud800' }),
+        cmd('authenticators', 'a2', { identityId: 'i0', method: 'updb', username: 'u\ud801' }),
+      ],
+      { sync: true, index: 1 },
+    );
+    expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual([
+      'ok',
+      'UNSTORABLE',
+      'UNSTORABLE',
+      'UNSTORABLE',
+      'UNSTORABLE',
+    ]);
+    await store.close();
+    store = await Store.open(dir, buildSchema()); // before the fix: "unique index identities.name violated"
+    expect(store.get('identities', 'i0')!.name).toBe('plain');
+    expect(store.collection('identities').size).toBe(1);
+    expect(store.collection('authenticators').size).toBe(0);
     await store.close();
   });
 });
