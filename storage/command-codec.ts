@@ -26,7 +26,7 @@ export function encodeCommand(cmd: Command): EncodedCommand {
     const field = prefix !== undefined && err.path.startsWith(prefix) ? err.path.slice(prefix.length) : err.path;
     return {
       ok: false,
-      result: { ok: false, error: { code: 'UNSTORABLE', entity: commandEntity(cmd), field, reason: err.message } },
+      result: { ok: false, error: { code: 'UNSTORABLE', entity: commandEntity(cmd), field, reason: err.reason } },
     };
   }
 }

@@ -32,7 +32,7 @@ function entityKey(entity: string, id: string): string {
 function commandError(cmd: Command, err: unknown): StoreError {
   if (err instanceof StoreFailure) return err.error;
   if (err instanceof UnstorableError) {
-    return { code: 'UNSTORABLE', entity: commandEntity(cmd), field: err.path, reason: err.message };
+    return { code: 'UNSTORABLE', entity: commandEntity(cmd), field: err.path, reason: err.reason };
   }
   // A broken invariant rejects this command alone (deterministically: same state, same code, same message on
   // every node), instead of failing the other commands of the group or stalling a log.

@@ -92,6 +92,7 @@ describe('store: only what reads back as written is stored', () => {
     );
     expect(results[0]!.ok).toBe(true);
     unstorable(results[1], 'name');
+    expect(results[1]).toMatchObject({ error: { reason: expect.stringMatching(/lone surrogate/) } });
     unstorable(results[2], 'name');
     unstorable(results[3], 'tags.k\ud800');
     unstorable(results[4], 'name');
@@ -138,6 +139,7 @@ describe('one bad command fails alone', () => {
         results = await store.applyGroup(cmds, { sync: true, index: 1 });
       }
       unstorable(results[17], 'appData');
+      expect(results[17]).toMatchObject({ error: { reason: expect.stringMatching(/nested too deeply/) } });
       unstorable(results[41], deepTag);
       const okCount = results.filter((r) => r.ok).length;
       expect(okCount).toBe(40);
