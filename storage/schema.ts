@@ -1,3 +1,4 @@
+import type { DerivedIndexFactory } from './derived.js';
 import type { Txn } from './txn.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
@@ -18,13 +19,20 @@ export interface Referrer {
   onDelete: 'restrict' | 'cascade' | 'clear';
 }
 
-/** Every entity type the store holds, the reverse references between them, and the custom commands. */
+/**
+ * Every entity type the store holds, the reverse references between them, the custom commands and the derived
+ * indexes (storage/derived.ts).
+ */
 export class Schema {
   readonly defs = new Map<string, EntityDef>();
   readonly referrers = new Map<string, Referrer[]>();
   readonly custom = new Map<string, CustomCommand>();
 
-  constructor(defs: EntityDef[], custom: Record<string, CustomCommand> = {}) {
+  constructor(
+    defs: EntityDef[],
+    custom: Record<string, CustomCommand> = {},
+    readonly derived: readonly DerivedIndexFactory[] = [],
+  ) {
     for (const def of defs) {
       assert(!this.defs.has(def.name), `entity ${def.name} declared twice`);
       assert(/^[a-z][a-zA-Z-]*$/.test(def.name), `bad entity name ${def.name}`);

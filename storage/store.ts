@@ -2,6 +2,7 @@ import { ClassicLevel } from 'classic-level';
 import { Packr } from 'msgpackr';
 import { applyCommand } from './apply.js';
 import { Collection } from './collection.js';
+import { type Change, DerivedIndexes } from './derived.js';
 import type { Schema } from './schema.js';
 import { Txn } from './txn.js';
 import { assert, type Command, type CommandResult, type Row, StoreFailure } from './types.js';
@@ -21,12 +22,7 @@ function commandEntity(cmd: Command): string {
 
 export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
-export interface Change {
-  entity: string;
-  id: string;
-  before: Row | undefined;
-  after: Row | undefined;
-}
+export type { Change };
 
 export type PublishListener = (changes: Change[]) => void;
 
@@ -39,6 +35,8 @@ export type PublishListener = (changes: Change[]) => void;
  */
 export class Store {
   readonly collections = new Map<string, Collection>();
+  /** Indexes computed from the collections (storage/derived.ts): rebuilt on load, updated with every publish. */
+  readonly derived: DerivedIndexes;
   private applying = false;
   private listeners: PublishListener[] = [];
   private closed = false;
@@ -51,6 +49,7 @@ export class Store {
     private readonly db: ClassicLevel<string, Uint8Array>,
   ) {
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
+    this.derived = new DerivedIndexes(schema.derived);
   }
 
   static async open(dir: string, schema: Schema): Promise<Store> {
@@ -100,6 +99,7 @@ export class Store {
       rows.push(row);
     }
     flush();
+    this.derived.rebuild(this);
   }
 
   collection(entity: string): Collection {
@@ -186,6 +186,7 @@ export class Store {
         changes.push({ entity, id, before, after: row ?? undefined });
       }
     }
+    this.derived.update(changes, this);
     for (const l of this.listeners) l(changes);
   }
 
