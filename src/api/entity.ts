@@ -7,6 +7,7 @@ import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
+import { type RelationSpec, relationOps } from './relations.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
 
@@ -107,6 +108,8 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   redact?(data: Record<string, unknown>): Record<string, unknown>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
+  /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
+  relations?: RelationSpec[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
@@ -241,7 +244,7 @@ export function defineEntity<const N extends string, const F extends EntityField
       if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);
       return JSON.stringify(spec.redact(entity.render(row, svc)));
     },
-    ops: () => crudOps(entity),
+    ops: () => [...crudOps(entity), ...relationOps(entity)],
   };
   return entity;
 }

@@ -12,6 +12,7 @@ import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
+import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
 import { identityEnrollments as enrollmentsOf } from './enrollment.js';
 
@@ -205,6 +206,15 @@ export const identities = defineEntity({
   permission: 'identity',
   roleAttributesField: 'roleAttributes',
   fields: identityFields,
+  relations: [
+    {
+      path: 'authenticators',
+      listed: () => authenticators,
+      via: { ref: 'identityId' },
+      operationId: 'getIdentityAuthenticators',
+      summary: 'Retrieve the current authenticators of a specific identity',
+    },
+  ],
   symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
     isDisabled: { type: 'bool', set: false, get: (r: Row) => isDisabled(r, svc.clock.now()) },

@@ -1,11 +1,9 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
-import { collectionSource, filterableFields, listResponse, runList } from '../api/list.js';
+import { filterableFields, runList } from '../api/list.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
-import type { Services } from '../api/services.js';
-import { authenticators } from '../model/authenticator.js';
-import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
+import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
 
@@ -84,28 +82,6 @@ export function identityOps(): OpDef<any>[] {
       // the identity's own representation (OpenZiti maps it with the identity link factory), cached like any read
       handler: ({ caller, svc }) => okJson(identities.renderJson(caller!.identity, svc)),
     }),
-    op({
-      method: 'GET',
-      path: '/identities/{id}/authenticators',
-      apis: ['management'],
-      operationId: 'getIdentityAuthenticators',
-      tags: ['Identity'],
-      summary: 'Retrieve the current authenticators of a specific identity',
-      access: 'admin',
-      permission: 'identity',
-      query: [
-        { name: 'limit', type: 'integer' },
-        { name: 'offset', type: 'integer' },
-        { name: 'filter', type: 'string' },
-      ],
-      responses: {
-        200: {
-          description: 'A list of authenticators',
-          schema: listEnvelope('listAuthenticatorsEnvelope', authenticators.detail),
-        },
-      },
-      handler: ({ req, params, svc }) => identityAuthenticators(req, params.id!, svc),
-    }),
     roleAttributeOp(
       '/identity-role-attributes',
       'listIdentityRoleAttributes',
@@ -114,12 +90,4 @@ export function identityOps(): OpDef<any>[] {
       'identity',
     ),
   ];
-}
-
-function identityAuthenticators(req: Parameters<typeof runList>[0], identityId: string, svc: Services) {
-  svc.require('identities', identityId);
-  const only = new Set(svc.store.lookup('authenticators', 'identityId', identityId));
-  const symbols = authenticators.symbolTable(svc);
-  const result = runList(req, symbols, collectionSource(svc.store.collection('authenticators'), only));
-  return listResponse(result, (row) => authenticators.renderJson(row, svc), symbols);
 }
