@@ -6,7 +6,7 @@ import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse } from './list.js';
-import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
+import { type Access, type ApiName, type Caller, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
 import { type RelationSpec, relationOps } from './relations.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
@@ -331,9 +331,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         access: list.access,
         permission: list.permission,
         query: [
-          { name: 'limit', type: 'integer' },
-          { name: 'offset', type: 'integer' },
-          { name: 'filter', type: 'string' },
+          ...LIST_QUERY,
           ...(entity.roleAttributesField
             ? ([
                 { name: 'roleFilter', type: 'array' },

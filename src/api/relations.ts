@@ -2,7 +2,7 @@ import type { RoleIndex } from '../../storage/role-index.js';
 import { listEnvelope } from '../model/common.js';
 import type { Entity } from './entity.js';
 import { listQuery, listResponse } from './list.js';
-import { type Access, type ApiName, type OpDef, op } from './op.js';
+import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
 
 /**
@@ -51,11 +51,7 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       summary: rel.summary ?? `List the ${listed.plural.toLowerCase()} of a ${parent.type}`,
       access: rel.access ?? 'admin',
       permission: rel.permission ?? parent.permission,
-      query: [
-        { name: 'limit', type: 'integer' },
-        { name: 'offset', type: 'integer' },
-        { name: 'filter', type: 'string' },
-      ],
+      query: LIST_QUERY,
       responses: {
         200: {
           description: `A list of ${listed.plural.toLowerCase()}`,

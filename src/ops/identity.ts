@@ -1,7 +1,7 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
 import { filterableFields, runList } from '../api/list.js';
-import { type ApiName, type OpDef, op } from '../api/op.js';
+import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
 import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
@@ -27,11 +27,7 @@ export function roleAttributeOp(
     summary: `List role attributes in use by ${entity}`,
     access: 'admin',
     permission,
-    query: [
-      { name: 'limit', type: 'integer' },
-      { name: 'offset', type: 'integer' },
-      { name: 'filter', type: 'string' },
-    ],
+    query: LIST_QUERY,
     responses: {
       200: {
         description: 'A list of role attributes',
