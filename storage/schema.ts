@@ -2,8 +2,12 @@ import type { DerivedIndexFactory } from './derived.js';
 import type { Txn } from './txn.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
-/** A named, deterministic state transition registered by the application (e.g. "authenticate", "touch sessions"). */
-export type CustomCommand = (ctx: ApplyContext, args: any, at: string) => unknown;
+/**
+ * A named, deterministic state transition registered by the application (e.g. "touch sessions"). `A` is the shape
+ * of its `args`; the registry holds commands of any args (`never` accepts them all), and apply passes the command's
+ * args as recorded.
+ */
+export type CustomCommand<A = never> = (ctx: ApplyContext, args: A, at: string) => unknown;
 
 /** What a custom command may do: read through the transaction and write with the same checks as plain commands. */
 export interface ApplyContext {

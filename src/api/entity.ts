@@ -4,7 +4,7 @@ import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../sto
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
-import { fieldError } from './errors.js';
+import { fieldError, notFound } from './errors.js';
 import { listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, type Caller, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
 import { type RelationSpec, relationOps } from './relations.js';
@@ -140,7 +140,7 @@ export interface Entity<N extends string = string, F extends EntityFields = Enti
   renderJson(row: Row, svc: Services): string;
   /** `renderJson` as `caller` may see it (`redact` applies to non-admins). */
   renderJsonFor(row: Row, svc: Services, caller: Caller | null): string;
-  ops(): OpDef<any>[];
+  ops(): OpDef<unknown>[];
 }
 
 /** The row of `entity` with this id, typed by the declaration's fields. */
@@ -150,7 +150,9 @@ export function getRow<F extends EntityFields>(entity: Entity<string, F>, svc: S
 
 /** The row of `entity` with this id, typed, or 404 NOT_FOUND. */
 export function requireRow<F extends EntityFields>(entity: Entity<string, F>, svc: Services, id: string) {
-  return svc.require(entity.name, id) as RowOf<F>;
+  const row = svc.store.get(entity.name, id);
+  if (!row) throw notFound(entity.type, id);
+  return row as RowOf<F>;
 }
 
 /** A copy of a default value, so that no two rows share a mutable array or object. */
@@ -313,8 +315,8 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
 
 const ID_PATH = (name: string) => `/${name}/{id}`;
 
-function crudOps(entity: Entity): OpDef<any>[] {
-  const ops: OpDef<any>[] = [];
+function crudOps(entity: Entity): OpDef<unknown>[] {
+  const ops: OpDef<unknown>[] = [];
   const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
   const list = opConfig(entity, 'list');
@@ -375,7 +377,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
           },
         },
         handler: (ctx) =>
-          okJson(entity.renderJsonFor(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller)),
+          okJson(entity.renderJsonFor(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)),
       }),
     );
   }
@@ -399,7 +401,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
             schema: createEnvelope,
           },
         },
-        handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
+        handler: async (ctx: OpContext<Record<string, unknown>>): Promise<HttpResponse> => {
           const data = await toStored(entity, ctx.body, { mode: 'create', svc: ctx.svc, caller: ctx.caller });
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
@@ -434,8 +436,8 @@ function crudOps(entity: Entity): OpDef<any>[] {
         responses: {
           200: { description: 'The update request was successful and the resource has been altered', schema: empty },
         },
-        handler: async (ctx: OpContext<any>) => {
-          const existing = ctx.svc.require(entity.name, ctx.params.id!);
+        handler: async (ctx: OpContext<Record<string, unknown>>) => {
+          const existing = requireRow(entity, ctx.svc, ctx.params.id!);
           const set = await toStored(entity, ctx.body, { mode: which, svc: ctx.svc, existing, caller: ctx.caller });
           await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
           return okEmpty();
@@ -460,7 +462,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: async (ctx) => {
           if (entity.beforeDelete)
-            entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller);
+            entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller);
           await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
           return okEmpty();
         },

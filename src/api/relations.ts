@@ -1,6 +1,6 @@
 import type { RoleIndex } from '../../storage/role-index.js';
 import { listEnvelope } from '../model/common.js';
-import type { Entity } from './entity.js';
+import { type Entity, requireRow } from './entity.js';
 import { listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
@@ -59,7 +59,7 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
         },
       },
       handler: (ctx) => {
-        const parentId = ctx.svc.require(parent.name, ctx.params.id!).id;
+        const parentId = requireRow(parent, ctx.svc, ctx.params.id!).id;
         const only = relatedIds(ctx.svc, listed.name, rel.via, parentId);
         const result = listQuery(listed, ctx, only);
         return listResponse(

@@ -10,7 +10,7 @@ import {
 import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
-import { s } from '../schema/s.js';
+import { type Schema, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
@@ -47,7 +47,7 @@ const terminatorPrecedenceMap = s.named('terminatorPrecedenceMap', s.map(termina
 const identityType = s.named('identityType', s.enum(['User', 'Device', 'Service', 'Router', 'Default'] as const));
 const permissions = s.named('permissions', s.nullable(s.arr(s.enum(PERMISSIONS))));
 
-const enrollmentRef = (extra: Record<string, any> = {}) =>
+const enrollmentRef = (extra: Record<string, Schema<unknown>> = {}) =>
   s.obj({ expiresAt: s.datetime(), id: s.str(), jwt: s.str(), token: s.str(), ...extra });
 const identityEnrollments = s.named(
   'identityEnrollments',
@@ -234,7 +234,7 @@ export const identities = defineEntity({
   // enrollment tokens and JWTs are credentials: only admins see them
   redact: (data) => {
     const enrollment: Record<string, unknown> = {};
-    for (const [method, e] of Object.entries((data.enrollment as Record<string, any>) ?? {})) {
+    for (const [method, e] of Object.entries((data.enrollment as Record<string, Record<string, unknown>>) ?? {})) {
       const { jwt: _jwt, token: _token, ...rest } = e;
       enrollment[method] = rest;
     }

@@ -16,7 +16,7 @@ export function roleAttributeOp(
   entity: string,
   field: string,
   permission: string,
-): OpDef<any> {
+): OpDef<unknown> {
   const symbols = createSymbolTable({ symbols: { id: { type: 'string', set: false, get: (r: Row) => r.id } } });
   return op({
     method: 'GET',
@@ -59,7 +59,7 @@ export function roleAttributeOp(
   });
 }
 
-export function identityOps(): OpDef<any>[] {
+export function identityOps(): OpDef<unknown>[] {
   return [
     op({
       method: 'GET',
