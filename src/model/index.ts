@@ -2,6 +2,7 @@ import { Schema } from '../../storage/schema.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
+import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
@@ -15,6 +16,7 @@ export const ENTITIES = [
   authenticators,
   apiSessions,
   configTypes,
+  configs,
   enrollments,
   controllerKeys,
 ] as const;

@@ -6,8 +6,9 @@ import { type SchemaNode, toJsonSchema } from './s.js';
 // bundlers that already unwrap it
 type AjvClass = typeof AjvModule.default;
 type AddFormats = typeof addFormatsModule.default;
-const Ajv: AjvClass = (AjvModule as unknown as { default?: AjvClass }).default ?? (AjvModule as unknown as AjvClass);
-const addFormats: AddFormats =
+export const Ajv: AjvClass =
+  (AjvModule as unknown as { default?: AjvClass }).default ?? (AjvModule as unknown as AjvClass);
+export const addFormats: AddFormats =
   (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
@@ -29,6 +30,11 @@ export function validate(schema: SchemaNode, value: unknown, location = 'body'):
     fn = ajv.compile(toJsonSchema(schema)) as ValidateFunction;
     cache.set(schema, fn);
   }
+  return firstError(fn, value, location);
+}
+
+/** Runs a compiled validator; its first error in go-openapi's words, or null when `value` is valid. */
+export function firstError(fn: ValidateFunction, value: unknown, location: string): FieldError | null {
   if (fn(value)) return null;
   const err = fn.errors?.[0];
   if (!err) return { field: '', reason: 'invalid document', value };
