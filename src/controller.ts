@@ -61,7 +61,7 @@ export function defaultBaseUrl(host: string, port: number): string {
 }
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
-export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
+export function allOps(specs: (api: ApiName) => string): OpDef<unknown>[] {
   return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
 }
 
@@ -75,7 +75,7 @@ export class Controller {
   private constructor(
     readonly svc: Services,
     readonly app: App,
-    readonly ops: OpDef<any>[],
+    readonly ops: OpDef<unknown>[],
     private readonly proposer: LocalProposer,
     private readonly opts: ControllerOptions,
   ) {}

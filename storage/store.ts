@@ -2,6 +2,7 @@ import { applyCommand } from './apply.js';
 import { encodeFaithfully, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
+import { type Change, DerivedIndexes } from './derived.js';
 import type { Schema } from './schema.js';
 import { levelStoreDb, type StoreDb, type StoreDbOp } from './store-db.js';
 import { Txn } from './txn.js';
@@ -58,12 +59,7 @@ function encodeWrites(txn: Txn): Array<[string, Uint8Array | null]> {
 
 export type FailureListener = (failure: StoreFailedError) => void;
 
-export interface Change {
-  entity: string;
-  id: string;
-  before: Row | undefined;
-  after: Row | undefined;
-}
+export type { Change };
 
 export type PublishListener = (changes: Change[]) => void;
 
@@ -80,6 +76,8 @@ export type PublishListener = (changes: Change[]) => void;
  */
 export class Store {
   readonly collections = new Map<string, Collection>();
+  /** Indexes computed from the collections (storage/derived.ts): rebuilt on load, updated with every publish. */
+  readonly derived: DerivedIndexes;
   private applying = false;
   private listeners: PublishListener[] = [];
   private failureListeners: FailureListener[] = [];
@@ -94,6 +92,7 @@ export class Store {
     private readonly db: StoreDb,
   ) {
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
+    this.derived = new DerivedIndexes(schema.derived);
   }
 
   /** Opens the LevelDB in `location` (a directory), or the given StoreDb (tests inject faults there). */
@@ -144,6 +143,7 @@ export class Store {
       rows.push(row);
     }
     flush();
+    this.derived.rebuild(this);
   }
 
   collection(entity: string): Collection {
@@ -256,6 +256,7 @@ export class Store {
         changes.push({ entity, id, before, after: row ?? undefined });
       }
     }
+    this.derived.update(changes, this);
     for (const l of this.listeners) l(changes);
   }
 

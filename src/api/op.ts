@@ -23,6 +23,13 @@ export interface QueryParamDoc {
   description?: string;
 }
 
+/** The query parameters of a paged list (OpenZiti documents these three on its list operations). */
+export const LIST_QUERY: readonly QueryParamDoc[] = [
+  { name: 'limit', type: 'integer' },
+  { name: 'offset', type: 'integer' },
+  { name: 'filter', type: 'string' },
+];
+
 export interface ResponseDoc {
   description: string;
   schema?: SchemaNode;

@@ -3,6 +3,7 @@ import { OverloadedError } from '../../storage/local-proposer.js';
 import type { Store } from '../../storage/store.js';
 import { type Command, type Row, StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
+import type { EntityName } from '../model/index.js';
 import { Errors, notFound, storeError, storeFailed } from './errors.js';
 
 export interface Clock {
@@ -43,12 +44,12 @@ export class Services {
     return new Date(this.clock.now()).toISOString();
   }
 
-  get(entity: string, id: string): Row | undefined {
+  get(entity: EntityName, id: string): Row | undefined {
     return this.store.get(entity, id);
   }
 
   /** The row or 404 NOT_FOUND, worded as OpenZiti does. */
-  require(entity: string, id: string): Row {
+  require(entity: EntityName, id: string): Row {
     const row = this.store.get(entity, id);
     if (!row) throw notFound(this.store.schema.def(entity).type, id);
     return row;

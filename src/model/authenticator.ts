@@ -5,6 +5,7 @@ import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
+import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
 
 export const username = s.named('username', s.str({ minLength: 4, maxLength: 100 }));
@@ -37,7 +38,7 @@ export const authenticatorDetail = detailSchema(
 export function checkPasswordPolicy(svc: Services, identityId: string, pw: string, field = 'password'): void {
   const identity = svc.get('identities', identityId);
   const policy = identity ? svc.get('auth-policies', identity.authPolicyId as string) : undefined;
-  const updb = (policy?.primary as any)?.updb;
+  const updb = (policy?.primary as AuthPolicyPrimary | undefined)?.updb;
   if (!updb) return;
   if (pw.length < updb.minPasswordLength) {
     throw fieldError(field, `password must be at least ${updb.minPasswordLength} characters`, '******');
