@@ -3,11 +3,13 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
+import { pkiMain } from './pki.js';
 
 const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
 
 Usage:
   keel run [options]      run a controller node
+  keel pki ...            the cluster's certificates (keel pki --help)
 
 Options of run:
   --data-dir DIR          data directory (default ./data); created and initialised on first start
@@ -143,6 +145,7 @@ export async function main(argv: string[]): Promise<number> {
       await run(rest);
       return -1; // keeps running
     }
+    if (cmd === 'pki') return await pkiMain(rest);
     if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
       process.stdout.write(USAGE);
       return 0;
