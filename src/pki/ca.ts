@@ -234,6 +234,10 @@ export async function issueServerCert(ca: CaMaterial, opts: LeafOptions): Promis
 
 /** Parses and checks a PEM certificate request: size, one block, self-signature, key type and size, no CA:true. */
 export async function parseCsr(csrPem: string): Promise<x509.Pkcs10CertificateRequest> {
+  return (await checkedCsr(csrPem)).csr;
+}
+
+async function checkedCsr(csrPem: string): Promise<{ csr: x509.Pkcs10CertificateRequest; rsa: boolean }> {
   if (typeof csrPem !== 'string') throw new PkiError('CSR_MALFORMED', 'the CSR must be PEM text');
   if (Buffer.byteLength(csrPem) > MAX_CSR_SIZE_BYTES) {
     throw new PkiError('CSR_TOO_LARGE', `the CSR is larger than ${MAX_CSR_SIZE_BYTES} bytes`);
@@ -247,7 +251,7 @@ export async function parseCsr(csrPem: string): Promise<x509.Pkcs10CertificateRe
   } catch {
     throw new PkiError('CSR_MALFORMED', 'the certificate request does not parse');
   }
-  checkCsrKey(csr);
+  const rsa = checkCsrKey(csr);
   let valid = false;
   try {
     valid = await csr.verify();
@@ -265,7 +269,7 @@ export async function parseCsr(csrPem: string): Promise<x509.Pkcs10CertificateRe
     }
     if (ca) throw new PkiError('CSR_CA_REQUESTED', 'the certificate request asks for a CA certificate');
   }
-  return csr;
+  return { csr, rsa };
 }
 
 /** Key of a CSR: ECDSA on P-256/P-384/P-521, or RSA of MIN_RSA_BITS..MAX_RSA_BITS. Returns whether it is RSA. */
@@ -302,8 +306,7 @@ export async function signCsr(ca: CaMaterial, csrPem: string, opts: CsrOptions):
   if (opts.commonName !== undefined) checkCommonName(opts.commonName);
   const days = validityDays(opts.validity_days, DEFAULT_LEAF_VALIDITY_DAYS);
   const sans = sanNames(opts.dnsNames, opts.ipAddresses);
-  const csr = await parseCsr(csrPem);
-  const rsa = checkCsrKey(csr);
+  const { csr, rsa } = await checkedCsr(csrPem);
   const subject = opts.commonName !== undefined ? cnName(opts.commonName) : csr.subjectName;
   return issue(ca, subject, csr.publicKey, days, leafExtensions(opts.usage, rsa, sans));
 }
