@@ -18,6 +18,8 @@ import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
+import { wellKnownOps } from './ops/well-known.js';
+import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
 
 export interface ControllerOptions {
@@ -39,20 +41,30 @@ export interface ControllerOptions {
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
   sessionSweep_ms?: number;
+  /** The PKI directory (docs/pki.md); default `<dataDir>/pki`. Its CAs are created on first start. */
+  pkiDir?: string;
+  /** Serve the API over HTTPS (node engine) with a certificate from the PKI, issued on first start. Default false. */
+  apiTls?: boolean;
 }
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 /** The base URL clients reach a listener at when none is advertised (a wildcard address names this host). */
-export function defaultBaseUrl(host: string, port: number): string {
+export function defaultBaseUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
-  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
-export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
-  return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
+export function allOps(specs: (api: ApiName) => string, cacerts: () => string = () => ''): OpDef<any>[] {
+  return [
+    ...informationalOps(specs),
+    ...wellKnownOps(cacerts),
+    ...authenticationOps(),
+    ...identityOps(),
+    ...ENTITIES.flatMap((e) => e.ops()),
+  ];
 }
 
 /** A single-node controller: the store, the write path, the session service and the HTTP front end. */
@@ -73,6 +85,10 @@ export class Controller {
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
     mkdirSync(opts.dataDir, { recursive: true });
+    if (opts.apiTls && opts.engine === 'uws') throw new Error('API TLS needs the node engine');
+    const pki: NodePki = await openNodePki(opts.pkiDir ?? join(opts.dataDir, 'pki'), {
+      apiHosts: opts.apiTls ? apiCertHosts(opts.host, opts.apiBaseUrls ?? []) : null,
+    });
     const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
     const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
     const instanceId = randomBytes(8).toString('hex');
@@ -96,11 +112,14 @@ export class Controller {
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();
-    const ops = allOps((api) => {
-      let doc = specCache.get(api);
-      if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
-      return doc;
-    });
+    const ops = allOps(
+      (api) => {
+        let doc = specCache.get(api);
+        if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
+        return doc;
+      },
+      () => pki.cacertsPkcs7,
+    );
     mountOps(router, ops, svc);
     const app = createApp({
       router,
@@ -118,13 +137,19 @@ export class Controller {
         log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
       }
       svc.sessions.start();
-      ctl.server = await serve(app, {
-        engine: opts.engine ?? 'uws',
+      const listen = {
         host: opts.host,
         port: opts.port,
         maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      });
-      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port));
+      };
+      ctl.server = await serve(
+        app,
+        pki.apiTls
+          ? { engine: 'node', ...listen, tls: { key: pki.apiTls.key, cert: pki.apiTls.cert } }
+          : { engine: opts.engine ?? 'uws', ...listen },
+      );
+      const scheme = pki.apiTls ? 'https' : 'http';
+      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -143,7 +168,9 @@ export class Controller {
 
   /** The first advertised base URL (`http://host:port` unless configured). */
   get baseUrl(): string {
-    return this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port);
+    return (
+      this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port, this.opts.apiTls ? 'https' : 'http')
+    );
   }
 
   /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */

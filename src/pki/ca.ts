@@ -107,6 +107,11 @@ function window(days: number, issuer: x509.X509Certificate | null): { notBefore:
 const DNS_NAME =
   /^(?=.{1,253}$)(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
+/** Whether a text is a valid DNS name for a certificate SAN (optionally a leading wildcard label). */
+export function isDnsName(name: string): boolean {
+  return DNS_NAME.test(name);
+}
+
 function sanNames(dnsNames: string[] = [], ipAddresses: string[] = [], uris: string[] = []): x509.JsonGeneralName[] {
   if (dnsNames.length + ipAddresses.length + uris.length > MAX_SANS) {
     throw new PkiError('INVALID_ARGUMENT', `at most ${MAX_SANS} subject alternative names`);

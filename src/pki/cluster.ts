@@ -4,11 +4,12 @@
  *
  *   ca/root.cert.pem  ca/root.key.pem         the cluster root CA (only where `keel pki init` ran)
  *   ca/signing.cert.pem  ca/signing.key.pem   the signing intermediate (pathLen 0)
- *   node.key.pem                              this node's private key
- *   node.cert.pem                             this node's certificate, then the signing intermediate
  *   ca.cert.pem                               the root CA certificate (the trust anchor for peers)
+ *   node.key.pem                              this node's peer private key
+ *   node.cert.pem                             this node's peer certificate, then the signing intermediate
+ *   api.key.pem  api.cert.pem                 the API listener's key and certificate (+ signing intermediate)
  *
- * A join bundle (`issueNodeBundle`) holds the last three files only.
+ * A join bundle (`issueNodeBundle`) holds ca.cert.pem, node.key.pem and node.cert.pem only.
  */
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
@@ -33,6 +34,8 @@ export const PKI_FILES = {
   nodeKey: 'node.key.pem',
   nodeCert: 'node.cert.pem',
   caCert: 'ca.cert.pem',
+  apiKey: 'api.key.pem',
+  apiCert: 'api.cert.pem',
 } as const;
 
 export interface NodeOptions {
@@ -112,35 +115,58 @@ async function writeNew(dir: string, files: Array<[name: string, content: string
   }
 }
 
-function nodeFiles(node: KeyAndCert): Array<[string, string, boolean]> {
-  const root = node.chainPem[node.chainPem.length - 1]!;
-  const intermediates = node.chainPem.slice(0, -1);
+/** A leaf's key file and certificate file (the leaf followed by its intermediates, without the root). */
+function leafFiles(keyName: string, certName: string, leaf: KeyAndCert): Array<[string, string, boolean]> {
+  const intermediates = leaf.chainPem.slice(0, -1);
   return [
-    [PKI_FILES.nodeKey, node.keyPem, true],
-    [PKI_FILES.nodeCert, [node.certPem, ...intermediates].map(ensureNewline).join(''), false],
-    [PKI_FILES.caCert, ensureNewline(root), false],
+    [keyName, leaf.keyPem, true],
+    [certName, [leaf.certPem, ...intermediates].map(ensureNewline).join(''), false],
   ];
+}
+
+function nodeFiles(node: KeyAndCert): Array<[string, string, boolean]> {
+  return leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node);
 }
 
 function ensureNewline(pem: string): string {
   return pem.endsWith('\n') ? pem : `${pem}\n`;
 }
 
-/** Creates a new cluster PKI in `dir`: root CA, signing intermediate, and this node's peer certificate. */
-export async function initClusterPki(dir: string, opts: NodeOptions & { clusterName?: string }): Promise<IssuedNode> {
-  checkNode(opts);
-  await refuseExisting(dir, Object.values(PKI_FILES));
+/**
+ * The signing CA of the PKI in `dir`, creating the root and signing CAs first if `dir` has neither CA material
+ * nor a root certificate. A node set up from a join bundle (root certificate, no CA) gets null: it cannot sign.
+ */
+export async function ensureClusterCa(dir: string, opts: { clusterName?: string } = {}): Promise<CaMaterial | null> {
+  if (await exists(join(dir, PKI_FILES.signingKey))) return loadSigningCa(dir);
+  if (await exists(join(dir, PKI_FILES.caCert))) return null;
+  await refuseExisting(dir, [PKI_FILES.rootCert, PKI_FILES.rootKey, PKI_FILES.signingCert]);
   const name = opts.clusterName ?? 'Keel';
+  if (name.length > 50) throw new PkiError('INVALID_ARGUMENT', 'cluster name longer than 50 characters');
   const root = await createRootCa({ commonName: `${name} Root CA` });
   const signing = await createIntermediateCa(root, { commonName: `${name} Signing CA` });
-  const node = await issuePeerCert(signing, opts);
+  // ca.cert.pem, the marker of a complete CA, is written last: a crash in between leaves files that make the next
+  // try refuse (ALREADY_EXISTS) rather than a directory that looks complete.
   await writeNew(dir, [
     [PKI_FILES.rootKey, root.keyPem, true],
     [PKI_FILES.rootCert, ensureNewline(root.certPem), false],
     [PKI_FILES.signingKey, signing.keyPem, true],
     [PKI_FILES.signingCert, ensureNewline(signing.certPem), false],
-    ...nodeFiles(node),
+    [PKI_FILES.caCert, ensureNewline(root.certPem), false],
   ]);
+  return signing;
+}
+
+/**
+ * Creates this node's peer certificate in `dir`, and the cluster's root and signing CAs first unless `dir` already
+ * holds them (e.g. made by an earlier start of the controller). Refuses if the node certificate exists.
+ */
+export async function initClusterPki(dir: string, opts: NodeOptions & { clusterName?: string }): Promise<IssuedNode> {
+  checkNode(opts);
+  await refuseExisting(dir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert]);
+  const signing = await ensureClusterCa(dir, opts);
+  if (!signing) throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
+  const node = await issuePeerCert(signing, opts);
+  await writeNew(dir, nodeFiles(node));
   return { nodeId: opts.nodeId, dir, certPem: node.certPem };
 }
 
@@ -174,8 +200,32 @@ export async function issueNodeBundle(caDir: string, outDir: string, opts: NodeO
   const signing = await loadSigningCa(caDir);
   await refuseExisting(outDir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert, PKI_FILES.caCert]);
   const node = await issuePeerCert(signing, opts);
-  await writeNew(outDir, nodeFiles(node));
+  await writeNew(outDir, [...nodeFiles(node), [PKI_FILES.caCert, ensureNewline(node.chainPem.at(-1)!), false]]);
   return { nodeId: opts.nodeId, dir: outDir, certPem: node.certPem };
+}
+
+/** A key and certificate file of a PKI directory, checked: the key belongs to the certificate, which chains to
+ * the directory's root and is valid now. */
+async function loadLeaf(
+  dir: string,
+  keyName: string,
+  certName: string,
+): Promise<{ key: string; cert: string; ca: string; leaf: x509.X509Certificate }> {
+  const [key, cert, ca] = await Promise.all([
+    readPki(dir, keyName),
+    readPki(dir, certName),
+    readPki(dir, PKI_FILES.caCert),
+  ]);
+  const certs = parseCertificates(cert);
+  const leaf = certs[0];
+  if (!leaf) throw new PkiError('CERT_MALFORMED', `${join(dir, certName)} holds no certificate`);
+  const signer = await importSigningKey(key);
+  if (!Buffer.from(leaf.publicKey.rawData).equals(signer.spki)) {
+    throw new PkiError('KEY_MISMATCH', `${join(dir, keyName)} does not belong to ${join(dir, certName)}`);
+  }
+  const verdict = await verifyChain(leaf, certs.slice(1), [ca], { purpose: 'server' });
+  if (!verdict.ok) throw new PkiError('CERT_INVALID', `${join(dir, certName)}: ${verdict.code}: ${verdict.message}`);
+  return { key, cert, ca, leaf };
 }
 
 /**
@@ -183,23 +233,65 @@ export async function issueNodeBundle(caDir: string, outDir: string, opts: NodeO
  * certificate, the certificate chains to the root and is valid now, and it names a node id.
  */
 export async function loadPeerTls(dir: string): Promise<PeerTls> {
-  const [key, cert, ca] = await Promise.all([
-    readPki(dir, PKI_FILES.nodeKey),
-    readPki(dir, PKI_FILES.nodeCert),
-    readPki(dir, PKI_FILES.caCert),
-  ]);
-  const certs = parseCertificates(cert);
-  const leaf = certs[0];
-  if (!leaf) throw new PkiError('CERT_MALFORMED', `${join(dir, PKI_FILES.nodeCert)} holds no certificate`);
-  const signer = await importSigningKey(key);
-  if (!Buffer.from(leaf.publicKey.rawData).equals(signer.spki)) {
-    throw new PkiError('KEY_MISMATCH', `${join(dir, PKI_FILES.nodeKey)} does not belong to the node certificate`);
-  }
-  const verdict = await verifyChain(leaf, certs.slice(1), [ca], { purpose: 'server' });
-  if (!verdict.ok) throw new PkiError('CERT_INVALID', `node certificate: ${verdict.code}: ${verdict.message}`);
+  const { key, cert, ca, leaf } = await loadLeaf(dir, PKI_FILES.nodeKey, PKI_FILES.nodeCert);
   const nodeId = peerNodeId(leaf.rawData);
   if (nodeId === null) throw new PkiError('CERT_INVALID', 'the node certificate names no node id');
   return { key, cert, ca, nodeId };
+}
+
+/** What node:https needs for the API listener. */
+export interface ApiTls {
+  key: string;
+  /** The API certificate followed by the signing intermediate. */
+  cert: string;
+  /** The root CA certificate. */
+  ca: string;
+}
+
+/**
+ * The API listener's TLS material in `dir`: loaded if present, otherwise issued by the signing CA (created first
+ * when `dir` has no PKI yet) with serverAuth and SANs for `hosts`. A node whose PKI came from a join bundle has no
+ * signing CA: it gets MISSING_FILE unless api.key.pem/api.cert.pem were put there.
+ */
+export async function ensureApiTls(dir: string, opts: { hosts: string[]; validity_days?: number }): Promise<ApiTls> {
+  if (!(await exists(join(dir, PKI_FILES.apiCert)))) {
+    if (opts.hosts.length === 0 || opts.hosts.length > MAX_HOSTS) {
+      throw new PkiError('INVALID_ARGUMENT', `the API certificate needs 1..${MAX_HOSTS} hosts`);
+    }
+    const signing = await ensureClusterCa(dir);
+    if (!signing)
+      throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
+    const api = await issueServerCert(signing, {
+      commonName: opts.hosts[0]!.slice(0, 64),
+      dnsNames: opts.hosts.filter((h) => isIP(h) === 0),
+      ipAddresses: opts.hosts.filter((h) => isIP(h) !== 0),
+      usage: 'server',
+      validity_days: opts.validity_days,
+    });
+    await writeNew(dir, leafFiles(PKI_FILES.apiKey, PKI_FILES.apiCert, api));
+  }
+  const { key, cert, ca } = await loadLeaf(dir, PKI_FILES.apiKey, PKI_FILES.apiCert);
+  return { key, cert, ca };
+}
+
+/**
+ * The CA certificates a client should trust, for `/.well-known/est/cacerts`: the root and the signing CA (from
+ * ca/signing.cert.pem, or the intermediates that follow the node certificate in a joined node's bundle).
+ */
+export async function caCertificates(dir: string): Promise<string[]> {
+  const root = await readPki(dir, PKI_FILES.caCert);
+  const out = parseCertificates(root).map((c) => c.toString('pem'));
+  let intermediates: string;
+  if (await exists(join(dir, PKI_FILES.signingCert))) intermediates = await readPki(dir, PKI_FILES.signingCert);
+  else if (await exists(join(dir, PKI_FILES.nodeCert))) {
+    intermediates = parseCertificates(await readPki(dir, PKI_FILES.nodeCert))
+      .slice(1)
+      .map((c) => c.toString('pem'))
+      .join('\n');
+  } else intermediates = '';
+  for (const c of parseCertificates(intermediates)) out.push(c.toString('pem'));
+  if (out.length === 0) throw new PkiError('CERT_MALFORMED', `${join(dir, PKI_FILES.caCert)} holds no certificate`);
+  return out;
 }
 
 /**

@@ -18,6 +18,10 @@ export {
   signCsr,
 } from './ca.js';
 export {
+  type ApiTls,
+  caCertificates,
+  ensureApiTls,
+  ensureClusterCa,
   type IssuedNode,
   initClusterPki,
   issueNodeBundle,
