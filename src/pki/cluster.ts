@@ -11,13 +11,13 @@
  *
  * A join bundle (`issueNodeBundle`) holds ca.cert.pem, node.key.pem and node.cert.pem only.
  */
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { PeerCertificate } from 'node:tls';
 import { type CaMaterial, createIntermediateCa, createRootCa, issueServerCert, type KeyAndCert } from './ca.js';
 import { importSigningKey, parseCertificate, parseCertificates, x509 } from './crypto.js';
 import { PkiError } from './errors.js';
+import { exists, type PkiFile, readPki, refuseExisting, writeFiles } from './files.js';
 import { verifyChain } from './verify.js';
 
 /** A peer certificate names its node by a SAN URI: this prefix + the node id. */
@@ -84,48 +84,17 @@ export async function issuePeerCert(signing: CaMaterial, opts: NodeOptions): Pro
   });
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function refuseExisting(dir: string, files: string[]): Promise<void> {
-  for (const f of files) {
-    if (await exists(join(dir, f))) throw new PkiError('ALREADY_EXISTS', `${join(dir, f)} exists; not overwriting it`);
-  }
-}
-
-/** Writes files that must not exist yet (`wx`); keys 0600. */
-async function writeNew(dir: string, files: Array<[name: string, content: string, secret: boolean]>): Promise<void> {
-  for (const [name, content, secret] of files) {
-    const path = join(dir, name);
-    await mkdir(join(path, '..'), { recursive: true, mode: 0o700 });
-    try {
-      await writeFile(path, content, { flag: 'wx', mode: secret ? 0o600 : 0o644 });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw new PkiError('ALREADY_EXISTS', `${path} exists; not overwriting it`);
-      }
-      throw err;
-    }
-  }
-}
-
 /** A leaf's key file and certificate file (the leaf followed by its intermediates, without the root). */
-function leafFiles(keyName: string, certName: string, leaf: KeyAndCert): Array<[string, string, boolean]> {
+function leafFiles(keyName: string, certName: string, leaf: KeyAndCert): PkiFile[] {
   const intermediates = leaf.chainPem.slice(0, -1);
   return [
-    [keyName, leaf.keyPem, true],
-    [certName, [leaf.certPem, ...intermediates].map(ensureNewline).join(''), false],
+    { name: keyName, content: leaf.keyPem, secret: true },
+    { name: certName, content: [leaf.certPem, ...intermediates].map(ensureNewline).join(''), secret: false },
   ];
 }
 
-function nodeFiles(node: KeyAndCert): Array<[string, string, boolean]> {
-  return leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node);
+function certFile(name: string, pem: string): PkiFile {
+  return { name, content: ensureNewline(pem), secret: false };
 }
 
 function ensureNewline(pem: string): string {
@@ -133,26 +102,36 @@ function ensureNewline(pem: string): string {
 }
 
 /**
- * The signing CA of the PKI in `dir`, creating the root and signing CAs first if `dir` has neither CA material
- * nor a root certificate. A node set up from a join bundle (root certificate, no CA) gets null: it cannot sign.
+ * The signing CA of the PKI in `dir`, creating what is missing of it: with neither CA material nor a root
+ * certificate, a new root and signing CA; with a root (ca/root.*) but no signing CA, a signing CA under that root
+ * (an operator may provide the root). A node set up from a join bundle (ca.cert.pem, no ca/) gets null: it cannot
+ * sign. ca.cert.pem is written last and marks the CA complete; the key and certificate of each CA are written key
+ * first, so an interrupted first start leaves at most an orphan key, which the next start replaces.
  */
 export async function ensureClusterCa(dir: string, opts: { clusterName?: string } = {}): Promise<CaMaterial | null> {
-  if (await exists(join(dir, PKI_FILES.signingKey))) return loadSigningCa(dir);
-  if (await exists(join(dir, PKI_FILES.caCert))) return null;
-  await refuseExisting(dir, [PKI_FILES.rootCert, PKI_FILES.rootKey, PKI_FILES.signingCert]);
+  const has = async (name: string) => exists(join(dir, name));
+  if (await has(PKI_FILES.caCert)) return (await has(PKI_FILES.signingCert)) ? loadSigningCa(dir) : null;
   const name = opts.clusterName ?? 'Keel';
   if (name.length > 50) throw new PkiError('INVALID_ARGUMENT', 'cluster name longer than 50 characters');
-  const root = await createRootCa({ commonName: `${name} Root CA` });
-  const signing = await createIntermediateCa(root, { commonName: `${name} Signing CA` });
-  // ca.cert.pem, the marker of a complete CA, is written last: a crash in between leaves files that make the next
-  // try refuse (ALREADY_EXISTS) rather than a directory that looks complete.
-  await writeNew(dir, [
-    [PKI_FILES.rootKey, root.keyPem, true],
-    [PKI_FILES.rootCert, ensureNewline(root.certPem), false],
-    [PKI_FILES.signingKey, signing.keyPem, true],
-    [PKI_FILES.signingCert, ensureNewline(signing.certPem), false],
-    [PKI_FILES.caCert, ensureNewline(root.certPem), false],
-  ]);
+  let root: CaMaterial;
+  if (await has(PKI_FILES.rootCert)) {
+    root = {
+      certPem: await readPki(dir, PKI_FILES.rootCert),
+      keyPem: await readPki(dir, PKI_FILES.rootKey),
+      chainPem: [],
+    };
+  } else {
+    root = await createRootCa({ commonName: `${name} Root CA` });
+    await writeFiles(dir, leafFiles(PKI_FILES.rootKey, PKI_FILES.rootCert, root), { exclusive: false });
+  }
+  if (!(await has(PKI_FILES.signingCert))) {
+    const signing = await createIntermediateCa(root, { commonName: `${name} Signing CA` });
+    await writeFiles(dir, leafFiles(PKI_FILES.signingKey, PKI_FILES.signingCert, signing), { exclusive: false });
+  }
+  const signing = await loadSigningCa(dir);
+  const verdict = await verifyChain(signing.certPem, [], [root.certPem]);
+  if (!verdict.ok) throw new PkiError('CERT_INVALID', `the signing CA does not chain to the root: ${verdict.code}`);
+  await writeFiles(dir, [certFile(PKI_FILES.caCert, root.certPem)], { exclusive: true });
   return signing;
 }
 
@@ -162,23 +141,13 @@ export async function ensureClusterCa(dir: string, opts: { clusterName?: string 
  */
 export async function initClusterPki(dir: string, opts: NodeOptions & { clusterName?: string }): Promise<IssuedNode> {
   checkNode(opts);
-  await refuseExisting(dir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert]);
+  await refuseExisting(dir, [PKI_FILES.nodeCert]);
   const signing = await ensureClusterCa(dir, opts);
   if (!signing) throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
   const node = await issuePeerCert(signing, opts);
-  await writeNew(dir, nodeFiles(node));
+  // The certificate comes last and marks the pair complete: an orphan key of an interrupted run is replaced.
+  await writeFiles(dir, leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node), { exclusive: false });
   return { nodeId: opts.nodeId, dir, certPem: node.certPem };
-}
-
-async function readPki(dir: string, name: string): Promise<string> {
-  try {
-    return await readFile(join(dir, name), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new PkiError('MISSING_FILE', `${join(dir, name)} is missing`);
-    }
-    throw err;
-  }
 }
 
 /** The signing CA of a PKI directory made by initClusterPki (with its root as chain). */
@@ -200,7 +169,11 @@ export async function issueNodeBundle(caDir: string, outDir: string, opts: NodeO
   const signing = await loadSigningCa(caDir);
   await refuseExisting(outDir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert, PKI_FILES.caCert]);
   const node = await issuePeerCert(signing, opts);
-  await writeNew(outDir, [...nodeFiles(node), [PKI_FILES.caCert, ensureNewline(node.chainPem.at(-1)!), false]]);
+  const files = [
+    ...leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node),
+    certFile(PKI_FILES.caCert, node.chainPem.at(-1)!),
+  ];
+  await writeFiles(outDir, files, { exclusive: true });
   return { nodeId: opts.nodeId, dir: outDir, certPem: node.certPem };
 }
 
@@ -268,7 +241,7 @@ export async function ensureApiTls(dir: string, opts: { hosts: string[]; validit
       usage: 'server',
       validity_days: opts.validity_days,
     });
-    await writeNew(dir, leafFiles(PKI_FILES.apiKey, PKI_FILES.apiCert, api));
+    await writeFiles(dir, leafFiles(PKI_FILES.apiKey, PKI_FILES.apiCert, api), { exclusive: false });
   }
   const { key, cert, ca } = await loadLeaf(dir, PKI_FILES.apiKey, PKI_FILES.apiCert);
   return { key, cert, ca };

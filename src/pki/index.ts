@@ -39,4 +39,4 @@ export {
 export { type ChainErrorCode, PkiError, type PkiErrorCode } from './errors.js';
 export { fingerprintOfDer, parseSinglePem } from './fingerprint.js';
 export { pkcs7CaCerts } from './pkcs7.js';
-export { type ChainResult, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';
+export { type ChainResult, MAX_CHAIN_CANDIDATES, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';

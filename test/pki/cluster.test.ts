@@ -1,10 +1,19 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketTransport } from '../../raft/index.js';
 import type { Message, NodeId } from '../../raft/types.js';
 import { main } from '../../src/cli/main.js';
 import { x509 } from '../../src/pki/crypto.js';
-import { initClusterPki, issueNodeBundle, loadPeerTls, peerIdFromCert, peerNodeId } from '../../src/pki/index.js';
+import {
+  ensureApiTls,
+  ensureClusterCa,
+  initClusterPki,
+  issueNodeBundle,
+  loadPeerTls,
+  peerIdFromCert,
+  peerNodeId,
+  verifyChain,
+} from '../../src/pki/index.js';
 import { openssl, refusal, Scratch } from './openssl.js';
 
 function mode(path: string): number {
@@ -131,6 +140,79 @@ describe('cluster PKI on disk', () => {
     expect(await refusal(loadPeerTls(d))).toBe('CERT_INVALID');
     writeFileSync(`${d}/ca.cert.pem`, readFileSync(`${d}/ca/root.cert.pem`));
     expect((await loadPeerTls(d)).nodeId).toBe('m');
+  });
+
+  it('completes a CA interrupted mid-write, and builds a signing CA under a root the operator provides', async () => {
+    const d = s.path('crash');
+    const first = await ensureClusterCa(d);
+    expect(first).not.toBeNull();
+    const root = readFileSync(`${d}/ca/root.cert.pem`, 'utf8');
+    // As if the process died after writing the signing key: no signing certificate, no ca.cert.pem marker.
+    rmSync(`${d}/ca/signing.cert.pem`);
+    rmSync(`${d}/ca.cert.pem`);
+    const again = await ensureClusterCa(d);
+    expect(again!.certPem).not.toBe(first!.certPem);
+    expect(readFileSync(`${d}/ca.cert.pem`, 'utf8')).toBe(root);
+    expect((await verifyChain(again!.certPem, [], [root])).ok).toBe(true);
+    expect(readdirSync(`${d}/ca`).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    // A complete CA is reused as is; an orphan node key is replaced by init.
+    expect((await ensureClusterCa(d))!.certPem).toBe(again!.certPem);
+    writeFileSync(`${d}/node.key.pem`, 'orphan');
+    await initClusterPki(d, { nodeId: 'c', hosts: [] });
+    expect((await loadPeerTls(d)).nodeId).toBe('c');
+
+    const op = s.path('operator-root');
+    mkdirSync(`${op}/ca`, { recursive: true });
+    const made = openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-384',
+      '-nodes',
+      '-keyout',
+      `${op}/ca/root.key.pem`,
+      '-subj',
+      '/CN=Operator Root',
+      '-days',
+      '30',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-out',
+      `${op}/ca/root.cert.pem`,
+    ]);
+    expect(made.status).toBe(0);
+    const signing = await ensureClusterCa(op);
+    expect(readFileSync(`${op}/ca.cert.pem`, 'utf8')).toBe(readFileSync(`${op}/ca/root.cert.pem`, 'utf8'));
+    const v = openssl(['verify', '-CAfile', `${op}/ca/root.cert.pem`, `${op}/ca/signing.cert.pem`]);
+    expect(v.stdout).toContain(': OK');
+    expect(signing!.chainPem).toEqual([readFileSync(`${op}/ca/root.cert.pem`, 'utf8')]);
+    // A bundle-only directory has no CA to sign with.
+    await issueNodeBundle(op, s.path('op-bundle'), { nodeId: 'j', hosts: [] });
+    expect(await ensureClusterCa(s.path('op-bundle'))).toBeNull();
+    expect(await refusal(initClusterPki(s.path('op-bundle'), { nodeId: 'k', hosts: [] }))).toBe('ALREADY_EXISTS');
+    expect(await refusal(ensureApiTls(s.path('op-bundle'), { hosts: ['localhost'] }))).toBe('MISSING_FILE');
+    // A root certificate without its key cannot sign.
+    const nokey = s.path('nokey');
+    mkdirSync(`${nokey}/ca`, { recursive: true });
+    writeFileSync(`${nokey}/ca/root.cert.pem`, readFileSync(`${op}/ca/root.cert.pem`));
+    expect(await refusal(ensureClusterCa(nokey))).toBe('MISSING_FILE');
+  });
+
+  it('issues the API certificate once, replacing an orphan key', async () => {
+    const d = s.path('api');
+    expect(await refusal(ensureApiTls(d, { hosts: [] }))).toBe('INVALID_ARGUMENT');
+    await ensureClusterCa(d);
+    writeFileSync(`${d}/api.key.pem`, 'orphan');
+    const api = await ensureApiTls(d, { hosts: ['localhost', '127.0.0.1'] });
+    expect(mode(`${d}/api.key.pem`)).toBe(0o600);
+    expect((await ensureApiTls(d, { hosts: ['other.example.com'] })).cert).toBe(api.cert);
+    const t = openssl(['x509', '-noout', '-text', '-in', `${d}/api.cert.pem`]).stdout;
+    expect(t).toContain('DNS:localhost, IP Address:127.0.0.1');
+    expect(t).not.toContain('TLS Web Client Authentication');
   });
 
   it('peerNodeId reads the node URI only', async () => {

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { x509 } from '../../src/pki/crypto.js';
+import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
 import {
   type CaMaterial,
   createIntermediateCa,
   createRootCa,
   issueServerCert,
   type KeyAndCert,
+  MAX_CHAIN_CANDIDATES,
+  MAX_CHAIN_DEPTH,
   PkiError,
   pkcs7CaCerts,
   verifyChain,
@@ -88,6 +90,44 @@ describe('verifyChain', () => {
     expect(await verifyChain(leaf.certPem, ['nothing here'], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
     const broken = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----';
     expect(await verifyChain(leaf.certPem, [broken], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
+  });
+
+  it('bounds the chain depth and the candidate certificates', async () => {
+    // A chain of CAs without path length constraints, deeper than MAX_CHAIN_DEPTH.
+    const sign = { name: 'ECDSA', hash: 'SHA-256' };
+    let keys = await generateKeyPair();
+    const caExt = () => [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ];
+    const top = await x509.X509CertificateGenerator.createSelfSigned({
+      name: 'CN=L0',
+      keys,
+      signingAlgorithm: sign,
+      extensions: caExt(),
+    });
+    const chain = [top];
+    for (let i = 1; i <= MAX_CHAIN_DEPTH; i++) {
+      const next = await generateKeyPair();
+      chain.push(
+        await x509.X509CertificateGenerator.create({
+          subject: `CN=L${i}`,
+          issuer: chain[i - 1]!.subject,
+          publicKey: next.publicKey,
+          signingKey: keys.privateKey,
+          signingAlgorithm: sign,
+          extensions: caExt(),
+        }),
+      );
+      keys = next;
+    }
+    const pems = chain.map((c) => c.toString('pem'));
+    const leafAt = (depth: number) => verifyChain(pems[depth]!, pems.slice(1, depth), [pems[0]!]);
+    expect((await leafAt(MAX_CHAIN_DEPTH - 1)).ok).toBe(true); // MAX_CHAIN_DEPTH certificates
+    expect(await leafAt(MAX_CHAIN_DEPTH)).toMatchObject({ code: 'CHAIN_TOO_LONG' });
+    const many = Array.from({ length: MAX_CHAIN_CANDIDATES }, () => signing.certPem);
+    expect(await verifyChain(leaf.certPem, many, [root.certPem])).toMatchObject({ code: 'CHAIN_TOO_LONG' });
+    expect((await verifyChain(leaf.certPem, many.slice(1), [root.certPem])).ok).toBe(true);
   });
 
   it('verifies RSA chains made by openssl', async () => {
