@@ -4,6 +4,7 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { isIP as isIpAddress } from 'node:net';
+import { assert } from '../../storage/types.js';
 import {
   type CryptoKey,
   exportKeyPem,
@@ -93,7 +94,7 @@ function validityDays(days: number | undefined, fallback: number): number {
 }
 
 /** notBefore/notAfter for a new certificate; never past its issuer's notAfter. */
-function window(days: number, issuer: x509.X509Certificate | null): { notBefore: Date; notAfter: Date } {
+function validityWindow(days: number, issuer: x509.X509Certificate | null): { notBefore: Date; notAfter: Date } {
   const now = Date.now();
   let notAfter = now + days * DAY_MS;
   if (issuer) notAfter = Math.min(notAfter, issuer.notAfter.getTime());
@@ -101,6 +102,7 @@ function window(days: number, issuer: x509.X509Certificate | null): { notBefore:
   const notBefore = Math.floor((now - BACKDATE_MS) / 1000) * 1000;
   notAfter = Math.floor(notAfter / 1000) * 1000;
   if (notAfter <= now) throw new PkiError('INVALID_ARGUMENT', 'the issuing CA has expired');
+  assert(notBefore < notAfter, 'certificate validity window is empty');
   return { notBefore: new Date(notBefore), notAfter: new Date(notAfter) };
 }
 
@@ -162,7 +164,7 @@ async function issue(
   extensions: x509.Extension[],
 ): Promise<string> {
   const { cert: issuer, signer } = await openCa(ca);
-  const { notBefore, notAfter } = window(days, issuer);
+  const { notBefore, notAfter } = validityWindow(days, issuer);
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: randomSerial(),
     subject,
@@ -178,6 +180,12 @@ async function issue(
       await x509.AuthorityKeyIdentifierExtension.create(issuer.publicKey),
     ],
   });
+  // What was signed is what was asked for: the subject's key, inside the issuer's validity.
+  assert(
+    Buffer.from(cert.publicKey.rawData).equals(Buffer.from((await x509.PublicKey.create(publicKey)).rawData)),
+    'issued key differs',
+  );
+  assert(cert.notAfter.getTime() <= issuer.notAfter.getTime(), 'certificate outlives its issuer');
   return cert.toString('pem');
 }
 
@@ -186,7 +194,7 @@ export async function createRootCa(opts: CaOptions): Promise<CaMaterial> {
   checkCommonName(opts.commonName);
   const days = validityDays(opts.validity_days, DEFAULT_ROOT_VALIDITY_DAYS);
   const keys = await generateKeyPair();
-  const { notBefore, notAfter } = window(days, null);
+  const { notBefore, notAfter } = validityWindow(days, null);
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
     name: cnName(opts.commonName),
