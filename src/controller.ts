@@ -28,6 +28,10 @@ export interface ControllerOptions {
   /** 0 = an ephemeral port (tests). */
   port: number;
   engine?: 'uws' | 'node';
+  /** The PKI directory (docs/pki.md); default `<dataDir>/pki`. Its CAs are created on first start. */
+  pkiDir?: string;
+  /** Serve the API over HTTPS (node engine) with a certificate from the PKI, issued on first start. Default false. */
+  apiTls?: boolean;
   /** Used on first start only; generated when absent. */
   adminPassword?: string;
   sessionTimeout_ms?: number;
@@ -41,10 +45,6 @@ export interface ControllerOptions {
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
   sessionSweep_ms?: number;
-  /** The PKI directory (docs/pki.md); default `<dataDir>/pki`. Its CAs are created on first start. */
-  pkiDir?: string;
-  /** Serve the API over HTTPS (node engine) with a certificate from the PKI, issued on first start. Default false. */
-  apiTls?: boolean;
 }
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
@@ -84,11 +84,12 @@ export class Controller {
 
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
-    mkdirSync(opts.dataDir, { recursive: true });
+    // The PKI first (it creates the data directory too): nothing is open yet if it refuses.
     if (opts.apiTls && opts.engine === 'uws') throw new Error('API TLS needs the node engine');
     const pki: NodePki = await openNodePki(opts.pkiDir ?? join(opts.dataDir, 'pki'), {
       apiHosts: opts.apiTls ? apiCertHosts(opts.host, opts.apiBaseUrls ?? []) : null,
     });
+    mkdirSync(opts.dataDir, { recursive: true });
     const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
     const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
     const instanceId = randomBytes(8).toString('hex');
