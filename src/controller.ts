@@ -8,14 +8,17 @@ import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
 import { LocalProposer } from '../storage/local-proposer.js';
 import { Store } from '../storage/store.js';
+import type { StoreDb } from '../storage/store-db.js';
+import type { StoreFailedError } from '../storage/types.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
 import { mountOps, type RouteMeta, rewritePath } from './api/register.js';
-import { type Clock, Services, systemClock } from './api/services.js';
+import { type Clock, type Logger, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
+import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
 import { wellKnownOps } from './ops/well-known.js';
@@ -40,7 +43,14 @@ export interface ControllerOptions {
   clock?: Clock;
   /** fsync every batch (default true; tests of non-durability paths may turn it off). */
   sync?: boolean;
-  log?: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+  log?: Logger;
+  /**
+   * Called once when the store fails (a disk write failed: see StoreFailedError). Writes are refused from then
+   * on, and the health check says why; the owner is expected to stop the process (`keel run` exits non-zero).
+   */
+  onFatal?: (failure: StoreFailedError) => void;
+  /** The store's database in `dir` (default: LevelDB). Tests inject faults at this boundary. */
+  storeDb?: (dir: string) => StoreDb;
   sessionFlush_ms?: number;
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
@@ -90,7 +100,15 @@ export class Controller {
       apiHosts: opts.apiTls ? apiCertHosts(opts.host, opts.apiBaseUrls ?? []) : null,
     });
     mkdirSync(opts.dataDir, { recursive: true });
-    const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
+    const stateDir = join(opts.dataDir, 'state');
+    const store = await Store.open(opts.storeDb ? opts.storeDb(stateDir) : stateDir, buildSchema());
+    store.onFailure((failure) => {
+      log('fatal', 'data store failed: refusing every write from now on', {
+        stage: failure.stage,
+        reason: failure.reason,
+      });
+      opts.onFatal?.(failure);
+    });
     const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
     const instanceId = randomBytes(8).toString('hex');
     const svc = new Services(
@@ -122,6 +140,7 @@ export class Controller {
       () => pki.cacertsPkcs7,
     );
     mountOps(router, ops, svc);
+    mountHealth(router, store, opts.clock ?? systemClock);
     const app = createApp({
       router,
       rewritePath,

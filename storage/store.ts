@@ -1,10 +1,19 @@
-import { ClassicLevel } from 'classic-level';
-import { Packr } from 'msgpackr';
 import { applyCommand } from './apply.js';
+import { encodeFaithfully, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
+import { commandEntity } from './command-codec.js';
 import type { Schema } from './schema.js';
+import { levelStoreDb, type StoreDb, type StoreDbOp } from './store-db.js';
 import { Txn } from './txn.js';
-import { assert, type Command, type CommandResult, type Row, StoreFailure } from './types.js';
+import {
+  assert,
+  type Command,
+  type CommandResult,
+  type Row,
+  type StoreError,
+  StoreFailedError,
+  StoreFailure,
+} from './types.js';
 
 const FORMAT_VERSION = 1;
 const SEP = '\u0000';
@@ -15,11 +24,39 @@ const META_PREFIX = `m${SEP}`;
 /** The largest group of commands applied as one batch. */
 export const MAX_GROUP_COMMANDS = 4096;
 
-function commandEntity(cmd: Command): string {
-  return 'entity' in cmd ? cmd.entity : cmd.op === 'custom' ? cmd.name : 'batch';
+function entityKey(entity: string, id: string): string {
+  return `${ENTITY_PREFIX}${entity}${SEP}${id}`;
 }
 
-export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
+/** A command failed (before anything of it was written): the recorded error, the same on every node. */
+function commandError(cmd: Command, err: unknown): StoreError {
+  if (err instanceof StoreFailure) return err.error;
+  if (err instanceof UnstorableError) {
+    return { code: 'UNSTORABLE', entity: commandEntity(cmd), field: err.path, reason: err.reason };
+  }
+  // A broken invariant rejects this command alone (deterministically: same state, same code, same message on
+  // every node), instead of failing the other commands of the group or stalling a log.
+  const reason = err instanceof Error ? err.message : String(err);
+  return { code: 'REJECTED', entity: commandEntity(cmd), reason };
+}
+
+/**
+ * The LevelDB writes of one command's overlay, each row encoded and checked to read back as written (codec.ts).
+ * Throws UnstorableError, so a row that cannot be stored faithfully fails its own command only.
+ */
+function encodeWrites(txn: Txn): Array<[string, Uint8Array | null]> {
+  const out: Array<[string, Uint8Array | null]> = [];
+  for (const [entity, writes] of txn.writes) {
+    for (const [id, row] of writes) {
+      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
+      out.push([entityKey(entity, id), row === null ? null : encodeFaithfully(row).bytes]);
+    }
+  }
+  return out;
+}
+
+export type FailureListener = (failure: StoreFailedError) => void;
 
 export interface Change {
   entity: string;
@@ -36,25 +73,32 @@ export type PublishListener = (changes: Change[]) => void;
  * Writes arrive only as groups of commands (`applyGroup`): each command applies into its own overlay, the
  * successful overlays form one LevelDB batch together with the applied log index, and only after that batch is
  * written are the changes published to memory. Readers therefore never see state that is not on disk.
+ *
+ * Fail-stop: after a failed LevelDB write (or a broken invariant while publishing a written batch) the store is
+ * `failed` and refuses every later write with StoreFailedError; reads keep serving what was published. Its owner
+ * is told (onFailure) and is expected to stop the process, so that LevelDB recovers its log on the next start.
  */
 export class Store {
   readonly collections = new Map<string, Collection>();
   private applying = false;
   private listeners: PublishListener[] = [];
+  private failureListeners: FailureListener[] = [];
   private closed = false;
+  private failure: StoreFailedError | null = null;
   appliedIndex = 0;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
 
   private constructor(
     readonly schema: Schema,
-    private readonly db: ClassicLevel<string, Uint8Array>,
+    private readonly db: StoreDb,
   ) {
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
   }
 
-  static async open(dir: string, schema: Schema): Promise<Store> {
-    const db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+  /** Opens the LevelDB in `location` (a directory), or the given StoreDb (tests inject faults there). */
+  static async open(location: string | StoreDb, schema: Schema): Promise<Store> {
+    const db = typeof location === 'string' ? levelStoreDb(location) : location;
     await db.open();
     const store = new Store(schema, db);
     try {
@@ -87,7 +131,7 @@ export class Store {
       c.load(rows);
       rows = [];
     };
-    for await (const [key, value] of this.db.iterator({ gt: ENTITY_PREFIX, lt: `e${SEP}\uffff` })) {
+    for await (const [key, value] of this.db.iterator({ gte: ENTITY_PREFIX, lt: `e${SEP}\uffff` })) {
       const sep = key.indexOf(SEP, ENTITY_PREFIX.length);
       assert(sep > 0, `malformed entity key ${JSON.stringify(key)}`);
       const entity = key.slice(ENTITY_PREFIX.length, sep);
@@ -118,6 +162,27 @@ export class Store {
     return [...ids];
   }
 
+  /** Set once a write failed or memory stopped matching disk; every later write is refused with it. */
+  get failed(): StoreFailedError | null {
+    return this.failure;
+  }
+
+  /** Called once, when the store fails (see the class comment). */
+  onFailure(listener: FailureListener): void {
+    this.failureListeners.push(listener);
+  }
+
+  /** Enters the failed state (the first failure wins) and returns the error to throw. */
+  private fail(stage: StoreFailedError['stage'], err: unknown): StoreFailedError {
+    if (this.failure === null) {
+      const failure = new StoreFailedError(stage, err instanceof Error ? err.message : String(err));
+      this.failure = failure;
+      // after the current call unwinds: a listener stops the process, it does not get to change this call's result
+      for (const l of this.failureListeners) queueMicrotask(() => l(failure));
+    }
+    return this.failure;
+  }
+
   onPublish(listener: PublishListener): () => void {
     this.listeners.push(listener);
     return () => {
@@ -131,44 +196,49 @@ export class Store {
    */
   async applyGroup(cmds: Command[], opts: { index?: number; sync: boolean }): Promise<CommandResult[]> {
     assert(!this.closed, 'applyGroup on a closed store');
+    if (this.failure !== null) throw this.failure;
     assert(!this.applying, 'applyGroup is not re-entrant');
     assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
     this.applying = true;
+    // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
+    let stage: StoreFailedError['stage'] = 'apply';
     try {
       const group = new Txn(this);
+      /** LevelDB key → encoded row (null: delete), the last write of each key in the group. */
+      const encoded = new Map<string, Uint8Array | null>();
       const results: CommandResult[] = [];
       for (const cmd of cmds) {
         const txn = new Txn(group);
+        let writes: Array<[string, Uint8Array | null]>;
+        let value: unknown;
         try {
-          const value = applyCommand(this.schema, txn, cmd);
-          txn.mergeInto(group);
-          results.push({ ok: true, value });
+          value = applyCommand(this.schema, txn, cmd);
+          writes = encodeWrites(txn);
         } catch (err) {
-          if (err instanceof StoreFailure) {
-            results.push({ ok: false, error: err.error });
-          } else {
-            // A broken invariant rejects this command alone (deterministically: same state, same code, same
-            // message on every node), instead of failing the other commands of the group or stalling a log.
-            const reason = err instanceof Error ? err.message : String(err);
-            results.push({ ok: false, error: { code: 'REJECTED', entity: commandEntity(cmd), reason } });
-          }
+          results.push({ ok: false, error: commandError(cmd, err) });
+          continue; // the command's overlay is dropped: nothing of it is written
         }
+        txn.mergeInto(group);
+        for (const [key, bytes] of writes) encoded.set(key, bytes);
+        results.push({ ok: true, value });
       }
       const index = opts.index ?? this.appliedIndex;
       assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
-      const batch = this.db.batch();
-      for (const [entity, writes] of group.writes) {
-        for (const [id, row] of writes) {
-          const key = `${ENTITY_PREFIX}${entity}${SEP}${id}`;
-          if (row) batch.put(key, packr.pack(row));
-          else batch.del(key);
-        }
-      }
-      batch.put(META_APPLIED, packr.pack(index));
-      await batch.write({ sync: opts.sync });
+      let groupWrites = 0;
+      for (const writes of group.writes.values()) groupWrites += writes.size;
+      assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
+      const ops: StoreDbOp[] = [];
+      for (const [key, value] of encoded) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+      stage = 'write';
+      await this.db.batch(ops, { sync: opts.sync });
       this.appliedIndex = index;
+      // the batch is on disk: a failure now leaves memory holding part of it
+      stage = 'publish';
       this.publish(group);
       return results;
+    } catch (err) {
+      throw this.fail(stage, err);
     } finally {
       this.applying = false;
     }
@@ -195,7 +265,13 @@ export class Store {
   }
 
   async putMeta(key: string, value: unknown): Promise<void> {
-    await this.db.put(META_PREFIX + key, packr.pack(value), { sync: true });
+    if (this.failure !== null) throw this.failure;
+    const { bytes } = encodeFaithfully(value);
+    try {
+      await this.db.put(META_PREFIX + key, bytes, { sync: true });
+    } catch (err) {
+      throw this.fail('write', err);
+    }
   }
 
   async close(): Promise<void> {

@@ -1,15 +1,15 @@
 import type { Proposer } from '../../storage/local-proposer.js';
 import { OverloadedError } from '../../storage/local-proposer.js';
 import type { Store } from '../../storage/store.js';
-import type { Command, Row } from '../../storage/types.js';
+import { type Command, type Row, StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
-import { Errors, notFound, storeError } from './errors.js';
+import { Errors, notFound, storeError, storeFailed } from './errors.js';
 
 export interface Clock {
   now(): number;
 }
 
-export type Logger = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+export type Logger = (level: 'info' | 'warn' | 'error' | 'fatal', msg: string, extra?: Record<string, unknown>) => void;
 
 export const systemClock: Clock = { now: () => Date.now() };
 
@@ -61,11 +61,20 @@ export class Services {
       result = await this.proposer.propose(cmd);
     } catch (err) {
       if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
+      // not acknowledged: the write may or may not be on disk, and nothing more will be (the node is stopping)
+      if (err instanceof StoreFailedError) throw storeFailed();
       throw err;
     }
     if (!result.ok) {
       if (result.error.code === 'REJECTED')
         this.log('error', 'command rejected by an invariant', { error: result.error });
+      // the input boundary should have made every string well-formed and bounded the nesting: say it did not
+      if (result.error.code === 'UNSTORABLE')
+        this.log('warn', 'command refused: it would not read back as written', {
+          entity: result.error.entity,
+          field: result.error.field,
+          reason: result.error.reason,
+        });
       throw storeError(result.error);
     }
     return result.value;

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
+import type { StoreFailedError } from '../../storage/types.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
 import { pkiMain } from './pki.js';
@@ -22,7 +23,17 @@ Options of run:
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
+
+Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
+data store write (restart it: the data on disk is recovered).
 `;
+
+/** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */
+export const EXIT_STORE_FAILED = 74;
+/** After a store failure: time for the answers already decided (503s) to be written before stopping. */
+const FATAL_GRACE_MS = 100;
+/** After a store failure the process is gone by then, whatever a stop still waits for. */
+const FATAL_EXIT_MS = 1_000;
 
 export function parseDuration(text: string): number {
   const m = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
@@ -97,7 +108,27 @@ async function run(argv: string[]): Promise<void> {
     : DEFAULT_SESSION_TIMEOUT_MS;
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
-  const ctl = await Controller.start({
+  let ctl: Controller | null = null;
+  let stopping = false;
+  // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the
+  // controller and LevelDB recovers its log from the files (docs/architecture.md, "Disk failures").
+  const onFatal = (failure: StoreFailedError) => {
+    if (stopping) return;
+    stopping = true;
+    const exit = () => {
+      logger.fatal(
+        { stage: failure.stage, reason: failure.reason, exitCode: EXIT_STORE_FAILED },
+        'exiting: the data store failed a write; restart the controller to recover from the data on disk',
+      );
+      logger.flush();
+      process.exit(EXIT_STORE_FAILED);
+    };
+    setTimeout(exit, FATAL_EXIT_MS);
+    setTimeout(() => {
+      void (ctl?.stop() ?? Promise.resolve()).then(exit, exit);
+    }, FATAL_GRACE_MS);
+  };
+  ctl = await Controller.start({
     dataDir,
     host,
     port,
@@ -110,6 +141,7 @@ async function run(argv: string[]): Promise<void> {
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: advertise ? [advertise] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+    onFatal,
   });
   const base = ctl.baseUrl;
   const lines = [
@@ -124,13 +156,12 @@ async function run(argv: string[]): Promise<void> {
     lines.push('  Admin password:  (as configured on first start)');
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
     try {
-      await ctl.stop();
+      await ctl?.stop();
       logger.flush();
       process.exit(0);
     } catch (err) {
