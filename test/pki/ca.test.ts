@@ -10,7 +10,7 @@ import {
   signCsr,
   verifyChain,
 } from '../../src/pki/index.js';
-import { openssl, opensslCsr, refusal, Scratch } from './openssl.js';
+import { openssl, opensslCsr, refusal, Scratch } from './helpers.js';
 
 function text(s: Scratch, pem: string): string {
   const r = openssl(['x509', '-noout', '-text', '-in', s.write(`t${Math.random()}.pem`, pem)]);

@@ -14,7 +14,7 @@ import {
   peerNodeId,
   verifyChain,
 } from '../../src/pki/index.js';
-import { openssl, refusal, Scratch } from './openssl.js';
+import { openssl, refusal, Scratch } from './helpers.js';
 
 function mode(path: string): number {
   return statSync(path).mode & 0o777;

@@ -1,22 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { apiCertHosts } from '../../src/pki/node-pki.js';
 import { call, startServer, type TestServer } from '../support/server.js';
-import { openssl, Scratch } from './openssl.js';
-
-function httpsGet(url: string, ca: string): Promise<{ status: number; type: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { ca, agent: false, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+import { httpsGet, openssl, Scratch } from './helpers.js';
 
 describe('the controller PKI: /.well-known/est/cacerts and API TLS', () => {
   const servers: TestServer[] = [];

@@ -10,7 +10,7 @@ import {
   peerNodeId,
   signCsr,
 } from '../../src/pki/index.js';
-import { opensslCsr, Scratch } from './openssl.js';
+import { opensslCsr, Scratch } from './helpers.js';
 
 type ClientTls = { key?: string; cert?: string; ca: string; servername?: string };
 

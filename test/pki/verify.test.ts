@@ -12,7 +12,7 @@ import {
   pkcs7CaCerts,
   verifyChain,
 } from '../../src/pki/index.js';
-import { openssl, Scratch } from './openssl.js';
+import { openssl, Scratch } from './helpers.js';
 
 const DAY_MS = 86_400_000;
 

@@ -1,6 +1,7 @@
-/** Test helpers: run /usr/bin/openssl in a temporary directory. */
+/** Test helpers of the PKI suites: openssl in a scratch directory, typed refusals, HTTPS GET. */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PkiError, type PkiErrorCode } from '../../src/pki/index.js';
@@ -68,4 +69,18 @@ export async function refusal(p: Promise<unknown>): Promise<PkiErrorCode> {
     throw err;
   }
   throw new Error('expected a PkiError');
+}
+
+/** One HTTPS GET trusting `ca`: status, content type and body. */
+export function httpsGet(url: string, ca: string): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { ca, agent: false, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
 }
