@@ -18,25 +18,22 @@ export {
   signCsr,
 } from './ca.js';
 export {
-  type ApiTls,
-  caCertificates,
-  ensureApiTls,
-  ensureClusterCa,
   type IssuedNode,
   initClusterPki,
   issueNodeBundle,
   issuePeerCert,
   loadPeerTls,
-  loadSigningCa,
+  MAX_HOSTS,
   NODE_ID_PATTERN,
   type NodeOptions,
   PEER_URI_PREFIX,
   type PeerTls,
-  PKI_FILES,
   peerIdFromCert,
   peerNodeId,
 } from './cluster.js';
 export { type ChainErrorCode, PkiError, type PkiErrorCode } from './errors.js';
 export { fingerprintOfDer, parseSinglePem } from './fingerprint.js';
+export { type ApiTls, apiCertHosts, ensureApiTls, type NodePki, openNodePki } from './node-pki.js';
 export { pkcs7CaCerts } from './pkcs7.js';
+export { caCertificates, ensureClusterCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
 export { type ChainResult, MAX_CHAIN_CANDIDATES, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';
