@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { apiCertHosts } from "../../src/pki/index.js";
+import { apiCertHosts } from '../../src/pki/index.js';
 import { call, startServer, type TestServer } from '../support/server.js';
 import { httpsGet, openssl, Scratch } from './helpers.js';
 
