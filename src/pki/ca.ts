@@ -54,6 +54,12 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const OID_BASIC_CONSTRAINTS = '2.5.29.19';
 const EC_CURVES_ACCEPTED = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
 
+/**
+ * A controller's peer certificate names its node by a SAN URI: this prefix + the node id. Only issuePeerCert
+ * (src/pki/cluster.ts) issues such URIs; issueServerCert refuses them and signCsr copies no SANs from requests.
+ */
+export const PEER_URI_PREFIX = 'spiffe://keel/controller/';
+
 export interface CaOptions {
   commonName: string;
   validity_days?: number;
@@ -236,6 +242,14 @@ function leafExtensions(usage: CertUsage, rsa: boolean, sans: x509.JsonGeneralNa
 
 /** A fresh P-256 key and a leaf certificate for it (serverAuth by default; 'both' for cluster peers). */
 export async function issueServerCert(ca: CaMaterial, opts: LeafOptions): Promise<KeyAndCert> {
+  if (opts.uris?.some((u) => u.toLowerCase().startsWith(PEER_URI_PREFIX))) {
+    throw new PkiError('INVALID_ARGUMENT', `only peer certificates name ${PEER_URI_PREFIX}… (issuePeerCert)`);
+  }
+  return issueLeaf(ca, opts);
+}
+
+/** issueServerCert without the peer URI guard: for issuePeerCert only. */
+export async function issueLeaf(ca: CaMaterial, opts: LeafOptions): Promise<KeyAndCert> {
   checkCommonName(opts.commonName);
   const days = validityDays(opts.validity_days, DEFAULT_LEAF_VALIDITY_DAYS);
   const usage = opts.usage ?? 'server';

@@ -5,14 +5,12 @@
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { PeerCertificate } from 'node:tls';
-import { type CaMaterial, issueServerCert, type KeyAndCert } from './ca.js';
+import { type CaMaterial, issueLeaf, type KeyAndCert, PEER_URI_PREFIX } from './ca.js';
 import { parseCertificate, x509 } from './crypto.js';
 import { PkiError } from './errors.js';
 import { refuseExisting, writeFiles } from './files.js';
 import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
 
-/** A peer certificate names its node by a SAN URI: this prefix + the node id. */
-export const PEER_URI_PREFIX = 'spiffe://keel/controller/';
 /** Node ids: what Raft, URIs and file names all accept. */
 export const NODE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const MAX_HOSTS = 32;
@@ -53,7 +51,7 @@ function checkNode(opts: NodeOptions): void {
 /** The peer certificate of a node: CN and SAN URI name the node, SANs list its hosts, serverAuth + clientAuth. */
 export async function issuePeerCert(signing: CaMaterial, opts: NodeOptions): Promise<KeyAndCert> {
   checkNode(opts);
-  return issueServerCert(signing, {
+  return issueLeaf(signing, {
     commonName: opts.nodeId,
     dnsNames: opts.hosts.filter((h) => isIP(h) === 0),
     ipAddresses: opts.hosts.filter((h) => isIP(h) !== 0),

@@ -14,6 +14,7 @@ export {
   type LeafOptions,
   MAX_CSR_SIZE_BYTES,
   MIN_RSA_BITS,
+  PEER_URI_PREFIX,
   parseCsr,
   signCsr,
 } from './ca.js';
@@ -26,7 +27,6 @@ export {
   MAX_HOSTS,
   NODE_ID_PATTERN,
   type NodeOptions,
-  PEER_URI_PREFIX,
   type PeerTls,
   peerIdFromCert,
   peerNodeId,

@@ -1,12 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { x509 } from '../../src/pki/crypto.js';
 import {
   type CaMaterial,
   createIntermediateCa,
   createRootCa,
+  issuePeerCert,
   issueServerCert,
   MAX_CSR_SIZE_BYTES,
   parseCsr,
+  peerNodeId,
   signCsr,
   verifyChain,
 } from '../../src/pki/index.js';
@@ -49,11 +52,7 @@ describe('CAs and issued certificates', () => {
       dnsNames: ['ctrl.example.com'],
       ipAddresses: ['127.0.0.1', '::1'],
     });
-    const peer = await issueServerCert(signing, {
-      commonName: 'n1',
-      uris: ['spiffe://keel/controller/n1'],
-      usage: 'both',
-    });
+    const peer = await issuePeerCert(signing, { nodeId: 'n1', hosts: [] });
     expect(server.chainPem).toEqual([signing.certPem, root.certPem]);
     const t = text(s, server.certPem);
     expect(t).toContain('DNS:ctrl.example.com, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
@@ -87,7 +86,6 @@ describe('CAs and issued certificates', () => {
   it('never issues past the issuer expiry and refuses bad options', async () => {
     const shortCa = await createIntermediateCa(root, { commonName: 'Short', validity_days: 2 });
     const leaf = await issueServerCert(shortCa, { commonName: 'x', validity_days: 365 });
-    const { x509 } = await import('../../src/pki/crypto.js');
     const caCert = new x509.X509Certificate(shortCa.certPem);
     expect(new x509.X509Certificate(leaf.certPem).notAfter.getTime()).toBe(caCert.notAfter.getTime());
     expect(await refusal(createRootCa({ commonName: '' }))).toBe('INVALID_ARGUMENT');
@@ -99,6 +97,12 @@ describe('CAs and issued certificates', () => {
     );
     expect(await refusal(issueServerCert(signing, { commonName: 'x', dnsNames: ['a b'] }))).toBe('INVALID_ARGUMENT');
     expect(await refusal(issueServerCert(signing, { commonName: 'x', uris: ['not a uri'] }))).toBe('INVALID_ARGUMENT');
+    // Only issuePeerCert names a controller: no other leaf can claim a node id.
+    for (const uri of ['spiffe://keel/controller/n1', 'SPIFFE://keel/controller/n1']) {
+      expect(await refusal(issueServerCert(signing, { commonName: 'x', uris: [uri] }))).toBe('INVALID_ARGUMENT');
+    }
+    const router = await issueServerCert(signing, { commonName: 'r', uris: ['spiffe://keel/router/r1'] });
+    expect(peerNodeId(new x509.X509Certificate(router.certPem).rawData)).toBeNull();
     const many = Array.from({ length: 101 }, (_, i) => `h${i}.example.com`);
     expect(await refusal(issueServerCert(signing, { commonName: 'x', dnsNames: many }))).toBe('INVALID_ARGUMENT');
     // A CA whose key is not its certificate's.

@@ -6,6 +6,7 @@ import {
   type CaMaterial,
   createIntermediateCa,
   createRootCa,
+  issuePeerCert,
   issueServerCert,
   peerNodeId,
   signCsr,
@@ -67,11 +68,7 @@ describe('certificates in node:tls mutual TLS', () => {
   });
 
   it('accepts a client certificate issued by the signing CA (fresh key, and from an openssl CSR)', async () => {
-    const client = await issueServerCert(signing, {
-      commonName: 'n2',
-      uris: ['spiffe://keel/controller/n2'],
-      usage: 'both',
-    });
+    const client = await issuePeerCert(signing, { nodeId: 'n2', hosts: [] });
     const r1 = await get(port, { key: client.keyPem, cert: `${client.certPem}\n${signing.certPem}`, ca: root.certPem });
     expect(r1).toEqual({ ok: true, body: JSON.stringify({ cn: 'n2', node: 'n2' }) });
 
