@@ -186,7 +186,7 @@ export class Controller {
     return this.server?.port ?? 0;
   }
 
-  /** The first advertised base URL (`http://host:port` unless configured). */
+  /** The first advertised base URL (`http://host:port`, https with API TLS, unless configured). */
   get baseUrl(): string {
     return (
       this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port, this.opts.apiTls ? 'https' : 'http')
