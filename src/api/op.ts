@@ -68,6 +68,8 @@ export interface OpDef<B = unknown> {
   bodyRequired?: boolean;
   query?: readonly QueryParamDoc[];
   responses: Record<number, ResponseDoc>;
+  /** Content types of the responses when not JSON (e.g. `application/pkcs7-mime`). */
+  produces?: readonly string[];
   /** Served but left out of the OpenAPI document (e.g. `swagger.json` itself). */
   undocumented?: boolean;
   handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;
