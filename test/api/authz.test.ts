@@ -347,7 +347,12 @@ describe('authorization table', () => {
       const token = await tokenOf(caller, row.endsSession === true);
       const query = p.query ? `?${p.query}` : '';
       const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });
-      if (r.status === 401) expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
+      if (r.status === 401) {
+        expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
+        // a missing or unknown token gets the challenge that says so; a valid session without access gets none
+        const challenge = /error="(\w+)"/.exec(r.headers.get('www-authenticate') ?? '')?.[1] ?? null;
+        expect(challenge, caller).toBe(caller === 'anon' ? 'missing' : caller === 'bogus' ? 'invalid' : null);
+      }
       got.push(String(r.status));
       await p.after?.();
     }
