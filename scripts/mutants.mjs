@@ -111,6 +111,13 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/sessions.test.ts'],
   },
+  {
+    id: 'login-password-check',
+    file: 'src/ops/authentication.ts',
+    search: 'if (!(await verifyPassword(authenticator.password as string, password))) return null;',
+    replace: '',
+    tests: ['test/api/conformance.test.ts'],
+  },
   // access: the route guard
   {
     id: 'route-missing-token',
@@ -294,7 +301,12 @@ function runTests(dir, tests) {
     const child = spawn(
       process.execPath,
       [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tests, '--bail=1', '--maxWorkers=1'],
-      { cwd: dir, env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      {
+        cwd: dir,
+        env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
     );
     let output = '';
     child.stdout.on('data', (d) => (output += d));
@@ -368,8 +380,10 @@ async function main() {
           console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id} (${(r.ms / 1000).toFixed(1)} s)`);
           if (verbose && killed) {
             // what noticed: the first failing tests
-            const failed = r.output.split('\n').filter((l) => /^\s*(×|FAIL)/.test(l));
-            for (const l of failed.slice(0, 4)) console.log(`           ${l.trim()}`);
+            const lines = r.output.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+            const failed = lines.filter((l) => /^\s*(×|FAIL)|Error/.test(l));
+            for (const l of (failed.length > 0 ? failed : lines.slice(-15)).slice(0, 15))
+              console.log(`           ${l.trim()}`);
           }
         } finally {
           writeFileSync(path, original);
