@@ -375,6 +375,24 @@ describe('routing and access', () => {
       401,
       'UNAUTHORIZED',
     );
+    // nor edit or demote an admin that is not the default admin (the guard on the existing row)
+    const otherAdmin = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      body: { name: 'second-admin', type: 'User', isAdmin: true },
+    });
+    const otherAdminUrl = `${srv.mgmt}/identities/${otherAdmin.body.data.id}`;
+    expectError(await call('PATCH', otherAdminUrl, { token: t, body: { isAdmin: false } }), 401, 'UNAUTHORIZED');
+    expectError(await call('PATCH', otherAdminUrl, { token: t, body: { name: 'renamed' } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('PUT', otherAdminUrl, { token: t, body: { name: 'second-admin', type: 'User', isAdmin: false } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expect((await call('GET', otherAdminUrl, { token })).body.data).toMatchObject({
+      name: 'second-admin',
+      isAdmin: true,
+    });
+    expect((await call('DELETE', otherAdminUrl, { token })).status).toBe(200);
     const admin = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
     const adminAuth = admin.authenticators.updb.id;
     expectError(
