@@ -61,8 +61,8 @@ interface Row {
   target?: TargetKind;
   /** What the body tries, when one operation has several rows for the same target. */
   variant?: string;
-  /** Builds the request (fresh fixtures) for one caller. */
-  prepare?: (caller: CallerKind) => Promise<Prepared>;
+  /** Builds one request, on fresh fixtures (called once per caller). */
+  prepare?: () => Promise<Prepared>;
   expect: string;
   /** The request ends the caller's own session: use a fresh one. */
   endsSession?: boolean;
@@ -70,7 +70,7 @@ interface Row {
 
 let srv: TestServer;
 let root: string; // the default admin's token, to build fixtures
-let defaultAdmin: { id: string; name: string; authenticatorId: string };
+let defaultAdmin: { id: string; authenticatorId: string };
 const users = new Map<CallerKind, { username: string; password: string; token: string }>();
 let seq = 0;
 const uniq = (prefix: string) => `${prefix}-${++seq}`;
@@ -298,7 +298,7 @@ beforeAll(async () => {
   srv = await startServer();
   root = await login(srv.base);
   const me = (await call('GET', `${srv.mgmt}/current-identity`, { token: root })).body.data;
-  defaultAdmin = { id: me.id, name: me.name, authenticatorId: me.authenticators.updb.id };
+  defaultAdmin = { id: me.id, authenticatorId: me.authenticators.updb.id };
   const loginUser = await adminCall('POST', '/identities', { name: 'authz-login', type: 'User', isAdmin: false });
   await adminCall('POST', '/authenticators', {
     method: 'updb',
@@ -328,37 +328,6 @@ beforeAll(async () => {
   expect(partial.body.data).toMatchObject({ isMfaRequired: true, isMfaComplete: false });
 }, 60_000);
 afterAll(() => srv.stop());
-
-describe('authorization table', () => {
-  it('names every operation Keel serves, and only those', () => {
-    const served = new Set(srv.ctl.ops.flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`)));
-    const covered = new Set(ROWS.map((r) => r.op));
-    expect([...served].filter((k) => !covered.has(k))).toEqual([]);
-    expect([...covered].filter((k) => !served.has(k))).toEqual([]);
-  });
-
-  const label = (r: Row) => [r.op, r.target && `target ${r.target}`, r.variant].filter(Boolean).join(', ');
-  it.each(ROWS.map((r) => [label(r), r] as const))('%s', async (_label, row) => {
-    const [api, method, template] = row.op.split(' ') as [string, string, string];
-    const got: string[] = [];
-    for (const caller of CALLERS) {
-      const p = row.prepare ? await row.prepare(caller) : {};
-      const path = template.replace('{id}', encodeURIComponent(p.id ?? ''));
-      const token = await tokenOf(caller, row.endsSession === true);
-      const query = p.query ? `?${p.query}` : '';
-      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });
-      if (r.status === 401) {
-        expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
-        // a missing or unknown token gets the challenge that says so; a valid session without access gets none
-        const challenge = /error="(\w+)"/.exec(r.headers.get('www-authenticate') ?? '')?.[1] ?? null;
-        expect(challenge, caller).toBe(caller === 'anon' ? 'missing' : caller === 'bogus' ? 'invalid' : null);
-      }
-      got.push(String(r.status));
-      await p.after?.();
-    }
-    expect(got.join(' '), `columns: ${CALLERS.join(' ')}`).toBe(row.expect);
-  });
-});
 
 describe('what non-admins see of what they may read', () => {
   it('session tokens and enrollment secrets are for admins only', async () => {
@@ -421,5 +390,36 @@ describe('guards behind the route guard', () => {
     // and the same calls for a plain identity's authenticator pass the guard
     const plain = srv.ctl.svc.get('authenticators', await authenticatorOf('plain'))!;
     expect(await refused(() => authenticators.beforeDelete!(plain, svc, asHelpdesk()))).toBe('allowed');
+  });
+});
+
+describe('authorization table', () => {
+  it('names every operation Keel serves, and only those', () => {
+    const served = new Set(srv.ctl.ops.flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`)));
+    const covered = new Set(ROWS.map((r) => r.op));
+    expect([...served].filter((k) => !covered.has(k))).toEqual([]);
+    expect([...covered].filter((k) => !served.has(k))).toEqual([]);
+  });
+
+  const label = (r: Row) => [r.op, r.target && `target ${r.target}`, r.variant].filter(Boolean).join(', ');
+  it.each(ROWS.map((r) => [label(r), r] as const))('%s', async (_label, row) => {
+    const [api, method, template] = row.op.split(' ') as [string, string, string];
+    const got: string[] = [];
+    for (const caller of CALLERS) {
+      const p = row.prepare ? await row.prepare() : {};
+      const path = template.replace('{id}', encodeURIComponent(p.id ?? ''));
+      const token = await tokenOf(caller, row.endsSession === true);
+      const query = p.query ? `?${p.query}` : '';
+      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });
+      if (r.status === 401) {
+        expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
+        // a missing or unknown token gets the challenge that says so; a valid session without access gets none
+        const challenge = /error="(\w+)"/.exec(r.headers.get('www-authenticate') ?? '')?.[1] ?? null;
+        expect(challenge, caller).toBe(caller === 'anon' ? 'missing' : caller === 'bogus' ? 'invalid' : null);
+      }
+      got.push(String(r.status));
+      await p.after?.();
+    }
+    expect(got.join(' '), `columns: ${CALLERS.join(' ')}`).toBe(row.expect);
   });
 });
