@@ -295,12 +295,12 @@ function makeWorkspace(root, name) {
   return dir;
 }
 
-function runTests(dir, tests) {
+function runTests(dir, tests, workers = 1) {
   return new Promise((resolve) => {
     const started = Date.now();
     const child = spawn(
       process.execPath,
-      [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tests, '--bail=1', '--maxWorkers=1'],
+      [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tests, '--bail=1', `--maxWorkers=${workers}`],
       {
         cwd: dir,
         env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
@@ -351,7 +351,7 @@ async function main() {
       // The same tests must pass without any mutation, or a "killed" mutant proves nothing.
       const tests = [...new Set(mutants.flatMap((m) => m.tests))];
       process.stdout.write(`baseline: ${tests.length} test paths without mutations … `);
-      const r = await runTests(workspaces[0], tests);
+      const r = await runTests(workspaces[0], tests, slots); // nothing else runs yet: every core
       if (r.code !== 0) {
         console.log('FAILED');
         console.error(r.output.slice(-6000));

@@ -36,7 +36,7 @@ export const UNDECLARED_OK: Record<string, string> = {
  */
 export const BODY_EXEMPT: Record<string, string> = {
   '200 GET /specs/{id}/spec':
-    'the document itself (Swagger 2.0 JSON), as `swagger.json`; the spec declares an envelope around a string',
+    "the document itself, as OpenZiti's spec_router.go DetailBody writes it (Produce(spec.body)), not the envelope around a string its spec declares",
 };
 
 /** `<spec> <METHOD> <template>` of every operation whose response was checked. */
