@@ -213,7 +213,7 @@ async function main(): Promise<void> {
           load(url, c, duration_s, auth),
         );
         const actual = m.writes_per_s / (m.writes_per_s + m.reads.rps);
-        const label = `+${(share * 100).toFixed(0)}% writes`.padStart(10);
+        const label = `+${(share * 100).toFixed(0)}% writes`.padStart(11);
         console.log(
           `  ${label}  keel ${fmt(m.reads)}   + ${m.writes_per_s.toFixed(0)} writes/s (achieved ${(actual * 100).toFixed(1)}% of requests${m.writeErrors ? `, ${m.writeErrors} failed!` : ''})   ratio to bare ${(m.reads.rps / b.rps).toFixed(2)}`,
         );
