@@ -5,7 +5,7 @@ import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from 
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
-import { listQuery, listResponse } from './list.js';
+import { listQuery, listResponse, mapResult } from './list.js';
 import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
@@ -168,18 +168,18 @@ export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P
 /** Default body → stored fields: the body keys that name stored fields. */
 function pickStored(entity: EntitySpec, body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (k in entity.fields || k === 'tags') out[k] = v;
+  for (const [k, v] of Object.entries(body)) if (Object.hasOwn(entity.fields, k) || k === 'tags') out[k] = v;
   return out;
 }
 
 async function toStored(entity: EntitySpec, body: Record<string, unknown>, w: WriteContext) {
   const mode = w.mode;
   const data = entity.fromApi ? await entity.fromApi(body, w) : pickStored(entity, body);
-  if ('tags' in body) data.tags = body.tags ?? {};
+  if (Object.hasOwn(body, 'tags')) data.tags = body.tags ?? {};
   if (mode === 'update') {
     // PUT replaces every field the update body defines: absent ones go back to their defaults.
     for (const key of Object.keys(entity.update?.properties ?? {})) {
-      if (key in data || !(key in entity.fields || key === 'tags')) continue;
+      if (Object.hasOwn(data, key) || !(Object.hasOwn(entity.fields, key) || key === 'tags')) continue;
       data[key] = key === 'tags' ? {} : (entity.updateDefaults?.[key] ?? null);
     }
   }
@@ -234,14 +234,10 @@ function crudOps(entity: Entity): OpDef<any>[] {
             schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail),
           },
         },
-        handler: (ctx) => {
-          const result = listQuery(entity, ctx);
-          return listResponse(
-            result,
-            (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller),
-            entity.symbolTable(ctx.svc),
-          );
-        },
+        handler: (ctx) =>
+          mapResult(listQuery(entity, ctx), (result) =>
+            listResponse(result, (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller), entity.symbolTable(ctx.svc)),
+          ),
       }),
     );
   }

@@ -1,9 +1,13 @@
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import type { Collection } from '../../storage/collection.js';
 import type { Row } from '../../storage/types.js';
+import { assert } from '../../storage/types.js';
 import {
+  type CompiledQuery,
   executeQuery,
+  type ListQueryParams,
   QueryError,
+  type ResolvedListQuery,
   type RowSource,
   resolveListQuery,
   type SymbolTable,
@@ -47,28 +51,101 @@ export function collectionSource(c: Collection, only?: ReadonlySet<string>): Row
   };
 }
 
-/** Runs `filter`/`sort`/`limit`/`offset` of the request over `source`; query errors become their HTTP errors. */
-export function runList(req: HttpRequest, symbols: SymbolTable, source: RowSource<Row>): ListResult {
+/**
+ * Rows in one list response, even for `limit=-1` / `limit none` (which OpenZiti leaves unbounded): a bigger
+ * answer is cut to this many rows and `meta.pagination.limit` then says LIST_ROW_CAP instead of "none"; page on
+ * with `offset`. (An uncut answer reports "none", 9223372036854775807, as OpenZiti does.)
+ */
+export const LIST_ROW_CAP = 2000;
+/** Sources up to this many rows (or queries an index narrows) are run synchronously, in one go. */
+export const SYNC_SCAN_ROWS = 4096;
+/** Rows filtered between two yields to the event loop when a big source is scanned. */
+export const SCAN_CHUNK_ROWS = 4096;
+
+export type ListParams = ListQueryParams;
+
+/** The list parameters of a request, as OpenZiti's list routes read them. */
+export function listParams(req: HttpRequest): ListParams {
   const q = req.query;
+  return {
+    filter: q.get('filter') ?? undefined,
+    sort: q.get('sort') ?? undefined,
+    limit: q.get('limit') ?? undefined,
+    offset: q.get('offset') ?? undefined,
+  };
+}
+
+function resolve(params: ListParams, symbols: SymbolTable): ResolvedListQuery {
   try {
-    const resolved = resolveListQuery(
-      {
-        filter: q.get('filter') ?? undefined,
-        sort: q.get('sort') ?? undefined,
-        limit: q.get('limit') ?? undefined,
-        offset: q.get('offset') ?? undefined,
-      },
-      symbols,
-    );
-    const { rows, totalCount } = executeQuery(source, resolved.compiled, {
-      limit: resolved.limit,
-      offset: resolved.offset,
-    });
-    return { rows, totalCount, limit: resolved.limit, offset: resolved.offset };
+    return resolveListQuery(params, symbols);
   } catch (err) {
     if (err instanceof QueryError) throw queryError(err);
     throw err;
   }
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((done) => setImmediate(done));
+
+/**
+ * Filters a big source in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one
+ * expensive filter (`icontains` over 100k rows) cannot hold every other request. The rows are a snapshot taken
+ * first (rows are immutable; writes that land during the scan are not seen).
+ */
+async function filterInChunks(source: RowSource<Row>, q: CompiledQuery): Promise<Row[]> {
+  const all = Array.from(source.scan());
+  const matches: Row[] = [];
+  const predicate = q.predicate;
+  for (let start = 0; start < all.length; start += SCAN_CHUNK_ROWS) {
+    if (start > 0) await yieldToEventLoop();
+    const end = Math.min(all.length, start + SCAN_CHUNK_ROWS);
+    for (let i = start; i < end; i++) if (predicate(all[i]!)) matches.push(all[i]!);
+  }
+  return matches;
+}
+
+function arraySource(rows: Row[]): RowSource<Row> {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return { size: rows.length, scan: () => rows, get: (id) => byId.get(id), idOf: (r) => r.id, lookup: () => undefined };
+}
+
+/**
+ * Runs list parameters over `source`; query errors become their HTTP errors. `limit=-1` is capped at
+ * LIST_ROW_CAP. Synchronous for small sources and index-narrowed queries; a full scan of a big source with a
+ * filter yields to the event loop (see filterInChunks), so the result is then a promise.
+ */
+export function runQuery(
+  params: ListParams,
+  symbols: SymbolTable,
+  source: RowSource<Row>,
+): ListResult | Promise<ListResult> {
+  const resolved = resolve(params, symbols);
+  const limit = resolved.limit < 0 || resolved.limit > LIST_ROW_CAP ? LIST_ROW_CAP : resolved.limit;
+  const offset = resolved.offset;
+  const q = resolved.compiled;
+  const page = (src: RowSource<Row>, compiled: CompiledQuery): ListResult => {
+    const { rows, totalCount } = executeQuery(src, compiled, { limit, offset });
+    assert(rows.length <= LIST_ROW_CAP, 'a list response holds at most LIST_ROW_CAP rows');
+    const cut = totalCount > offset + rows.length;
+    return { rows, totalCount, limit: resolved.limit < 0 && !cut ? resolved.limit : limit, offset };
+  };
+  if (source.size <= SYNC_SCAN_ROWS || q.matchesAll || q.indexHints.length > 0) return page(source, q);
+  return filterInChunks(source, q).then((matches) =>
+    page(arraySource(matches), { ...q, predicate: () => true, matchesAll: true, indexHints: [] }),
+  );
+}
+
+/** Runs `filter`/`sort`/`limit`/`offset` of the request over `source` (see runQuery). */
+export function runList(
+  req: HttpRequest,
+  symbols: SymbolTable,
+  source: RowSource<Row>,
+): ListResult | Promise<ListResult> {
+  return runQuery(listParams(req), symbols, source);
+}
+
+/** Applies `f` to a value or to the value of a promise (keeps synchronous results synchronous). */
+export function mapResult<T, U>(v: T | Promise<T>, f: (t: T) => U): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
 }
 
 /**
@@ -121,7 +198,11 @@ interface Listable {
 }
 
 /** The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination. */
-export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: ReadonlySet<string>): ListResult {
+export function listQuery(
+  entity: Listable,
+  ctx: OpContext<unknown>,
+  only?: ReadonlySet<string>,
+): ListResult | Promise<ListResult> {
   const c = ctx.svc.store.collection(entity.name);
   let restrict: ReadonlySet<string> | undefined = only;
   if (entity.roleAttributesField) {

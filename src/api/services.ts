@@ -64,9 +64,10 @@ export class Services {
       throw err;
     }
     if (!result.ok) {
-      if (result.error.code === 'REJECTED')
-        this.log('error', 'command rejected by an invariant', { error: result.error });
-      throw storeError(result.error);
+      const apiError = storeError(result.error);
+      // an invariant or an internal key collision: the details go to the log only
+      if (apiError.code === 'UNHANDLED') this.log('error', 'command rejected by the store', { error: result.error });
+      throw apiError;
     }
     return result.value;
   }

@@ -43,7 +43,7 @@ function valueAt(root: unknown, path: string): unknown {
   if (!path) return root;
   let cur: any = root;
   for (const p of path.split('.')) {
-    if (cur === null || typeof cur !== 'object') return undefined;
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, p)) return undefined;
     cur = cur[p];
   }
   return cur;
