@@ -59,8 +59,10 @@ export function collectionSource(c: Collection, only?: ReadonlySet<string>): Row
 export const LIST_ROW_CAP = 2000;
 /** Sources up to this many rows (or queries an index narrows) are run synchronously, in one go. */
 export const SYNC_SCAN_ROWS = 4096;
-/** Rows filtered between two yields to the event loop when a big source is scanned. */
-export const SCAN_CHUNK_ROWS = 4096;
+/** Rows read or filtered between two yields to the event loop when a big source is scanned. */
+export const SCAN_CHUNK_ROWS = 1024;
+/** Tries at a chunked snapshot of a source that keeps changing before taking one in a single step. */
+const SNAPSHOT_ATTEMPTS = 3;
 
 export type ListParams = ListQueryParams;
 
@@ -87,12 +89,39 @@ function resolve(params: ListParams, symbols: SymbolTable): ResolvedListQuery {
 const yieldToEventLoop = (): Promise<void> => new Promise((done) => setImmediate(done));
 
 /**
- * Filters a big source in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one
- * expensive filter (`icontains` over 100k rows) cannot hold every other request. The rows are a snapshot taken
- * first (rows are immutable; writes that land during the scan are not seen).
+ * The rows of a source in id order, read SCAN_CHUNK_ROWS at a time with a yield between chunks. A write that
+ * lands meanwhile (`version` moves) restarts the read, so the result is one consistent state; after
+ * SNAPSHOT_ATTEMPTS tries it is read in one step. Rows are immutable, so holding them is a snapshot.
  */
-async function filterInChunks(source: RowSource<Row>, q: CompiledQuery): Promise<Row[]> {
-  const all = Array.from(source.scan());
+async function snapshot(source: RowSource<Row>, version: (() => number) | undefined): Promise<Row[]> {
+  if (version === undefined) return Array.from(source.scan());
+  for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+    const seen = version();
+    const rows: Row[] = [];
+    const it = source.scan()[Symbol.iterator]();
+    let complete = false;
+    while (version() === seen) {
+      for (let n = 0; n < SCAN_CHUNK_ROWS; n++) {
+        const next = it.next();
+        if (next.done === true) {
+          complete = true;
+          break;
+        }
+        rows.push(next.value);
+      }
+      if (complete) return rows;
+      await yieldToEventLoop();
+    }
+  }
+  return Array.from(source.scan());
+}
+
+/**
+ * Filters a big source in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one
+ * expensive filter (`icontains` over 100k rows) cannot hold every other request.
+ */
+async function filterInChunks(source: RowSource<Row>, q: CompiledQuery, version?: () => number): Promise<Row[]> {
+  const all = await snapshot(source, version);
   const matches: Row[] = [];
   const predicate = q.predicate;
   for (let start = 0; start < all.length; start += SCAN_CHUNK_ROWS) {
@@ -117,6 +146,7 @@ export function runQuery(
   params: ListParams,
   symbols: SymbolTable,
   source: RowSource<Row>,
+  version?: () => number,
 ): ListResult | Promise<ListResult> {
   const resolved = resolve(params, symbols);
   const limit = resolved.limit < 0 || resolved.limit > LIST_ROW_CAP ? LIST_ROW_CAP : resolved.limit;
@@ -129,7 +159,7 @@ export function runQuery(
     return { rows, totalCount, limit: resolved.limit < 0 && !cut ? resolved.limit : limit, offset };
   };
   if (source.size <= SYNC_SCAN_ROWS || q.matchesAll || q.indexHints.length > 0) return page(source, q);
-  return filterInChunks(source, q).then((matches) =>
+  return filterInChunks(source, q, version).then((matches) =>
     page(arraySource(matches), { ...q, predicate: () => true, matchesAll: true, indexHints: [] }),
   );
 }
@@ -139,8 +169,9 @@ export function runList(
   req: HttpRequest,
   symbols: SymbolTable,
   source: RowSource<Row>,
+  version?: () => number,
 ): ListResult | Promise<ListResult> {
-  return runQuery(listParams(req), symbols, source);
+  return runQuery(listParams(req), symbols, source, version);
 }
 
 /** Applies `f` to a value or to the value of a promise (keeps synchronous results synchronous). */
@@ -210,7 +241,8 @@ export function listQuery(
     const ids = roleFilterIds(c, entity.roleAttributesField, roles, ctx.req.query.get('roleSemantic'));
     if (ids) restrict = restrict ? new Set([...ids].filter((id) => restrict!.has(id))) : ids;
   }
-  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict));
+  const store = ctx.svc.store;
+  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict), () => store.appliedIndex);
 }
 
 const namesCache = new WeakMap<SymbolTable, string[]>();
