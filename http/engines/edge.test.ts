@@ -9,7 +9,7 @@ import { DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_URL_BYTES, MAX_DISCARD_BYTES } fr
 import { dataEnvelope } from '../errors.js';
 import { Router } from '../router.js';
 import type { HttpServer } from '../types.js';
-import { originForm, serveNode } from './node.js';
+import { nodeServerOptions, originForm, serveNode } from './node.js';
 import { serveUws } from './uws.js';
 
 const HOST = '127.0.0.1';
@@ -22,6 +22,11 @@ function makeApp(): App {
   );
   router.add('POST', '/x', (req) => dataEnvelope({ bytes: req.body.length }));
   router.add('GET', '/slow', () => new Promise((done) => setTimeout(() => done(dataEnvelope({ slow: true })), 150)));
+  router.add(
+    'POST',
+    '/slow',
+    (req) => new Promise((done) => setTimeout(() => done(dataEnvelope({ bytes: req.body.length })), 1_200)),
+  );
   return createApp({ router });
 }
 
@@ -98,6 +103,21 @@ describe('originForm', () => {
     expect(originForm('https://h')).toBe('/');
     expect(originForm('http://h?q')).toBe('/?q');
     expect(originForm('*')).toBe('*');
+  });
+});
+
+describe('node engine defaults', () => {
+  it('are the documented timeouts and header bound', () => {
+    expect(nodeServerOptions({ host: HOST, port: 0 })).toEqual({
+      headersTimeout: 10_000,
+      requestTimeout: 30_000,
+      keepAliveTimeout: 5_000,
+      connectionsCheckingInterval: 500,
+      maxHeaderSize: 80 * 1024,
+    });
+    expect(() =>
+      nodeServerOptions({ host: HOST, port: 0, headersTimeout_ms: 5_000, requestTimeout_ms: 1_000 }),
+    ).toThrow(RangeError);
   });
 });
 
@@ -267,6 +287,21 @@ describe.each(['uws', 'node'] as const)('slow clients on the %s engine', (engine
       expect(envelopeOf(r.data).error.code).toBe('REQUEST_TIMEOUT');
       expect(r.elapsed_ms).toBeGreaterThanOrEqual(BODY_MS - 100);
       expect(r.end).toBe('closed');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a body that arrived in time is answered by its handler even past the body timeout', async () => {
+    const server = await serveEngine(engine, makeApp(), { headers_ms: 500, body_ms: 800 });
+    try {
+      const r = await raw(
+        server.port,
+        'POST /slow HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}',
+        4_000,
+      );
+      expect(statusOf(r.data)).toBe(200);
+      expect(envelopeOf(r.data).data.bytes).toBe(2);
     } finally {
       await server.close();
     }

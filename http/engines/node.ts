@@ -139,6 +139,25 @@ function toNodeHeaders(
   return out;
 }
 
+/** node:http's server options for Keel's timeouts and header bound (documented in docs/http.md, Limits). */
+export function nodeServerOptions(opts: NodeServeOptions) {
+  const headers_ms = opts.headersTimeout_ms ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const request_ms = opts.requestTimeout_ms ?? DEFAULT_BODY_TIMEOUT_MS;
+  const keepAlive_ms = opts.keepAliveTimeout_ms ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+  const headers_bytes = opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  for (const [name, v] of Object.entries({ headers_ms, request_ms, keepAlive_ms, headers_bytes })) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`node engine: ${name} must be a positive integer`);
+  }
+  if (headers_ms > request_ms) throw new RangeError('node engine: headersTimeout_ms must not exceed requestTimeout_ms');
+  return {
+    headersTimeout: headers_ms,
+    requestTimeout: request_ms,
+    keepAliveTimeout: keepAlive_ms,
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, headers_ms),
+    maxHeaderSize: headers_bytes,
+  };
+}
+
 export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer> {
   const maxConnections = validateMaxConnections(opts.maxConnections);
   const tls = opts.tls;
@@ -264,21 +283,9 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     });
   }
 
-  const headers_ms = opts.headersTimeout_ms ?? DEFAULT_HEADERS_TIMEOUT_MS;
-  const request_ms = opts.requestTimeout_ms ?? DEFAULT_BODY_TIMEOUT_MS;
-  const keepAlive_ms = opts.keepAliveTimeout_ms ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
-  const headers_bytes = opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  for (const [name, v] of Object.entries({ headers_ms, request_ms, keepAlive_ms, headers_bytes })) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`node engine: ${name} must be a positive integer`);
-  }
-  if (headers_ms > request_ms) throw new RangeError('node engine: headersTimeout_ms must not exceed requestTimeout_ms');
-  const serverOptions = {
-    headersTimeout: headers_ms,
-    requestTimeout: request_ms,
-    keepAliveTimeout: keepAlive_ms,
-    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, headers_ms),
-    maxHeaderSize: headers_bytes,
-  };
+  const serverOptions = nodeServerOptions(opts);
+  const headers_bytes = serverOptions.maxHeaderSize;
+  const request_ms = serverOptions.requestTimeout;
   const server = tls
     ? createHttpsServer(
         {

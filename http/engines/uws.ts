@@ -252,6 +252,9 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
         return;
       }
       if (!isLast) return;
+      // the body arrived in time: from here the app's handler timeout applies
+      if (ex.timer !== null) clearTimeout(ex.timer);
+      ex.timer = null;
       req.body = collector!.finish();
       respond(res, ex, app.dispatch(req), head);
     });
