@@ -155,6 +155,37 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     expect(((await res.json()) as any).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
   });
 
+  it('a client waiting for 100 Continue with an oversize body: node answers 413 at once; uWS says continue, then 413', async () => {
+    const reply = await new Promise<string>((resolve) => {
+      const socket = net.connect(port, HOST, () =>
+        socket.write('POST /x HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\ncontent-length: 2000000\r\n\r\n'),
+      );
+      let data = '';
+      let sent = false;
+      socket.on('data', (c) => {
+        data += c.toString('latin1');
+        if (!sent && data.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+          sent = true;
+          socket.write(Buffer.alloc(2_000_000, 0x61)); // the body, as a client told to continue sends it
+        }
+      });
+      socket.on('close', () => resolve(data));
+      socket.on('error', () => resolve(data));
+      setTimeout(() => socket.destroy(), 3_000).unref();
+    });
+    const final = reply.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+    expect(reply.startsWith('HTTP/1.1 100 Continue')).toBe(engine === 'uws');
+    expect(statusOf(final)).toBe(413);
+    expect(envelopeOf(final).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+    // a body within the limit is continued by both
+    const small = await raw(
+      port,
+      'POST /x HTTP/1.1\r\nhost: a\r\nexpect: 100-continue\r\ncontent-length: 2\r\nconnection: close\r\n\r\n',
+      500,
+    );
+    expect(small.data).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+  });
+
   it('refuses a body announced beyond the discard bound at once', async () => {
     const r = await raw(port, `POST /x HTTP/1.1\r\nhost: a\r\ncontent-length: ${MAX_DISCARD_BYTES + 1}\r\n\r\n{`);
     expect(statusOf(r.data)).toBe(413);

@@ -223,7 +223,8 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
     const tooLarge = framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes;
     if (tooLarge && framing.bytes > MAX_DISCARD_BYTES) {
-      // refused on the announced length alone: too much to read and throw away
+      // refused on the announced length alone: too much to read and throw away. (A client expecting
+      // `100 Continue` has had it already: this uWS build writes it before the route runs.)
       write(res, null, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
       return;
     }
