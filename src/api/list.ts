@@ -117,11 +117,10 @@ async function snapshot(source: RowSource<Row>, version: (() => number) | undefi
 }
 
 /**
- * Filters a big source in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one
- * expensive filter (`icontains` over 100k rows) cannot hold every other request.
+ * Filters rows in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one expensive
+ * filter (`icontains` over 100k rows) cannot hold every other request.
  */
-async function filterInChunks(source: RowSource<Row>, q: CompiledQuery, version?: () => number): Promise<Row[]> {
-  const all = await snapshot(source, version);
+async function filterInChunks(all: Row[], q: CompiledQuery): Promise<Row[]> {
   const matches: Row[] = [];
   const predicate = q.predicate;
   for (let start = 0; start < all.length; start += SCAN_CHUNK_ROWS) {
@@ -132,6 +131,23 @@ async function filterInChunks(source: RowSource<Row>, q: CompiledQuery, version?
   return matches;
 }
 
+const byId = (a: Row, b: Row): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The rows that can still make the first `end` of a sort, in id order: each chunk's own first `end`, found with
+ * a yield between chunks (the first `end` overall are among them), so a sort over 100k matches runs in steps.
+ */
+async function candidatesInChunks(matches: Row[], q: CompiledQuery, end: number): Promise<Row[]> {
+  if (matches.length <= SCAN_CHUNK_ROWS) return matches;
+  const kept: Row[] = [];
+  for (let start = 0; start < matches.length; start += SCAN_CHUNK_ROWS) {
+    if (start > 0) await yieldToEventLoop();
+    const part = arraySource(matches.slice(start, start + SCAN_CHUNK_ROWS));
+    for (const row of executeQuery(part, q, { limit: end, offset: 0 }).rows) kept.push(row);
+  }
+  return kept.sort(byId);
+}
+
 function arraySource(rows: Row[]): RowSource<Row> {
   const byId = new Map(rows.map((r) => [r.id, r]));
   return { size: rows.length, scan: () => rows, get: (id) => byId.get(id), idOf: (r) => r.id, lookup: () => undefined };
@@ -139,8 +155,9 @@ function arraySource(rows: Row[]): RowSource<Row> {
 
 /**
  * Runs list parameters over `source`; query errors become their HTTP errors. `limit=-1` is capped at
- * LIST_ROW_CAP. Synchronous for small sources and index-narrowed queries; a full scan of a big source with a
- * filter yields to the event loop (see filterInChunks), so the result is then a promise.
+ * LIST_ROW_CAP. Synchronous for small sources, index-narrowed queries and unfiltered listings in id order; a
+ * big source with a filter or a sort is read, filtered and sorted in chunks with yields to the event loop
+ * (snapshot, filterInChunks, candidatesInChunks), so the result is then a promise.
  */
 export function runQuery(
   params: ListParams,
@@ -152,16 +169,25 @@ export function runQuery(
   const limit = resolved.limit < 0 || resolved.limit > LIST_ROW_CAP ? LIST_ROW_CAP : resolved.limit;
   const offset = resolved.offset;
   const q = resolved.compiled;
-  const page = (src: RowSource<Row>, compiled: CompiledQuery): ListResult => {
-    const { rows, totalCount } = executeQuery(src, compiled, { limit, offset });
+  const finish = (rows: Row[], totalCount: number): ListResult => {
     assert(rows.length <= LIST_ROW_CAP, 'a list response holds at most LIST_ROW_CAP rows');
     const cut = totalCount > offset + rows.length;
     return { rows, totalCount, limit: resolved.limit < 0 && !cut ? resolved.limit : limit, offset };
   };
-  if (source.size <= SYNC_SCAN_ROWS || q.matchesAll || q.indexHints.length > 0) return page(source, q);
-  return filterInChunks(source, q, version).then((matches) =>
-    page(arraySource(matches), { ...q, predicate: () => true, matchesAll: true, indexHints: [] }),
-  );
+  const page = (src: RowSource<Row>, compiled: CompiledQuery): ListResult => {
+    const { rows, totalCount } = executeQuery(src, compiled, { limit, offset });
+    return finish(rows, totalCount);
+  };
+  const unsortedAll = q.matchesAll && q.sort.length === 0;
+  if (source.size <= SYNC_SCAN_ROWS || q.indexHints.length > 0 || unsortedAll) return page(source, q);
+  return (async () => {
+    const all = await snapshot(source, version);
+    const matches = q.matchesAll ? all : await filterInChunks(all, q);
+    const everything: CompiledQuery = { ...q, predicate: () => true, matchesAll: true, indexHints: [] };
+    if (q.sort.length === 0) return page(arraySource(matches), everything);
+    const candidates = await candidatesInChunks(matches, everything, offset + limit);
+    return finish(executeQuery(arraySource(candidates), everything, { limit, offset }).rows, matches.length);
+  })();
 }
 
 /** Runs `filter`/`sort`/`limit`/`offset` of the request over `source` (see runQuery). */
