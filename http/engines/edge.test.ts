@@ -278,6 +278,32 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
   });
 });
 
+describe('node engine: connections past twice maxConnections', () => {
+  it('are dropped at once (the engine bounds sockets itself)', async () => {
+    const server = await serveEngine('node', makeApp(), { maxConnections: 2 });
+    const idle: net.Socket[] = [];
+    try {
+      for (let i = 0; i < 4; i++) {
+        const s = net.connect(server.port, HOST);
+        s.on('error', () => {});
+        idle.push(s);
+        await new Promise((r) => s.once('connect', r));
+      }
+      await sleep(50);
+      const fifth = await raw(server.port, 'GET /x HTTP/1.1\r\nhost: a\r\n\r\n', 1_500);
+      expect(fifth.data).toBe('');
+      expect(fifth.end).not.toBe('timeout');
+      for (const s of idle) s.destroy();
+      await sleep(100);
+      const later = await raw(server.port, 'GET /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n');
+      expect(statusOf(later.data)).toBe(200);
+    } finally {
+      for (const s of idle) s.destroy();
+      await server.close();
+    }
+  });
+});
+
 describe('URL and header limits of the engines themselves', () => {
   it(`node: request line and headers over ${DEFAULT_MAX_HEADER_BYTES} bytes → 431 with the envelope`, async () => {
     const server = await serveEngine('node', makeApp());
