@@ -24,6 +24,8 @@ describe('scanJson', () => {
     const scan = scanJson(buf(deep));
     expect(scan.depth).toBe(MAX_JSON_DEPTH + 1);
     expect(scan.field).toBe('tags');
+    const array = `["a","b",${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}]`;
+    expect(scanJson(buf(array)).field).toBe(''); // a top-level array has no keys
   });
 });
 

@@ -68,6 +68,7 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
   let keyEnd = -1;
   let stringStart = -1;
   let lastSignificant = 0;
+  let topIsObject = false;
   const n = bytes.length;
   for (let i = 0; i < n; i++) {
     const c = bytes[i]!;
@@ -87,9 +88,10 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
     }
     if (c === QUOTE) {
       inString = true;
-      if (depth === 1 && (lastSignificant === OPEN_BRACE || lastSignificant === COMMA)) stringStart = i;
+      if (depth === 1 && topIsObject && (lastSignificant === OPEN_BRACE || lastSignificant === COMMA)) stringStart = i;
       lastSignificant = c;
     } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (depth === 0) topIsObject = c === OPEN_BRACE;
       depth++;
       if (depth > deepest) deepest = depth;
       if (depth > maxDepth) return { surrogateEscape, depth, field: keyText(bytes, keyStart, keyEnd) };
