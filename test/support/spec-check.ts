@@ -28,9 +28,11 @@ export const UNDECLARED_OK: Record<string, string> = {
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
-  '408 *': 'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
+  '408 *':
+    'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
   '414 *': 'the HTTP layer refuses a request target over 64 KiB (URI_TOO_LONG) before any operation',
-  '415 *': 'a body that is not application/json (UNSUPPORTED_MEDIA, as go-openapi answers; OpenZiti turns it into a 500)',
+  '415 *':
+    'a body that is not application/json (UNSUPPORTED_MEDIA, as go-openapi answers; OpenZiti turns it into a 500)',
   '431 *': 'the node engine refuses a request line plus headers over 80 KiB before any operation',
   '413 *': 'the 1 MiB body limit of the HTTP layer applies before any operation (REQUEST_ENTITY_TOO_LARGE)',
   '429 *': 'the HTTP layer refuses requests beyond --max-connections before any operation (SERVER_TOO_MANY_REQUESTS)',
