@@ -7,6 +7,7 @@ import { Router } from '../http/router.js';
 import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
 import { LocalProposer } from '../storage/local-proposer.js';
+import type { Proposer } from '../storage/proposer.js';
 import { Store } from '../storage/store.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
@@ -14,6 +15,7 @@ import { mountOps, type RouteMeta, rewritePath } from './api/register.js';
 import { type Clock, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
+import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
 import { identityOps } from './ops/identity.js';
@@ -39,7 +41,14 @@ export interface ControllerOptions {
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
   sessionSweep_ms?: number;
+  /** Run as a member of a Raft cluster (absent: a single node). */
+  cluster?: ClusterOptions;
+  /** A cluster member stopped itself (a broken invariant or a failing disk): the process should exit. */
+  onFatal?: (err: Error) => void;
 }
+
+/** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */
+const CLUSTER_READY_TIMEOUT_MS = 30_000;
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
@@ -55,7 +64,10 @@ export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
   return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
 }
 
-/** A single-node controller: the store, the write path, the session service and the HTTP front end. */
+/**
+ * A controller node: the store, the write path (single node, or a Raft cluster member), the session service and
+ * the HTTP front end.
+ */
 export class Controller {
   /** The admin password generated on this start (first start without a configured one), else null. */
   generatedAdminPassword: string | null = null;
@@ -66,15 +78,31 @@ export class Controller {
     readonly svc: Services,
     readonly app: App,
     readonly ops: OpDef<any>[],
-    private readonly proposer: LocalProposer,
+    private readonly proposer: Proposer,
     private readonly opts: ControllerOptions,
+    /** The cluster membership of this node, or null for a single node. */
+    readonly cluster: ClusterNode | null,
   ) {}
 
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
     mkdirSync(opts.dataDir, { recursive: true });
     const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
-    const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
+    let cluster: ClusterNode | null = null;
+    if (opts.cluster) {
+      try {
+        cluster = await ClusterNode.start(opts.dataDir, store, opts.cluster, log, (err) => {
+          log('error', 'cluster member stopped itself', { err: String(err.stack ?? err) });
+          opts.onFatal?.(err);
+        });
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+    }
+    const proposer: Proposer = cluster
+      ? cluster.proposer
+      : new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
     const instanceId = randomBytes(8).toString('hex');
     const svc = new Services(
       store,
@@ -83,11 +111,12 @@ export class Controller {
         sessionTimeout_ms: opts.sessionTimeout_ms ?? DEFAULT_SESSION_TIMEOUT_MS,
         apiBaseUrls: opts.apiBaseUrls ?? [],
         instanceId,
-        clustered: false,
+        clustered: cluster !== null,
       },
       opts.clock ?? systemClock,
       log,
     );
+    svc.cluster = cluster;
     svc.sessions = new SessionService(svc, {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
@@ -109,9 +138,15 @@ export class Controller {
       onError: (err, req) =>
         log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
     });
-    const ctl = new Controller(svc, app, ops, proposer, opts);
+    const ctl = new Controller(svc, app, ops, proposer, opts, cluster);
     try {
-      if (!isInitialized(svc)) {
+      if (cluster) {
+        await cluster.waitForLeader(CLUSTER_READY_TIMEOUT_MS);
+        // A member answers only once it has caught up with what the cluster committed (its own writes and reads
+        // are then as fresh as the leader's), and only the founding member initialises the state.
+        await cluster.readBarrier();
+      }
+      if (!isInitialized(svc) && (!cluster || opts.cluster?.init)) {
         const password = opts.adminPassword ?? generatePassword();
         if (!opts.adminPassword) ctl.generatedAdminPassword = password;
         await initialize(svc, password);
@@ -125,6 +160,7 @@ export class Controller {
         maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
       });
       if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port));
+      if (cluster) cluster.apiAddresses = svc.config.apiBaseUrls;
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -146,13 +182,17 @@ export class Controller {
     return this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port);
   }
 
-  /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */
+  /**
+   * Stops accepting requests, persists session activity, waits for queued writes, (a cluster member: hands
+   * leadership over and leaves the Raft group's traffic), closes the store.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     await this.server?.close();
     await this.svc.sessions?.stop();
     await this.proposer.close();
+    await this.cluster?.stop({ transferLeadership: true });
     await this.svc.store.close();
   }
 }
