@@ -5,11 +5,14 @@ import pino from 'pino';
 import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
+import { clusterCommand } from './cluster.js';
 
 const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
 
 Usage:
-  keel run [options]      run a controller node
+  keel run [options]      run a controller node (alone, or as a cluster member)
+  keel cluster …          run a local 3-node cluster; list, add, remove members; transfer leadership
+                          (keel cluster --help)
 
 Options of run:
   --data-dir DIR          data directory (default ./data); created and initialised on first start
@@ -220,6 +223,7 @@ export async function main(argv: string[]): Promise<number> {
       await run(rest);
       return -1; // keeps running
     }
+    if (cmd === 'cluster') return await clusterCommand(rest, (line) => process.stdout.write(`${line}\n`));
     if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
       process.stdout.write(USAGE);
       return 0;
