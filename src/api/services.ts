@@ -88,7 +88,10 @@ export class Services {
       result = await this.proposer.propose(cmd);
     } catch (err) {
       if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
-      if (err instanceof ProposalError) throw proposalError(err);
+      if (err instanceof ProposalError) {
+        this.log('warn', 'write refused', { code: err.code, reason: err.message });
+        throw proposalError(err);
+      }
       throw err;
     }
     if (!result.ok) {

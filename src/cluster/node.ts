@@ -70,8 +70,14 @@ export class ClusterNode {
     private readonly server: Server,
     readonly peerAddress: string,
     private readonly opts: ClusterOptions,
+    logger: Log,
   ) {
-    this.proposer = new RaftProposer(raft, sm, (leader, data) => this.forwardTo(leader, data));
+    this.proposer = new RaftProposer(
+      raft,
+      sm,
+      (leader, data) => this.forwardTo(leader, data),
+      (msg, extra) => logger('warn', msg, extra),
+    );
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
     const handlers = this.handlers();
     applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
@@ -152,7 +158,7 @@ export class ClusterNode {
       });
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
-      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts);
+      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger);
       if (fresh && opts.join) await node.requestJoin(opts.join);
       return node;
     } catch (err) {
@@ -216,6 +222,8 @@ export class ClusterNode {
       term: s.term,
       applied: s.applied,
       commit: s.commit,
+      snapshotIndex: s.snapshotIndex,
+      firstIndex: s.firstIndex,
       version: KEEL_VERSION,
       apiAddresses: this.apiAddresses,
       peerAddress: this.peerAddress,

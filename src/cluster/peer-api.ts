@@ -15,6 +15,10 @@ export interface MemberStatus {
   term: number;
   applied: number;
   commit: number;
+  /** Index of the last snapshot in this member's Raft log (taken here or installed from the leader). */
+  snapshotIndex: number;
+  /** First index still in this member's Raft log (entries below were compacted into the snapshot). */
+  firstIndex: number;
   version: string;
   /** Base URLs of its REST APIs. */
   apiAddresses: string[];

@@ -3,9 +3,20 @@
  * start them through here. Each node is `bin/keel.js run` with its own data directory, API port and peer port.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
-export const KEEL_BIN = join(import.meta.dirname, '..', '..', '..', 'bin', 'keel.js');
+/** `bin/keel.js` of this checkout (this module runs from src/ under tests and from dist/src/ when built). */
+function findBin(): string {
+  let dir = import.meta.dirname;
+  for (let up = 0; up < 4; up++, dir = dirname(dir)) {
+    const bin = join(dir, 'bin', 'keel.js');
+    if (existsSync(bin)) return bin;
+  }
+  throw new Error('bin/keel.js not found above this module');
+}
+
+export const KEEL_BIN = findBin();
 
 export interface NodeSpec {
   id: string;

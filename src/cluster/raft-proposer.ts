@@ -10,14 +10,14 @@ export interface RaftProposerOptions {
   leaderWait_ms: number;
   /** How long a proposal waits for its entry to be applied here before `unknown-outcome`. */
   applyTimeout_ms: number;
-  /** Bound on submission attempts (a leader that moves between the check and the forward). */
+  /** Bound on submission attempts (a leader that moves, or refuses while it hands leadership over). */
   maxAttempts: number;
 }
 
 export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
   leaderWait_ms: 3_000,
   applyTimeout_ms: 8_000,
-  maxAttempts: 5,
+  maxAttempts: 200,
 };
 
 /** Sends a proposal's bytes to the current leader (tRPC `forward`); rejects when the outcome is unknown. */
@@ -45,6 +45,7 @@ export class RaftProposer implements Proposer {
     private readonly node: RaftNode,
     private readonly sm: StoreStateMachine,
     private readonly forward: Forwarder,
+    private readonly log: (msg: string, extra: Record<string, unknown>) => void = () => {},
     private readonly opts: RaftProposerOptions = DEFAULT_RAFT_PROPOSER_OPTIONS,
   ) {}
 
@@ -56,13 +57,12 @@ export class RaftProposer implements Proposer {
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
     let timer: NodeJS.Timeout | undefined;
     try {
-      await this.submit(data);
+      const to = await this.submit(data);
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown')),
-          this.opts.applyTimeout_ms,
-        );
+        timer = setTimeout(() => {
+          this.log('write not applied in time: outcome unknown', { rid, submittedTo: to });
+          reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
+        }, this.opts.applyTimeout_ms);
       });
       return await Promise.race([waiter.promise, timeout]);
     } finally {
@@ -75,7 +75,7 @@ export class RaftProposer implements Proposer {
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
    * only waiting tells); rejects with a definite ProposalError when nothing was proposed.
    */
-  private async submit(data: Uint8Array): Promise<void> {
+  private async submit(data: Uint8Array): Promise<string> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
     for (let attempt = 0; attempt < this.opts.maxAttempts; ) {
       if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
@@ -87,7 +87,7 @@ export class RaftProposer implements Proposer {
       }
       attempt++;
       const r = leader === this.node.id ? await proposeOnLeader(this.node, data) : await this.forwardOnce(leader, data);
-      if (r.ok) return;
+      if (r.ok) return leader;
       if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
       if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
       if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
@@ -101,8 +101,9 @@ export class RaftProposer implements Proposer {
   private async forwardOnce(leader: string, data: Uint8Array): Promise<ForwardResult> {
     try {
       return await this.forward(leader, data);
-    } catch {
+    } catch (err) {
       // Sent, but no answer: the leader may have proposed it. Wait for it to apply (or time out), never resend.
+      this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
       return { ok: true };
     }
   }
@@ -120,13 +121,15 @@ export class RaftProposer implements Proposer {
 export async function proposeOnLeader(node: RaftNode, data: Uint8Array): Promise<ForwardResult> {
   const p = node.propose(data);
   const pending = Symbol('pending');
-  // propose() refuses with an already-rejected promise; a pending one means the core accepted the entry.
+  // propose() refuses with an already-rejected promise; one still pending once the microtasks have run (after
+  // setImmediate) means the core accepted the entry. (Racing against an already-resolved promise would not do:
+  // the rejection handler runs a microtask later, and the race would count every refusal as accepted.)
   const first = await Promise.race([
     p.then(
       () => pending,
       (e: unknown) => e,
     ),
-    Promise.resolve(pending),
+    new Promise<symbol>((resolve) => setImmediate(() => resolve(pending))),
   ]);
   if (first === pending) {
     p.catch(() => {});
