@@ -1,5 +1,5 @@
 import type { HttpResponse } from '../../http/types.js';
-import type { Command, EntityDef, FieldDef, Row } from '../../storage/types.js';
+import type { Command, EntityDef, Expect, FieldDef, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
@@ -18,6 +18,12 @@ export interface WriteContext {
   svc: Services;
   existing?: Row;
   caller: Caller | null;
+  /**
+   * Conditions on current state the write relies on (e.g. "the target is not an admin"): `fromApi` checks them
+   * against local state to answer early *and* pushes them here; they travel in the command and apply checks
+   * them again against the state the write really meets (a follower's view may lag the log).
+   */
+  expect: Expect[];
 }
 export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
 
@@ -64,8 +70,11 @@ export interface EntitySpec<C = any, U = any, P = any> {
   roleAttributesField?: string;
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
-  /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
-  beforeDelete?(row: Row, svc: Services, caller: Caller | null): void;
+  /**
+   * Refuses a delete the store's generic rules would allow (throw an ApiError); returns the conditions the
+   * delete relies on, re-checked inside apply (see WriteContext.expect).
+   */
+  beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
   /**
    * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
    * on the clock (e.g. a disable that lapses by itself).
@@ -163,6 +172,10 @@ export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P
     ops: () => crudOps(entity),
   };
   return entity;
+}
+
+function withExpect(expect: Expect[] | undefined): { expect?: Expect[] } {
+  return expect && expect.length > 0 ? { expect } : {};
 }
 
 /** Default body → stored fields: the body keys that name stored fields. */
@@ -289,11 +302,12 @@ function crudOps(entity: Entity): OpDef<any>[] {
           },
         },
         handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
-          const data = await toStored(entity, ctx.body, { mode: 'create', svc: ctx.svc, caller: ctx.caller });
+          const w: WriteContext = { mode: 'create', svc: ctx.svc, caller: ctx.caller, expect: [] };
+          const data = await toStored(entity, ctx.body, w);
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
           const at = ctx.svc.nowIso();
-          const cmd: Command = { op: 'create', entity: entity.name, id, data, at };
+          const cmd: Command = { op: 'create', entity: entity.name, id, data, at, ...withExpect(w.expect) };
           const extra = entity.alsoOnCreate ? await entity.alsoOnCreate(id, ctx.body, ctx.svc, at) : [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return created(entity.name, id);
@@ -325,8 +339,10 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: async (ctx: OpContext<any>) => {
           const existing = ctx.svc.require(entity.name, ctx.params.id!);
-          const set = await toStored(entity, ctx.body, { mode: which, svc: ctx.svc, existing, caller: ctx.caller });
-          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
+          const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
+          const set = await toStored(entity, ctx.body, w);
+          const at = ctx.svc.nowIso();
+          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at, ...withExpect(w.expect) });
           return okEmpty();
         },
       }),
@@ -348,9 +364,11 @@ function crudOps(entity: Entity): OpDef<any>[] {
           200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
         },
         handler: async (ctx) => {
-          if (entity.beforeDelete)
-            entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller);
-          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
+          const expect = entity.beforeDelete
+            ? entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller)
+            : undefined;
+          const at = ctx.svc.nowIso();
+          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) });
           return okEmpty();
         },
       }),

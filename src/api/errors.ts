@@ -12,6 +12,8 @@ export function validationError(e: FieldError): ApiError {
 
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {
+  // A precondition about the caller's rights answers like the handler's own check would have.
+  if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode && e.apiCode in Errors) {
     return Errors[e.apiCode as keyof typeof Errors]({ field: e.field ?? '', reason: e.reason, value: e.value });
   }
@@ -31,6 +33,8 @@ export function storeError(e: StoreError): ApiError {
       return Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: e.reason });
     case 'SYSTEM_DELETE':
       return Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: e.reason });
+    case 'PRECONDITION':
+      return fieldError(e.field ?? '', e.reason, e.value);
     case 'CONFLICT':
       return Errors.COULD_NOT_VALIDATE({ field: e.field ?? '', reason: e.reason, value: e.value });
     case 'REJECTED':
