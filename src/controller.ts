@@ -11,13 +11,14 @@ import type { Proposer } from '../storage/proposer.js';
 import { Store } from '../storage/store.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
-import { mountOps, type RouteMeta, rewritePath } from './api/register.js';
+import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/register.js';
 import { type Clock, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
+import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
 import { KEEL_VERSION } from './version.js';
@@ -61,7 +62,13 @@ export function defaultBaseUrl(host: string, port: number): string {
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
-  return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
+  return [
+    ...informationalOps(specs),
+    ...authenticationOps(),
+    ...identityOps(),
+    ...controllerOps(),
+    ...ENTITIES.flatMap((e) => e.ops()),
+  ];
 }
 
 /**
@@ -131,6 +138,9 @@ export class Controller {
       return doc;
     });
     mountOps(router, ops, svc);
+    for (const f of fabricClusterOps()) {
+      router.add(f.method, FABRIC_BASE + f.path, handlerFor(f, 'management', svc), { op: f, api: 'management' });
+    }
     const app = createApp({
       router,
       rewritePath,

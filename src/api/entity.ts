@@ -5,7 +5,7 @@ import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from 
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError } from './errors.js';
-import { listQuery, listResponse } from './list.js';
+import { LIST_QUERY, listQuery, listResponse } from './list.js';
 import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
@@ -113,7 +113,7 @@ export function baseSymbols(): Record<string, QuerySymbol> {
   };
 }
 
-function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
+export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
   const out: Record<string, QuerySymbol> = {};
   for (const [name, f] of Object.entries(fields)) {
     const type = TYPE_OF[f.type];
@@ -231,9 +231,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         access: list.access,
         permission: list.permission,
         query: [
-          { name: 'limit', type: 'integer' },
-          { name: 'offset', type: 'integer' },
-          { name: 'filter', type: 'string' },
+          ...LIST_QUERY,
           ...(entity.roleAttributesField
             ? ([
                 { name: 'roleFilter', type: 'array' },

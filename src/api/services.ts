@@ -3,6 +3,7 @@ import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
 import type { Command, Row } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
+import type { MemberView } from '../cluster/members.js';
 import { type ApiError, Errors, notFound, storeError } from './errors.js';
 
 /**
@@ -36,6 +37,11 @@ export interface ClusterView {
   /** Linearizable read barrier: resolves once this node has applied everything committed when it was called. */
   readBarrier(): Promise<void>;
   readonly raft: { isLeader(): boolean };
+  readonly peerCertPem: string | null;
+  memberView(): MemberView[];
+  addMemberAt(address: string, voter: boolean): Promise<string>;
+  removeMember(id: string): Promise<void>;
+  transferLeadership(to: string): Promise<void>;
 }
 
 export interface ControllerConfig {

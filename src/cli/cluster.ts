@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
 import { peerClient } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
+import { withTimeout } from '../util/timeout.js';
 
 export const CLUSTER_USAGE = `Usage:
   keel cluster local [--base-port P] [--peer-base-port P] [--data-dir DIR] [--admin-password X]
@@ -20,15 +21,7 @@ export const CLUSTER_USAGE = `Usage:
 
 const CALL_TIMEOUT_MS = 30_000;
 
-function timed<T>(p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
+const timed = <T>(p: Promise<T>) => withTimeout(p, CALL_TIMEOUT_MS, 'the member');
 
 function port(text: string | undefined, flag: string, dflt: number): number {
   if (text === undefined) return dflt;

@@ -6,7 +6,9 @@ import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
+import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
+import { MemberMonitor, type MemberView } from './members.js';
 import {
   type MemberInfo,
   type MemberStatus,
@@ -43,14 +45,6 @@ export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record
 const JOIN_TIMEOUT_MS = 30_000;
 const PEER_CALL_TIMEOUT_MS = 5_000;
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms).unref();
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
@@ -60,6 +54,7 @@ export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();
   private readonly wss: WebSocketServer;
+  private readonly monitor: MemberMonitor;
   private stopped = false;
   apiAddresses: string[] = [];
 
@@ -78,6 +73,7 @@ export class ClusterNode {
       (leader, data) => this.forwardTo(leader, data),
       (msg, extra) => logger('warn', msg, extra),
     );
+    this.monitor = new MemberMonitor(this);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
     const handlers = this.handlers();
     applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
@@ -159,7 +155,13 @@ export class ClusterNode {
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
       const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger);
-      if (fresh && opts.join) await node.requestJoin(opts.join);
+      node.monitor.start();
+      try {
+        if (fresh && opts.join) await node.requestJoin(opts.join);
+      } catch (err) {
+        await node.stop({ transferLeadership: false });
+        throw err;
+      }
       return node;
     } catch (err) {
       server.close();
@@ -268,6 +270,29 @@ export class ClusterNode {
     );
   }
 
+  /** Adds the node serving the peer API at `address` (its id is asked from it). */
+  async addMemberAt(address: string, voter: boolean): Promise<string> {
+    const c = peerClient(address, this.opts.tls);
+    try {
+      const { id } = await withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`);
+      await this.addMember(id, address, voter);
+      return id;
+    } finally {
+      c.close();
+    }
+  }
+
+  /** Every member as this node sees it (liveness from its status polls). */
+  memberView(): MemberView[] {
+    return this.monitor.view();
+  }
+
+  /** Whether peer links use mutual TLS, and this node's certificate (PEM) if so. */
+  get peerCertPem(): string | null {
+    const cert = this.opts.tls?.cert;
+    return cert === undefined ? null : cert.toString();
+  }
+
   async removeMember(id: string): Promise<void> {
     await this.onLeader(
       async () => {
@@ -306,6 +331,7 @@ export class ClusterNode {
   async stop(opts: { transferLeadership?: boolean } = {}): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.monitor.stop();
     await this.proposer.close();
     await this.raft.stop({ transferLeadership: opts.transferLeadership ?? true });
     for (const { client } of this.clients.values()) client.close();

@@ -1,6 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
-import { collectionSource, filterableFields, listResponse, runList } from '../api/list.js';
+import { collectionSource, filterableFields, LIST_QUERY, listResponse, runList } from '../api/list.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
 import type { Services } from '../api/services.js';
@@ -29,11 +29,7 @@ export function roleAttributeOp(
     summary: `List role attributes in use by ${entity}`,
     access: 'admin',
     permission,
-    query: [
-      { name: 'limit', type: 'integer' },
-      { name: 'offset', type: 'integer' },
-      { name: 'filter', type: 'string' },
-    ],
+    query: LIST_QUERY,
     responses: {
       200: {
         description: 'A list of role attributes',
@@ -93,11 +89,7 @@ export function identityOps(): OpDef<any>[] {
       summary: 'Retrieve the current authenticators of a specific identity',
       access: 'admin',
       permission: 'identity',
-      query: [
-        { name: 'limit', type: 'integer' },
-        { name: 'offset', type: 'integer' },
-        { name: 'filter', type: 'string' },
-      ],
+      query: LIST_QUERY,
       responses: {
         200: {
           description: 'A list of authenticators',

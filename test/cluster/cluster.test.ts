@@ -3,8 +3,9 @@
  * nodes, a minority without a leader, kill -9 of the leader under load, catch-up by snapshot, rolling restart.
  */
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type NodeProcess, stopNode } from '../../src/cluster/processes.js';
+import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
 import {
   alive,
   buildOnce,
@@ -78,6 +79,84 @@ describe('a 3-node cluster of keel processes', () => {
       }
     }
   }, 30_000);
+
+  it('the controllers list and the fabric cluster API report live members; leadership moves on request', async () => {
+    const fabric = (n: NodeProcess) => `${n.base}/fabric/v1/cluster`;
+    const m = await call('GET', `${fabric(c.nodes[0]!)}/list-members`, { token });
+    expect(m.status).toBe(200);
+    expect(m.body.data.map((x: any) => [x.id, x.voter, x.connected])).toEqual([
+      ['n1', true, true],
+      ['n2', true, true],
+      ['n3', true, true],
+    ]);
+    expect(m.body.data.filter((x: any) => x.leader)).toHaveLength(1);
+    const onlineOn = async (n: NodeProcess) => {
+      const r = await call('GET', `${n.base}/edge/client/v1/controllers`, { token });
+      return Object.fromEntries(r.body.data.map((x: any) => [x.name, x.isOnline]));
+    };
+    await until(async () => Object.values(await onlineOn(c.nodes[2]!)).every(Boolean), 5_000, 'all online');
+    const ctl = (await call('GET', `${c.nodes[2]!.base}/edge/management/v1/controllers`, { token })).body.data[0];
+    expect(ctl.apiAddresses['edge-client'][0].url).toBe(`${c.nodes[0]!.base}/edge/client/v1`);
+    // a member going down is reported within seconds, and so is its return
+    const L = await leaderIndex(c.nodes);
+    const down = c.nodes[(L + 1) % 3]!;
+    const observer = c.nodes[(L + 2) % 3]!;
+    down.child.kill('SIGSTOP');
+    try {
+      await until(async () => (await onlineOn(observer))[down.spec.id] === false, 5_000, 'reported offline');
+    } finally {
+      down.child.kill('SIGCONT');
+    }
+    await until(async () => (await onlineOn(observer))[down.spec.id] === true, 5_000, 'reported online');
+    // transfer-leadership through any member
+    const t = await call('POST', `${fabric(observer)}/transfer-leadership`, {
+      token,
+      body: { newLeaderId: down.spec.id },
+    });
+    expect(t.status).toBe(200);
+    expect(await leaderIndex(c.nodes)).toBe(c.nodes.indexOf(down));
+    const bad = await call('POST', `${fabric(observer)}/transfer-leadership`, { token, body: { newLeaderId: 'nope' } });
+    expect(bad.status).toBe(400);
+    const anon = await call('GET', `${fabric(observer)}/list-members`);
+    expect(anon.status).toBe(401);
+  }, 40_000);
+
+  it('a member added and removed under load fails no write', async () => {
+    const load = writeLoad(
+      () => c.nodes,
+      () => token,
+      'member',
+      4,
+    );
+    await until(() => load.acked.length >= 20, 20_000, 'load');
+    const fourth = await startNode({
+      id: 'n4',
+      dataDir: join(c.dir, 'n4'),
+      apiPort: 0,
+      peerPort: 0,
+      start: { join: c.nodes[1]!.peerAddress },
+    });
+    try {
+      const listed = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+      expect(listed.body.data.find((x: any) => x.id === 'n4')).toMatchObject({ voter: true });
+      const acked = load.acked.length;
+      await until(() => load.acked.length >= acked + 20, 20_000, 'writes with four members');
+      expect((await namesOn(fourth, token, 'member-')).length).toBeGreaterThan(0);
+      const r = await call('POST', `${c.nodes[2]!.base}/fabric/v1/cluster/remove-member`, {
+        token,
+        body: { id: 'n4' },
+      });
+      expect(r.status).toBe(200);
+      const after = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+      expect(after.body.data.map((x: any) => x.id)).toEqual(['n1', 'n2', 'n3']);
+      const acked2 = load.acked.length;
+      await until(() => load.acked.length >= acked2 + 20, 20_000, 'writes after the removal');
+    } finally {
+      await load.stop();
+      await stopNode(fourth);
+    }
+    expect(load.details).toEqual([]);
+  }, 90_000);
 
   it('a minority without a leader answers 503 CLUSTER_NO_LEADER with Retry-After; a node cut off catches up after healing', async () => {
     const L = await leaderIndex(c.nodes);
@@ -167,7 +246,9 @@ describe('a 3-node cluster of keel processes', () => {
       await until(() => load.acked.length >= acked + 30, 20_000, `writes after restarting ${back.spec.id}`);
     }
     await load.stop();
-    expect(load.details).toEqual([]);
+    // on failure, the members' logs say why (e.g. which forward's outcome was unknown)
+    const logs = load.details.length ? c.nodes.map((n) => `${n.spec.id}:\n${n.stderr()}`).join('\n') : '';
+    expect(load.details, logs).toEqual([]);
     for (const n of c.nodes) {
       await until(
         async () => exactlyOnce(await namesOn(n, token, 'rolling-'), load.acked).length === 0,
