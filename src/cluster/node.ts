@@ -10,6 +10,7 @@ import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { MemberMonitor, type MemberView } from './members.js';
 import {
+  type ForwardResult,
   type MemberInfo,
   type MemberStatus,
   PEER_API_PATH,
@@ -43,7 +44,13 @@ export interface ClusterOptions {
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
 const JOIN_TIMEOUT_MS = 30_000;
+/** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
+const STOP_GRACE_MS = 500;
+/** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
+const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
+/** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
+const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
 
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
@@ -56,6 +63,8 @@ export class ClusterNode {
   private readonly wss: WebSocketServer;
   private readonly monitor: MemberMonitor;
   private stopped = false;
+  /** Forwarded proposals being handed to Raft right now. */
+  private forwarding = 0;
   apiAddresses: string[] = [];
 
   private constructor(
@@ -245,9 +254,15 @@ export class ClusterNode {
     return client;
   }
 
-  private forwardTo(leader: string, data: Uint8Array) {
+  /**
+   * Sends a proposal to the leader's peer API. Never sent (no open connection within the bound) is a definite
+   * refusal, so the proposer may try again; a failure after sending is thrown (outcome unknown).
+   */
+  private async forwardTo(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    const client = this.peer(leader);
+    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
     return withTimeout(
-      this.peer(leader).api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
+      client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
       PEER_CALL_TIMEOUT_MS,
       `forward to ${leader}`,
     );
@@ -317,7 +332,17 @@ export class ClusterNode {
 
   private handlers(): PeerHandlers {
     return {
-      forward: (data) => proposeOnLeader(this.raft, data),
+      forward: async (data) => {
+        // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
+        // answer lost to the closing socket would leave the sender not knowing whether the write happened.
+        if (this.stopped) return { ok: false, code: 'not-leader', leader: null };
+        this.forwarding++;
+        try {
+          return await proposeOnLeader(this.raft, data);
+        } finally {
+          this.forwarding--;
+        }
+      },
       readIndex: () => this.raft.readIndex(),
       status: () => this.status(),
       members: () => this.members(),
@@ -333,9 +358,20 @@ export class ClusterNode {
     this.stopped = true;
     this.monitor.stop();
     await this.proposer.close();
-    await this.raft.stop({ transferLeadership: opts.transferLeadership ?? true });
+    // forwards already being proposed get their answer (they take a turn of the event loop)
+    for (let i = 0; i < STOP_DRAIN_STEPS && this.forwarding > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const graceful = opts.transferLeadership ?? true;
+    await this.raft.stop({ transferLeadership: graceful });
+    // Members learn the new leader within a heartbeat; until then some may still forward here. Keep answering
+    // (refusing, definitely) for a moment, so that no forward meets a closing socket and ends "outcome unknown".
+    if (graceful) await new Promise((r) => setTimeout(r, STOP_GRACE_MS));
     for (const { client } of this.clients.values()) client.close();
     this.clients.clear();
+    // a graceful close flushes answers already written; whatever is left after a bound is cut
+    for (const ws of this.wss.clients) ws.close(1001, 'member stopping');
+    for (let i = 0; i < STOP_DRAIN_STEPS && this.wss.clients.size > 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     for (const ws of this.wss.clients) ws.terminate();
     this.wss.close();
     await new Promise<void>((r) => {

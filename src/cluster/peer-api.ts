@@ -103,6 +103,12 @@ export interface PeerTlsOptions {
 
 export interface PeerClient {
   api: TRPCClient<PeerRouter>;
+  /**
+   * Resolves true once the connection is open (at once when it is), false after `timeout_ms`. A request made
+   * while the connection is not open fails without being sent: callers that must tell "not sent" from "sent, no
+   * answer" (forwards) check this first.
+   */
+  ready(timeout_ms: number): Promise<boolean>;
   close(): void;
 }
 
@@ -123,7 +129,26 @@ export function peerClient(address: string, tls?: PeerTlsOptions): PeerClient {
     url,
     WebSocket: Ws as unknown as typeof globalThis.WebSocket,
     retryDelayMs: (n) => Math.min(2000, 50 * 2 ** n),
-    lazy: { enabled: true, closeMs: 30_000 },
   });
-  return { api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }), close: () => ws.close() };
+  const ready = (timeout_ms: number) =>
+    new Promise<boolean>((resolve) => {
+      let done = false;
+      let unsubscribe = () => {};
+      const finish = (open: boolean) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        unsubscribe();
+        resolve(open);
+      };
+      const timer = setTimeout(() => finish(false), timeout_ms);
+      const sub = ws.connectionState.subscribe({ next: (s) => s.state === 'pending' && finish(true) });
+      unsubscribe = () => sub.unsubscribe();
+      if (done) unsubscribe();
+    });
+  return {
+    api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
+    ready,
+    close: () => void ws.close(),
+  };
 }

@@ -147,8 +147,14 @@ describe('a 3-node cluster of keel processes', () => {
         body: { id: 'n4' },
       });
       expect(r.status).toBe(200);
-      const after = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
-      expect(after.body.data.map((x: any) => x.id)).toEqual(['n1', 'n2', 'n3']);
+      await until(
+        async () => {
+          const after = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+          return after.body.data.map((x: any) => x.id).join() === 'n1,n2,n3';
+        },
+        5_000,
+        'the removal on every member',
+      );
       const acked2 = load.acked.length;
       await until(() => load.acked.length >= acked2 + 20, 20_000, 'writes after the removal');
     } finally {
