@@ -9,18 +9,23 @@ import type { HttpServer } from '../http/types.js';
 import { LocalProposer } from '../storage/local-proposer.js';
 import type { Proposer } from '../storage/proposer.js';
 import { Store } from '../storage/store.js';
+import type { StoreDb } from '../storage/store-db.js';
+import type { StoreFailedError } from '../storage/types.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
 import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/register.js';
-import { type Clock, Services, systemClock } from './api/services.js';
+import { type Clock, type Logger, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
+import { wellKnownOps } from './ops/well-known.js';
+import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
 
 export interface ControllerOptions {
@@ -29,6 +34,10 @@ export interface ControllerOptions {
   /** 0 = an ephemeral port (tests). */
   port: number;
   engine?: 'uws' | 'node';
+  /** The PKI directory (docs/pki.md); default `<dataDir>/pki`. Its CAs are created on first start. */
+  pkiDir?: string;
+  /** Serve the API over HTTPS (node engine) with a certificate from the PKI, issued on first start. Default false. */
+  apiTls?: boolean;
   /** Used on first start only; generated when absent. */
   adminPassword?: string;
   sessionTimeout_ms?: number;
@@ -37,15 +46,22 @@ export interface ControllerOptions {
   clock?: Clock;
   /** fsync every batch (default true; tests of non-durability paths may turn it off). */
   sync?: boolean;
-  log?: (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+  log?: Logger;
+  /**
+   * Called once when the store fails (a disk write failed: see StoreFailedError). Writes are refused from then
+   * on, and the health check says why; the owner is expected to stop the process (`keel run` exits non-zero).
+   */
+  onFatal?: (failure: StoreFailedError) => void;
+  /** The store's database in `dir` (default: LevelDB). Tests inject faults at this boundary. */
+  storeDb?: (dir: string) => StoreDb;
   sessionFlush_ms?: number;
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
   sessionSweep_ms?: number;
   /** Run as a member of a Raft cluster (absent: a single node). */
   cluster?: ClusterOptions;
-  /** A cluster member stopped itself (a broken invariant or a failing disk): the process should exit. */
-  onFatal?: (err: Error) => void;
+  /** The cluster member stopped itself (a broken Raft invariant or a failing Raft log): the process should exit. */
+  onClusterFatal?: (err: Error) => void;
 }
 
 /** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */
@@ -55,15 +71,16 @@ export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 /** The base URL clients reach a listener at when none is advertised (a wildcard address names this host). */
-export function defaultBaseUrl(host: string, port: number): string {
+export function defaultBaseUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
-  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
-export function allOps(specs: (api: ApiName) => string): OpDef<any>[] {
+export function allOps(specs: (api: ApiName) => string, cacerts: () => string = () => ''): OpDef<unknown>[] {
   return [
     ...informationalOps(specs),
+    ...wellKnownOps(cacerts),
     ...authenticationOps(),
     ...identityOps(),
     ...controllerOps(),
@@ -84,7 +101,7 @@ export class Controller {
   private constructor(
     readonly svc: Services,
     readonly app: App,
-    readonly ops: OpDef<any>[],
+    readonly ops: OpDef<unknown>[],
     private readonly proposer: Proposer,
     private readonly opts: ControllerOptions,
     /** The cluster membership of this node, or null for a single node. */
@@ -93,14 +110,27 @@ export class Controller {
 
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
+    // The PKI first (it creates the data directory too): nothing is open yet if it refuses.
+    if (opts.apiTls && opts.engine === 'uws') throw new Error('API TLS needs the node engine');
+    const pki: NodePki = await openNodePki(opts.pkiDir ?? join(opts.dataDir, 'pki'), {
+      apiHosts: opts.apiTls ? apiCertHosts(opts.host, opts.apiBaseUrls ?? []) : null,
+    });
     mkdirSync(opts.dataDir, { recursive: true });
-    const store = await Store.open(join(opts.dataDir, 'state'), buildSchema());
+    const stateDir = join(opts.dataDir, 'state');
+    const store = await Store.open(opts.storeDb ? opts.storeDb(stateDir) : stateDir, buildSchema());
+    store.onFailure((failure) => {
+      log('fatal', 'data store failed: refusing every write from now on', {
+        stage: failure.stage,
+        reason: failure.reason,
+      });
+      opts.onFatal?.(failure);
+    });
     let cluster: ClusterNode | null = null;
     if (opts.cluster) {
       try {
         cluster = await ClusterNode.start(opts.dataDir, store, opts.cluster, log, (err) => {
           log('error', 'cluster member stopped itself', { err: String(err.stack ?? err) });
-          opts.onFatal?.(err);
+          opts.onClusterFatal?.(err);
         });
       } catch (err) {
         await store.close();
@@ -132,15 +162,19 @@ export class Controller {
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();
-    const ops = allOps((api) => {
-      let doc = specCache.get(api);
-      if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
-      return doc;
-    });
+    const ops = allOps(
+      (api) => {
+        let doc = specCache.get(api);
+        if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
+        return doc;
+      },
+      () => pki.cacertsPkcs7,
+    );
     mountOps(router, ops, svc);
     for (const f of fabricClusterOps()) {
       router.add(f.method, FABRIC_BASE + f.path, handlerFor(f, 'management', svc), { op: f, api: 'management' });
     }
+    mountHealth(router, store, opts.clock ?? systemClock);
     const app = createApp({
       router,
       rewritePath,
@@ -163,13 +197,19 @@ export class Controller {
         log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
       }
       svc.sessions.start();
-      ctl.server = await serve(app, {
-        engine: opts.engine ?? 'uws',
+      const listen = {
         host: opts.host,
         port: opts.port,
         maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      });
-      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port));
+      };
+      ctl.server = await serve(
+        app,
+        pki.apiTls
+          ? { engine: 'node', ...listen, tls: { key: pki.apiTls.key, cert: pki.apiTls.cert } }
+          : { engine: opts.engine ?? 'uws', ...listen },
+      );
+      const scheme = pki.apiTls ? 'https' : 'http';
+      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
       if (cluster) cluster.apiAddresses = svc.config.apiBaseUrls;
     } catch (err) {
       await ctl.stop();
@@ -187,9 +227,11 @@ export class Controller {
     return this.server?.port ?? 0;
   }
 
-  /** The first advertised base URL (`http://host:port` unless configured). */
+  /** The first advertised base URL (`http://host:port`, https with API TLS, unless configured). */
   get baseUrl(): string {
-    return this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port);
+    return (
+      this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port, this.opts.apiTls ? 'https' : 'http')
+    );
   }
 
   /**

@@ -48,7 +48,7 @@ class Context implements ApplyContext {
       case 'custom': {
         const fn = this.schema.custom.get(cmd.name);
         assert(fn, `unknown custom command ${cmd.name}`);
-        return fn(this, cmd.args, cmd.at);
+        return fn(this, cmd.args as never, cmd.at);
       }
     }
   }
@@ -66,7 +66,13 @@ class Context implements ApplyContext {
     }
     checkFields(def, data);
     if (data.isSystem && !system) fail({ code: 'INVALID', entity, id, reason: 'cannot create a system entity' });
-    const row: Row = { ...stripUndefined(data), id, createdAt: at, updatedAt: at, tags: (data.tags as any) ?? {} };
+    const row: Row = {
+      ...stripUndefined(data),
+      id,
+      createdAt: at,
+      updatedAt: at,
+      tags: (data.tags as Row['tags'] | undefined) ?? {},
+    };
     this.checkRow(def, row, undefined);
     this.txn.put(entity, row);
   }

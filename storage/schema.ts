@@ -1,8 +1,13 @@
+import type { DerivedIndexFactory } from './derived.js';
 import type { Txn } from './txn.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
-/** A named, deterministic state transition registered by the application (e.g. "authenticate", "touch sessions"). */
-export type CustomCommand = (ctx: ApplyContext, args: any, at: string) => unknown;
+/**
+ * A named, deterministic state transition registered by the application (e.g. "touch sessions"). `A` is the shape
+ * of its `args`; the registry holds commands of any args (`never` accepts them all), and apply passes the command's
+ * args as recorded.
+ */
+export type CustomCommand<A = never> = (ctx: ApplyContext, args: A, at: string) => unknown;
 
 /** What a custom command may do: read through the transaction and write with the same checks as plain commands. */
 export interface ApplyContext {
@@ -18,13 +23,20 @@ export interface Referrer {
   onDelete: 'restrict' | 'cascade' | 'clear';
 }
 
-/** Every entity type the store holds, the reverse references between them, and the custom commands. */
+/**
+ * Every entity type the store holds, the reverse references between them, the custom commands and the derived
+ * indexes (storage/derived.ts).
+ */
 export class Schema {
   readonly defs = new Map<string, EntityDef>();
   readonly referrers = new Map<string, Referrer[]>();
   readonly custom = new Map<string, CustomCommand>();
 
-  constructor(defs: EntityDef[], custom: Record<string, CustomCommand> = {}) {
+  constructor(
+    defs: EntityDef[],
+    custom: Record<string, CustomCommand> = {},
+    readonly derived: readonly DerivedIndexFactory[] = [],
+  ) {
     for (const def of defs) {
       assert(!this.defs.has(def.name), `entity ${def.name} declared twice`);
       assert(/^[a-z][a-zA-Z-]*$/.test(def.name), `bad entity name ${def.name}`);

@@ -1,10 +1,20 @@
-import { ClassicLevel } from 'classic-level';
-import { Packr } from 'msgpackr';
 import { applyCommand } from './apply.js';
+import { encodeFaithfully, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
+import { commandEntity } from './command-codec.js';
+import { type Change, DerivedIndexes } from './derived.js';
 import type { Schema } from './schema.js';
+import { levelStoreDb, type StoreDb, type StoreDbOp } from './store-db.js';
 import { Txn } from './txn.js';
-import { assert, type Command, type CommandResult, type Row, StoreFailure } from './types.js';
+import {
+  assert,
+  type Command,
+  type CommandResult,
+  type Row,
+  type StoreError,
+  StoreFailedError,
+  StoreFailure,
+} from './types.js';
 
 const FORMAT_VERSION = 1;
 const SEP = '\u0000';
@@ -26,18 +36,41 @@ const MAX_SNAPSHOT_FRAME_BYTES = 256 << 20;
 /** The largest group of commands applied as one batch. */
 export const MAX_GROUP_COMMANDS = 4096;
 
-function commandEntity(cmd: Command): string {
-  return 'entity' in cmd ? cmd.entity : cmd.op === 'custom' ? cmd.name : 'batch';
+function entityKey(entity: string, id: string): string {
+  return `${ENTITY_PREFIX}${entity}${SEP}${id}`;
 }
 
-export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
-
-export interface Change {
-  entity: string;
-  id: string;
-  before: Row | undefined;
-  after: Row | undefined;
+/** A command failed (before anything of it was written): the recorded error, the same on every node. */
+function commandError(cmd: Command, err: unknown): StoreError {
+  if (err instanceof StoreFailure) return err.error;
+  if (err instanceof UnstorableError) {
+    return { code: 'UNSTORABLE', entity: commandEntity(cmd), field: err.path, reason: err.reason };
+  }
+  // A broken invariant rejects this command alone (deterministically: same state, same code, same message on
+  // every node), instead of failing the other commands of the group or stalling a log.
+  const reason = err instanceof Error ? err.message : String(err);
+  return { code: 'REJECTED', entity: commandEntity(cmd), reason };
 }
+
+/**
+ * The LevelDB writes of one command's overlay, each row encoded and checked to read back as written (codec.ts).
+ * Throws UnstorableError, so a row that cannot be stored faithfully fails its own command only.
+ */
+function encodeWrites(txn: Txn): Array<[string, Uint8Array | null]> {
+  const out: Array<[string, Uint8Array | null]> = [];
+  for (const [entity, writes] of txn.writes) {
+    for (const [id, row] of writes) {
+      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
+      out.push([entityKey(entity, id), row === null ? null : encodeFaithfully(row).bytes]);
+    }
+  }
+  return out;
+}
+
+export type FailureListener = (failure: StoreFailedError) => void;
+
+export type { Change };
 
 export type PublishListener = (changes: Change[]) => void;
 
@@ -47,25 +80,35 @@ export type PublishListener = (changes: Change[]) => void;
  * Writes arrive only as groups of commands (`applyGroup`): each command applies into its own overlay, the
  * successful overlays form one LevelDB batch together with the applied log index, and only after that batch is
  * written are the changes published to memory. Readers therefore never see state that is not on disk.
+ *
+ * Fail-stop: after a failed LevelDB write (or a broken invariant while publishing a written batch) the store is
+ * `failed` and refuses every later write with StoreFailedError; reads keep serving what was published. Its owner
+ * is told (onFailure) and is expected to stop the process, so that LevelDB recovers its log on the next start.
  */
 export class Store {
   readonly collections = new Map<string, Collection>();
+  /** Indexes computed from the collections (storage/derived.ts): rebuilt on load, updated with every publish. */
+  readonly derived: DerivedIndexes;
   private applying = false;
   private listeners: PublishListener[] = [];
+  private failureListeners: FailureListener[] = [];
   private closed = false;
+  private failure: StoreFailedError | null = null;
   appliedIndex = 0;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
 
   private constructor(
     readonly schema: Schema,
-    private readonly db: ClassicLevel<string, Uint8Array>,
+    private readonly db: StoreDb,
   ) {
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
+    this.derived = new DerivedIndexes(schema.derived);
   }
 
-  static async open(dir: string, schema: Schema): Promise<Store> {
-    const db = new ClassicLevel<string, Uint8Array>(dir, { keyEncoding: 'utf8', valueEncoding: 'view' });
+  /** Opens the LevelDB in `location` (a directory), or the given StoreDb (tests inject faults there). */
+  static async open(location: string | StoreDb, schema: Schema): Promise<Store> {
+    const db = typeof location === 'string' ? levelStoreDb(location) : location;
     await db.open();
     const store = new Store(schema, db);
     try {
@@ -90,6 +133,7 @@ export class Store {
       // A restore was cut short: the rows on disk are a mix. Start empty at index 0 so that the log's snapshot is
       // restored again (Raft restores when the application's applied index is behind its snapshot).
       this.appliedIndex = 0;
+      this.derived.rebuild(this);
       return;
     }
     const applied = await this.db.get(META_APPLIED);
@@ -104,7 +148,7 @@ export class Store {
       c.load(rows);
       rows = [];
     };
-    for await (const [key, value] of this.db.iterator({ gt: ENTITY_PREFIX, lt: ENTITY_END })) {
+    for await (const [key, value] of this.db.iterator({ gte: ENTITY_PREFIX, lt: ENTITY_END })) {
       const sep = key.indexOf(SEP, ENTITY_PREFIX.length);
       assert(sep > 0, `malformed entity key ${JSON.stringify(key)}`);
       const entity = key.slice(ENTITY_PREFIX.length, sep);
@@ -117,6 +161,7 @@ export class Store {
       rows.push(row);
     }
     flush();
+    this.derived.rebuild(this);
   }
 
   collection(entity: string): Collection {
@@ -135,6 +180,27 @@ export class Store {
     return [...ids];
   }
 
+  /** Set once a write failed or memory stopped matching disk; every later write is refused with it. */
+  get failed(): StoreFailedError | null {
+    return this.failure;
+  }
+
+  /** Called once, when the store fails (see the class comment). */
+  onFailure(listener: FailureListener): void {
+    this.failureListeners.push(listener);
+  }
+
+  /** Enters the failed state (the first failure wins) and returns the error to throw. */
+  private fail(stage: StoreFailedError['stage'], err: unknown): StoreFailedError {
+    if (this.failure === null) {
+      const failure = new StoreFailedError(stage, err instanceof Error ? err.message : String(err));
+      this.failure = failure;
+      // after the current call unwinds: a listener stops the process, it does not get to change this call's result
+      for (const l of this.failureListeners) queueMicrotask(() => l(failure));
+    }
+    return this.failure;
+  }
+
   onPublish(listener: PublishListener): () => void {
     this.listeners.push(listener);
     return () => {
@@ -148,44 +214,49 @@ export class Store {
    */
   async applyGroup(cmds: Command[], opts: { index?: number; sync: boolean }): Promise<CommandResult[]> {
     assert(!this.closed, 'applyGroup on a closed store');
+    if (this.failure !== null) throw this.failure;
     assert(!this.applying, 'applyGroup is not re-entrant');
     assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
     this.applying = true;
+    // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
+    let stage: StoreFailedError['stage'] = 'apply';
     try {
       const group = new Txn(this);
+      /** LevelDB key → encoded row (null: delete), the last write of each key in the group. */
+      const encoded = new Map<string, Uint8Array | null>();
       const results: CommandResult[] = [];
       for (const cmd of cmds) {
         const txn = new Txn(group);
+        let writes: Array<[string, Uint8Array | null]>;
+        let value: unknown;
         try {
-          const value = applyCommand(this.schema, txn, cmd);
-          txn.mergeInto(group);
-          results.push({ ok: true, value });
+          value = applyCommand(this.schema, txn, cmd);
+          writes = encodeWrites(txn);
         } catch (err) {
-          if (err instanceof StoreFailure) {
-            results.push({ ok: false, error: err.error });
-          } else {
-            // A broken invariant rejects this command alone (deterministically: same state, same code, same
-            // message on every node), instead of failing the other commands of the group or stalling a log.
-            const reason = err instanceof Error ? err.message : String(err);
-            results.push({ ok: false, error: { code: 'REJECTED', entity: commandEntity(cmd), reason } });
-          }
+          results.push({ ok: false, error: commandError(cmd, err) });
+          continue; // the command's overlay is dropped: nothing of it is written
         }
+        txn.mergeInto(group);
+        for (const [key, bytes] of writes) encoded.set(key, bytes);
+        results.push({ ok: true, value });
       }
       const index = opts.index ?? this.appliedIndex;
       assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
-      const batch = this.db.batch();
-      for (const [entity, writes] of group.writes) {
-        for (const [id, row] of writes) {
-          const key = `${ENTITY_PREFIX}${entity}${SEP}${id}`;
-          if (row) batch.put(key, packr.pack(row));
-          else batch.del(key);
-        }
-      }
-      batch.put(META_APPLIED, packr.pack(index));
-      await batch.write({ sync: opts.sync });
+      let groupWrites = 0;
+      for (const writes of group.writes.values()) groupWrites += writes.size;
+      assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
+      const ops: StoreDbOp[] = [];
+      for (const [key, value] of encoded) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+      stage = 'write';
+      await this.db.batch(ops, { sync: opts.sync });
       this.appliedIndex = index;
+      // the batch is on disk: a failure now leaves memory holding part of it
+      stage = 'publish';
       this.publish(group);
       return results;
+    } catch (err) {
+      throw this.fail(stage, err);
     } finally {
       this.applying = false;
     }
@@ -203,6 +274,7 @@ export class Store {
         changes.push({ entity, id, before, after: row ?? undefined });
       }
     }
+    this.derived.update(changes, this);
     for (const l of this.listeners) l(changes);
   }
 
@@ -261,10 +333,17 @@ export class Store {
       const index = header.index;
       assert(Number.isSafeInteger(index) && (index as number) >= 0, 'restore: bad snapshot index');
       await this.db.put(META_RESTORING, packr.pack(index), { sync: true });
-      await this.db.clear({ gt: ENTITY_PREFIX, lt: ENTITY_END });
+      let ops: StoreDbOp[] = [];
+      const flushOps = async () => {
+        if (ops.length > 0) await this.db.batch(ops, { sync: true });
+        ops = [];
+      };
+      for await (const [key] of this.db.iterator({ gte: ENTITY_PREFIX, lt: ENTITY_END })) {
+        ops.push({ type: 'del', key });
+        if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
+      }
+      await flushOps();
       const loaded = new Map<string, Row[]>();
-      let batch = this.db.batch();
-      let inBatch = 0;
       let count = 0;
       let end: number | undefined;
       for (const f of frames) {
@@ -279,20 +358,15 @@ export class Store {
         let list = loaded.get(entity);
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
-          batch.put(`${ENTITY_PREFIX}${entity}${SEP}${row.id}`, packr.pack(row));
+          ops.push({ type: 'put', key: `${ENTITY_PREFIX}${entity}${SEP}${row.id}`, value: packr.pack(row) });
           list.push(row);
           count++;
-          if (++inBatch === RESTORE_BATCH_ROWS) {
-            await batch.write({ sync: true });
-            batch = this.db.batch();
-            inBatch = 0;
-          }
+          if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
         }
       }
       assert(end === count, `restore: snapshot ends after ${count} rows, its end frame says ${end}`);
-      batch.put(META_APPLIED, packr.pack(index));
-      batch.del(META_RESTORING);
-      await batch.write({ sync: true });
+      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) }, { type: 'del', key: META_RESTORING });
+      await flushOps();
 
       const changes: Change[] = [];
       for (const def of this.schema.defs.values()) {
@@ -306,6 +380,7 @@ export class Store {
       }
       this.appliedIndex = index as number;
       this.epoch++;
+      this.derived.rebuild(this);
       for (const l of this.listeners) l(changes);
       return index as number;
     } finally {
@@ -319,7 +394,13 @@ export class Store {
   }
 
   async putMeta(key: string, value: unknown): Promise<void> {
-    await this.db.put(META_PREFIX + key, packr.pack(value), { sync: true });
+    if (this.failure !== null) throw this.failure;
+    const { bytes } = encodeFaithfully(value);
+    try {
+      await this.db.put(META_PREFIX + key, bytes, { sync: true });
+    } catch (err) {
+      throw this.fail('write', err);
+    }
   }
 
   async close(): Promise<void> {

@@ -98,7 +98,12 @@ export type StoreErrorCode =
   /** An `Expect` of the command did not hold (the state changed since the handler checked it). */
   | 'PRECONDITION'
   /** The command broke an invariant (a bug, or a malformed command): rejected alone, recorded, never half-applied. */
-  | 'REJECTED';
+  | 'REJECTED'
+  /**
+   * The command, or a row it writes, would not read back as written (storage/codec.ts: a lone UTF-16 surrogate,
+   * nesting too deep to encode): rejected alone, recorded, never half-applied. `field` names where.
+   */
+  | 'UNSTORABLE';
 
 /** A deterministic, recorded failure of a command: the handler turns it into an HTTP error. */
 export interface StoreError {
@@ -118,6 +123,25 @@ export class StoreFailure extends Error {
   constructor(public readonly error: StoreError) {
     super(error.reason);
     this.name = 'StoreFailure';
+  }
+}
+
+/**
+ * The store can no longer be trusted to make writes durable: a LevelDB write failed (ENOSPC, EIO …; LevelDB's log
+ * may hold a torn record after it, and later writes could be dropped on recovery), memory stopped matching disk
+ * (a broken invariant while publishing a written batch), or an invariant of the group broke (a bug). From then on every write is refused with this error; reads
+ * of what was published keep working. The process is meant to stop and restart: LevelDB then recovers its log.
+ */
+export class StoreFailedError extends Error {
+  readonly code = 'STORE_FAILED';
+  constructor(
+    /** Where: an invariant while building the batch (nothing written), the LevelDB write, the publish after it. */
+    readonly stage: 'apply' | 'write' | 'publish',
+    /** What failed first (every later refusal carries the same). */
+    readonly reason: string,
+  ) {
+    super(`store failed (${stage}): ${reason}; refusing writes until restarted`);
+    this.name = 'StoreFailedError';
   }
 }
 

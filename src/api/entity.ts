@@ -1,12 +1,13 @@
 import type { HttpResponse } from '../../http/types.js';
-import type { Command, EntityDef, Expect, FieldDef, Row } from '../../storage/types.js';
+import type { Command, EntityDef, Expect, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
-import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope } from '../model/common.js';
+import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
-import { fieldError } from './errors.js';
-import { LIST_QUERY, listQuery, listResponse } from './list.js';
-import { type Access, type ApiName, type Caller, type OpContext, type OpDef, op } from './op.js';
+import { fieldError, notFound } from './errors.js';
+import { listQuery, listResponse } from './list.js';
+import { type Access, type ApiName, type Caller, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
+import { type RelationSpec, relationOps } from './relations.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
 
@@ -28,12 +29,49 @@ export interface WriteContext {
 export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
 
 /**
+ * A stored field and, in the same place, what the API does with it: `body` makes it writable (the schema of the
+ * field in create/update/patch bodies, copied to the store as given), `api` renders it as stored, and `default` is
+ * both what `api` renders for an absent value and what a PUT that leaves the field out resets it to.
+ */
+export interface EntityField extends FieldDef {
+  /** Writable: the field's schema in request bodies; the body value is stored as given. */
+  body?: Schema<unknown>;
+  /** Rendered by `toApi` as stored (or `default` when absent). */
+  api?: boolean;
+  /** The rendering of an absent value and what PUT resets an absent field to (default null). */
+  default?: unknown;
+  /** A body value of `''` is stored as null (OpenZiti clears optional unique strings this way). */
+  emptyIsNull?: boolean;
+}
+
+export type EntityFields = Record<string, EntityField>;
+
+/** The body schemas of a declaration's writable fields, by name, plus `tags`. */
+export type BodyFields<F extends EntityFields> = {
+  [K in keyof F as F[K]['body'] extends Schema<unknown> ? K : never]: NonNullable<F[K]['body']>;
+} & { tags: typeof tags };
+
+type ScalarOf<T extends FieldType> = T extends 'string' | 'datetime'
+  ? string
+  : T extends 'number'
+    ? number
+    : T extends 'bool'
+      ? boolean
+      : Record<string, unknown>;
+type ValueOf<F extends FieldDef> = F['set'] extends true ? ScalarOf<F['type']>[] : ScalarOf<F['type']>;
+
+/** The row type a declaration's `fields` describe: base fields plus each field, typed, possibly absent or null. */
+export type RowOf<F extends EntityFields> = string extends keyof F
+  ? Row
+  : Row & { [K in keyof F]?: ValueOf<F[K]> | null };
+
+/**
  * Everything specific to one entity type, in one place. From it come: the store's entity definition, the
  * ZitiQL symbols and `filterableFields`, the CRUD operations with their validation, and the served schemas.
  */
-export interface EntitySpec<C = any, U = any, P = any> {
+export interface EntitySpec<N extends string = string, F extends EntityFields = EntityFields> {
   /** Store collection and API path segment, e.g. `identities`. */
-  name: string;
+  name: N;
   /** Singular type for messages and refs, e.g. `identity`. */
   type: string;
   /** OpenAPI tag, e.g. `Identity`. */
@@ -43,20 +81,28 @@ export interface EntitySpec<C = any, U = any, P = any> {
   plural: string;
   /** Management permission entity (`identity` → `identity`, `identity.read`...). */
   permission?: string;
-  fields: Record<string, FieldDef>;
+  fields: F;
   /** Extra ZitiQL symbols (computed or relational). */
   symbols?: (svc: Services) => Record<string, QuerySymbol>;
   /** Stored fields that are not ZitiQL symbols beyond those marked `filter: false`. */
-  detail: Schema<any>;
-  create?: Schema<C>;
-  update?: Schema<U>;
-  patch?: Schema<P>;
-  /** Entity-specific API fields of a row (base fields and `_links.self` are added generically). */
-  toApi(row: Row, svc: Services): Record<string, unknown>;
-  /** Body → stored fields. Default: copy the body keys that are stored fields. May throw ApiError for semantic checks. */
-  fromApi?(body: Record<string, unknown>, w: WriteContext): Promise<Record<string, unknown>> | Record<string, unknown>;
-  /** Values stored for fields a PUT leaves out (PUT replaces every field). */
-  updateDefaults?: Record<string, unknown>;
+  detail: SchemaNode;
+  create?: SchemaNode;
+  update?: SchemaNode;
+  patch?: SchemaNode;
+  /**
+   * Entity-specific API fields of a row beyond the `api` fields (base fields and `_links.self` are added
+   * generically). Default: none.
+   */
+  toApi?(row: RowOf<F>, svc: Services): Record<string, unknown>;
+  /**
+   * Body → stored fields. The `body` fields present in the request are already copied into `copied` (null on a
+   * field whose body schema is not nullable is a PATCH's "leave unchanged" and is not copied); without `fromApi`
+   * the stored fields are `copied` (plus any other body key naming a stored field). May throw ApiError.
+   */
+  fromApi?(
+    body: Record<string, unknown>,
+    w: WriteContext & { copied: Record<string, unknown> },
+  ): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
   operations?: Partial<
     Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string; permission?: string | null }>
@@ -68,24 +114,34 @@ export interface EntitySpec<C = any, U = any, P = any> {
   redact?(data: Record<string, unknown>): Record<string, unknown>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
+  /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
+  relations?: RelationSpec[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /**
    * Refuses a delete the store's generic rules would allow (throw an ApiError); returns the conditions the
    * delete relies on, re-checked inside apply (see WriteContext.expect).
    */
-  beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
+  beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): Expect[] | undefined;
   /**
    * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
    * on the clock (e.g. a disable that lapses by itself).
    */
-  cacheable?(row: Row): boolean;
+  cacheable?(row: RowOf<F>): boolean;
   /** `_links` beyond `self`. */
-  links?(row: Row): Record<string, { href: string }>;
+  links?(row: RowOf<F>): Record<string, { href: string }>;
 }
 
-export interface Entity<C = any, U = any, P = any> extends EntitySpec<C, U, P> {
+/** The row-typed hooks of a spec, as the generic machinery calls them (with any row of the collection). */
+type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links';
+
+export interface Entity<N extends string = string, F extends EntityFields = EntityFields>
+  extends Omit<EntitySpec<N, F>, RowHooks> {
   def: EntityDef;
+  toApi?(row: Row, svc: Services): Record<string, unknown>;
+  beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
+  cacheable?(row: Row): boolean;
+  links?(row: Row): Record<string, { href: string }>;
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
@@ -93,7 +149,26 @@ export interface Entity<C = any, U = any, P = any> extends EntitySpec<C, U, P> {
   renderJson(row: Row, svc: Services): string;
   /** `renderJson` as `caller` may see it (`redact` applies to non-admins). */
   renderJsonFor(row: Row, svc: Services, caller: Caller | null): string;
-  ops(): OpDef<any>[];
+  ops(): OpDef<unknown>[];
+}
+
+/** The row of `entity` with this id, typed by the declaration's fields. */
+export function getRow<F extends EntityFields>(entity: Entity<string, F>, svc: Services, id: string) {
+  return svc.store.get(entity.name, id) as RowOf<F> | undefined;
+}
+
+/** The row of `entity` with this id, typed, or 404 NOT_FOUND. */
+export function requireRow<F extends EntityFields>(entity: Entity<string, F>, svc: Services, id: string) {
+  const row = svc.store.get(entity.name, id);
+  if (!row) throw notFound(entity.type, id);
+  return row as RowOf<F>;
+}
+
+/** A copy of a default value, so that no two rows share a mutable array or object. */
+function freshDefault(v: unknown): unknown {
+  if (Array.isArray(v)) return [...v];
+  if (v !== null && typeof v === 'object') return { ...v };
+  return v ?? null;
 }
 
 const TYPE_OF: Record<string, QuerySymbol['type'] | null> = {
@@ -131,11 +206,21 @@ export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, Q
 /** Rendered JSON by row object (rows are immutable: an update makes a new object). */
 const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
 
-export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P> {
+export function defineEntity<const N extends string, const F extends EntityFields>(
+  spec: EntitySpec<N, F>,
+): Entity<N, F> {
   const def: EntityDef = { name: spec.name, type: spec.type, fields: spec.fields };
   const symbolTables = new WeakMap<Services, SymbolTable>();
-  const entity: Entity<C, U, P> = {
+  const rendered = Object.entries(spec.fields).filter(([, f]) => f.api);
+  // the hooks see the rows of their own collection, which the store holds as typed by `fields`
+  const typed = <R>(fn: ((row: RowOf<F>, ...rest: never[]) => R) | undefined) =>
+    fn as ((row: Row, ...rest: never[]) => R) | undefined;
+  const entity: Entity<N, F> = {
     ...spec,
+    toApi: typed(spec.toApi),
+    beforeDelete: typed(spec.beforeDelete),
+    cacheable: typed(spec.cacheable),
+    links: typed(spec.links),
     def,
     symbolTable(svc) {
       let table = symbolTables.get(svc);
@@ -150,26 +235,27 @@ export function defineEntity<C, U, P>(spec: EntitySpec<C, U, P>): Entity<C, U, P
     },
     render(row, svc) {
       return {
-        _links: { self: { href: `./${spec.name}/${row.id}` }, ...(spec.links?.(row) ?? {}) },
+        _links: { self: { href: `./${spec.name}/${row.id}` }, ...(entity.links?.(row) ?? {}) },
         createdAt: row.createdAt,
         id: row.id,
         tags: row.tags ?? {},
         updatedAt: row.updatedAt,
-        ...spec.toApi(row, svc),
+        ...renderFields(rendered, row),
+        ...entity.toApi?.(row, svc),
       };
     },
     renderJson(row, svc) {
       const hit = jsonCache.get(row);
       if (hit && hit.epoch === svc.store.epoch) return hit.json;
       const json = JSON.stringify(entity.render(row, svc));
-      if (spec.cacheable?.(row) !== false) jsonCache.set(row, { epoch: svc.store.epoch, json });
+      if (entity.cacheable?.(row) !== false) jsonCache.set(row, { epoch: svc.store.epoch, json });
       return json;
     },
     renderJsonFor(row, svc, caller) {
       if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);
       return JSON.stringify(spec.redact(entity.render(row, svc)));
     },
-    ops: () => crudOps(entity),
+    ops: () => [...crudOps(entity), ...relationOps(entity)],
   };
   return entity;
 }
@@ -178,22 +264,51 @@ function withExpect(expect: Expect[] | undefined): { expect?: Expect[] } {
   return expect && expect.length > 0 ? { expect } : {};
 }
 
-/** Default body → stored fields: the body keys that name stored fields. */
-function pickStored(entity: EntitySpec, body: Record<string, unknown>): Record<string, unknown> {
+/** The body schemas of the writable (`body`) fields, plus `tags`: the common part of create/update/patch bodies. */
+export function bodyFieldsOf<F extends EntityFields>(fields: F): BodyFields<F> {
+  const out: Record<string, Schema<unknown>> = {};
+  for (const [name, f] of Object.entries(fields)) if (f.body) out[name] = f.body;
+  out.tags = tags;
+  return out as BodyFields<F>;
+}
+
+/** The `api` fields of a row: as stored, or their default when absent. */
+function renderFields(rendered: [string, EntityField][], row: Row): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (k in entity.fields || k === 'tags') out[k] = v;
+  for (const [name, f] of rendered) out[name] = row[name] ?? freshDefault(f.default);
+  return out;
+}
+
+/** The writable (`body`) fields present in the request, as they are stored. */
+function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, f] of Object.entries(fields)) {
+    if (!f.body || !(k in body)) continue;
+    const v = body[k];
+    // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
+    if (v === null && !f.body.nullable) continue;
+    out[k] = v === '' && f.emptyIsNull ? null : v;
+  }
+  return out;
+}
+
+/** Default body → stored fields: the body keys that name stored fields. */
+function pickStored(fields: EntityFields, body: Record<string, unknown>, copied: Record<string, unknown>) {
+  const out: Record<string, unknown> = { ...copied };
+  for (const [k, v] of Object.entries(body)) if (!(k in out) && (k in fields || k === 'tags')) out[k] = v;
   return out;
 }
 
 async function toStored(entity: EntitySpec, body: Record<string, unknown>, w: WriteContext) {
   const mode = w.mode;
-  const data = entity.fromApi ? await entity.fromApi(body, w) : pickStored(entity, body);
+  const copied = copyBodyFields(entity.fields, body);
+  const data = entity.fromApi ? await entity.fromApi(body, { ...w, copied }) : pickStored(entity.fields, body, copied);
   if ('tags' in body) data.tags = body.tags ?? {};
   if (mode === 'update') {
     // PUT replaces every field the update body defines: absent ones go back to their defaults.
     for (const key of Object.keys(entity.update?.properties ?? {})) {
       if (key in data || !(key in entity.fields || key === 'tags')) continue;
-      data[key] = key === 'tags' ? {} : (entity.updateDefaults?.[key] ?? null);
+      data[key] = key === 'tags' ? {} : freshDefault(entity.fields[key]!.default);
     }
   }
   return data;
@@ -213,8 +328,8 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
 
 const ID_PATH = (name: string) => `/${name}/{id}`;
 
-function crudOps(entity: Entity): OpDef<any>[] {
-  const ops: OpDef<any>[] = [];
+function crudOps(entity: Entity): OpDef<unknown>[] {
+  const ops: OpDef<unknown>[] = [];
   const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
   const list = opConfig(entity, 'list');
@@ -275,7 +390,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
           },
         },
         handler: (ctx) =>
-          okJson(entity.renderJsonFor(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller)),
+          okJson(entity.renderJsonFor(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)),
       }),
     );
   }
@@ -299,7 +414,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
             schema: createEnvelope,
           },
         },
-        handler: async (ctx: OpContext<any>): Promise<HttpResponse> => {
+        handler: async (ctx: OpContext<Record<string, unknown>>): Promise<HttpResponse> => {
           const w: WriteContext = { mode: 'create', svc: ctx.svc, caller: ctx.caller, expect: [] };
           const data = await toStored(entity, ctx.body, w);
           const id = (data.id as string | undefined) ?? shortId();
@@ -335,8 +450,8 @@ function crudOps(entity: Entity): OpDef<any>[] {
         responses: {
           200: { description: 'The update request was successful and the resource has been altered', schema: empty },
         },
-        handler: async (ctx: OpContext<any>) => {
-          const existing = ctx.svc.require(entity.name, ctx.params.id!);
+        handler: async (ctx: OpContext<Record<string, unknown>>) => {
+          const existing = requireRow(entity, ctx.svc, ctx.params.id!);
           const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
           const set = await toStored(entity, ctx.body, w);
           const at = ctx.svc.nowIso();
@@ -363,7 +478,7 @@ function crudOps(entity: Entity): OpDef<any>[] {
         },
         handler: async (ctx) => {
           const expect = entity.beforeDelete
-            ? entity.beforeDelete(ctx.svc.require(entity.name, ctx.params.id!), ctx.svc, ctx.caller)
+            ? entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)
             : undefined;
           const at = ctx.svc.nowIso();
           await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) });

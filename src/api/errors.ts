@@ -40,7 +40,23 @@ export function storeError(e: StoreError): ApiError {
     case 'REJECTED':
       // an internal invariant: the details go to the log, not to the client
       return Errors.UNHANDLED();
+    case 'UNSTORABLE':
+      // the store's backstop: a value that would not read back as written (the value is not echoed)
+      return Errors.COULD_NOT_VALIDATE({ field: e.field ?? '', reason: e.reason });
   }
+}
+
+/**
+ * 503 `STORE_FAILED`: the store failed a disk write and refuses writes until the controller restarts. OpenZiti
+ * has no code for this (its 503s are `TIMEOUT` and `CLUSTER_NO_LEADER`, neither of which is true here), so Keel
+ * adds one, in OpenZiti's envelope; clients that treat any 503 as "try again later" do the right thing.
+ */
+export function storeFailed(): ApiError {
+  return new ApiError(
+    'STORE_FAILED',
+    503,
+    'The data store failed a write and refuses writes until the controller restarts. Try again later',
+  );
 }
 
 export function queryError(e: QueryError): ApiError {

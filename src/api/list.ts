@@ -9,7 +9,7 @@ import {
   type SymbolTable,
 } from '../../storage/zitiql/index.js';
 import { fieldError, queryError } from './errors.js';
-import type { OpContext, QueryParamDoc } from './op.js';
+import type { OpContext } from './op.js';
 import { listEnvelope } from './respond.js';
 import type { Services } from './services.js';
 
@@ -119,13 +119,6 @@ interface Listable {
   roleAttributesField?: string;
   symbolTable(svc: Services): SymbolTable;
 }
-
-/** The query parameters every list operation takes. */
-export const LIST_QUERY: readonly QueryParamDoc[] = [
-  { name: 'limit', type: 'integer' },
-  { name: 'offset', type: 'integer' },
-  { name: 'filter', type: 'string' },
-];
 
 /** The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination. */
 export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: ReadonlySet<string>): ListResult {

@@ -23,6 +23,13 @@ export interface QueryParamDoc {
   description?: string;
 }
 
+/** The query parameters of a paged list (OpenZiti documents these three on its list operations). */
+export const LIST_QUERY: readonly QueryParamDoc[] = [
+  { name: 'limit', type: 'integer' },
+  { name: 'offset', type: 'integer' },
+  { name: 'filter', type: 'string' },
+];
+
 export interface ResponseDoc {
   description: string;
   schema?: SchemaNode;
@@ -61,6 +68,8 @@ export interface OpDef<B = unknown> {
   bodyRequired?: boolean;
   query?: readonly QueryParamDoc[];
   responses: Record<number, ResponseDoc>;
+  /** Content types of the responses when not JSON (e.g. `application/pkcs7-mime`). */
+  produces?: readonly string[];
   /** Served but left out of the OpenAPI document (e.g. `swagger.json` itself). */
   undocumented?: boolean;
   handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;

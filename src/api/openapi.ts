@@ -19,7 +19,7 @@ const STANDARD_ERRORS: Record<number, string> = {
  * Keel's own OpenAPI (Swagger 2.0) document for one API, generated from the operations it actually serves:
  * every path, parameter, body schema and response schema comes from the route definitions.
  */
-export function buildOpenApi(api: ApiName, ops: OpDef<any>[], version: string): Record<string, unknown> {
+export function buildOpenApi(api: ApiName, ops: OpDef<unknown>[], version: string): Record<string, unknown> {
   const defs: Record<string, unknown> = {};
   const paths: Record<string, Record<string, unknown>> = {};
   const errorRef = toSwagger(apiErrorEnvelope, defs, false);
@@ -65,6 +65,7 @@ export function buildOpenApi(api: ApiName, ops: OpDef<any>[], version: string): 
     };
     if (op.operationId) operation.operationId = op.operationId;
     if (op.description) operation.description = op.description;
+    if (op.produces) operation.produces = op.produces;
     if (parameters.length > 0) operation.parameters = parameters;
     paths[op.path] ??= {};
     paths[op.path]![op.method.toLowerCase()] = operation;

@@ -11,7 +11,7 @@ export const API_BASE: Record<ApiName, string> = {
 };
 
 export interface RouteMeta {
-  op: OpDef<any>;
+  op: OpDef<unknown>;
   api: ApiName;
 }
 
@@ -27,7 +27,7 @@ const ACTION_OF: Record<string, string> = {
  * Management access (OpenZiti's DefaultManagementAccess): an admin, or an identity whose `permissions` hold
  * `admin_readonly` (reads), the entity permission (e.g. `identity`) or the entity-action one (`identity.read`).
  */
-export function hasAdminAccess(identity: Caller['identity'], op: OpDef<any>): boolean {
+export function hasAdminAccess(identity: Caller['identity'], op: OpDef<unknown>): boolean {
   if (identity.isAdmin === true) return true;
   if (!op.permission) return false;
   const perms = (identity.permissions as string[] | undefined) ?? [];
@@ -55,7 +55,7 @@ function formatGoTime(ms: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac} +0000 UTC`;
 }
 
-function authenticate(op: OpDef<any>, req: HttpRequest, svc: Services, confirmed = false): Caller | null {
+function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confirmed = false): Caller | null {
   const token = req.headers['zt-session']?.trim();
   if (op.access === 'none') {
     // Unauthenticated operations still see a valid session when one is sent (e.g. for response headers).
@@ -73,7 +73,7 @@ function authenticate(op: OpDef<any>, req: HttpRequest, svc: Services, confirmed
   return caller;
 }
 
-function readBody(op: OpDef<any>, req: HttpRequest): unknown {
+function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
   if (!op.body) return undefined;
   const body = req.json();
   if (body === undefined) {
@@ -90,7 +90,7 @@ function readBody(op: OpDef<any>, req: HttpRequest): unknown {
  * Wraps an operation as an HTTP handler: authentication and access, body validation, session activity, session
  * headers. Synchronous when the operation is (most reads), so the engine answers without a promise or a timer.
  */
-export function handlerFor(op: OpDef<any>, api: ApiName, svc: Services) {
+export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
   const endsSession = op.path === '/current-api-session' && op.method === 'DELETE';
   const finish = (caller: Caller | null, res: HttpResponse): HttpResponse => {
     if (!caller || endsSession) return res;
@@ -128,7 +128,7 @@ export function handlerFor(op: OpDef<any>, api: ApiName, svc: Services) {
 class UnknownTokenError extends Error {}
 
 /** Mounts every operation on every API it belongs to. */
-export function mountOps(router: Router<RouteMeta>, ops: OpDef<any>[], svc: Services): void {
+export function mountOps(router: Router<RouteMeta>, ops: OpDef<unknown>[], svc: Services): void {
   for (const op of ops) {
     for (const api of op.apis) router.add(op.method, API_BASE[api] + op.path, handlerFor(op, api, svc), { op, api });
   }

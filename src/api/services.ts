@@ -1,10 +1,11 @@
 import { OverloadedError } from '../../storage/local-proposer.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
-import type { Command, Row } from '../../storage/types.js';
+import { type Command, type Row, StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
 import type { MemberView } from '../cluster/members.js';
-import { type ApiError, Errors, notFound, storeError } from './errors.js';
+import type { EntityName } from '../model/index.js';
+import { type ApiError, Errors, notFound, storeError, storeFailed } from './errors.js';
 
 /**
  * The HTTP face of a proposal that produced no recorded result: no leader → 503 CLUSTER_NO_LEADER (OpenZiti's
@@ -27,7 +28,7 @@ export interface Clock {
   now(): number;
 }
 
-export type Logger = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+export type Logger = (level: 'info' | 'warn' | 'error' | 'fatal', msg: string, extra?: Record<string, unknown>) => void;
 
 export const systemClock: Clock = { now: () => Date.now() };
 
@@ -76,12 +77,12 @@ export class Services {
     return new Date(this.clock.now()).toISOString();
   }
 
-  get(entity: string, id: string): Row | undefined {
+  get(entity: EntityName, id: string): Row | undefined {
     return this.store.get(entity, id);
   }
 
   /** The row or 404 NOT_FOUND, worded as OpenZiti does. */
-  require(entity: string, id: string): Row {
+  require(entity: EntityName, id: string): Row {
     const row = this.store.get(entity, id);
     if (!row) throw notFound(this.store.schema.def(entity).type, id);
     return row;
@@ -98,11 +99,20 @@ export class Services {
         this.log('warn', 'write refused', { code: err.code, reason: err.message });
         throw proposalError(err);
       }
+      // not acknowledged: the write may or may not be on disk, and nothing more will be (the node is stopping)
+      if (err instanceof StoreFailedError) throw storeFailed();
       throw err;
     }
     if (!result.ok) {
       if (result.error.code === 'REJECTED')
         this.log('error', 'command rejected by an invariant', { error: result.error });
+      // the input boundary should have made every string well-formed and bounded the nesting: say it did not
+      if (result.error.code === 'UNSTORABLE')
+        this.log('warn', 'command refused: it would not read back as written', {
+          entity: result.error.entity,
+          field: result.error.field,
+          reason: result.error.reason,
+        });
       throw storeError(result.error);
     }
     return result.value;

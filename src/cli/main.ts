@@ -2,17 +2,20 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
+import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
+import { pkiMain } from './pki.js';
 
 const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
 
 Usage:
   keel run [options]      run a controller node (alone, or as a cluster member)
-  keel cluster …          run a local 3-node cluster; list, add, remove members; transfer leadership
+  keel cluster ...        run a local 3-node cluster; list, add, remove members; transfer leadership
                           (keel cluster --help)
+  keel pki ...            the cluster's certificates (keel pki --help)
 
 Options of run:
   --data-dir DIR          data directory (default ./data); created and initialised on first start
@@ -20,7 +23,8 @@ Options of run:
   --advertise URL         base URL clients use to reach the listener (default http://<listen>)
   --admin-password P      password of the default admin on first start (or KEEL_ADMIN_PASSWORD);
                           without either, a strong password is generated and printed once
-  --engine uws|node       HTTP engine (default uws)
+  --engine uws|node       HTTP engine (default uws; node with --tls)
+  --tls                   serve the API over HTTPS with a certificate from DIR/pki (made on first start)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
@@ -36,7 +40,20 @@ Cluster options of run (without --node-id the node runs alone, as above):
                           cluster CA (PEM files)
   --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 10000)
   After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
+
+Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
+data store write (restart it: the data on disk is recovered), 70 after a cluster member stopped itself
+(a broken Raft invariant or a failing Raft log: restart it).
 `;
+
+/** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */
+export const EXIT_STORE_FAILED = 74;
+/** Exit status after a cluster member stopped itself (a broken Raft invariant, a failing Raft log). */
+export const EXIT_CLUSTER_FATAL = 70;
+/** After a store failure: time for the answers already decided (503s) to be written before stopping. */
+const FATAL_GRACE_MS = 100;
+/** After a store failure the process is gone by then, whatever a stop still waits for. */
+const FATAL_EXIT_MS = 1_000;
 
 export function parseDuration(text: string): number {
   const m = /^(\d+)(ms|s|m|h)$/.exec(text.trim());
@@ -134,7 +151,8 @@ async function run(argv: string[]): Promise<void> {
       listen: { type: 'string', default: '127.0.0.1:1280' },
       advertise: { type: 'string' },
       'admin-password': { type: 'string' },
-      engine: { type: 'string', default: 'uws' },
+      engine: { type: 'string' },
+      tls: { type: 'boolean' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
       'node-id': { type: 'string' },
@@ -156,7 +174,8 @@ async function run(argv: string[]): Promise<void> {
   }
   const logger = pino({ name: 'keel', level: process.env.KEEL_LOG_LEVEL ?? 'info' }, pino.destination(2));
   const { host, port } = parseListen(values.listen!);
-  const engine = values.engine === 'node' ? 'node' : values.engine === 'uws' ? 'uws' : null;
+  const engineName = values.engine ?? (values.tls ? 'node' : 'uws');
+  const engine = engineName === 'node' ? 'node' : engineName === 'uws' ? 'uws' : null;
   if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
   const advertise = values.advertise ? parseAdvertise(values.advertise) : undefined;
   const sessionTimeout_ms = values['session-timeout']
@@ -165,16 +184,38 @@ async function run(argv: string[]): Promise<void> {
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
   const cluster = clusterOptions(values);
-  const ctl = await Controller.start({
-    cluster,
-    onFatal: () => {
+  let ctl: Controller | null = null;
+  let stopping = false;
+  // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the
+  // controller and LevelDB recovers its log from the files (docs/architecture.md, "Disk failures").
+  const onFatal = (failure: StoreFailedError) => {
+    if (stopping) return;
+    stopping = true;
+    const exit = () => {
+      logger.fatal(
+        { stage: failure.stage, reason: failure.reason, exitCode: EXIT_STORE_FAILED },
+        'exiting: the data store failed a write; restart the controller to recover from the data on disk',
+      );
       logger.flush();
-      process.exit(70);
+      process.exit(EXIT_STORE_FAILED);
+    };
+    setTimeout(exit, FATAL_EXIT_MS);
+    setTimeout(() => {
+      void (ctl?.stop() ?? Promise.resolve()).then(exit, exit);
+    }, FATAL_GRACE_MS);
+  };
+  ctl = await Controller.start({
+    cluster,
+    onClusterFatal: (err) => {
+      logger.fatal({ err: err.message, exitCode: EXIT_CLUSTER_FATAL }, 'exiting: this cluster member stopped itself');
+      logger.flush();
+      process.exit(EXIT_CLUSTER_FATAL);
     },
     dataDir,
     host,
     port,
     engine,
+    apiTls: values.tls === true,
     adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
     sessionTimeout_ms: values['session-timeout']
       ? parseDuration(values['session-timeout'])
@@ -182,6 +223,7 @@ async function run(argv: string[]): Promise<void> {
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: advertise ? [advertise] : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
+    onFatal,
   });
   const base = ctl.baseUrl;
   const lines = [
@@ -198,13 +240,12 @@ async function run(argv: string[]): Promise<void> {
     lines.push(`  Admin password:  (as configured on the ${cluster ? "cluster's " : ''}first start)`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-  let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
     try {
-      await ctl.stop();
+      await ctl?.stop();
       logger.flush();
       process.exit(0);
     } catch (err) {
@@ -223,6 +264,7 @@ export async function main(argv: string[]): Promise<number> {
       await run(rest);
       return -1; // keeps running
     }
+    if (cmd === 'pki') return await pkiMain(rest);
     if (cmd === 'cluster') return await clusterCommand(rest, (line) => process.stdout.write(`${line}\n`));
     if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
       process.stdout.write(USAGE);

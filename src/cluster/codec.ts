@@ -1,4 +1,4 @@
-import { packr } from '../../storage/store.js';
+import { packr } from '../../storage/codec.js';
 import type { Command } from '../../storage/types.js';
 
 /**

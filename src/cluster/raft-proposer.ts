@@ -1,4 +1,5 @@
 import { RaftError, type RaftNode } from '../../raft/index.js';
+import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { encodeLogged } from './codec.js';
@@ -51,8 +52,12 @@ export class RaftProposer implements Proposer {
 
   async propose(cmd: Command): Promise<CommandResult> {
     if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+    // the round trip every command takes (storage/command-codec.ts): one that would not read back as written fails
+    // alone here, before it reaches the log
+    const encoded = encodeCommand(cmd);
+    if (!encoded.ok) return encoded.result;
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
-    const data = encodeLogged({ rid, cmd });
+    const data = encodeLogged({ rid, cmd: encoded.cmd });
     const waiter = this.sm.wait(rid);
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
     let timer: NodeJS.Timeout | undefined;

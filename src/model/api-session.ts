@@ -1,3 +1,4 @@
+import type { ApplyContext } from '../../storage/schema.js';
 import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
 import type { Services } from '../api/services.js';
@@ -55,7 +56,14 @@ const apiSessionRequired = [
   'isCertExtendable',
 ] as const;
 
-export const apiSessionDetail = detailSchema('apiSessionDetail', s.obj(apiSessionFields, apiSessionRequired as any));
+export const apiSessionDetail = detailSchema(
+  'apiSessionDetail',
+  s.obj(
+    apiSessionFields,
+    // the published spec requires `cachedUpdatedAt` without declaring it: keep its list as is
+    apiSessionRequired as readonly string[] as readonly (keyof typeof apiSessionFields)[],
+  ),
+);
 export const currentApiSessionDetail = s.named(
   'currentApiSessionDetail',
   s.allOf(
@@ -118,14 +126,10 @@ export const apiSessions = defineEntity({
 });
 
 /** Custom command: delete the listed sessions whose stored activity is older than `cutoff` (re-checked here). */
-export function expireSessions(
-  ctx: { txn: any; delete: any },
-  args: { ids: string[]; cutoff: string },
-  at: string,
-): number {
+export function expireSessions(ctx: ApplyContext, args: { ids: string[]; cutoff: string }, at: string): number {
   let n = 0;
   for (const id of args.ids) {
-    const row = ctx.txn.get('api-sessions', id) as Row | undefined;
+    const row = ctx.txn.get('api-sessions', id);
     if (!row || (row.lastActivityAt as string) >= args.cutoff) continue;
     ctx.delete('api-sessions', id, at, true);
     n++;
@@ -134,14 +138,10 @@ export function expireSessions(
 }
 
 /** Custom command: record session activity (batched). Only moves `lastActivityAt` forward; gone sessions are skipped. */
-export function touchSessions(
-  ctx: { txn: any; update: any },
-  args: { touches: [string, string][] },
-  at: string,
-): number {
+export function touchSessions(ctx: ApplyContext, args: { touches: [string, string][] }, at: string): number {
   let n = 0;
   for (const [id, iso] of args.touches) {
-    const row = ctx.txn.get('api-sessions', id) as Row | undefined;
+    const row = ctx.txn.get('api-sessions', id);
     if (!row || (row.lastActivityAt as string) >= iso) continue;
     ctx.update('api-sessions', id, { lastActivityAt: iso }, at, true);
     n++;

@@ -1,10 +1,11 @@
-import type { Row } from '../../storage/types.js';
+import type { Expect, Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
+import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
 import { guardAdminTarget } from './preconditions.js';
 
@@ -38,7 +39,7 @@ export const authenticatorDetail = detailSchema(
 export function checkPasswordPolicy(svc: Services, identityId: string, pw: string, field = 'password'): void {
   const identity = svc.get('identities', identityId);
   const policy = identity ? svc.get('auth-policies', identity.authPolicyId as string) : undefined;
-  const updb = (policy?.primary as any)?.updb;
+  const updb = (policy?.primary as AuthPolicyPrimary | undefined)?.updb;
   if (!updb) return;
   if (pw.length < updb.minPasswordLength) {
     throw fieldError(field, `password must be at least ${updb.minPasswordLength} characters`, '******');
@@ -111,7 +112,7 @@ export const authenticators = defineEntity({
     patch: { permission: null },
     delete: { permission: null },
   },
-  beforeDelete(row, svc, caller) {
+  beforeDelete(row, svc, caller): Expect[] {
     const targetId = row.identityId as string;
     return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);
   },

@@ -1,5 +1,9 @@
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
+import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
+import { compileUserSchema } from '../schema/user-schema.js';
+import { tags } from './common.js';
+import { configs } from './config.js';
 
 /** Built-in config types with their fixed ids (REFERENCE §7), created at initialisation. */
 export const BUILTIN_CONFIG_TYPES: { id: string; name: string; target: 'service' | 'router' }[] = [
@@ -13,6 +17,16 @@ export const BUILTIN_CONFIG_TYPES: { id: string; name: string; target: 'service'
   { id: 'router.link.v1', name: 'router.link.v1', target: 'router' },
 ];
 
+const target = s.enum(['service', 'router'] as const);
+const schema = s.map(true);
+
+/** A config type's stored fields; its `target` is set on create (default `service`) and never changes. */
+const configTypeFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  schema: { type: 'object', body: schema, api: true, default: {} },
+  target: { type: 'string', index: true, api: true, default: null },
+} as const satisfies EntityFields;
+
 export const configTypes = defineEntity({
   name: 'config-types',
   type: 'configType',
@@ -20,19 +34,35 @@ export const configTypes = defineEntity({
   singular: 'ConfigType',
   plural: 'ConfigTypes',
   permission: 'config-type',
-  fields: {
-    name: { type: 'string', unique: true },
-    schema: { type: 'object' },
-    target: { type: 'string', index: true },
-  },
+  fields: configTypeFields,
   detail: detailSchema(
     'configTypeDetail',
-    s.obj({ name: s.str(), schema: s.map(true), target: s.nullable(s.enum(['service', 'router'] as const)) }, [
-      'name',
-      'schema',
-    ]),
+    s.obj({ name: s.str(), schema: s.map(true), target: s.nullable(target) }, ['name', 'schema']),
   ),
-  toApi: (row) => ({ name: row.name, schema: row.schema ?? {}, target: row.target ?? null }),
-  // Config types are readable now; their create/update/delete (with JSON-schema checks) arrive with configs.
-  operations: { create: false, update: false, patch: false, delete: false },
+  create: s.named('configTypeCreate', s.obj({ name: s.str(), schema, tags, target: s.nullable(target) }, ['name'])),
+  update: s.named('configTypeUpdate', s.obj({ name: s.str(), schema, tags }, ['name'])),
+  patch: s.named('configTypePatch', s.obj({ name: s.str(), schema, tags })),
+  relations: [
+    {
+      path: 'configs',
+      listed: (): Entity => configs,
+      via: { ref: 'configTypeId' },
+      operationId: 'listConfigsForConfigType',
+      summary: 'Lists the configs of a specific config-type',
+      // the listing shows the configs themselves
+      permission: 'config',
+    },
+  ],
+  fromApi(body, { mode, existing, copied }) {
+    if (mode !== 'create' && 'target' in body && body.target !== existing?.target) {
+      throw fieldError('target', 'the target of a config type cannot be changed', body.target);
+    }
+    const out = { ...copied };
+    if (mode === 'create') out.target = body.target ?? 'service';
+    if ('schema' in out) {
+      const compiled = compileUserSchema(out.schema as Record<string, unknown>);
+      if ('error' in compiled) throw fieldError('schema', `invalid JSON schema: ${compiled.error}`, out.schema);
+    }
+    return out;
+  },
 });

@@ -1,10 +1,18 @@
 import type { Command, Expect, Row } from '../../storage/types.js';
-import { checkRoleAttributes, defineEntity, detailSchema } from '../api/entity.js';
+import {
+  bodyFieldsOf,
+  checkRoleAttributes,
+  defineEntity,
+  detailSchema,
+  type EntityFields,
+  type RowOf,
+} from '../api/entity.js';
 import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
-import { s } from '../schema/s.js';
+import { type Schema, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
+import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
 import { identityEnrollments as enrollmentsOf } from './enrollment.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
@@ -40,7 +48,7 @@ const terminatorPrecedenceMap = s.named('terminatorPrecedenceMap', s.map(termina
 const identityType = s.named('identityType', s.enum(['User', 'Device', 'Service', 'Router', 'Default'] as const));
 const permissions = s.named('permissions', s.nullable(s.arr(s.enum(PERMISSIONS))));
 
-const enrollmentRef = (extra: Record<string, any> = {}) =>
+const enrollmentRef = (extra: Record<string, Schema<unknown>> = {}) =>
   s.obj({ expiresAt: s.datetime(), id: s.str(), jwt: s.str(), token: s.str(), ...extra });
 const identityEnrollments = s.named(
   'identityEnrollments',
@@ -53,21 +61,6 @@ const identityAuthenticators = s.named(
     updb: s.obj({ id: s.str(), username: s.str() }),
   }),
 );
-
-/** Fields shared by create, update and patch bodies. */
-const writable = {
-  appData: tags,
-  authPolicyId: s.nullable(s.str()),
-  defaultHostingCost: terminatorCost,
-  defaultHostingPrecedence: terminatorPrecedence,
-  externalId: s.nullable(s.str()),
-  permissions,
-  roleAttributes: attributes,
-  serviceHostingCosts: terminatorCostMap,
-  serviceHostingPrecedences: terminatorPrecedenceMap,
-  tags,
-  type: identityType,
-};
 
 export const identityDetail = detailSchema(
   'identityDetail',
@@ -143,9 +136,10 @@ export function isDisabled(row: Row, nowMs: number): boolean {
   return !row.disabledUntil || Date.parse(row.disabledUntil as string) > nowMs;
 }
 
-export function renderIdentityFields(row: Row, svc: Services): Record<string, unknown> {
-  const policy = svc.get('auth-policies', row.authPolicyId as string);
-  const type = svc.get('identity-types', row.typeId as string);
+/** What an identity renders beyond its `api` fields. */
+function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, unknown> {
+  const policy = svc.get('auth-policies', row.authPolicyId!);
+  const type = svc.get('identity-types', row.typeId!);
   const authenticators: Record<string, unknown> = {};
   for (const aid of svc.store.lookup('authenticators', 'identityId', row.id)) {
     const a = svc.get('authenticators', aid)!;
@@ -154,34 +148,55 @@ export function renderIdentityFields(row: Row, svc: Services): Record<string, un
   }
   const disabled = isDisabled(row, svc.clock.now());
   return {
-    appData: row.appData ?? {},
-    authPolicy: ref('auth-policies', row.authPolicyId as string, policy?.name as string | undefined),
-    authPolicyId: row.authPolicyId,
+    authPolicy: ref('auth-policies', row.authPolicyId!, policy?.name as string | undefined),
     authenticators,
-    defaultHostingCost: row.defaultHostingCost ?? 0,
-    defaultHostingPrecedence: row.defaultHostingPrecedence ?? 'default',
     disabled,
     disabledAt: disabled ? (row.disabledAt ?? null) : null,
     disabledUntil: disabled ? (row.disabledUntil ?? null) : null,
     edgeRouterConnectionStatus: 'offline',
     enrollment: enrollmentsOf(svc, row.id),
-    envInfo: row.envInfo ?? {},
-    externalId: row.externalId ?? null,
     hasApiSession: svc.store.lookup('api-sessions', 'identityId', row.id).length > 0,
     hasEdgeRouterConnection: false,
-    isAdmin: row.isAdmin === true,
-    isDefaultAdmin: row.isDefaultAdmin === true,
-    isMfaEnabled: row.isMfaEnabled === true,
-    name: row.name,
-    permissions: row.permissions ?? [],
-    roleAttributes: row.roleAttributes ?? [],
-    sdkInfo: row.sdkInfo ?? {},
-    serviceHostingCosts: row.serviceHostingCosts ?? {},
-    serviceHostingPrecedences: row.serviceHostingPrecedences ?? {},
-    type: ref('identity-types', row.typeId as string, type?.name as string | undefined),
-    typeId: row.typeId,
+    type: ref('identity-types', row.typeId!, type?.name as string | undefined),
   };
 }
+
+/**
+ * The identity's stored fields: storage semantics, and in the same entry whether a request body may set it
+ * (`body`, with its schema), whether it renders as stored (`api`) and its `default` (rendering of an absent value,
+ * and what a PUT that leaves it out resets it to).
+ */
+const identityFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  typeId: { type: 'string', ref: { entity: 'identity-types', onDelete: 'restrict' }, api: true },
+  isAdmin: { type: 'bool', index: true, body: s.bool(), api: true, default: false },
+  isDefaultAdmin: { type: 'bool', api: true, default: false },
+  isMfaEnabled: { type: 'bool', api: true, default: false },
+  roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
+  authPolicyId: {
+    type: 'string',
+    ref: { entity: 'auth-policies', onDelete: 'restrict' },
+    body: s.nullable(s.str()),
+    api: true,
+    default: 'default',
+  },
+  externalId: { type: 'string', unique: true, body: s.nullable(s.str()), api: true, default: null, emptyIsNull: true },
+  defaultHostingCost: { type: 'number', body: terminatorCost, api: true, default: 0 },
+  defaultHostingPrecedence: { type: 'string', body: terminatorPrecedence, api: true, default: 'default' },
+  serviceHostingCosts: { type: 'map', body: terminatorCostMap, api: true, default: {} },
+  serviceHostingPrecedences: { type: 'map', body: terminatorPrecedenceMap, api: true, default: {} },
+  appData: { type: 'map', body: tags, api: true, default: {} },
+  permissions: { type: 'string', set: true, body: permissions, api: true, default: [] },
+  disabledAt: { type: 'datetime' },
+  disabledUntil: { type: 'datetime' },
+  envInfo: { type: 'object', api: true, default: {} },
+  sdkInfo: { type: 'object', api: true, default: {} },
+} as const satisfies EntityFields;
+
+type IdentityRow = RowOf<typeof identityFields>;
+
+/** Fields shared by create, update and patch bodies: the writable stored fields, `tags`, and the wire `type`. */
+const writable = { ...bodyFieldsOf(identityFields), type: identityType };
 
 export const identities = defineEntity({
   name: 'identities',
@@ -191,26 +206,16 @@ export const identities = defineEntity({
   plural: 'Identities',
   permission: 'identity',
   roleAttributesField: 'roleAttributes',
-  fields: {
-    name: { type: 'string', unique: true },
-    typeId: { type: 'string', ref: { entity: 'identity-types', onDelete: 'restrict' } },
-    isAdmin: { type: 'bool', index: true },
-    isDefaultAdmin: { type: 'bool' },
-    isMfaEnabled: { type: 'bool' },
-    roleAttributes: { type: 'string', set: true, index: true },
-    authPolicyId: { type: 'string', ref: { entity: 'auth-policies', onDelete: 'restrict' } },
-    externalId: { type: 'string', unique: true },
-    defaultHostingCost: { type: 'number' },
-    defaultHostingPrecedence: { type: 'string' },
-    serviceHostingCosts: { type: 'map' },
-    serviceHostingPrecedences: { type: 'map' },
-    appData: { type: 'map' },
-    permissions: { type: 'string', set: true },
-    disabledAt: { type: 'datetime' },
-    disabledUntil: { type: 'datetime' },
-    envInfo: { type: 'object' },
-    sdkInfo: { type: 'object' },
-  },
+  fields: identityFields,
+  relations: [
+    {
+      path: 'authenticators',
+      listed: () => authenticators,
+      via: { ref: 'identityId' },
+      operationId: 'getIdentityAuthenticators',
+      summary: 'Retrieve the current authenticators of a specific identity',
+    },
+  ],
   symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
     isDisabled: { type: 'bool', set: false, get: (r: Row) => isDisabled(r, svc.clock.now()) },
@@ -218,37 +223,19 @@ export const identities = defineEntity({
   detail: identityDetail,
   create: s.named(
     'identityCreate',
-    s.obj(
-      {
-        ...writable,
-        enrollment: s.obj({ ott: s.bool(), ottca: s.str(), updb: s.str() }),
-        isAdmin: s.bool(),
-        name: s.str(),
-      },
-      ['name', 'type', 'isAdmin'],
-    ),
+    s.obj({ ...writable, enrollment: s.obj({ ott: s.bool(), ottca: s.str(), updb: s.str() }) }, [
+      'name',
+      'type',
+      'isAdmin',
+    ]),
   ),
-  update: s.named(
-    'identityUpdate',
-    s.obj({ ...writable, isAdmin: s.bool(), name: s.str() }, ['type', 'name', 'isAdmin']),
-  ),
+  update: s.named('identityUpdate', s.obj(writable, ['type', 'name', 'isAdmin'])),
   patch: s.named('identityPatch', s.obj({ ...writable, isAdmin: s.nullable(s.bool()), name: s.nullable(s.str()) })),
-  updateDefaults: {
-    authPolicyId: 'default',
-    roleAttributes: [],
-    defaultHostingCost: 0,
-    defaultHostingPrecedence: 'default',
-    serviceHostingCosts: {},
-    serviceHostingPrecedences: {},
-    appData: {},
-    permissions: [],
-    externalId: null,
-  },
-  toApi: renderIdentityFields,
+  toApi: renderIdentityExtras,
   // enrollment tokens and JWTs are credentials: only admins see them
   redact: (data) => {
     const enrollment: Record<string, unknown> = {};
-    for (const [method, e] of Object.entries((data.enrollment as Record<string, any>) ?? {})) {
+    for (const [method, e] of Object.entries((data.enrollment as Record<string, Record<string, unknown>>) ?? {})) {
       const { jwt: _jwt, token: _token, ...rest } = e;
       enrollment[method] = rest;
     }
@@ -298,7 +285,7 @@ export const identities = defineEntity({
     }
     return out;
   },
-  beforeDelete(row, _svc, caller) {
+  beforeDelete(row, _svc, caller): Expect[] {
     const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);
     if (row.isDefaultAdmin) {
       throw Errors.ENTITY_CAN_NOT_BE_DELETED({
@@ -308,32 +295,14 @@ export const identities = defineEntity({
     }
     return expect;
   },
-  fromApi(body, { mode, svc, existing, caller, expect }) {
+  fromApi(body, { mode, svc, existing, caller, copied, expect }) {
     // Only admins make admins: a caller with `identity` permissions may not grant more than it holds. Both rules
     // are checked here and again inside apply (the caller's and the target's admin flags may change meanwhile).
     const grants = body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);
     if (caller && caller.identity.isAdmin !== true && grants) throw unauthorized('forbidden');
     if (caller && grants) expect.push(callerIsAdmin(caller));
     if (existing) expect.push(...guardAdminTarget(caller, existing.isAdmin === true, existing.id));
-    const out: Record<string, unknown> = {};
-    const copy = [
-      'name',
-      'isAdmin',
-      'externalId',
-      'defaultHostingCost',
-      'defaultHostingPrecedence',
-      'serviceHostingCosts',
-      'serviceHostingPrecedences',
-      'appData',
-      'permissions',
-    ];
-    for (const k of copy) {
-      if (!(k in body)) continue;
-      const v = body[k];
-      // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
-      if (v === null && (k === 'name' || k === 'isAdmin')) continue;
-      out[k] = v === '' && k === 'externalId' ? null : v;
-    }
+    const out = copied;
     if (existing?.isDefaultAdmin && out.isAdmin === false) {
       throw Errors.ENTITY_CAN_NOT_BE_UPDATED({
         code: 'UNHANDLED',

@@ -1,10 +1,11 @@
-import type { Row } from '../../storage/types.js';
+import type { Command, Row } from '../../storage/types.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
+import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
@@ -59,7 +60,10 @@ function configTypeIds(svc: Services, values: string[] | undefined): string[] {
   return [...out].sort();
 }
 
-async function passwordLogin(svc: Services, body: any): Promise<{ identity: Row; authenticator: Row } | null> {
+async function passwordLogin(
+  svc: Services,
+  body: { username?: unknown; password?: unknown } | undefined,
+): Promise<{ identity: Row; authenticator: Row } | null> {
   const username = body?.username;
   const password = body?.password;
   if (typeof username !== 'string' || typeof password !== 'string') return null;
@@ -73,11 +77,11 @@ async function passwordLogin(svc: Services, body: any): Promise<{ identity: Row;
   const identity = svc.get('identities', authenticator.identityId as string);
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
   const policy = svc.get('auth-policies', identity.authPolicyId as string);
-  if ((policy?.primary as any)?.updb?.allowed === false) return null;
+  if ((policy?.primary as AuthPolicyPrimary | undefined)?.updb?.allowed === false) return null;
   return { identity, authenticator };
 }
 
-export function authenticationOps(): OpDef<any>[] {
+export function authenticationOps(): OpDef<unknown>[] {
   return [
     op({
       method: 'POST',
@@ -111,8 +115,10 @@ export function authenticationOps(): OpDef<any>[] {
         const id = shortId();
         const token = uuid();
         const policy = svc.get('auth-policies', identity.authPolicyId as string);
-        const mfaRequired = identity.isMfaEnabled === true || (policy?.secondary as any)?.requireTotp === true;
-        const ops: any[] = [
+        const mfaRequired =
+          identity.isMfaEnabled === true ||
+          (policy?.secondary as { requireTotp?: boolean } | undefined)?.requireTotp === true;
+        const ops: Command[] = [
           {
             op: 'create',
             entity: 'api-sessions',

@@ -8,8 +8,8 @@ import type { EntityDef, Row } from '../../storage/types.js';
 import { createSymbolTable, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseSymbols, fieldSymbols } from '../api/entity.js';
 import { type ApiError, Errors, fieldError } from '../api/errors.js';
-import { collectionSource, LIST_QUERY, listResponse, runList } from '../api/list.js';
-import { type ApiName, type OpDef, op } from '../api/op.js';
+import { collectionSource, listResponse, runList } from '../api/list.js';
+import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { ClusterView, Services } from '../api/services.js';
@@ -131,7 +131,7 @@ function renderController(r: Row): string {
   });
 }
 
-export function controllerOps(): OpDef<any>[] {
+export function controllerOps(): OpDef<unknown>[] {
   return [
     op({
       method: 'GET',
@@ -195,7 +195,7 @@ const member = s.named(
 );
 
 /** OpenZiti's fabric cluster endpoints, served under FABRIC_BASE (not part of the edge OpenAPI documents). */
-export function fabricClusterOps(): OpDef<any>[] {
+export function fabricClusterOps(): OpDef<unknown>[] {
   const base = { apis: [] as ApiName[], tags: ['Cluster'], access: 'admin' as const };
   return [
     op({

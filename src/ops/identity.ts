@@ -1,11 +1,9 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
-import { collectionSource, filterableFields, LIST_QUERY, listResponse, runList } from '../api/list.js';
-import { type ApiName, type OpDef, op } from '../api/op.js';
+import { filterableFields, runList } from '../api/list.js';
+import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
-import type { Services } from '../api/services.js';
-import { authenticators } from '../model/authenticator.js';
-import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
+import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
 
@@ -18,7 +16,7 @@ export function roleAttributeOp(
   entity: string,
   field: string,
   permission: string,
-): OpDef<any> {
+): OpDef<unknown> {
   const symbols = createSymbolTable({ symbols: { id: { type: 'string', set: false, get: (r: Row) => r.id } } });
   return op({
     method: 'GET',
@@ -61,7 +59,7 @@ export function roleAttributeOp(
   });
 }
 
-export function identityOps(): OpDef<any>[] {
+export function identityOps(): OpDef<unknown>[] {
   return [
     op({
       method: 'GET',
@@ -80,24 +78,6 @@ export function identityOps(): OpDef<any>[] {
       // the identity's own representation (OpenZiti maps it with the identity link factory), cached like any read
       handler: ({ caller, svc }) => okJson(identities.renderJson(caller!.identity, svc)),
     }),
-    op({
-      method: 'GET',
-      path: '/identities/{id}/authenticators',
-      apis: ['management'],
-      operationId: 'getIdentityAuthenticators',
-      tags: ['Identity'],
-      summary: 'Retrieve the current authenticators of a specific identity',
-      access: 'admin',
-      permission: 'identity',
-      query: LIST_QUERY,
-      responses: {
-        200: {
-          description: 'A list of authenticators',
-          schema: listEnvelope('listAuthenticatorsEnvelope', authenticators.detail),
-        },
-      },
-      handler: ({ req, params, svc }) => identityAuthenticators(req, params.id!, svc),
-    }),
     roleAttributeOp(
       '/identity-role-attributes',
       'listIdentityRoleAttributes',
@@ -106,12 +86,4 @@ export function identityOps(): OpDef<any>[] {
       'identity',
     ),
   ];
-}
-
-function identityAuthenticators(req: Parameters<typeof runList>[0], identityId: string, svc: Services) {
-  svc.require('identities', identityId);
-  const only = new Set(svc.store.lookup('authenticators', 'identityId', identityId));
-  const symbols = authenticators.symbolTable(svc);
-  const result = runList(req, symbols, collectionSource(svc.store.collection('authenticators'), only));
-  return listResponse(result, (row) => authenticators.renderJson(row, svc), symbols);
 }

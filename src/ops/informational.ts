@@ -72,7 +72,7 @@ function specRow(id: string) {
 }
 
 /** `specs(api)` returns the served OpenAPI document of an API (built once, from the registered operations). */
-export function informationalOps(specs: (api: ApiName) => string): OpDef<any>[] {
+export function informationalOps(specs: (api: ApiName) => string): OpDef<unknown>[] {
   const jsonSpec = (api: ApiName) => ({
     status: 200,
     headers: { 'content-type': 'application/json' },

@@ -49,7 +49,7 @@ function mk<T>(node: SchemaNode): Schema<T> {
   return node as Schema<T>;
 }
 
-type Props = Record<string, Schema<any>>;
+type Props = Record<string, Schema<unknown>>;
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 type ObjType<P extends Props, R extends keyof P> = Simplify<
   { [K in R]: Infer<P[K]> } & { [K in Exclude<keyof P, R>]?: Infer<P[K]> }

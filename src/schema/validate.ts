@@ -2,8 +2,14 @@ import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { type SchemaNode, toJsonSchema } from './s.js';
 
-const Ajv = (AjvModule as any).default ?? AjvModule;
-const addFormats = (addFormatsModule as any).default ?? addFormatsModule;
+// CommonJS packages: their class/function is on `default` when loaded as ESM by Node, or the import itself under
+// bundlers that already unwrap it
+type AjvClass = typeof AjvModule.default;
+type AddFormats = typeof addFormatsModule.default;
+export const Ajv: AjvClass =
+  (AjvModule as unknown as { default?: AjvClass }).default ?? (AjvModule as unknown as AjvClass);
+export const addFormats: AddFormats =
+  (addFormatsModule as unknown as { default?: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats);
 
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
 addFormats(ajv, ['date-time', 'uuid', 'uri', 'email']);
@@ -24,6 +30,11 @@ export function validate(schema: SchemaNode, value: unknown, location = 'body'):
     fn = ajv.compile(toJsonSchema(schema)) as ValidateFunction;
     cache.set(schema, fn);
   }
+  return firstError(fn, value, location);
+}
+
+/** Runs a compiled validator; its first error in go-openapi's words, or null when `value` is valid. */
+export function firstError(fn: ValidateFunction, value: unknown, location: string): FieldError | null {
   if (fn(value)) return null;
   const err = fn.errors?.[0];
   if (!err) return { field: '', reason: 'invalid document', value };
@@ -35,16 +46,16 @@ function fieldOf(err: ErrorObject): string {
     .split('/')
     .slice(1)
     .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (err.keyword === 'required') parts.push(String((err.params as any).missingProperty));
+  if (err.keyword === 'required') parts.push(String((err.params as Record<string, unknown>).missingProperty));
   return parts.join('.');
 }
 
 function valueAt(root: unknown, path: string): unknown {
   if (!path) return root;
-  let cur: any = root;
+  let cur: unknown = root;
   for (const p of path.split('.')) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = cur[p];
+    cur = (cur as Record<string, unknown>)[p];
   }
   return cur;
 }
@@ -59,7 +70,7 @@ function describe(err: ErrorObject, root: unknown, location: string): FieldError
   const field = fieldOf(err);
   const name = field || location;
   const value = valueAt(root, field);
-  const p = err.params as any;
+  const p = err.params as Record<string, unknown>;
   switch (err.keyword) {
     case 'required':
       return { field, reason: `${name} in ${location} is required`, value: null };

@@ -3,8 +3,9 @@
  * OpenZiti's published spec declares for that operation and status (../shared/openziti-spec). Runs on both engines.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conformant, exercised } from '../support/conformance.js';
+import { COVERED_IN_OWN_FILES, conformant, exercised } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
+import { loadSpec, SPEC_AVAILABLE } from '../support/spec.js';
 
 describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine) => {
   let srv: TestServer;
@@ -18,6 +19,7 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
     // every operation Keel serves has been called and its responses checked above
     const served = srv.ctl.ops
       .filter((o) => !o.undocumented && !(o.path === '/specs/{id}/spec'))
+      .filter((o) => !COVERED_IN_OWN_FILES.some((c) => c.paths.test(o.path)))
       .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
     const missing = served.filter((k) => !exercised.has(k));
     await srv.stop();
@@ -43,6 +45,19 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         const missing = await conformant(spec, 'GET', '/specs/{id}', srv.base, { params: { id: 'nope' } });
         expect(missing.status).toBe(404);
         expect(missing.body.error.code).toBe('NOT_FOUND');
+      });
+
+      it(`${spec}: /.well-known/est/cacerts answers the PKCS#7 store the spec produces`, async () => {
+        const res = await call('GET', `${srv.base}/edge/${spec}/v1/.well-known/est/cacerts`);
+        exercised.add(`${spec} GET /.well-known/est/cacerts`);
+        expect(res.status).toBe(200);
+        const produces = SPEC_AVAILABLE
+          ? loadSpec(spec).paths['/.well-known/est/cacerts'].get.produces
+          : ['application/pkcs7-mime'];
+        expect(produces).toContain(res.headers.get('content-type'));
+        // base64 in lines: decodes to a DER SEQUENCE (PKCS#7 ContentInfo)
+        expect(res.text).toMatch(/^([A-Za-z0-9+/]{64}\n)*[A-Za-z0-9+/]+=*\n$/);
+        expect(Buffer.from(res.text, 'base64')[0]).toBe(0x30);
       });
 
       it(`${spec}: serves its own OpenAPI document, generated from its routes`, async () => {

@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { packr } from '../../storage/codec.js';
 import { Schema } from '../../storage/schema.js';
-import { packr, SNAPSHOT_CHUNK_ROWS, Store } from '../../storage/store.js';
+import { SNAPSHOT_CHUNK_ROWS, Store } from '../../storage/store.js';
 import type { Command } from '../../storage/types.js';
 import { create, defs } from '../support/store-defs.js';
 

@@ -1,0 +1,69 @@
+import type { Row } from '../../storage/types.js';
+import { defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
+import { s } from '../schema/s.js';
+import { checkAgainstSchema } from '../schema/user-schema.js';
+import { entityRef, ref, tags } from './common.js';
+
+const data = s.map(true);
+
+/** A config's stored fields; its type (`configTypeId`) is set on create and never changes. */
+const configFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  configTypeId: { type: 'string', ref: { entity: 'config-types', onDelete: 'restrict' }, api: true },
+  data: { type: 'object', body: data, api: true, default: {} },
+} as const satisfies EntityFields;
+
+/** The config type row, or 400 on `configTypeId` (OpenZiti: "invalid config type"). */
+function configTypeOf(svc: Services, id: unknown): Row {
+  const type = typeof id === 'string' ? svc.get('config-types', id) : undefined;
+  if (!type) throw fieldError('configTypeId', 'invalid config type', id);
+  return type;
+}
+
+export const configs = defineEntity({
+  name: 'configs',
+  type: 'config',
+  tag: 'Config',
+  singular: 'Config',
+  plural: 'Configs',
+  permission: 'config',
+  fields: configFields,
+  symbols: () => ({
+    // OpenZiti's filter name for the config's type
+    type: { type: 'string', set: false, get: (r: Row) => r.configTypeId, indexed: false },
+  }),
+  detail: detailSchema(
+    'configDetail',
+    s.obj({ configType: entityRef, configTypeId: s.str(), data: s.map(true), name: s.str() }, [
+      'name',
+      'configTypeId',
+      'configType',
+      'data',
+    ]),
+  ),
+  create: s.named(
+    'configCreate',
+    s.obj({ configTypeId: s.str(), data, name: s.str(), tags }, ['name', 'configTypeId', 'data']),
+  ),
+  update: s.named('configUpdate', s.obj({ data, name: s.str(), tags }, ['name', 'data'])),
+  patch: s.named('configPatch', s.obj({ data, name: s.str(), tags })),
+  toApi: (row, svc) => {
+    const type = svc.get('config-types', row.configTypeId!);
+    return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
+  },
+  fromApi(body, { mode, svc, existing, copied }) {
+    if (mode !== 'create' && 'configTypeId' in body && body.configTypeId !== existing?.configTypeId) {
+      throw fieldError('configTypeId', 'the type of a config cannot be changed', body.configTypeId);
+    }
+    const type = configTypeOf(svc, mode === 'create' ? body.configTypeId : existing?.configTypeId);
+    const out = { ...copied };
+    if (mode === 'create') out.configTypeId = type.id;
+    if ('data' in out) {
+      const err = checkAgainstSchema((type.schema as Record<string, unknown>) ?? {}, out.data, 'data');
+      if (err) throw fieldError(err.field, err.reason, err.value);
+    }
+    return out;
+  },
+});

@@ -1,0 +1,170 @@
+import { Packr } from 'msgpackr';
+
+/**
+ * The state machine's one encoding (msgpackr), and the check that what is stored is what was meant: a value is
+ * stored only if it decodes to the same data. msgpackr is not faithful for every JavaScript value: a lone UTF-16
+ * surrogate (`"a\ud800b"`) comes back as U+FFFD (`"a\ufffdb"`), so two object keys can collapse into one; a key
+ * `__proto__` comes back renamed; nesting deeper than about 1,400 arrays overflows its stack while encoding.
+ * Storing such a value would acknowledge one thing and keep another (or make the data directory unstartable: a
+ * unique index that held before the round trip no longer holds after it). Such values are refused instead, per
+ * command: UnstorableError.
+ */
+export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
+
+/**
+ * The deepest nesting a stored value may have. Checked explicitly before encoding: where msgpackr's recursion
+ * overflows depends on the stack frames V8 happens to use (interpreted or optimised code), so relying on the
+ * overflow would make the same command storable on one node and unstorable on another. The bound makes the
+ * outcome a function of the value alone; it is far below msgpackr's overflow (about 1,400 levels when cold).
+ */
+export const MAX_STORED_DEPTH = 256;
+/** Levels of object keys searched for the field that cannot be encoded (only on failure; a row's field or tag). */
+const MAX_LOCATE_DEPTH = 2;
+
+/** A value that does not survive encoding: `path` names where (`tags.k`, `data.name`; '' = the value itself). */
+export class UnstorableError extends Error {
+  readonly code = 'UNSTORABLE';
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(path ? `${path}: ${reason}` : reason);
+    this.name = 'UnstorableError';
+  }
+}
+
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** A string that UTF-8 (LevelDB keys) and msgpackr carry unchanged: no lone UTF-16 surrogate. */
+export function isWellFormed(s: string): boolean {
+  return !LONE_SURROGATE.test(s);
+}
+
+/**
+ * Encodes `value` and checks that the bytes decode to the same data (see the module comment). Returns the bytes
+ * and the decoded copy (what a reader, or another node, will see). Throws UnstorableError, never anything else.
+ */
+export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
+  const deep = deeperThan(value, MAX_STORED_DEPTH);
+  if (deep !== null) {
+    throw new UnstorableError(deep.reverse().join('.'), `is nested deeper than ${MAX_STORED_DEPTH} levels`);
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = packr.pack(value);
+  } catch (err) {
+    const reason = `cannot be encoded (${err instanceof RangeError ? 'nested too deeply' : String(err)})`;
+    throw new UnstorableError(locateUnencodable(value, MAX_LOCATE_DEPTH).join('.'), reason);
+  }
+  let decoded: unknown;
+  try {
+    decoded = packr.unpack(bytes);
+  } catch (err) {
+    throw new UnstorableError('', `does not decode (${String(err)})`);
+  }
+  const diff = firstDifference(value, decoded);
+  if (diff !== null) throw new UnstorableError(diff.path.reverse().join('.'), diff.reason);
+  return { bytes, decoded };
+}
+
+interface Difference {
+  /** Innermost segment first (built while unwinding). */
+  path: string[];
+  reason: string;
+}
+
+function differ(reason: string): Difference {
+  return { path: [], reason };
+}
+
+/** Where `b` (the decoded copy) differs from `a` (the original), or null when they hold the same data. */
+function firstDifference(a: unknown, b: unknown): Difference | null {
+  if (a === b) return null;
+  if (typeof a === 'number' && typeof b === 'number' && Number.isNaN(a) && Number.isNaN(b)) return null;
+  if (typeof a === 'string') {
+    return differ(
+      isWellFormed(a)
+        ? 'does not read back as written'
+        : 'is not well-formed UTF-16 (a lone surrogate) and would be stored as U+FFFD',
+    );
+  }
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
+    return differ('does not read back as written');
+  }
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return differ('array does not read back as written');
+    for (let i = 0; i < a.length; i++) {
+      const d = firstDifference(a[i], b[i]);
+      if (d) return within(d, String(i));
+    }
+    return null;
+  }
+  if (ArrayBuffer.isView(a)) {
+    if (!ArrayBuffer.isView(b) || !sameBytes(a, b)) return differ('bytes do not read back as written');
+    return null;
+  }
+  if (a instanceof Date) {
+    return b instanceof Date && a.getTime() === b.getTime() ? null : differ('date does not read back as written');
+  }
+  const keys = Object.keys(a);
+  for (const k of keys) {
+    if (!Object.hasOwn(b, k)) {
+      return within(
+        differ(
+          isWellFormed(k) ? 'key does not read back as written' : 'key is not well-formed UTF-16 (a lone surrogate)',
+        ),
+        k,
+      );
+    }
+    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
+    if (d) return within(d, k);
+  }
+  if (Object.keys(b).length !== keys.length) return differ('keys do not read back as written');
+  return null;
+}
+
+function within(d: Difference, segment: string): Difference {
+  d.path.push(segment);
+  return d;
+}
+
+function sameBytes(a: ArrayBufferView, b: ArrayBufferView): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** The object keys leading to the part of `value` msgpackr cannot encode (searched only after a failure). */
+function locateUnencodable(value: unknown, depth: number): string[] {
+  if (depth === 0 || typeof value !== 'object' || value === null || Array.isArray(value)) return [];
+  for (const [k, v] of Object.entries(value)) {
+    try {
+      packr.pack(v);
+    } catch {
+      return [k, ...locateUnencodable(v, depth - 1)];
+    }
+  }
+  return [];
+}
+
+/**
+ * The path (innermost segment first, outermost object keys only) to a part of `value` nested deeper than `max`
+ * levels, or null. Iterative, so it cannot overflow the stack however deep the value is.
+ */
+function deeperThan(value: unknown, max: number): string[] | null {
+  const stack: { v: unknown; depth: number; path: string[] }[] = [{ v: value, depth: 0, path: [] }];
+  while (stack.length > 0) {
+    const { v, depth, path } = stack.pop()!;
+    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v) || v instanceof Date) continue;
+    if (depth >= max) return path;
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push({ v: x, depth: depth + 1, path });
+    } else {
+      for (const [k, x] of Object.entries(v))
+        stack.push({ v: x, depth: depth + 1, path: depth < 2 ? [k, ...path] : path });
+    }
+  }
+  return null;
+}

@@ -1,0 +1,32 @@
+import { encodeFaithfully, UnstorableError } from './codec.js';
+import type { Command, CommandResult } from './types.js';
+
+/** The entity a command's errors name. */
+export function commandEntity(cmd: Command): string {
+  return 'entity' in cmd ? cmd.entity : cmd.op === 'custom' ? cmd.name : 'batch';
+}
+
+/** The part of a command that carries the caller's fields (its path prefix is left out of error fields). */
+const PAYLOAD: Partial<Record<Command['op'], string>> = { create: 'data.', update: 'set.', custom: 'args.' };
+
+export type EncodedCommand = { ok: true; bytes: Uint8Array; cmd: Command } | { ok: false; result: CommandResult };
+
+/**
+ * Encodes a command for the log (or, on a single node, for the round trip every command takes): the bytes and the
+ * decoded copy that is then applied, so a single node applies exactly what a cluster's followers would. A command
+ * that does not read back as written (storage/codec.ts) fails alone with a recorded UNSTORABLE result.
+ */
+export function encodeCommand(cmd: Command): EncodedCommand {
+  try {
+    const { bytes, decoded } = encodeFaithfully(cmd);
+    return { ok: true, bytes, cmd: decoded as Command };
+  } catch (err) {
+    if (!(err instanceof UnstorableError)) throw err;
+    const prefix = PAYLOAD[cmd.op];
+    const field = prefix !== undefined && err.path.startsWith(prefix) ? err.path.slice(prefix.length) : err.path;
+    return {
+      ok: false,
+      result: { ok: false, error: { code: 'UNSTORABLE', entity: commandEntity(cmd), field, reason: err.reason } },
+    };
+  }
+}

@@ -1,0 +1,224 @@
+import { indexValues } from './collection.js';
+import type { Change, DerivedIndex, PublishedState } from './derived.js';
+import { assert, type Row } from './types.js';
+
+/** A policy's role list, parsed: `#all`, `@id` entries and `#attr` entries, with its semantic. */
+export interface ParsedRoles {
+  all: boolean;
+  ids: string[];
+  attrs: string[];
+  anyOf: boolean;
+}
+
+/** Parses role entries; entries that are neither `#…` nor `@…` match nothing (the API rejects them earlier). */
+export function parseRoles(roles: unknown, semantic: unknown): ParsedRoles {
+  const out: ParsedRoles = { all: false, ids: [], attrs: [], anyOf: String(semantic ?? '').toLowerCase() === 'anyof' };
+  for (const r of Array.isArray(roles) ? roles : []) {
+    if (typeof r !== 'string') continue;
+    if (r === '#all') out.all = true;
+    else if (r.startsWith('#') && r.length > 1) out.attrs.push(r.slice(1));
+    else if (r.startsWith('@') && r.length > 1) out.ids.push(r.slice(1));
+  }
+  return out;
+}
+
+/**
+ * OpenZiti's `evaluatePolicyAgainstEntity` (REFERENCE §5): listed by `@id`, or `#all`, or AllOf with at least one
+ * `#attr` and every one held, or AnyOf with at least one `#attr` and one of them held.
+ */
+export function rolesMatch(p: ParsedRoles, id: string, attrs: ReadonlySet<unknown>): boolean {
+  if (p.all || p.ids.includes(id)) return true;
+  if (p.attrs.length === 0) return false;
+  return p.anyOf ? p.attrs.some((a) => attrs.has(a)) : p.attrs.every((a) => attrs.has(a));
+}
+
+export interface RoleIndexSpec {
+  /** Name of the derived index (e.g. `service-policies.identities`). */
+  name: string;
+  /** The policies: entity, role list field and (optional) semantic field (absent/empty: AllOf). */
+  policy: { entity: string; rolesField: string; semanticField?: string };
+  /** The matched entities and their role attribute field (must be indexed). */
+  target: { entity: string; attributesField: string };
+}
+
+/** Bounds the ids a single policy recompute may visit (the largest collection Keel is built for, with margin). */
+const MAX_MATCHED = 10_000_000;
+
+/**
+ * Policy → matched entities, and entity → matching policies, for one policy role field against one entity type's
+ * role attributes. Maintained incrementally:
+ * - a policy change recomputes that policy alone, from the target's attribute index (`#attr` sets intersected for
+ *   AllOf, united for AnyOf), and moves only the ids whose membership changed;
+ * - a target change re-evaluates only the policies that mention one of its old or new attributes, its id, or `#all`.
+ * Memory: two maps of id sets (one entry per matching pair in each direction) and the policies' parsed roles.
+ */
+export class RoleIndex implements DerivedIndex {
+  readonly name: string;
+  readonly sources: readonly string[];
+  /** policy id → ids of matched targets */
+  private readonly matched = new Map<string, Set<string>>();
+  /** target id → ids of policies matching it */
+  private readonly matching = new Map<string, Set<string>>();
+  private readonly parsed = new Map<string, ParsedRoles>();
+  /** attribute → policies naming `#attribute` */
+  private readonly byAttr = new Map<string, Set<string>>();
+  /** target id → policies naming `@id` */
+  private readonly byId = new Map<string, Set<string>>();
+  /** policies holding `#all` */
+  private readonly allPolicies = new Set<string>();
+  /** (policy, target) evaluations made for target changes since start: shows the work a change costs. */
+  evaluations = 0;
+
+  constructor(readonly spec: RoleIndexSpec) {
+    assert(spec.policy.entity !== spec.target.entity, `${spec.name}: policy and target are the same entity`);
+    this.name = spec.name;
+    this.sources = [spec.policy.entity, spec.target.entity];
+  }
+
+  /** Targets a policy matches (empty for an unknown policy). Read-only view: do not mutate. */
+  targetsOf(policyId: string): ReadonlySet<string> {
+    return this.matched.get(policyId) ?? EMPTY;
+  }
+
+  /** Policies matching a target (empty for an unknown target). Read-only view: do not mutate. */
+  policiesOf(targetId: string): ReadonlySet<string> {
+    return this.matching.get(targetId) ?? EMPTY;
+  }
+
+  /** Number of stored (policy, target) pairs: for memory checks. */
+  get pairCount(): number {
+    let n = 0;
+    for (const set of this.matched.values()) n += set.size;
+    return n;
+  }
+
+  rebuild(state: PublishedState): void {
+    for (const m of [this.matched, this.matching, this.parsed, this.byAttr, this.byId]) m.clear();
+    this.allPolicies.clear();
+    const targets = state.collection(this.spec.target.entity);
+    assert(targets.isIndexed(this.spec.target.attributesField), `${this.name}: target attributes are not indexed`);
+    for (const row of state.collection(this.spec.policy.entity).scan()) this.setPolicy(row, state);
+  }
+
+  update(changes: readonly Change[], state: PublishedState): void {
+    // Policies first (each recomputed against the already published targets), then targets (re-evaluated against
+    // the policies' current roles): every pair a change can affect is evaluated against the final state.
+    for (const c of changes) {
+      if (c.entity !== this.spec.policy.entity) continue;
+      if (c.after) this.setPolicy(c.after, state);
+      else this.removePolicy(c.id);
+    }
+    for (const c of changes) {
+      if (c.entity !== this.spec.target.entity) continue;
+      if (c.after) this.setTarget(c.before, c.after);
+      else this.removeTarget(c.id);
+    }
+  }
+
+  private setPolicy(row: Row, state: PublishedState): void {
+    const old = this.parsed.get(row.id);
+    const p = parseRoles(
+      row[this.spec.policy.rolesField],
+      this.spec.policy.semanticField ? row[this.spec.policy.semanticField] : undefined,
+    );
+    // a change that leaves the roles alone (a rename, tags) changes no match
+    if (old && sameRoles(old, p)) return;
+    if (old) this.unregister(row.id, old);
+    this.parsed.set(row.id, p);
+    if (p.all) this.allPolicies.add(row.id);
+    for (const id of p.ids) addTo(this.byId, id, row.id);
+    for (const a of p.attrs) addTo(this.byAttr, a, row.id);
+
+    const next = this.computeTargets(p, state);
+    const prev = this.matched.get(row.id);
+    if (prev) {
+      for (const t of prev) if (!next.has(t)) removeFrom(this.matching, t, row.id);
+    }
+    for (const t of next) if (!prev?.has(t)) addTo(this.matching, t, row.id);
+    if (next.size > 0) this.matched.set(row.id, next);
+    else this.matched.delete(row.id);
+  }
+
+  private computeTargets(p: ParsedRoles, state: PublishedState): Set<string> {
+    const c = state.collection(this.spec.target.entity);
+    const out = new Set<string>();
+    if (p.all) {
+      for (const row of c.scan()) out.add(row.id);
+      return out;
+    }
+    for (const id of p.ids) if (c.get(id)) out.add(id);
+    if (p.attrs.length === 0) return out;
+    const field = this.spec.target.attributesField;
+    const sets = p.attrs.map((a) => c.lookup(field, a) as ReadonlySet<string> | undefined);
+    if (p.anyOf) {
+      for (const set of sets) for (const id of set ?? EMPTY) out.add(id);
+    } else {
+      const present = sets.map((set) => set ?? EMPTY).sort((a, b) => a.size - b.size);
+      const [smallest, ...rest] = present;
+      for (const id of smallest!) if (rest.every((set) => set.has(id))) out.add(id);
+    }
+    assert(out.size <= MAX_MATCHED, `${this.name}: ${out.size} matches exceed ${MAX_MATCHED}`);
+    return out;
+  }
+
+  private removePolicy(id: string): void {
+    const p = this.parsed.get(id);
+    if (p) this.unregister(id, p);
+    this.parsed.delete(id);
+    for (const t of this.matched.get(id) ?? EMPTY) removeFrom(this.matching, t, id);
+    this.matched.delete(id);
+  }
+
+  private unregister(id: string, p: ParsedRoles): void {
+    this.allPolicies.delete(id);
+    for (const t of p.ids) removeFrom(this.byId, t, id);
+    for (const a of p.attrs) removeFrom(this.byAttr, a, id);
+  }
+
+  private setTarget(before: Row | undefined, after: Row): void {
+    const field = this.spec.target.attributesField;
+    const oldAttrs = indexValues(before, field);
+    const attrs = new Set(indexValues(after, field));
+    // an update that leaves the attributes alone changes no match
+    if (before && oldAttrs.length === attrs.size && oldAttrs.every((a) => attrs.has(a))) return;
+    const candidates = new Set<string>(this.allPolicies);
+    for (const p of this.byId.get(after.id) ?? EMPTY) candidates.add(p);
+    for (const a of [...oldAttrs, ...attrs]) for (const p of this.byAttr.get(a as string) ?? EMPTY) candidates.add(p);
+    this.evaluations += candidates.size;
+    for (const pid of candidates) {
+      const p = this.parsed.get(pid)!;
+      if (rolesMatch(p, after.id, attrs)) {
+        addTo(this.matched, pid, after.id);
+        addTo(this.matching, after.id, pid);
+      } else {
+        removeFrom(this.matched, pid, after.id);
+        removeFrom(this.matching, after.id, pid);
+      }
+    }
+  }
+
+  private removeTarget(id: string): void {
+    for (const pid of this.matching.get(id) ?? EMPTY) removeFrom(this.matched, pid, id);
+    this.matching.delete(id);
+  }
+}
+
+const EMPTY: ReadonlySet<string> = new Set();
+
+function sameRoles(a: ParsedRoles, b: ParsedRoles): boolean {
+  const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return a.all === b.all && a.anyOf === b.anyOf && same(a.ids, b.ids) && same(a.attrs, b.attrs);
+}
+
+function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(value);
+}
+
+function removeFrom(map: Map<string, Set<string>>, key: string, value: string): void {
+  const set = map.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) map.delete(key);
+}
