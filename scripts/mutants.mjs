@@ -35,10 +35,9 @@ export const MUTANTS = [
   {
     id: 'store-batch-unsynced',
     file: 'storage/store.ts',
-    search: 'await batch.write({ sync: opts.sync });',
-    replace: 'await batch.write({ sync: false });',
-    tests: ['test/storage/', 'test/api/limits.test.ts'],
-    pending: "the store's power-loss test (issue 7 item 1, another branch) kills it",
+    search: 'await this.db.batch(ops, { sync: opts.sync });',
+    replace: 'await this.db.batch(ops, { sync: false });',
+    tests: ['test/storage/power-loss.test.ts'],
   },
   {
     id: 'store-unique-index',

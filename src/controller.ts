@@ -7,17 +7,20 @@ import { Router } from '../http/router.js';
 import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
 import { LocalProposer } from '../storage/local-proposer.js';
+import type { Proposer } from '../storage/proposer.js';
 import { Store } from '../storage/store.js';
 import type { StoreDb } from '../storage/store-db.js';
 import type { StoreFailedError } from '../storage/types.js';
 import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
-import { mountOps, type RouteMeta, rewritePath } from './api/register.js';
+import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/register.js';
 import { type Clock, type Logger, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
+import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
+import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
@@ -55,7 +58,14 @@ export interface ControllerOptions {
   /** Concurrent connections (node) / requests in flight (uWS) beyond which requests get 429 (default 10 000). */
   maxConnections?: number;
   sessionSweep_ms?: number;
+  /** Run as a member of a Raft cluster (absent: a single node). */
+  cluster?: ClusterOptions;
+  /** The cluster member stopped itself (a broken Raft invariant or a failing Raft log): the process should exit. */
+  onClusterFatal?: (err: Error) => void;
 }
+
+/** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */
+const CLUSTER_READY_TIMEOUT_MS = 30_000;
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
@@ -73,11 +83,15 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...wellKnownOps(cacerts),
     ...authenticationOps(),
     ...identityOps(),
+    ...controllerOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }
 
-/** A single-node controller: the store, the write path, the session service and the HTTP front end. */
+/**
+ * A controller node: the store, the write path (single node, or a Raft cluster member), the session service and
+ * the HTTP front end.
+ */
 export class Controller {
   /** The admin password generated on this start (first start without a configured one), else null. */
   generatedAdminPassword: string | null = null;
@@ -88,8 +102,10 @@ export class Controller {
     readonly svc: Services,
     readonly app: App,
     readonly ops: OpDef<unknown>[],
-    private readonly proposer: LocalProposer,
+    private readonly proposer: Proposer,
     private readonly opts: ControllerOptions,
+    /** The cluster membership of this node, or null for a single node. */
+    readonly cluster: ClusterNode | null,
   ) {}
 
   static async start(opts: ControllerOptions): Promise<Controller> {
@@ -109,7 +125,21 @@ export class Controller {
       });
       opts.onFatal?.(failure);
     });
-    const proposer = new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
+    let cluster: ClusterNode | null = null;
+    if (opts.cluster) {
+      try {
+        cluster = await ClusterNode.start(opts.dataDir, store, opts.cluster, log, (err) => {
+          log('error', 'cluster member stopped itself', { err: String(err.stack ?? err) });
+          opts.onClusterFatal?.(err);
+        });
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+    }
+    const proposer: Proposer = cluster
+      ? cluster.proposer
+      : new LocalProposer(store, { maxQueued: 10_000, sync: opts.sync ?? true });
     const instanceId = randomBytes(8).toString('hex');
     const svc = new Services(
       store,
@@ -118,11 +148,12 @@ export class Controller {
         sessionTimeout_ms: opts.sessionTimeout_ms ?? DEFAULT_SESSION_TIMEOUT_MS,
         apiBaseUrls: opts.apiBaseUrls ?? [],
         instanceId,
-        clustered: false,
+        clustered: cluster !== null,
       },
       opts.clock ?? systemClock,
       log,
     );
+    svc.cluster = cluster;
     svc.sessions = new SessionService(svc, {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
@@ -140,6 +171,9 @@ export class Controller {
       () => pki.cacertsPkcs7,
     );
     mountOps(router, ops, svc);
+    for (const f of fabricClusterOps()) {
+      router.add(f.method, FABRIC_BASE + f.path, handlerFor(f, 'management', svc), { op: f, api: 'management' });
+    }
     mountHealth(router, store, opts.clock ?? systemClock);
     const app = createApp({
       router,
@@ -148,9 +182,15 @@ export class Controller {
       onError: (err, req) =>
         log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
     });
-    const ctl = new Controller(svc, app, ops, proposer, opts);
+    const ctl = new Controller(svc, app, ops, proposer, opts, cluster);
     try {
-      if (!isInitialized(svc)) {
+      if (cluster) {
+        await cluster.waitForLeader(CLUSTER_READY_TIMEOUT_MS);
+        // A member answers only once it has caught up with what the cluster committed (its own writes and reads
+        // are then as fresh as the leader's), and only the founding member initialises the state.
+        await cluster.readBarrier();
+      }
+      if (!isInitialized(svc) && (!cluster || opts.cluster?.init)) {
         const password = opts.adminPassword ?? generatePassword();
         if (!opts.adminPassword) ctl.generatedAdminPassword = password;
         await initialize(svc, password);
@@ -170,6 +210,7 @@ export class Controller {
       );
       const scheme = pki.apiTls ? 'https' : 'http';
       if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
+      if (cluster) cluster.apiAddresses = svc.config.apiBaseUrls;
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -193,13 +234,17 @@ export class Controller {
     );
   }
 
-  /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */
+  /**
+   * Stops accepting requests, persists session activity, waits for queued writes, (a cluster member: hands
+   * leadership over and leaves the Raft group's traffic), closes the store.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     await this.server?.close();
     await this.svc.sessions?.stop();
     await this.proposer.close();
+    await this.cluster?.stop({ transferLeadership: true });
     await this.svc.store.close();
   }
 }

@@ -1,12 +1,14 @@
 import { indexValues } from './collection.js';
 import type { ApplyContext, Schema } from './schema.js';
 import type { Txn } from './txn.js';
-import { assert, type Command, type EntityDef, fail, type Row } from './types.js';
+import { assert, type Command, type EntityDef, type Expect, fail, type Row } from './types.js';
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
 /** Cascading deletes may chain (identity → api session → session); this bounds the depth. */
 const MAX_CASCADE_DEPTH = 8;
 const MAX_BATCH_OPS = 10_000;
+/** Conditions one command may carry. */
+const MAX_EXPECT = 16;
 
 /**
  * Applies one command to `txn`. Deterministic: the result depends only on the command and the state read
@@ -25,6 +27,7 @@ class Context implements ApplyContext {
   ) {}
 
   run(cmd: Command): unknown {
+    if (cmd.op !== 'custom' && cmd.expect !== undefined) this.checkExpect(cmd.expect);
     switch (cmd.op) {
       case 'create':
         this.create(cmd.entity, cmd.id, cmd.data, cmd.at, cmd.system);
@@ -143,6 +146,31 @@ class Context implements ApplyContext {
       }
     }
     this.txn.del(entity, id);
+  }
+
+  private checkExpect(expect: Expect[]): void {
+    assert(Array.isArray(expect) && expect.length <= MAX_EXPECT, `expect of more than ${MAX_EXPECT} conditions`);
+    for (const e of expect) {
+      let holds: boolean;
+      if (e.check === 'absent') {
+        holds = this.txn.lookup(e.entity, e.field, e.value).length === 0;
+      } else {
+        assert(typeof e.id === 'string', `expect ${e.check} without an id`);
+        const row = this.txn.get(e.entity, e.id);
+        holds = e.check === 'eq' ? row !== undefined && row[e.field] === e.value : row?.[e.field] !== e.value;
+      }
+      if (!holds) {
+        fail({
+          code: 'PRECONDITION',
+          entity: e.entity,
+          ...(e.id === undefined ? {} : { id: e.id }),
+          field: e.errorField ?? e.field,
+          value: e.value,
+          reason: e.reason,
+          ...(e.apiCode === undefined ? {} : { apiCode: e.apiCode }),
+        });
+      }
+    }
   }
 
   /** Reference and uniqueness checks for a row about to be written (old = its previous version). */

@@ -1,12 +1,9 @@
 import { encodeCommand } from './command-codec.js';
+import type { Proposer } from './proposer.js';
 import { MAX_GROUP_COMMANDS, type Store } from './store.js';
 import { assert, type Command, type CommandResult } from './types.js';
 
-/** Hands commands to the state machine and resolves once they are durable and applied. */
-export interface Proposer {
-  propose(cmd: Command): Promise<CommandResult>;
-  close(): Promise<void>;
-}
+export type { Proposer };
 
 export class OverloadedError extends Error {
   constructor(readonly queued: number) {

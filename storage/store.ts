@@ -22,6 +22,17 @@ const ENTITY_PREFIX = `e${SEP}`;
 const META_APPLIED = `m${SEP}applied`;
 const META_FORMAT = `m${SEP}format`;
 const META_PREFIX = `m${SEP}`;
+/** Present while a snapshot is being restored: a store opened with it holds no consistent state. */
+const META_RESTORING = `m${SEP}restoring`;
+const ENTITY_END = `e${SEP}\uffff`;
+const SNAPSHOT_FORMAT = 'keel-store-snapshot';
+const SNAPSHOT_VERSION = 1;
+/** Rows per snapshot chunk (one msgpackr frame), so no frame ever holds the whole state. */
+export const SNAPSHOT_CHUNK_ROWS = 1000;
+/** Rows per synced LevelDB batch while restoring a snapshot. */
+const RESTORE_BATCH_ROWS = 10_000;
+/** Bound on one snapshot frame (a chunk of SNAPSHOT_CHUNK_ROWS rows); a larger length means corrupt input. */
+const MAX_SNAPSHOT_FRAME_BYTES = 256 << 20;
 /** The largest group of commands applied as one batch. */
 export const MAX_GROUP_COMMANDS = 4096;
 
@@ -118,6 +129,13 @@ export class Store {
       if (v !== FORMAT_VERSION)
         throw new Error(`data directory has format ${v}, this Keel reads format ${FORMAT_VERSION}`);
     }
+    if ((await this.db.get(META_RESTORING)) !== undefined) {
+      // A restore was cut short: the rows on disk are a mix. Start empty at index 0 so that the log's snapshot is
+      // restored again (Raft restores when the application's applied index is behind its snapshot).
+      this.appliedIndex = 0;
+      this.derived.rebuild(this);
+      return;
+    }
     const applied = await this.db.get(META_APPLIED);
     this.appliedIndex = applied === undefined ? 0 : (packr.unpack(applied) as number);
 
@@ -130,7 +148,7 @@ export class Store {
       c.load(rows);
       rows = [];
     };
-    for await (const [key, value] of this.db.iterator({ gte: ENTITY_PREFIX, lt: `e${SEP}\uffff` })) {
+    for await (const [key, value] of this.db.iterator({ gte: ENTITY_PREFIX, lt: ENTITY_END })) {
       const sep = key.indexOf(SEP, ENTITY_PREFIX.length);
       assert(sep > 0, `malformed entity key ${JSON.stringify(key)}`);
       const entity = key.slice(ENTITY_PREFIX.length, sep);
@@ -260,6 +278,116 @@ export class Store {
     for (const l of this.listeners) l(changes);
   }
 
+  /**
+   * The state as of `appliedIndex`, as framed chunks (`u32` length + one msgpackr value each): a header
+   * `{format, version, index}`, then `[entity, rows]` chunks of at most SNAPSHOT_CHUNK_ROWS rows (entities and
+   * rows in id order), then `{end: rowCount}`. Read from the in-memory collections, which equal disk after every
+   * publish; the generator must be drained before the next `applyGroup` (asserted).
+   */
+  *snapshotChunks(): Generator<Uint8Array> {
+    const epoch = this.epoch;
+    const index = this.appliedIndex;
+    yield frame({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, index });
+    let count = 0;
+    for (const [entity, c] of this.collections) {
+      let rows: Row[] = [];
+      for (const row of c.scan()) {
+        rows.push(row);
+        if (rows.length === SNAPSHOT_CHUNK_ROWS) {
+          yield frame([entity, rows]);
+          count += rows.length;
+          rows = [];
+          assert(this.epoch === epoch, 'store changed while a snapshot was being read');
+        }
+      }
+      if (rows.length > 0) yield frame([entity, rows]);
+      count += rows.length;
+    }
+    assert(this.epoch === epoch, 'store changed while a snapshot was being read');
+    yield frame({ end: count });
+  }
+
+  /** The snapshot as one buffer (the Raft state machine interface takes one `Uint8Array`). */
+  async snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    assert(!this.applying, 'snapshot while applying');
+    const index = this.appliedIndex;
+    return { index, data: Buffer.concat([...this.snapshotChunks()]) };
+  }
+
+  /**
+   * Replaces the whole state with a snapshot (from `snapshot()`/`snapshotChunks()`). Crash-safe: a marker written
+   * first makes a store reopened mid-restore start empty at index 0, so the restore is simply done again. Every
+   * batch is synced (an unsynced LevelDB batch may be lost while a later synced one survives). Listeners are told
+   * about the rows that disappeared; the epoch bump invalidates derived caches.
+   */
+  async restore(data: Uint8Array): Promise<number> {
+    assert(!this.closed, 'restore on a closed store');
+    assert(!this.applying, 'restore while applying');
+    this.applying = true;
+    try {
+      const frames = readFrames(data);
+      const header = frames.next().value as { format?: unknown; version?: unknown; index?: unknown } | undefined;
+      if (header?.format !== SNAPSHOT_FORMAT || header.version !== SNAPSHOT_VERSION) {
+        throw new Error('restore: not a Keel store snapshot of a known version');
+      }
+      const index = header.index;
+      assert(Number.isSafeInteger(index) && (index as number) >= 0, 'restore: bad snapshot index');
+      await this.db.put(META_RESTORING, packr.pack(index), { sync: true });
+      let ops: StoreDbOp[] = [];
+      const flushOps = async () => {
+        if (ops.length > 0) await this.db.batch(ops, { sync: true });
+        ops = [];
+      };
+      for await (const [key] of this.db.iterator({ gte: ENTITY_PREFIX, lt: ENTITY_END })) {
+        ops.push({ type: 'del', key });
+        if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
+      }
+      await flushOps();
+      const loaded = new Map<string, Row[]>();
+      let count = 0;
+      let end: number | undefined;
+      for (const f of frames) {
+        assert(end === undefined, 'restore: data after the end frame');
+        if (!Array.isArray(f)) {
+          end = (f as { end?: number }).end;
+          assert(Number.isSafeInteger(end), 'restore: malformed frame');
+          continue;
+        }
+        const [entity, rows] = f as [string, Row[]];
+        assert(this.collections.has(entity), `restore: unknown entity type '${entity}'`);
+        let list = loaded.get(entity);
+        if (!list) loaded.set(entity, (list = []));
+        for (const row of rows) {
+          ops.push({ type: 'put', key: `${ENTITY_PREFIX}${entity}${SEP}${row.id}`, value: packr.pack(row) });
+          list.push(row);
+          count++;
+          if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
+        }
+      }
+      assert(end === count, `restore: snapshot ends after ${count} rows, its end frame says ${end}`);
+      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) }, { type: 'del', key: META_RESTORING });
+      await flushOps();
+
+      const changes: Change[] = [];
+      for (const def of this.schema.defs.values()) {
+        const old = this.collection(def.name);
+        const next = new Collection(def);
+        next.load(loaded.get(def.name) ?? []);
+        for (const row of old.scan()) {
+          if (!next.get(row.id)) changes.push({ entity: def.name, id: row.id, before: row, after: undefined });
+        }
+        this.collections.set(def.name, next);
+      }
+      this.appliedIndex = index as number;
+      this.epoch++;
+      this.derived.rebuild(this);
+      for (const l of this.listeners) l(changes);
+      return index as number;
+    } finally {
+      this.applying = false;
+    }
+  }
+
   async getMeta(key: string): Promise<unknown> {
     const v = await this.db.get(META_PREFIX + key);
     return v === undefined ? undefined : packr.unpack(v);
@@ -279,5 +407,25 @@ export class Store {
     if (this.closed) return;
     this.closed = true;
     await this.db.close();
+  }
+}
+
+function frame(value: unknown): Uint8Array {
+  const body = packr.pack(value);
+  const out = Buffer.allocUnsafe(4 + body.length);
+  out.writeUInt32BE(body.length, 0);
+  body.copy(out, 4);
+  return out;
+}
+
+function* readFrames(data: Uint8Array): Generator<unknown> {
+  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  let at = 0;
+  while (at < buf.length) {
+    assert(at + 4 <= buf.length, 'restore: truncated frame header');
+    const len = buf.readUInt32BE(at);
+    assert(len <= MAX_SNAPSHOT_FRAME_BYTES && at + 4 + len <= buf.length, 'restore: truncated or oversized frame');
+    yield packr.unpack(buf.subarray(at + 4, at + 4 + len));
+    at += 4 + len;
   }
 }

@@ -42,11 +42,47 @@ export interface EntityDef {
   fields: Record<string, FieldDef>;
 }
 
+/**
+ * A condition on the state a command was built against, checked inside apply before the command runs (so the
+ * check and the write see the same state, however long the command took to reach the log):
+ * - `eq`: the row `entity/id` exists and its `field` equals `value`;
+ * - `ne`: the row is absent or its `field` differs from `value`;
+ * - `absent`: no row of `entity` holds `value` in the indexed `field`.
+ * A failed expectation is a recorded `PRECONDITION` failure carrying `apiCode` (the API error to answer) and the
+ * field to report (`errorField`, default `field`).
+ */
+export interface Expect {
+  check: 'eq' | 'ne' | 'absent';
+  entity: string;
+  id?: string;
+  field: string;
+  value: unknown;
+  reason: string;
+  apiCode?: string;
+  errorField?: string;
+}
+
 export type Command =
-  | { op: 'create'; entity: string; id: string; data: Record<string, unknown>; at: string; system?: boolean }
-  | { op: 'update'; entity: string; id: string; set: Record<string, unknown>; at: string; system?: boolean }
-  | { op: 'delete'; entity: string; id: string; at: string; system?: boolean; ifExists?: boolean }
-  | { op: 'batch'; ops: Command[] }
+  | {
+      op: 'create';
+      entity: string;
+      id: string;
+      data: Record<string, unknown>;
+      at: string;
+      system?: boolean;
+      expect?: Expect[];
+    }
+  | {
+      op: 'update';
+      entity: string;
+      id: string;
+      set: Record<string, unknown>;
+      at: string;
+      system?: boolean;
+      expect?: Expect[];
+    }
+  | { op: 'delete'; entity: string; id: string; at: string; system?: boolean; ifExists?: boolean; expect?: Expect[] }
+  | { op: 'batch'; ops: Command[]; expect?: Expect[] }
   | { op: 'custom'; name: string; args: unknown; at: string };
 
 export type StoreErrorCode =
@@ -59,6 +95,8 @@ export type StoreErrorCode =
   | 'SYSTEM_DELETE'
   | 'INVALID'
   | 'CONFLICT'
+  /** An `Expect` of the command did not hold (the state changed since the handler checked it). */
+  | 'PRECONDITION'
   /** The command broke an invariant (a bug, or a malformed command): rejected alone, recorded, never half-applied. */
   | 'REJECTED'
   /**

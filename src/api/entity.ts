@@ -1,5 +1,5 @@
 import type { HttpResponse } from '../../http/types.js';
-import type { Command, EntityDef, FieldDef, FieldType, Row } from '../../storage/types.js';
+import type { Command, EntityDef, Expect, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
@@ -19,6 +19,12 @@ export interface WriteContext {
   svc: Services;
   existing?: Row;
   caller: Caller | null;
+  /**
+   * Conditions on current state the write relies on (e.g. "the target is not an admin"): `fromApi` checks them
+   * against local state to answer early *and* pushes them here; they travel in the command and apply checks
+   * them again against the state the write really meets (a follower's view may lag the log).
+   */
+  expect: Expect[];
 }
 export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
 
@@ -112,8 +118,11 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   relations?: RelationSpec[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
-  /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
-  beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): void;
+  /**
+   * Refuses a delete the store's generic rules would allow (throw an ApiError); returns the conditions the
+   * delete relies on, re-checked inside apply (see WriteContext.expect).
+   */
+  beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): Expect[] | undefined;
   /**
    * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
    * on the clock (e.g. a disable that lapses by itself).
@@ -130,7 +139,7 @@ export interface Entity<N extends string = string, F extends EntityFields = Enti
   extends Omit<EntitySpec<N, F>, RowHooks> {
   def: EntityDef;
   toApi?(row: Row, svc: Services): Record<string, unknown>;
-  beforeDelete?(row: Row, svc: Services, caller: Caller | null): void;
+  beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
   cacheable?(row: Row): boolean;
   links?(row: Row): Record<string, { href: string }>;
   symbolTable(svc: Services): SymbolTable;
@@ -179,7 +188,7 @@ export function baseSymbols(): Record<string, QuerySymbol> {
   };
 }
 
-function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
+export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
   const out: Record<string, QuerySymbol> = {};
   for (const [name, f] of Object.entries(fields)) {
     const type = TYPE_OF[f.type];
@@ -249,6 +258,10 @@ export function defineEntity<const N extends string, const F extends EntityField
     ops: () => [...crudOps(entity), ...relationOps(entity)],
   };
   return entity;
+}
+
+function withExpect(expect: Expect[] | undefined): { expect?: Expect[] } {
+  return expect && expect.length > 0 ? { expect } : {};
 }
 
 /** The body schemas of the writable (`body`) fields, plus `tags`: the common part of create/update/patch bodies. */
@@ -399,11 +412,12 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
           },
         },
         handler: async (ctx: OpContext<Record<string, unknown>>): Promise<HttpResponse> => {
-          const data = await toStored(entity, ctx.body, { mode: 'create', svc: ctx.svc, caller: ctx.caller });
+          const w: WriteContext = { mode: 'create', svc: ctx.svc, caller: ctx.caller, expect: [] };
+          const data = await toStored(entity, ctx.body, w);
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
           const at = ctx.svc.nowIso();
-          const cmd: Command = { op: 'create', entity: entity.name, id, data, at };
+          const cmd: Command = { op: 'create', entity: entity.name, id, data, at, ...withExpect(w.expect) };
           const extra = entity.alsoOnCreate ? await entity.alsoOnCreate(id, ctx.body, ctx.svc, at) : [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return created(entity.name, id);
@@ -435,8 +449,10 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
         },
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
           const existing = requireRow(entity, ctx.svc, ctx.params.id!);
-          const set = await toStored(entity, ctx.body, { mode: which, svc: ctx.svc, existing, caller: ctx.caller });
-          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
+          const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
+          const set = await toStored(entity, ctx.body, w);
+          const at = ctx.svc.nowIso();
+          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at, ...withExpect(w.expect) });
           return okEmpty();
         },
       }),
@@ -458,9 +474,11 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
           200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
         },
         handler: async (ctx) => {
-          if (entity.beforeDelete)
-            entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller);
-          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
+          const expect = entity.beforeDelete
+            ? entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)
+            : undefined;
+          const at = ctx.svc.nowIso();
+          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) });
           return okEmpty();
         },
       }),

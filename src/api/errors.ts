@@ -39,6 +39,8 @@ const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', '
 
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {
+  // A precondition about the caller's rights answers like the handler's own check would have.
+  if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode !== undefined) {
     const cause = CONFLICT_CAUSES.get(e.apiCode);
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
@@ -64,6 +66,8 @@ export function storeError(e: StoreError): ApiError {
       return Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: e.reason });
     case 'SYSTEM_DELETE':
       return Errors.ENTITY_CAN_NOT_BE_DELETED({ code: 'UNHANDLED', message: e.reason });
+    case 'PRECONDITION':
+      return fieldError(e.field ?? '', e.reason, e.value);
     case 'CONFLICT':
       return Errors.COULD_NOT_VALIDATE({ field: e.field ?? '', reason: e.reason, value: e.value });
     case 'REJECTED':

@@ -56,7 +56,7 @@ function formatGoTime(ms: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac} +0000 UTC`;
 }
 
-function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services): Caller | null {
+function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confirmed = false): Caller | null {
   const token = req.headers['zt-session']?.trim();
   if (op.access === 'none') {
     // Unauthenticated operations still see a valid session when one is sent (e.g. for response headers).
@@ -64,7 +64,10 @@ function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services): Call
   }
   if (!token) throw unauthorized('missing');
   const caller = svc.sessions.resolve(token);
-  if (!caller) throw unauthorized('invalid');
+  if (!caller) {
+    if (!confirmed && svc.cluster !== null && svc.sessions.isUnknown(token)) throw new UnknownTokenError();
+    throw unauthorized('invalid');
+  }
   const partial = caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true;
   if (partial && op.access !== 'partial') throw unauthorized('forbidden');
   if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');
@@ -108,15 +111,29 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
       },
     };
   };
-  return (req: HttpRequest): HttpResponse | Promise<HttpResponse> => {
-    const caller = authenticate(op, req, svc);
+  const run = (req: HttpRequest, caller: Caller | null): HttpResponse | Promise<HttpResponse> => {
     const body = readBody(op, req);
     if (caller) svc.sessions.touch(caller.session);
     const res = op.handler({ req, body, params: req.params, caller, svc, api });
     if (res instanceof Promise) return res.then((r) => finish(caller, r));
     return finish(caller, res);
   };
+  return (req: HttpRequest): HttpResponse | Promise<HttpResponse> => {
+    let caller: Caller | null;
+    try {
+      caller = authenticate(op, req, svc);
+    } catch (err) {
+      // A cluster member may not have applied a session another member just created: a token it does not know is
+      // confirmed after a read barrier (everything committed is then applied here) before it answers 401.
+      if (!(err instanceof UnknownTokenError)) throw err;
+      return svc.sessions.confirmUnknown().then(() => run(req, authenticate(op, req, svc, true)));
+    }
+    return run(req, caller);
+  };
 }
+
+/** An unknown token on a cluster member, which must check it is not merely behind before answering 401. */
+class UnknownTokenError extends Error {}
 
 /** Mounts every operation on every API it belongs to. */
 export function mountOps(router: Router<RouteMeta>, ops: OpDef<unknown>[], svc: Services): void {

@@ -1,10 +1,28 @@
-import type { Proposer } from '../../storage/local-proposer.js';
 import { OverloadedError } from '../../storage/local-proposer.js';
+import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
 import { type Command, type Row, StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
+import type { MemberView } from '../cluster/members.js';
 import type { EntityName } from '../model/index.js';
-import { Errors, notFound, storeError, storeFailed } from './errors.js';
+import { type ApiError, Errors, notFound, storeError, storeFailed } from './errors.js';
+
+/**
+ * The HTTP face of a proposal that produced no recorded result: no leader → 503 CLUSTER_NO_LEADER (OpenZiti's
+ * code); a full queue, or a forward whose outcome is unknown → 429 with `Retry-After` (the client decides whether
+ * to retry: Keel never re-sends a command whose outcome it does not know).
+ */
+export function proposalError(err: ProposalError): ApiError {
+  const headers = { 'retry-after': String(err.retryAfter_s) };
+  switch (err.code) {
+    case 'no-leader':
+    case 'stopped':
+      return Errors.CLUSTER_NO_LEADER(undefined, { headers });
+    case 'overloaded':
+    case 'unknown-outcome':
+      return Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers });
+  }
+}
 
 export interface Clock {
   now(): number;
@@ -13,6 +31,19 @@ export interface Clock {
 export type Logger = (level: 'info' | 'warn' | 'error' | 'fatal', msg: string, extra?: Record<string, unknown>) => void;
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** What the API needs of the cluster a node belongs to. */
+export interface ClusterView {
+  readonly id: string;
+  /** Linearizable read barrier: resolves once this node has applied everything committed when it was called. */
+  readBarrier(): Promise<void>;
+  readonly raft: { isLeader(): boolean };
+  readonly peerCertPem: string | null;
+  memberView(): MemberView[];
+  addMemberAt(address: string, voter: boolean): Promise<string>;
+  removeMember(id: string): Promise<void>;
+  transferLeadership(to: string): Promise<void>;
+}
 
 export interface ControllerConfig {
   /** An API session expires after this long without a request. */
@@ -31,6 +62,8 @@ export interface ControllerConfig {
  */
 export class Services {
   sessions!: SessionService;
+  /** This node's cluster membership, null for a single node. */
+  cluster: ClusterView | null = null;
 
   constructor(
     readonly store: Store,
@@ -62,6 +95,10 @@ export class Services {
       result = await this.proposer.propose(cmd);
     } catch (err) {
       if (err instanceof OverloadedError) throw Errors.SERVER_TOO_MANY_REQUESTS();
+      if (err instanceof ProposalError) {
+        this.log('warn', 'write refused', { code: err.code, reason: err.message });
+        throw proposalError(err);
+      }
       // not acknowledged: the write may or may not be on disk, and nothing more will be (the node is stopping)
       if (err instanceof StoreFailedError) throw storeFailed();
       throw err;

@@ -94,6 +94,26 @@ export class SessionService {
     return { session, identity };
   }
 
+  /** True when no session holds this token (as opposed to one that expired or lost its identity). */
+  isUnknown(token: string): boolean {
+    const ids = this.svc.store.collection('api-sessions').lookup('token', token);
+    for (const _ of ids ?? []) return false;
+    return true;
+  }
+
+  /**
+   * Cluster members: waits until this node has applied everything committed (a ReadIndex barrier), so that a
+   * session created on another member is known here. Bounded by the Raft read timeout; a failed barrier (no
+   * leader) leaves the token unknown.
+   */
+  async confirmUnknown(): Promise<void> {
+    try {
+      await this.svc.cluster?.readBarrier();
+    } catch {
+      // no leader to confirm with: the token stays unknown (401)
+    }
+  }
+
   /** Records a request on the session (in memory; persisted by the next flush). */
   touch(session: Row): void {
     this.activity.set(session.id, this.svc.clock.now());
@@ -145,7 +165,12 @@ export class SessionService {
    */
   async sweep(): Promise<number> {
     await this.flush();
-    const now = this.svc.clock.now();
+    // In a cluster only the leader sweeps, with a grace period covering activity that other members recorded and
+    // have not flushed yet (their flush interval, twice).
+    const cluster = this.svc.cluster;
+    if (cluster !== null && !cluster.raft.isLeader()) return 0;
+    const grace_ms = cluster === null ? 0 : 2 * this.opts.flush_ms;
+    const now = this.svc.clock.now() - grace_ms;
     const expired: string[] = [];
     for (const row of this.svc.store.collection('api-sessions').scan()) {
       if (now > this.expiresAtMs(row)) expired.push(row.id);

@@ -1,15 +1,20 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
+import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
+import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
 
 const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
 
 Usage:
-  keel run [options]      run a controller node
+  keel run [options]      run a controller node (alone, or as a cluster member)
+  keel cluster ...        run a local 3-node cluster; list, add, remove members; transfer leadership
+                          (keel cluster --help)
   keel pki ...            the cluster's certificates (keel pki --help)
 
 Options of run:
@@ -24,12 +29,27 @@ Options of run:
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
 
+Cluster options of run (without --node-id the node runs alone, as above):
+  --node-id ID            this member's id (letters, digits, '.', '_', '-'; unique in the cluster)
+  --peer-listen HOST:PORT peer listener: Raft traffic and the internal peer API (default 127.0.0.1:6262)
+  --peer-advertise H:P    address other members dial (default: the peer listener's)
+  --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
+  --join ADDR             first start of a new member: join through the member at peer address ADDR
+  --peer-cert F --peer-key F --peer-ca F
+                          mutual TLS on peer links: this node's certificate (CN = node id), its key, the
+                          cluster CA (PEM files)
+  --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 10000)
+  After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
+
 Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
-data store write (restart it: the data on disk is recovered).
+data store write (restart it: the data on disk is recovered), 70 after a cluster member stopped itself
+(a broken Raft invariant or a failing Raft log: restart it).
 `;
 
 /** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */
 export const EXIT_STORE_FAILED = 74;
+/** Exit status after a cluster member stopped itself (a broken Raft invariant, a failing Raft log). */
+export const EXIT_CLUSTER_FATAL = 70;
 /** After a store failure: time for the answers already decided (503s) to be written before stopping. */
 const FATAL_GRACE_MS = 100;
 /** After a store failure the process is gone by then, whatever a stop still waits for. */
@@ -68,13 +88,59 @@ function positiveInt(text: string, flag: string): number {
   return n;
 }
 
-export function parseListen(text: string): { host: string; port: number } {
+export function parseListen(text: string, flag = '--listen'): { host: string; port: number } {
   const i = text.lastIndexOf(':');
-  if (i <= 0) throw new Error(`invalid --listen '${text}' (use HOST:PORT)`);
+  if (i <= 0) throw new Error(`invalid ${flag} '${text}' (use HOST:PORT)`);
   const host = text.slice(0, i).replace(/^\[(.*)\]$/, '$1');
   const port = Number(text.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port in --listen '${text}'`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid port in ${flag} '${text}'`);
   return { host, port };
+}
+
+const NODE_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** `host:port` of a peer address (no scheme, no path). */
+export function parsePeerAddress(text: string, flag: string): string {
+  const { host, port } = parseListen(text.trim(), flag);
+  if (!host || port === 0) throw new Error(`invalid ${flag} '${text}' (use HOST:PORT with a non-zero port)`);
+  return text.trim();
+}
+
+function clusterOptions(values: Record<string, string | boolean | undefined>): ClusterOptions | undefined {
+  const id = values['node-id'] as string | undefined;
+  const clusterFlags = ['peer-listen', 'peer-advertise', 'cluster-init', 'join', 'peer-cert', 'peer-key', 'peer-ca'];
+  if (id === undefined) {
+    const stray = clusterFlags.find((f) => values[f] !== undefined);
+    if (stray) throw new Error(`--${stray} needs --node-id (cluster mode)`);
+    return undefined;
+  }
+  if (!NODE_ID.test(id)) throw new Error(`invalid --node-id '${id}' (1-64 of letters, digits, '.', '_', '-')`);
+  if (values['cluster-init'] && values.join) throw new Error('--cluster-init and --join exclude each other');
+  const tlsFiles = [values['peer-cert'], values['peer-key'], values['peer-ca']];
+  if (tlsFiles.some((f) => f !== undefined) && !tlsFiles.every((f) => f !== undefined)) {
+    throw new Error('--peer-cert, --peer-key and --peer-ca go together');
+  }
+  return {
+    nodeId: id,
+    peerListen: parseListen((values['peer-listen'] as string | undefined) ?? '127.0.0.1:6262', '--peer-listen'),
+    ...(values['peer-advertise']
+      ? { peerAdvertise: parsePeerAddress(values['peer-advertise'] as string, '--peer-advertise') }
+      : {}),
+    init: values['cluster-init'] === true,
+    ...(values.join ? { join: parsePeerAddress(values.join as string, '--join') } : {}),
+    ...(values['peer-cert']
+      ? {
+          tls: {
+            cert: readFileSync(values['peer-cert'] as string),
+            key: readFileSync(values['peer-key'] as string),
+            ca: readFileSync(values['peer-ca'] as string),
+          },
+        }
+      : {}),
+    ...(values['snapshot-every']
+      ? { snapshotEvery_entries: positiveInt(values['snapshot-every'] as string, '--snapshot-every') }
+      : {}),
+  };
 }
 
 async function run(argv: string[]): Promise<void> {
@@ -89,6 +155,15 @@ async function run(argv: string[]): Promise<void> {
       tls: { type: 'boolean' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
+      'node-id': { type: 'string' },
+      'peer-listen': { type: 'string' },
+      'peer-advertise': { type: 'string' },
+      'cluster-init': { type: 'boolean' },
+      join: { type: 'string' },
+      'peer-cert': { type: 'string' },
+      'peer-key': { type: 'string' },
+      'peer-ca': { type: 'string' },
+      'snapshot-every': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -108,6 +183,7 @@ async function run(argv: string[]): Promise<void> {
     : DEFAULT_SESSION_TIMEOUT_MS;
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
+  const cluster = clusterOptions(values);
   let ctl: Controller | null = null;
   let stopping = false;
   // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the
@@ -129,6 +205,12 @@ async function run(argv: string[]): Promise<void> {
     }, FATAL_GRACE_MS);
   };
   ctl = await Controller.start({
+    cluster,
+    onClusterFatal: (err) => {
+      logger.fatal({ err: err.message, exitCode: EXIT_CLUSTER_FATAL }, 'exiting: this cluster member stopped itself');
+      logger.flush();
+      process.exit(EXIT_CLUSTER_FATAL);
+    },
     dataDir,
     host,
     port,
@@ -145,7 +227,9 @@ async function run(argv: string[]): Promise<void> {
   });
   const base = ctl.baseUrl;
   const lines = [
-    `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,
+    cluster
+      ? `Keel ${KEEL_VERSION} controller running (cluster member ${cluster.nodeId}, peer address ${ctl.cluster?.peerAddress}, data in ${dataDir})`
+      : `Keel ${KEEL_VERSION} controller running (single node, data in ${dataDir})`,
     `  Client API:      ${base}/edge/client/v1`,
     `  Management API:  ${base}/edge/management/v1`,
     `  Admin username:  admin`,
@@ -153,7 +237,7 @@ async function run(argv: string[]): Promise<void> {
   if (ctl.generatedAdminPassword) {
     lines.push(`  Admin password:  ${ctl.generatedAdminPassword}   (generated: shown this once, keep it safe)`);
   } else {
-    lines.push('  Admin password:  (as configured on first start)');
+    lines.push(`  Admin password:  (as configured on the ${cluster ? "cluster's " : ''}first start)`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   const shutdown = async (signal: string) => {
@@ -181,6 +265,7 @@ export async function main(argv: string[]): Promise<number> {
       return -1; // keeps running
     }
     if (cmd === 'pki') return await pkiMain(rest);
+    if (cmd === 'cluster') return await clusterCommand(rest, (line) => process.stdout.write(`${line}\n`));
     if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
       process.stdout.write(USAGE);
       return 0;

@@ -1,12 +1,13 @@
-import type { Row } from '../../storage/types.js';
+import type { Expect, Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
-import { Errors, fieldError, unauthorized } from '../api/errors.js';
+import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
+import { guardAdminTarget } from './preconditions.js';
 
 export const username = s.named('username', s.str({ minLength: 4, maxLength: 100 }));
 export const password = s.named('password', s.str({ minLength: 5, maxLength: 100 }));
@@ -111,21 +112,15 @@ export const authenticators = defineEntity({
     patch: { permission: null },
     delete: { permission: null },
   },
-  beforeDelete(row, svc, caller) {
-    if (
-      caller &&
-      caller.identity.isAdmin !== true &&
-      svc.get('identities', row.identityId as string)?.isAdmin === true
-    ) {
-      throw unauthorized('forbidden');
-    }
+  beforeDelete(row, svc, caller): Expect[] {
+    const targetId = row.identityId as string;
+    return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);
   },
-  async fromApi(body, { mode, svc, existing, caller }) {
-    // A caller with `identity` permissions but no admin rights may not take over an admin's credentials.
+  async fromApi(body, { mode, svc, existing, caller, expect }) {
+    // A caller with `identity` permissions but no admin rights may not take over an admin's credentials
+    // (checked here and again inside apply).
     const targetId = (existing?.identityId ?? body.identityId) as string;
-    if (caller && caller.identity.isAdmin !== true && svc.get('identities', targetId)?.isAdmin === true) {
-      throw unauthorized('forbidden');
-    }
+    expect.push(...guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId));
     if (mode === 'create') {
       const method = body.method as string;
       const identityId = body.identityId as string;

@@ -1,4 +1,4 @@
-import type { Command, Row } from '../../storage/types.js';
+import type { Command, Expect, Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -15,6 +15,7 @@ import { shortId, uuid } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
 import { identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
 
 export const PERMISSIONS = [
   'admin_readonly',
@@ -247,7 +248,7 @@ export const identities = defineEntity({
     if (!e) return [];
     const out: Command[] = [];
     const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
-    const add = async (method: string, extra: Record<string, unknown>) => {
+    const add = async (method: string, extra: Record<string, unknown>, expect: Expect[] = []) => {
       const token = uuid();
       const jwt = await signEnrollmentJwt(svc, { identityId: id, token, method, expiresAtMs });
       out.push({
@@ -264,6 +265,7 @@ export const identities = defineEntity({
           methodKey: `${id}:${method}`,
           ...extra,
         },
+        ...(expect.length > 0 ? { expect } : {}),
       });
     };
     // As OpenZiti: one enrollment, the first of ott → ottca → updb that is asked for.
@@ -275,37 +277,31 @@ export const identities = defineEntity({
     } else if (typeof e.updb === 'string' && e.updb !== '') {
       if (e.updb.length < 4 || e.updb.length > 100)
         throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
+      const free = usernameFree(e.updb, 'enrollment.updb');
       if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {
-        throw fieldError(
-          'enrollment.updb',
-          `duplicate value '${e.updb}' in unique index on authenticators store`,
-          e.updb,
-        );
+        throw fieldError(free.errorField!, free.reason, e.updb);
       }
-      await add('updb', { username: e.updb });
+      await add('updb', { username: e.updb }, [free]);
     }
     return out;
   },
-  beforeDelete(row, _svc, caller) {
-    if (row.isAdmin && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');
+  beforeDelete(row, _svc, caller): Expect[] {
+    const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);
     if (row.isDefaultAdmin) {
       throw Errors.ENTITY_CAN_NOT_BE_DELETED({
         code: 'UNHANDLED',
         message: `cannot delete the default admin identity (id=${row.id})`,
       });
     }
+    return expect;
   },
-  fromApi(body, { mode, svc, existing, caller, copied }) {
-    // Only admins make admins: a caller with `identity` permissions may not grant more than it holds.
-    if (caller && caller.identity.isAdmin !== true) {
-      if (
-        body.isAdmin === true ||
-        (Array.isArray(body.permissions) && body.permissions.length > 0) ||
-        existing?.isAdmin
-      ) {
-        throw unauthorized('forbidden');
-      }
-    }
+  fromApi(body, { mode, svc, existing, caller, copied, expect }) {
+    // Only admins make admins: a caller with `identity` permissions may not grant more than it holds. Both rules
+    // are checked here and again inside apply (the caller's and the target's admin flags may change meanwhile).
+    const grants = body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);
+    if (caller && caller.identity.isAdmin !== true && grants) throw unauthorized('forbidden');
+    if (caller && grants) expect.push(callerIsAdmin(caller));
+    if (existing) expect.push(...guardAdminTarget(caller, existing.isAdmin === true, existing.id));
     const out = copied;
     if (existing?.isDefaultAdmin && out.isAdmin === false) {
       throw Errors.ENTITY_CAN_NOT_BE_UPDATED({

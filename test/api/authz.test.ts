@@ -135,6 +135,7 @@ function rows(): Row[] {
     out.push({ op: `${api} GET /current-api-session`, expect: ANY_SESSION });
     out.push({ op: `${api} DELETE /current-api-session`, expect: ANY_SESSION, endsSession: true });
     out.push({ op: `${api} GET /current-identity`, expect: FULL_SESSION });
+    out.push({ op: `${api} GET /controllers`, expect: FULL_SESSION });
   }
   out.push({ op: 'client GET /protocols', expect: EVERYONE });
   for (const api of ['client', 'management'] as const)
@@ -424,7 +425,7 @@ describe('guards behind the route guard', () => {
       await refused(() =>
         authenticators.fromApi!(
           { password: 'taken-over' },
-          { mode: 'patch', svc, existing: row, caller: asHelpdesk(), copied: {} },
+          { mode: 'patch', svc, existing: row, caller: asHelpdesk(), copied: {}, expect: [] },
         ),
       ),
     ).toBe('401 UNAUTHORIZED');
@@ -432,7 +433,7 @@ describe('guards behind the route guard', () => {
       await refused(() =>
         authenticators.fromApi!(
           { method: 'updb', identityId: defaultAdmin.id, username: 'second', password: 'taken-over' },
-          { mode: 'create', svc, caller: asHelpdesk(), copied: {} },
+          { mode: 'create', svc, caller: asHelpdesk(), copied: {}, expect: [] },
         ),
       ),
     ).toBe('401 UNAUTHORIZED');

@@ -73,6 +73,20 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
       });
     }
 
+    it('controllers: a single node lists itself, online, with its API addresses', async () => {
+      for (const spec of ['client', 'management'] as const) {
+        const r = await conformant(spec, 'GET', '/controllers', srv.base, { token });
+        expect(r.status).toBe(200);
+        expect(r.body.data).toHaveLength(1);
+        expect(r.body.data[0].isOnline).toBe(true);
+        expect(r.body.data[0].apiAddresses['edge-management'][0].url).toBe(`${srv.base}/edge/management/v1`);
+        expect(r.body.meta.pagination.totalCount).toBe(1);
+        const bad = await conformant(spec, 'GET', '/controllers', srv.base, { token, query: 'filter=nope%20%3D' });
+        expect(bad.status).toBe(400);
+        expect((await conformant(spec, 'GET', '/controllers', srv.base)).status).toBe(401);
+      }
+    });
+
     it('root aliases: / and /version answer the version', async () => {
       const a = await call('GET', `${srv.base}/`);
       const b = await call('GET', `${srv.base}/version`);

@@ -6,33 +6,9 @@ import { LocalProposer, OverloadedError } from '../../storage/local-proposer.js'
 import { Schema } from '../../storage/schema.js';
 import { SortedIds } from '../../storage/sorted-ids.js';
 import { Store } from '../../storage/store.js';
-import type { Command, CommandResult, EntityDef } from '../../storage/types.js';
+import type { Command, CommandResult } from '../../storage/types.js';
+import { AT, create, defs } from '../support/store-defs.js';
 
-const defs: EntityDef[] = [
-  { name: 'policies', type: 'policy', fields: { name: { type: 'string', unique: true } } },
-  {
-    name: 'people',
-    type: 'person',
-    fields: {
-      name: { type: 'string', unique: true },
-      policyId: { type: 'string', ref: { entity: 'policies', onDelete: 'restrict' } },
-      attrs: { type: 'string', set: true, index: true },
-      friendIds: { type: 'string', set: true, ref: { entity: 'people', onDelete: 'clear' } },
-    },
-  },
-  {
-    name: 'keys',
-    type: 'key',
-    fields: { personId: { type: 'string', ref: { entity: 'people', onDelete: 'cascade' } } },
-  },
-  {
-    name: 'tokens',
-    type: 'token',
-    fields: { keyId: { type: 'string', ref: { entity: 'keys', onDelete: 'cascade' } } },
-  },
-];
-
-const AT = '2026-01-01T00:00:00.000Z';
 const dirs: string[] = [];
 function tempDir() {
   const d = mkdtempSync(join(tmpdir(), 'keel-store-'));
@@ -46,13 +22,6 @@ afterEach(() => {
 async function open(dir = tempDir(), custom = {}) {
   return Store.open(dir, new Schema(defs, custom));
 }
-const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({
-  op: 'create',
-  entity,
-  id,
-  data,
-  at: AT,
-});
 async function one(store: Store, cmd: Command): Promise<CommandResult> {
   return (await store.applyGroup([cmd], { sync: false }))[0]!;
 }

@@ -1,0 +1,94 @@
+/** `keel cluster …`: run a local cluster, and inspect or change a running cluster's membership. */
+import { parseArgs } from 'node:util';
+import { runLocalCluster } from '../cluster/local.js';
+import { peerClient } from '../cluster/peer-api.js';
+import { stopNode } from '../cluster/processes.js';
+import { withTimeout } from '../util/timeout.js';
+
+export const CLUSTER_USAGE = `Usage:
+  keel cluster local [--base-port P] [--peer-base-port P] [--data-dir DIR] [--admin-password X]
+        three nodes on this machine (API ports P..P+2, default 1280; peer ports default 6262..6264;
+        data in DIR/n1..n3, default ./data-cluster); prints each API URL and the admin login
+  keel cluster list --peer ADDR
+        the members (id, peer address, voter, leader, reachable, applied index, API addresses)
+  keel cluster add --peer ADDR --id ID --address HOST:PORT [--learner]
+        adds a member (a learner, promoted to voter once caught up unless --learner); the new node is started
+        with --join instead when it can reach a member itself
+  keel cluster remove --peer ADDR --id ID
+  keel cluster transfer-leadership --peer ADDR --to ID
+  ADDR is any member's peer address (host:port of its --peer-listen). Peer TLS: --peer-cert/--peer-key/--peer-ca.
+`;
+
+const CALL_TIMEOUT_MS = 30_000;
+
+const timed = <T>(p: Promise<T>) => withTimeout(p, CALL_TIMEOUT_MS, 'the member');
+
+function port(text: string | undefined, flag: string, dflt: number): number {
+  if (text === undefined) return dflt;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 65533) throw new Error(`invalid ${flag} '${text}' (1..65533)`);
+  return n;
+}
+
+export async function clusterCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      'base-port': { type: 'string' },
+      'peer-base-port': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'admin-password': { type: 'string' },
+      peer: { type: 'string' },
+      id: { type: 'string' },
+      address: { type: 'string' },
+      learner: { type: 'boolean' },
+      to: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (sub === 'local') {
+    const nodes = await runLocalCluster(
+      {
+        basePort: port(values['base-port'], '--base-port', 1280),
+        peerBasePort: port(values['peer-base-port'], '--peer-base-port', 6262),
+        dataDir: values['data-dir'] ?? './data-cluster',
+        nodes: 3,
+        ...(values['admin-password'] ? { adminPassword: values['admin-password'] } : {}),
+      },
+      out,
+    );
+    const stop = () => void Promise.all(nodes.map((n) => stopNode(n))).then(() => process.exit(0));
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    return -1;
+  }
+  if (sub === undefined || !['list', 'add', 'remove', 'transfer-leadership'].includes(sub)) {
+    out(CLUSTER_USAGE);
+    return sub === undefined ? 0 : 2;
+  }
+  if (!values.peer) throw new Error('--peer ADDR (a member peer address) is required');
+  const c = peerClient(values.peer);
+  try {
+    if (sub === 'list') {
+      const m = await timed(c.api.members.query());
+      out('id\taddress\tvoter\tleader');
+      for (const x of m.members) out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}`);
+    } else if (sub === 'add') {
+      if (!values.id || !values.address) throw new Error('add needs --id and --address');
+      await timed(c.api.addMember.mutate({ id: values.id, address: values.address, voter: !values.learner }));
+      out(`added ${values.id}`);
+    } else if (sub === 'remove') {
+      if (!values.id) throw new Error('remove needs --id');
+      await timed(c.api.removeMember.mutate({ id: values.id }));
+      out(`removed ${values.id}`);
+    } else {
+      if (!values.to) throw new Error('transfer-leadership needs --to');
+      await timed(c.api.transferLeadership.mutate({ to: values.to }));
+      out(`${values.to} is the leader`);
+    }
+    return 0;
+  } finally {
+    c.close();
+  }
+}

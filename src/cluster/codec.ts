@@ -1,0 +1,30 @@
+import { packr } from '../../storage/codec.js';
+import type { Command } from '../../storage/types.js';
+
+/**
+ * A replicated log entry's payload: the command and the request id of the proposal that carries it. The request
+ * id lets the node that received the HTTP request (leader or follower) find the result `applyCommand` recorded
+ * for it when the entry is applied there; it is unique per process start (`node:boot:seq`).
+ */
+export interface LoggedCommand {
+  rid: string;
+  cmd: Command;
+}
+
+export function encodeLogged(entry: LoggedCommand): Uint8Array {
+  return packr.pack([entry.rid, entry.cmd]);
+}
+
+/** Decodes a normal entry; null when the bytes are not a logged command (never produced by Keel itself). */
+export function decodeLogged(data: Uint8Array): LoggedCommand | null {
+  let v: unknown;
+  try {
+    v = packr.unpack(data);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string') return null;
+  const cmd = v[1] as Command | null;
+  if (cmd === null || typeof cmd !== 'object' || typeof (cmd as { op?: unknown }).op !== 'string') return null;
+  return { rid: v[0], cmd };
+}

@@ -1,0 +1,54 @@
+/** `keel cluster local` (`npm run cluster`): a 3-node cluster on this machine, three OS processes. */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { generatePassword } from '../bootstrap.js';
+import { type NodeProcess, startNode, stopNode } from './processes.js';
+
+export interface LocalClusterOptions {
+  basePort: number;
+  peerBasePort: number;
+  dataDir: string;
+  nodes: number;
+  adminPassword?: string;
+}
+
+export async function runLocalCluster(o: LocalClusterOptions, out: (line: string) => void): Promise<NodeProcess[]> {
+  const root = resolve(o.dataDir);
+  mkdirSync(root, { recursive: true });
+  const fresh = !existsSync(join(root, 'n1', 'raft'));
+  const password = fresh ? (o.adminPassword ?? generatePassword()) : undefined;
+  const nodes: NodeProcess[] = [];
+  const stopAll = async () => {
+    await Promise.all(nodes.map((n) => stopNode(n)));
+  };
+  try {
+    for (let i = 0; i < o.nodes; i++) {
+      const id = `n${i + 1}`;
+      const start = !fresh ? undefined : i === 0 ? { init: true as const } : { join: nodes[0]!.peerAddress };
+      const n = await startNode({
+        id,
+        dataDir: join(root, id),
+        apiPort: o.basePort + i,
+        peerPort: o.peerBasePort + i,
+        ...(start ? { start } : {}),
+        ...(i === 0 && password ? { adminPassword: password } : {}),
+        env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
+      });
+      n.child.stderr?.pipe(process.stderr);
+      nodes.push(n);
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  out(`Keel cluster of ${o.nodes} nodes running (data in ${root})`);
+  for (const n of nodes) {
+    out(`  ${n.spec.id}  API ${n.base}  (management ${n.base}/edge/management/v1)  peer ${n.peerAddress}`);
+  }
+  out('  Admin username:  admin');
+  if (!fresh) out('  Admin password:  (as set when this cluster was created)');
+  else if (o.adminPassword) out('  Admin password:  (as given by --admin-password)');
+  else out(`  Admin password:  ${password}   (generated: shown this once, keep it safe)`);
+  out('Ctrl-C stops all nodes; run again to restart them on the same data.');
+  return nodes;
+}

@@ -1,0 +1,108 @@
+import { withTimeout } from '../util/timeout.js';
+import type { MemberInfo, MemberStatus, PeerClient } from './peer-api.js';
+
+/** What this node knows about one member, for the controllers list and the fabric cluster API. */
+export interface MemberView extends MemberInfo {
+  leader: boolean;
+  /** Answered the last status poll (this node itself: always). */
+  online: boolean;
+  /** When this node last saw it come online (ISO); null when never seen. */
+  lastJoinedAt: string | null;
+  /** Its last answered status (API addresses, version, applied index), null when never reached. */
+  status: MemberStatus | null;
+}
+
+export interface MemberSource {
+  readonly id: string;
+  members(): { leader: string | null; members: MemberInfo[] };
+  status(): MemberStatus;
+  peer(id: string): PeerClient;
+}
+
+/** Bound on one status poll of a member; a member that does not answer in time counts as offline. */
+const POLL_TIMEOUT_MS = 1_000;
+
+/**
+ * Polls every member's status over the peer API (every `interval_ms`), so the controllers list reports who is up
+ * within seconds of a member going down or coming back.
+ */
+export class MemberMonitor {
+  private readonly seen = new Map<
+    string,
+    { online: boolean; lastJoinedAt: string | null; status: MemberStatus | null }
+  >();
+  private timer: NodeJS.Timeout | null = null;
+  private polling = false;
+  private readonly startedAt = new Date().toISOString();
+
+  constructor(
+    private readonly source: MemberSource,
+    private readonly interval_ms = 1_000,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.poll(), this.interval_ms);
+    this.timer.unref();
+    void this.poll();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Polls every other member once (one poll at a time). */
+  async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const { members } = this.source.members();
+      const ids = new Set(members.map((m) => m.id));
+      for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
+      await Promise.all(
+        members
+          .filter((m) => m.id !== this.source.id)
+          .map(async (m) => {
+            let status: MemberStatus | null = null;
+            try {
+              status = await withTimeout(this.source.peer(m.id).api.status.query(), POLL_TIMEOUT_MS, 'status');
+            } catch {
+              status = null;
+            }
+            const before = this.seen.get(m.id);
+            const online = status !== null;
+            this.seen.set(m.id, {
+              online,
+              lastJoinedAt: online && !before?.online ? new Date().toISOString() : (before?.lastJoinedAt ?? null),
+              status: status ?? before?.status ?? null,
+            });
+          }),
+      );
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  view(): MemberView[] {
+    const { leader, members } = this.source.members();
+    return members.map((m) => {
+      if (m.id === this.source.id) {
+        return {
+          ...m,
+          leader: leader === m.id,
+          online: true,
+          lastJoinedAt: this.startedAt,
+          status: this.source.status(),
+        };
+      }
+      const s = this.seen.get(m.id);
+      return {
+        ...m,
+        leader: leader === m.id,
+        online: s?.online ?? false,
+        lastJoinedAt: s?.lastJoinedAt ?? null,
+        status: s?.status ?? null,
+      };
+    });
+  }
+}

@@ -1,0 +1,382 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { applyWSSHandler } from '@trpc/server/adapters/ws';
+import { WebSocketServer } from 'ws';
+import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
+import type { Store } from '../../storage/store.js';
+import { withTimeout } from '../util/timeout.js';
+import { KEEL_VERSION } from '../version.js';
+import { MemberMonitor, type MemberView } from './members.js';
+import {
+  type ForwardResult,
+  type MemberInfo,
+  type MemberStatus,
+  PEER_API_PATH,
+  type PeerClient,
+  type PeerHandlers,
+  type PeerTlsOptions,
+  peerClient,
+  peerRouter,
+} from './peer-api.js';
+import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
+import { StoreStateMachine } from './state-machine.js';
+
+export interface ClusterOptions {
+  nodeId: string;
+  /** Where the peer listener (Raft transport + peer API) binds. */
+  peerListen: { host: string; port: number };
+  /** host:port other members dial (default: the bound peer listener). */
+  peerAdvertise?: string;
+  /** Start a new cluster with this node as its only voter (first start only). */
+  init?: boolean;
+  /** Join the cluster that the member at this peer address belongs to (first start only). */
+  join?: string;
+  /** Mutual TLS for the peer listener and every peer connection (certificates from the cluster CA). */
+  tls?: PeerTlsOptions;
+  clusterId?: string;
+  /** Take a store snapshot and compact the Raft log every N applied entries (default 10 000). */
+  snapshotEvery_entries?: number;
+  tick_ms?: number;
+}
+
+export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
+
+const JOIN_TIMEOUT_MS = 30_000;
+/** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
+const STOP_GRACE_MS = 500;
+/** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
+const STOP_DRAIN_STEPS = 100;
+const PEER_CALL_TIMEOUT_MS = 5_000;
+/** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
+const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
+
+/**
+ * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
+ * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
+ * proposer the controller writes through.
+ */
+export class ClusterNode {
+  readonly proposer: RaftProposer;
+  private readonly clients = new Map<string, { address: string; client: PeerClient }>();
+  private readonly wss: WebSocketServer;
+  private readonly monitor: MemberMonitor;
+  private stopped = false;
+  /** Forwarded proposals being handed to Raft right now. */
+  private forwarding = 0;
+  apiAddresses: string[] = [];
+
+  private constructor(
+    readonly raft: RaftNode,
+    readonly sm: StoreStateMachine,
+    private readonly log: LevelLog,
+    private readonly server: Server,
+    readonly peerAddress: string,
+    private readonly opts: ClusterOptions,
+    logger: Log,
+  ) {
+    this.proposer = new RaftProposer(
+      raft,
+      sm,
+      (leader, data) => this.forwardTo(leader, data),
+      (msg, extra) => logger('warn', msg, extra),
+    );
+    this.monitor = new MemberMonitor(this);
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
+    const handlers = this.handlers();
+    applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
+    server.on('upgrade', (req, socket, head) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== PEER_API_PATH) return; // the Raft transport's listener takes /raft
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    });
+  }
+
+  get id(): string {
+    return this.opts.nodeId;
+  }
+
+  static async start(
+    dataDir: string,
+    store: Store,
+    opts: ClusterOptions,
+    logger: Log,
+    onFatal: (err: Error) => void,
+  ): Promise<ClusterNode> {
+    const log = await LevelLog.open(join(dataDir, 'raft'));
+    const tls = opts.tls;
+    const server = tls
+      ? createHttpsServer({ key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: true, rejectUnauthorized: true })
+      : createHttpServer();
+    server.on('request', (_req, res) => res.writeHead(426).end());
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(opts.peerListen.port, opts.peerListen.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const bound = server.address() as AddressInfo;
+      const host = opts.peerListen.host.includes(':') ? `[${opts.peerListen.host}]` : opts.peerListen.host;
+      const peerAddress = opts.peerAdvertise ?? `${host}:${bound.port}`;
+      const transport = new WebSocketTransport({
+        id: opts.nodeId,
+        clusterId: opts.clusterId ?? 'keel',
+        ...(tls ? { tls } : {}),
+        onError: (err, peer) => logger('info', 'raft transport', { err: err.message, peer }),
+      });
+      transport.attach(server);
+      const fresh = log.isEmpty();
+      let peers: Record<string, string> = { [opts.nodeId]: peerAddress };
+      if (fresh && !opts.init && !opts.join) {
+        throw new Error('a new cluster member needs --cluster-init (first node) or --join ADDR (a member)');
+      }
+      if (fresh && opts.join) {
+        const c = peerClient(opts.join, tls);
+        try {
+          const m = await withTimeout(c.api.members.query(), PEER_CALL_TIMEOUT_MS, `members of ${opts.join}`);
+          for (const x of m.members) peers[x.id] = x.address;
+          if (m.members.some((x) => x.id === opts.nodeId)) {
+            throw new Error(`node id ${opts.nodeId} is already a member of the cluster at ${opts.join}`);
+          }
+        } finally {
+          c.close();
+        }
+      }
+      peers = { ...peers };
+      const sm = new StoreStateMachine(store, (index) =>
+        logger('error', 'skipped an undecodable log entry', { index }),
+      );
+      const raft = await RaftNode.start({
+        id: opts.nodeId,
+        log,
+        transport,
+        stateMachine: sm,
+        applied: store.appliedIndex,
+        peers,
+        ...(fresh && opts.init ? { bootstrap: { voters: [opts.nodeId] } } : {}),
+        tick_ms: opts.tick_ms ?? 100,
+        snapshotEvery_entries: opts.snapshotEvery_entries ?? 10_000,
+        snapshotKeep_entries: Math.min(1000, Math.max(1, Math.floor((opts.snapshotEvery_entries ?? 10_000) / 2))),
+      });
+      raft.onFatal((err) => onFatal(err));
+      raft.onError((err) => logger('warn', 'raft', { err: err.message }));
+      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger);
+      node.monitor.start();
+      try {
+        if (fresh && opts.join) await node.requestJoin(opts.join);
+      } catch (err) {
+        await node.stop({ transferLeadership: false });
+        throw err;
+      }
+      return node;
+    } catch (err) {
+      server.close();
+      await log.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Asks the member at `address` to add this node (as a learner, promoted to voter once caught up). */
+  private async requestJoin(address: string): Promise<void> {
+    const c = peerClient(address, this.opts.tls);
+    try {
+      await withTimeout(
+        c.api.addMember.mutate({ id: this.id, address: this.peerAddress, voter: true }),
+        JOIN_TIMEOUT_MS,
+        `joining through ${address}`,
+      );
+    } finally {
+      c.close();
+    }
+  }
+
+  /** Waits until the cluster has a leader this node knows (bounded). */
+  async waitForLeader(timeout_ms: number): Promise<string> {
+    const deadline = Date.now() + timeout_ms;
+    while (Date.now() < deadline) {
+      const l = this.raft.leaderId();
+      if (l !== null) return l;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`no leader within ${timeout_ms} ms`);
+  }
+
+  /** Linearizable read barrier on this node (ReadIndex): resolves once this node has applied everything committed. */
+  async readBarrier(): Promise<void> {
+    await this.raft.readIndex();
+  }
+
+  members(): { leader: string | null; members: MemberInfo[] } {
+    const conf = this.log.appliedConf();
+    const addresses = conf.addresses;
+    const voters = new Set([...conf.conf.voters, ...conf.conf.votersOutgoing]);
+    const ids = [...new Set([...voters, ...conf.conf.learners, ...conf.conf.learnersNext])].sort();
+    return {
+      leader: this.raft.leaderId(),
+      members: ids.map((id) => ({
+        id,
+        address: addresses[id] ?? (id === this.id ? this.peerAddress : ''),
+        voter: voters.has(id),
+      })),
+    };
+  }
+
+  status(): MemberStatus {
+    const s = this.raft.status();
+    return {
+      id: this.id,
+      role: s.role,
+      leader: s.leader,
+      term: s.term,
+      applied: s.applied,
+      commit: s.commit,
+      snapshotIndex: s.snapshotIndex,
+      firstIndex: s.firstIndex,
+      version: KEEL_VERSION,
+      apiAddresses: this.apiAddresses,
+      peerAddress: this.peerAddress,
+      readOnly: false,
+    };
+  }
+
+  /** The peer API client of member `id` (cached; rebuilt when its address changed). */
+  peer(id: string): PeerClient {
+    const address = this.members().members.find((m) => m.id === id)?.address;
+    if (!address) throw new RaftError('not-leader', `no address known for member ${id}`, { leader: null });
+    const known = this.clients.get(id);
+    if (known && known.address === address) return known.client;
+    known?.client.close();
+    const client = peerClient(address, this.opts.tls);
+    this.clients.set(id, { address, client });
+    return client;
+  }
+
+  /**
+   * Sends a proposal to the leader's peer API. Never sent (no open connection within the bound) is a definite
+   * refusal, so the proposer may try again; a failure after sending is thrown (outcome unknown).
+   */
+  private async forwardTo(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    const client = this.peer(leader);
+    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
+    return withTimeout(
+      client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
+      PEER_CALL_TIMEOUT_MS,
+      `forward to ${leader}`,
+    );
+  }
+
+  /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
+  private async onLeader<T>(here: () => Promise<T>, there: (c: PeerClient) => Promise<T>): Promise<T> {
+    const leader = this.raft.leaderId() ?? (await this.waitForLeader(3_000));
+    if (leader === this.id) return here();
+    return withTimeout(there(this.peer(leader)), JOIN_TIMEOUT_MS, `call on leader ${leader}`);
+  }
+
+  async addMember(id: string, address: string, voter: boolean): Promise<void> {
+    await this.onLeader(
+      async () => {
+        await this.raft.addLearner(id, address);
+        if (voter) await this.raft.promote(id, address);
+      },
+      (c) => c.api.addMember.mutate({ id, address, voter }),
+    );
+  }
+
+  /** Adds the node serving the peer API at `address` (its id is asked from it). */
+  async addMemberAt(address: string, voter: boolean): Promise<string> {
+    const c = peerClient(address, this.opts.tls);
+    try {
+      const { id } = await withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`);
+      await this.addMember(id, address, voter);
+      return id;
+    } finally {
+      c.close();
+    }
+  }
+
+  /** Every member as this node sees it (liveness from its status polls). */
+  memberView(): MemberView[] {
+    return this.monitor.view();
+  }
+
+  /** Whether peer links use mutual TLS, and this node's certificate (PEM) if so. */
+  get peerCertPem(): string | null {
+    const cert = this.opts.tls?.cert;
+    return cert === undefined ? null : cert.toString();
+  }
+
+  async removeMember(id: string): Promise<void> {
+    await this.onLeader(
+      async () => {
+        if (id === this.id) {
+          // The leader hands over first, then the new leader removes it.
+          const to = this.members().members.find((m) => m.voter && m.id !== id)?.id;
+          if (to) {
+            await this.raft.transferLeadership(to);
+            await this.peer(to).api.removeMember.mutate({ id });
+            return;
+          }
+        }
+        await this.raft.removeNode(id);
+      },
+      (c) => c.api.removeMember.mutate({ id }),
+    );
+  }
+
+  async transferLeadership(to: string): Promise<void> {
+    await this.raft.transferLeadership(to);
+  }
+
+  private handlers(): PeerHandlers {
+    return {
+      forward: async (data) => {
+        // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
+        // answer lost to the closing socket would leave the sender not knowing whether the write happened.
+        if (this.stopped) return { ok: false, code: 'not-leader', leader: null };
+        this.forwarding++;
+        try {
+          return await proposeOnLeader(this.raft, data);
+        } finally {
+          this.forwarding--;
+        }
+      },
+      readIndex: () => this.raft.readIndex(),
+      status: () => this.status(),
+      members: () => this.members(),
+      addMember: (id, address, voter) => this.addMember(id, address, voter),
+      removeMember: (id) => this.removeMember(id),
+      transferLeadership: (to) => this.transferLeadership(to),
+    };
+  }
+
+  /** Stops: hands leadership over first when leading (so a rolling restart fails no write), then closes. */
+  async stop(opts: { transferLeadership?: boolean } = {}): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.monitor.stop();
+    await this.proposer.close();
+    // forwards already being proposed get their answer (they take a turn of the event loop)
+    for (let i = 0; i < STOP_DRAIN_STEPS && this.forwarding > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const graceful = opts.transferLeadership ?? true;
+    await this.raft.stop({ transferLeadership: graceful });
+    // Members learn the new leader within a heartbeat; until then some may still forward here. Keep answering
+    // (refusing, definitely) for a moment, so that no forward meets a closing socket and ends "outcome unknown".
+    if (graceful) await new Promise((r) => setTimeout(r, STOP_GRACE_MS));
+    for (const { client } of this.clients.values()) client.close();
+    this.clients.clear();
+    // a graceful close flushes answers already written; whatever is left after a bound is cut
+    for (const ws of this.wss.clients) ws.close(1001, 'member stopping');
+    for (let i = 0; i < STOP_DRAIN_STEPS && this.wss.clients.size > 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    for (const ws of this.wss.clients) ws.terminate();
+    this.wss.close();
+    await new Promise<void>((r) => {
+      this.server.close(() => r());
+      this.server.closeAllConnections?.();
+    });
+  }
+}

@@ -1,0 +1,154 @@
+/**
+ * The internal API between cluster members: a tRPC router served over WebSocket on the peer listener (next to
+ * the Raft transport), and its client. Only members talk to it (the peer listener is meant for mutual TLS).
+ */
+
+import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc/client';
+import { initTRPC, TRPCError } from '@trpc/server';
+import WebSocket from 'ws';
+
+/** What a member reports about itself (`status`). */
+export interface MemberStatus {
+  id: string;
+  role: string;
+  leader: string | null;
+  term: number;
+  applied: number;
+  commit: number;
+  /** Index of the last snapshot in this member's Raft log (taken here or installed from the leader). */
+  snapshotIndex: number;
+  /** First index still in this member's Raft log (entries below were compacted into the snapshot). */
+  firstIndex: number;
+  version: string;
+  /** Base URLs of its REST APIs. */
+  apiAddresses: string[];
+  peerAddress: string;
+  readOnly: boolean;
+}
+
+export interface MemberInfo {
+  id: string;
+  address: string;
+  voter: boolean;
+}
+
+/** The outcome of a forwarded proposal: accepted by the leader, or refused with nothing proposed. */
+export type ForwardResult =
+  | { ok: true }
+  | { ok: false; code: 'not-leader' | 'overloaded' | 'too-large' | 'stopped'; leader?: string | null };
+
+/** What a member does for its peers (implemented by ClusterNode). */
+export interface PeerHandlers {
+  forward(data: Uint8Array): Promise<ForwardResult>;
+  readIndex(): Promise<number>;
+  status(): MemberStatus;
+  members(): { leader: string | null; members: MemberInfo[] };
+  addMember(id: string, address: string, voter: boolean): Promise<void>;
+  removeMember(id: string): Promise<void>;
+  transferLeadership(to: string): Promise<void>;
+}
+
+const MAX_ID_CHARS = 128;
+const MAX_ADDRESS_CHARS = 300;
+/** A forwarded command: at most the Raft proposal cap (1 MiB) plus base64's third. */
+const MAX_FORWARD_CHARS = 1.5 * (1 << 20);
+
+function str(v: unknown, name: string, max: number): string {
+  if (typeof v !== 'string' || v.length === 0 || v.length > max) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `${name}: a string of 1 to ${max} characters` });
+  }
+  return v;
+}
+
+function obj(v: unknown): Record<string, unknown> {
+  if (v === null || typeof v !== 'object') throw new TRPCError({ code: 'BAD_REQUEST', message: 'an object' });
+  return v as Record<string, unknown>;
+}
+
+const t = initTRPC.context<{ handlers: PeerHandlers }>().create();
+
+export const peerRouter = t.router({
+  forward: t.procedure
+    .input((v) => ({ data: str(obj(v).data, 'data', MAX_FORWARD_CHARS) }))
+    .mutation(({ ctx, input }) => ctx.handlers.forward(Buffer.from(input.data, 'base64'))),
+  readIndex: t.procedure.query(({ ctx }) => ctx.handlers.readIndex()),
+  status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
+  members: t.procedure.query(({ ctx }) => ctx.handlers.members()),
+  addMember: t.procedure
+    .input((v) => {
+      const o = obj(v);
+      return {
+        id: str(o.id, 'id', MAX_ID_CHARS),
+        address: str(o.address, 'address', MAX_ADDRESS_CHARS),
+        voter: o.voter !== false,
+      };
+    })
+    .mutation(({ ctx, input }) => ctx.handlers.addMember(input.id, input.address, input.voter)),
+  removeMember: t.procedure
+    .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
+    .mutation(({ ctx, input }) => ctx.handlers.removeMember(input.id)),
+  transferLeadership: t.procedure
+    .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
+    .mutation(({ ctx, input }) => ctx.handlers.transferLeadership(input.to)),
+});
+
+export type PeerRouter = typeof peerRouter;
+export const PEER_API_PATH = '/peer-api';
+
+export interface PeerTlsOptions {
+  key: string | Buffer;
+  cert: string | Buffer;
+  ca: string | Buffer | Array<string | Buffer>;
+}
+
+export interface PeerClient {
+  api: TRPCClient<PeerRouter>;
+  /**
+   * Resolves true once the connection is open (at once when it is), false after `timeout_ms`. A request made
+   * while the connection is not open fails without being sent: callers that must tell "not sent" from "sent, no
+   * answer" (forwards) check this first.
+   */
+  ready(timeout_ms: number): Promise<boolean>;
+  close(): void;
+}
+
+function withClientCert(tls: PeerTlsOptions): unknown {
+  return class extends WebSocket {
+    constructor(u: string | URL, protocols?: string | string[]) {
+      super(u, protocols, { key: tls.key, cert: tls.cert, ca: tls.ca });
+    }
+  };
+}
+
+/** A client of one member's peer API (`address` = its peer listener's host:port). */
+export function peerClient(address: string, tls?: PeerTlsOptions): PeerClient {
+  const url = `${tls ? 'wss' : 'ws'}://${address}${PEER_API_PATH}`;
+  // Node 20 has no global WebSocket: hand tRPC the `ws` class (with the client certificate when TLS is on).
+  const Ws = tls ? withClientCert(tls) : WebSocket;
+  const ws = createWSClient({
+    url,
+    WebSocket: Ws as unknown as typeof globalThis.WebSocket,
+    retryDelayMs: (n) => Math.min(2000, 50 * 2 ** n),
+  });
+  const ready = (timeout_ms: number) =>
+    new Promise<boolean>((resolve) => {
+      let done = false;
+      let unsubscribe = () => {};
+      const finish = (open: boolean) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        unsubscribe();
+        resolve(open);
+      };
+      const timer = setTimeout(() => finish(false), timeout_ms);
+      const sub = ws.connectionState.subscribe({ next: (s) => s.state === 'pending' && finish(true) });
+      unsubscribe = () => sub.unsubscribe();
+      if (done) unsubscribe();
+    });
+  return {
+    api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
+    ready,
+    close: () => void ws.close(),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * Keel nodes as OS processes on this machine: `npm run cluster` (keel cluster local) and the process-level tests
+ * start them through here. Each node is `bin/keel.js run` with its own data directory, API port and peer port.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/** `bin/keel.js` of this checkout (this module runs from src/ under tests and from dist/src/ when built). */
+function findBin(): string {
+  let dir = import.meta.dirname;
+  for (let up = 0; up < 4; up++, dir = dirname(dir)) {
+    const bin = join(dir, 'bin', 'keel.js');
+    if (existsSync(bin)) return bin;
+  }
+  throw new Error('bin/keel.js not found above this module');
+}
+
+export const KEEL_BIN = findBin();
+
+export interface NodeSpec {
+  id: string;
+  dataDir: string;
+  apiPort: number;
+  peerPort: number;
+  host?: string;
+  /** First start only: found the cluster (`init`) or join through a member's peer address. */
+  start?: { init: true } | { join: string };
+  adminPassword?: string;
+  extraArgs?: string[];
+  env?: Record<string, string>;
+}
+
+export interface NodeProcess {
+  spec: NodeSpec;
+  child: ChildProcess;
+  /** The API base URL (`http://host:port`). */
+  base: string;
+  peerAddress: string;
+  stdout: string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+}
+
+export function nodeArgs(spec: NodeSpec): string[] {
+  const host = spec.host ?? '127.0.0.1';
+  const args = [
+    'run',
+    '--node-id',
+    spec.id,
+    '--data-dir',
+    spec.dataDir,
+    '--listen',
+    `${host}:${spec.apiPort}`,
+    '--peer-listen',
+    `${host}:${spec.peerPort}`,
+  ];
+  if (spec.start && 'init' in spec.start) args.push('--cluster-init');
+  if (spec.start && 'join' in spec.start) args.push('--join', spec.start.join);
+  if (spec.adminPassword) args.push('--admin-password', spec.adminPassword);
+  return [...args, ...(spec.extraArgs ?? [])];
+}
+
+/** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
+export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [KEEL_BIN, ...nodeArgs(spec)], {
+    env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const MAX_STDERR_CHARS = 64 * 1024;
+  child.stderr!.on('data', (d) => {
+    stderr = (stderr + d).slice(-MAX_STDERR_CHARS);
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise<NodeProcess>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`node ${spec.id} did not start in ${timeout_ms} ms:\n${stdout}\n${stderr}`));
+    }, timeout_ms);
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      const m = /Management API:\s+(https?:\/\/[^\s]+)\/edge\/management\/v1/.exec(stdout);
+      const p = /peer address (\S+),/.exec(stdout);
+      if (m && p) {
+        clearTimeout(timer);
+        resolve({ spec, child, base: m[1]!, peerAddress: p[1]!, stdout, stderr: () => stderr, exited });
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`node ${spec.id} exited (${code ?? signal}) before it started:\n${stdout}\n${stderr}`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL after `grace_ms`; resolves when the process is gone. */
+export async function stopNode(n: NodeProcess, grace_ms = 15_000): Promise<void> {
+  if (n.child.exitCode !== null || n.child.signalCode !== null) return;
+  n.child.kill('SIGTERM');
+  const timer = setTimeout(() => n.child.kill('SIGKILL'), grace_ms);
+  await n.exited;
+  clearTimeout(timer);
+}

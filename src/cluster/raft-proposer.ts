@@ -1,0 +1,160 @@
+import { RaftError, type RaftNode } from '../../raft/index.js';
+import { encodeCommand } from '../../storage/command-codec.js';
+import { ProposalError, type Proposer } from '../../storage/proposer.js';
+import type { Command, CommandResult } from '../../storage/types.js';
+import { encodeLogged } from './codec.js';
+import type { ForwardResult } from './peer-api.js';
+import type { StoreStateMachine } from './state-machine.js';
+
+export interface RaftProposerOptions {
+  /** How long a proposal waits for a leader to appear before 503 `no-leader`. */
+  leaderWait_ms: number;
+  /** How long a proposal waits for its entry to be applied here before `unknown-outcome`. */
+  applyTimeout_ms: number;
+  /** Bound on submission attempts (a leader that moves, or refuses while it hands leadership over). */
+  maxAttempts: number;
+}
+
+export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
+  leaderWait_ms: 3_000,
+  applyTimeout_ms: 8_000,
+  maxAttempts: 200,
+};
+
+/** Sends a proposal's bytes to the current leader (tRPC `forward`); rejects when the outcome is unknown. */
+export type Forwarder = (leader: string, data: Uint8Array) => Promise<ForwardResult>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+/**
+ * The cluster's proposer. A command is encoded (msgpackr) with a request id, proposed to Raft — directly on the
+ * leader, forwarded over the peer API from a follower — and the proposal resolves with the result recorded when
+ * the entry is applied *on this node*, so the caller reads its own write here.
+ *
+ * A forward is sent once. When the leader refuses it (nothing proposed: not the leader any more, queue full) the
+ * refusal is definite and the command is sent again to the new leader or rejected; when the outcome is unknown (the
+ * connection dropped, the leader stepped down after accepting it) the proposal only waits for the entry to show up
+ * here, and answers `unknown-outcome` after `applyTimeout_ms`: never a second copy of the command.
+ */
+export class RaftProposer implements Proposer {
+  readonly syncWrites = true;
+  private seq = 0;
+  private closed = false;
+  private readonly boot = Date.now().toString(36);
+
+  constructor(
+    private readonly node: RaftNode,
+    private readonly sm: StoreStateMachine,
+    private readonly forward: Forwarder,
+    private readonly log: (msg: string, extra: Record<string, unknown>) => void = () => {},
+    private readonly opts: RaftProposerOptions = DEFAULT_RAFT_PROPOSER_OPTIONS,
+  ) {}
+
+  async propose(cmd: Command): Promise<CommandResult> {
+    if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+    // the round trip every command takes (storage/command-codec.ts): one that would not read back as written fails
+    // alone here, before it reaches the log
+    const encoded = encodeCommand(cmd);
+    if (!encoded.ok) return encoded.result;
+    const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
+    const data = encodeLogged({ rid, cmd: encoded.cmd });
+    const waiter = this.sm.wait(rid);
+    if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const to = await this.submit(data);
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          this.log('write not applied in time: outcome unknown', { rid, submittedTo: to });
+          reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
+        }, this.opts.applyTimeout_ms);
+      });
+      return await Promise.race([waiter.promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+      waiter.cancel();
+    }
+  }
+
+  /**
+   * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
+   * only waiting tells); rejects with a definite ProposalError when nothing was proposed.
+   */
+  private async submit(data: Uint8Array): Promise<string> {
+    const deadline = Date.now() + this.opts.leaderWait_ms;
+    for (let attempt = 0; attempt < this.opts.maxAttempts; ) {
+      if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+      const leader = this.node.leaderId();
+      if (leader === null) {
+        if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
+        await sleep(25);
+        continue;
+      }
+      attempt++;
+      const r = leader === this.node.id ? await proposeOnLeader(this.node, data) : await this.forwardOnce(leader, data);
+      if (r.ok) return leader;
+      if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
+      if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
+      if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
+      // not-leader (or a leader that is stopping): nothing was proposed, so trying the next leader is safe.
+      if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
+      await sleep(25);
+    }
+    throw new ProposalError('no-leader', 'the leader kept changing', 2);
+  }
+
+  private async forwardOnce(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    try {
+      return await this.forward(leader, data);
+    } catch (err) {
+      // Sent, but no answer: the leader may have proposed it. Wait for it to apply (or time out), never resend.
+      this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
+      return { ok: true };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+/**
+ * Proposes on this node as leader; resolves as soon as the leader accepted the entry (not when it is applied).
+ * A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`) is definite: nothing was proposed. Later
+ * failures (leadership lost, overwritten) leave the outcome to the waiting proposer.
+ */
+export async function proposeOnLeader(node: RaftNode, data: Uint8Array): Promise<ForwardResult> {
+  const p = node.propose(data);
+  const pending = Symbol('pending');
+  // propose() refuses with an already-rejected promise; one still pending once the microtasks have run (after
+  // setImmediate) means the core accepted the entry. (Racing against an already-resolved promise would not do:
+  // the rejection handler runs a microtask later, and the race would count every refusal as accepted.)
+  const first = await Promise.race([
+    p.then(
+      () => pending,
+      (e: unknown) => e,
+    ),
+    new Promise<symbol>((resolve) => setImmediate(() => resolve(pending))),
+  ]);
+  if (first === pending) {
+    p.catch(() => {});
+    return { ok: true };
+  }
+  const err = first;
+  if (err instanceof RaftError) {
+    switch (err.code) {
+      case 'not-leader':
+        return { ok: false, code: 'not-leader', leader: err.leader ?? null };
+      case 'too-many-pending':
+        return { ok: false, code: 'overloaded' };
+      case 'too-large':
+        return { ok: false, code: 'too-large' };
+      case 'stopped':
+      case 'fatal':
+        return { ok: false, code: 'stopped' };
+      default:
+        return { ok: true };
+    }
+  }
+  throw err;
+}

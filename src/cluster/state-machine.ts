@@ -1,0 +1,87 @@
+import type { Entry, Snapshot, StateMachine } from '../../raft/index.js';
+import { MAX_GROUP_COMMANDS, type Store } from '../../storage/store.js';
+import type { Command, CommandResult } from '../../storage/types.js';
+import { decodeLogged } from './codec.js';
+
+/** Bound on proposals of this node waiting for their entry to be applied here. */
+export const MAX_WAITING_PROPOSALS = 10_000;
+
+export interface Waiter {
+  promise: Promise<CommandResult>;
+  cancel(): void;
+}
+
+/**
+ * The store as Raft's state machine. Committed entries are applied in log order through `Store.applyGroup`, in
+ * groups of at most MAX_GROUP_COMMANDS, each one synced LevelDB batch together with the index of its last entry
+ * (noop and membership entries only advance the index). Entries at or below the store's applied index are skipped,
+ * so replay after a crash is idempotent. A proposal made on this node waits here, by request id, for the result
+ * recorded when its entry is applied on this node. Any exception escaping apply stops the Raft node (fail-stop).
+ */
+export class StoreStateMachine implements StateMachine {
+  private readonly waiters = new Map<string, (r: CommandResult) => void>();
+
+  constructor(
+    readonly store: Store,
+    private readonly onSkipped: (index: number) => void = () => {},
+  ) {}
+
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /** Registers interest in the result of the entry carrying `rid`; null when too many wait already. */
+  wait(rid: string): Waiter | null {
+    if (this.waiters.size >= MAX_WAITING_PROPOSALS) return null;
+    let resolve!: (r: CommandResult) => void;
+    const promise = new Promise<CommandResult>((r) => (resolve = r));
+    this.waiters.set(rid, resolve);
+    return { promise, cancel: () => this.waiters.delete(rid) };
+  }
+
+  async apply(entries: Entry[]): Promise<void> {
+    let cmds: Command[] = [];
+    let rids: string[] = [];
+    let last = -1;
+    const flush = async () => {
+      if (last < 0) return;
+      const results = await this.store.applyGroup(cmds, { index: last, sync: true });
+      for (let i = 0; i < rids.length; i++) {
+        const resolve = this.waiters.get(rids[i]!);
+        if (resolve === undefined) continue;
+        this.waiters.delete(rids[i]!);
+        resolve(results[i]!);
+      }
+      cmds = [];
+      rids = [];
+      last = -1;
+    };
+    for (const e of entries) {
+      if (e.index <= this.store.appliedIndex) continue;
+      if (e.type === 'normal') {
+        const logged = decodeLogged(e.data);
+        if (logged === null) {
+          // Deterministic on every node (same bytes): the entry is skipped, its index still advances.
+          this.onSkipped(e.index);
+        } else {
+          cmds.push(logged.cmd);
+          rids.push(logged.rid);
+        }
+      }
+      last = e.index;
+      if (cmds.length === MAX_GROUP_COMMANDS) await flush();
+    }
+    await flush();
+  }
+
+  snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    return this.store.snapshot();
+  }
+
+  async restore(snap: Snapshot): Promise<void> {
+    const index = await this.store.restore(snap.data);
+    if (index !== snap.meta.index) {
+      throw new Error(`snapshot data is at index ${index}, its Raft metadata says ${snap.meta.index}`);
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Conditions on state that handlers check before proposing and that apply checks again (storage `Expect`): on a
+ * cluster member the state a handler sees may lag the log, so apply decides.
+ */
+
+import type { Expect } from '../../storage/types.js';
+import { unauthorized } from '../api/errors.js';
+import type { Caller } from '../api/op.js';
+
+/** Identity `id` is not an admin (what a caller without admin rights may act on). */
+export function targetNotAdmin(id: string): Expect {
+  return {
+    check: 'ne',
+    entity: 'identities',
+    id,
+    field: 'isAdmin',
+    value: true,
+    reason: 'only an admin may change an admin identity or its credentials',
+    apiCode: 'UNAUTHORIZED',
+  };
+}
+
+/** The caller is (still) an admin: only admins make admins. */
+export function callerIsAdmin(caller: Caller): Expect {
+  return {
+    check: 'eq',
+    entity: 'identities',
+    id: caller.identity.id,
+    field: 'isAdmin',
+    value: true,
+    reason: 'only an admin may grant admin rights or permissions',
+    apiCode: 'UNAUTHORIZED',
+  };
+}
+
+/** No authenticator holds `username` (reported on `errorField`, as the pre-check does). */
+export function usernameFree(username: string, errorField: string): Expect {
+  return {
+    check: 'absent',
+    entity: 'authenticators',
+    field: 'username',
+    value: username,
+    reason: `duplicate value '${username}' in unique index on authenticators store`,
+    errorField,
+  };
+}
+
+/**
+ * The rights rule shared by identity and authenticator writes: a caller without admin rights may not act on an
+ * admin identity (refused now if the local state shows one, and re-checked in apply).
+ */
+export function guardAdminTarget(caller: Caller | null, targetIsAdmin: boolean, targetId: string): Expect[] {
+  if (!caller || caller.identity.isAdmin === true) return [];
+  if (targetIsAdmin) throw unauthorized('forbidden');
+  return [targetNotAdmin(targetId)];
+}

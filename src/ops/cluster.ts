@@ -1,0 +1,281 @@
+/**
+ * The cluster as the APIs show it: the client and management `controllers` lists (live members) and OpenZiti's
+ * fabric cluster endpoints (`/fabric/v1/cluster/...`, admin only) that its CLI and consoles call.
+ */
+import { RaftError } from '../../raft/index.js';
+import { Collection } from '../../storage/collection.js';
+import type { EntityDef, Row } from '../../storage/types.js';
+import { createSymbolTable, type SymbolTable } from '../../storage/zitiql/index.js';
+import { baseSymbols, fieldSymbols } from '../api/entity.js';
+import { type ApiError, Errors, fieldError } from '../api/errors.js';
+import { collectionSource, listResponse, mapResult, runList } from '../api/list.js';
+import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
+import { API_BASE } from '../api/register.js';
+import { ok, okEmpty } from '../api/respond.js';
+import type { ClusterView, Services } from '../api/services.js';
+import type { MemberView } from '../cluster/members.js';
+import { baseEntity, empty, listEnvelope } from '../model/common.js';
+import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
+import { s } from '../schema/s.js';
+import { KEEL_VERSION } from '../version.js';
+
+export const FABRIC_BASE = '/fabric/v1';
+
+const apiAddress = s.named('apiAddress', s.obj({ url: s.str(), version: s.str() }));
+const controllerDetail = s.named(
+  'controllerDetail',
+  s.allOf(
+    baseEntity,
+    s.obj(
+      {
+        apiAddresses: s.named('apiAddressList', s.map(s.named('apiAddressArray', s.arr(apiAddress)))),
+        certPem: s.str(),
+        ctrlAddress: s.nullable(s.str()),
+        fingerprint: s.str(),
+        isOnline: s.bool(),
+        lastJoinedAt: s.datetime(),
+        name: s.str(),
+      },
+      ['name', 'certPem', 'fingerprint', 'isOnline', 'lastJoinedAt'],
+    ),
+  ),
+);
+
+const CONTROLLER_DEF: EntityDef = {
+  name: 'controllers',
+  type: 'controller',
+  fields: {
+    name: { type: 'string' },
+    ctrlAddress: { type: 'string' },
+    isOnline: { type: 'bool' },
+    lastJoinedAt: { type: 'datetime' },
+    fingerprint: { type: 'string' },
+  },
+};
+let symbols: SymbolTable | null = null;
+function controllerSymbols(): SymbolTable {
+  symbols ??= createSymbolTable({
+    symbols: { ...baseSymbols(), ...fieldSymbols(CONTROLLER_DEF.fields) },
+    maps: { tags: (r: Row) => r.tags },
+  });
+  return symbols;
+}
+
+function apiAddresses(bases: string[]): Record<string, { url: string; version: string }[]> {
+  return {
+    'edge-client': bases.map((b) => ({ url: b + API_BASE.client, version: 'v1' })),
+    'edge-management': bases.map((b) => ({ url: b + API_BASE.management, version: 'v1' })),
+  };
+}
+
+function certInfo(pem: string | null): { certPem: string; fingerprint: string } {
+  const cert = pem ? parseSinglePem(pem) : null;
+  return cert
+    ? { certPem: cert.toString(), fingerprint: fingerprintOfDer(cert.raw) }
+    : { certPem: '', fingerprint: '' };
+}
+
+/** One controllers row per member (a single node lists itself). */
+function controllerRows(svc: Services): Row[] {
+  const now = svc.nowIso();
+  const cluster = svc.cluster;
+  if (cluster === null) {
+    return [
+      {
+        id: svc.config.instanceId,
+        name: svc.config.instanceId,
+        createdAt: now,
+        updatedAt: now,
+        tags: {},
+        ctrlAddress: null,
+        apiAddresses: apiAddresses(svc.config.apiBaseUrls),
+        ...certInfo(null),
+        isOnline: true,
+        lastJoinedAt: now,
+      },
+    ];
+  }
+  const scheme = cluster.peerCertPem ? 'tls' : 'tcp';
+  return cluster.memberView().map((m: MemberView) => {
+    const at = m.lastJoinedAt ?? now;
+    return {
+      id: m.id,
+      name: m.id,
+      createdAt: at,
+      updatedAt: at,
+      tags: {},
+      ctrlAddress: m.address ? `${scheme}:${m.address}` : null,
+      apiAddresses: apiAddresses(m.status?.apiAddresses ?? []),
+      // Every member's certificate chains to the cluster CA; this node knows its own.
+      ...certInfo(m.id === cluster.id ? cluster.peerCertPem : null),
+      isOnline: m.online,
+      lastJoinedAt: at,
+    };
+  });
+}
+
+function renderController(r: Row): string {
+  return JSON.stringify({
+    _links: { self: { href: `./controllers/${r.id}` } },
+    apiAddresses: r.apiAddresses,
+    certPem: r.certPem,
+    createdAt: r.createdAt,
+    ctrlAddress: r.ctrlAddress,
+    fingerprint: r.fingerprint,
+    id: r.id,
+    isOnline: r.isOnline,
+    lastJoinedAt: r.lastJoinedAt,
+    name: r.name,
+    tags: r.tags,
+    updatedAt: r.updatedAt,
+  });
+}
+
+export function controllerOps(): OpDef<unknown>[] {
+  return [
+    op({
+      method: 'GET',
+      path: '/controllers',
+      apis: ['client', 'management'] as ApiName[],
+      operationId: 'listControllers',
+      tags: ['Controllers'],
+      summary: 'Retrieves a list of controllers',
+      access: 'authenticated',
+      query: LIST_QUERY,
+      responses: {
+        200: {
+          description: 'A list of controllers',
+          schema: listEnvelope('listControllersEnvelope', controllerDetail),
+        },
+      },
+      handler: (ctx) => {
+        const c = new Collection(CONTROLLER_DEF);
+        c.load(controllerRows(ctx.svc).sort((a, b) => (a.id < b.id ? -1 : 1)));
+        const table = controllerSymbols();
+        return mapResult(runList(ctx.req, table, collectionSource(c)), (r) => listResponse(r, renderController, table));
+      },
+    }),
+  ];
+}
+
+function clusterOf(svc: Services): ClusterView {
+  if (svc.cluster === null) throw fieldError('', 'this controller is not a cluster member', null);
+  return svc.cluster;
+}
+
+/** The HTTP face of a failed membership change. */
+function membershipError(err: unknown): ApiError {
+  if (err instanceof RaftError && (err.code === 'not-leader' || err.code === 'stopped')) {
+    return Errors.CLUSTER_NO_LEADER(undefined, { headers: { 'retry-after': '2' } });
+  }
+  const reason = err instanceof Error ? err.message : String(err);
+  return fieldError('', reason, null);
+}
+
+async function membership(fn: () => Promise<unknown>) {
+  try {
+    await fn();
+  } catch (err) {
+    throw membershipError(err);
+  }
+  return okEmpty();
+}
+
+const member = s.named(
+  'clusterMemberListItem',
+  s.obj({
+    id: s.str(),
+    address: s.str(),
+    voter: s.bool(),
+    leader: s.bool(),
+    version: s.str(),
+    connected: s.bool(),
+    readOnly: s.bool(),
+  }),
+);
+
+/** OpenZiti's fabric cluster endpoints, served under FABRIC_BASE (not part of the edge OpenAPI documents). */
+export function fabricClusterOps(): OpDef<unknown>[] {
+  const base = { apis: [] as ApiName[], tags: ['Cluster'], access: 'admin' as const };
+  return [
+    op({
+      ...base,
+      method: 'GET',
+      path: '/cluster/list-members',
+      operationId: 'clusterListMembers',
+      summary: 'Lists the cluster members',
+      responses: { 200: { description: 'The members', schema: listEnvelope('clusterMemberListResponse', member) } },
+      handler: ({ svc }) =>
+        ok(
+          clusterOf(svc)
+            .memberView()
+            .map((m) => ({
+              id: m.id,
+              address: m.address,
+              voter: m.voter,
+              leader: m.leader,
+              version: m.status?.version ?? KEEL_VERSION,
+              connected: m.online,
+              readOnly: m.status?.readOnly ?? false,
+            })),
+        ),
+    }),
+    op({
+      ...base,
+      method: 'POST',
+      path: '/cluster/add-member',
+      operationId: 'clusterMemberAdd',
+      summary: 'Adds the node at `address` (a learner, a voter once caught up when isVoter)',
+      body: s.named(
+        'clusterMemberAdd',
+        s.obj({ address: s.str({ minLength: 1, maxLength: 300 }), isVoter: s.bool() }, ['address']),
+      ),
+      bodyName: 'memberInfo',
+      responses: { 200: { description: 'Added', schema: empty } },
+      handler: ({ svc, body }) =>
+        membership(() => clusterOf(svc).addMemberAt(stripScheme(body.address), body.isVoter !== false)),
+    }),
+    op({
+      ...base,
+      method: 'POST',
+      path: '/cluster/remove-member',
+      operationId: 'clusterMemberRemove',
+      summary: 'Removes a member',
+      body: s.named('clusterMemberRemove', s.obj({ id: s.str({ minLength: 1, maxLength: 128 }) }, ['id'])),
+      bodyName: 'memberInfo',
+      responses: { 200: { description: 'Removed', schema: empty } },
+      handler: ({ svc, body }) => {
+        const cluster = clusterOf(svc);
+        if (!cluster.memberView().some((m) => m.id === body.id)) {
+          throw fieldError('id', `no cluster member with id ${body.id}`, body.id);
+        }
+        return membership(() => cluster.removeMember(body.id));
+      },
+    }),
+    op({
+      ...base,
+      method: 'POST',
+      path: '/cluster/transfer-leadership',
+      operationId: 'clusterTransferLeadership',
+      summary: 'Hands leadership to another voter',
+      body: s.named(
+        'clusterTransferLeadership',
+        s.obj({ newLeaderId: s.str({ minLength: 1, maxLength: 128 }) }, ['newLeaderId']),
+      ),
+      bodyName: 'transferLeadership',
+      responses: { 200: { description: 'Transferred', schema: empty } },
+      handler: ({ svc, body }) => {
+        const cluster = clusterOf(svc);
+        if (!cluster.memberView().some((m) => m.id === body.newLeaderId && m.voter)) {
+          throw fieldError('newLeaderId', `no voting member with id ${body.newLeaderId}`, body.newLeaderId);
+        }
+        return membership(() => cluster.transferLeadership(body.newLeaderId));
+      },
+    }),
+  ];
+}
+
+/** OpenZiti addresses carry a scheme (`tls:host:port`); the peer API takes `host:port`. */
+function stripScheme(address: string): string {
+  return address.replace(/^(tls|tcp|ws|wss):(\/\/)?/, '');
+}

@@ -1,0 +1,266 @@
+/**
+ * A Keel cluster as operators run it: three `keel run` OS processes. Writes through any node, sessions across
+ * nodes, a minority without a leader, kill -9 of the leader under load, catch-up by snapshot, rolling restart.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
+import {
+  alive,
+  buildOnce,
+  call,
+  leaderIndex,
+  login,
+  memberStatus,
+  mgmt,
+  namesOn,
+  startCluster,
+  type TestCluster,
+  until,
+  writeLoad,
+} from './support.js';
+
+const create = (n: NodeProcess, token: string, name: string) =>
+  call('POST', `${mgmt(n)}/identities`, { token, body: { name, type: 'User', isAdmin: false } });
+
+/** Each name in `expected` exactly once among `names`. */
+function exactlyOnce(names: string[], expected: string[]): string[] {
+  const count = new Map<string, number>();
+  for (const n of names) count.set(n, (count.get(n) ?? 0) + 1);
+  return expected.filter((n) => count.get(n) !== 1);
+}
+
+describe('a 3-node cluster of keel processes', () => {
+  let c: TestCluster;
+  let token: string;
+
+  beforeAll(async () => {
+    buildOnce();
+    // small snapshot interval: a node that misses a few hundred writes must catch up by snapshot
+    c = await startCluster(3, ['--snapshot-every', '200']);
+    token = await login(c.nodes[1]!.base);
+  }, 120_000);
+
+  afterAll(() => {
+    for (const n of c?.nodes ?? []) if (alive(n)) n.child.kill('SIGKILL');
+    if (c) rmSync(c.dir, { recursive: true, force: true });
+  });
+
+  it('a write through any node is read back at once on that node and shows up on every node', async () => {
+    for (const [i, n] of c.nodes.entries()) {
+      const r = await create(n, token, `any-node-${i}`);
+      expect(r.status).toBe(201);
+      const here = await call('GET', `${mgmt(n)}/identities/${r.body.data.id}`, { token });
+      expect(here.status).toBe(200);
+    }
+    for (const n of c.nodes) {
+      await until(async () => (await namesOn(n, token, 'any-node-')).length === 3, 5_000, `writes on ${n.spec.id}`);
+    }
+  }, 30_000);
+
+  it('a session created on one node is accepted by every other node immediately', async () => {
+    for (const from of c.nodes) {
+      const t = await login(from.base);
+      const others = c.nodes.filter((n) => n !== from);
+      const rs = await Promise.all(others.map((n) => call('GET', `${mgmt(n)}/current-identity`, { token: t })));
+      expect(rs.map((r) => r.status)).toEqual([200, 200]);
+      // an unknown token is still refused (after the read barrier)
+      const bad = await call('GET', `${mgmt(others[0]!)}/current-identity`, { token: `${t.slice(0, -4)}0000` });
+      expect(bad.status).toBe(401);
+      // logout on one node revokes it everywhere
+      expect((await call('DELETE', `${mgmt(from)}/current-api-session`, { token: t })).status).toBe(200);
+      for (const n of others) {
+        await until(
+          async () => (await call('GET', `${mgmt(n)}/current-identity`, { token: t })).status === 401,
+          5_000,
+          'revocation',
+        );
+      }
+    }
+  }, 30_000);
+
+  it('the controllers list and the fabric cluster API report live members; leadership moves on request', async () => {
+    const fabric = (n: NodeProcess) => `${n.base}/fabric/v1/cluster`;
+    const m = await call('GET', `${fabric(c.nodes[0]!)}/list-members`, { token });
+    expect(m.status).toBe(200);
+    expect(m.body.data.map((x: any) => [x.id, x.voter, x.connected])).toEqual([
+      ['n1', true, true],
+      ['n2', true, true],
+      ['n3', true, true],
+    ]);
+    expect(m.body.data.filter((x: any) => x.leader)).toHaveLength(1);
+    const onlineOn = async (n: NodeProcess) => {
+      const r = await call('GET', `${n.base}/edge/client/v1/controllers`, { token });
+      return Object.fromEntries(r.body.data.map((x: any) => [x.name, x.isOnline]));
+    };
+    await until(async () => Object.values(await onlineOn(c.nodes[2]!)).every(Boolean), 5_000, 'all online');
+    const ctl = (await call('GET', `${c.nodes[2]!.base}/edge/management/v1/controllers`, { token })).body.data[0];
+    expect(ctl.apiAddresses['edge-client'][0].url).toBe(`${c.nodes[0]!.base}/edge/client/v1`);
+    // a member going down is reported within seconds, and so is its return
+    const L = await leaderIndex(c.nodes);
+    const down = c.nodes[(L + 1) % 3]!;
+    const observer = c.nodes[(L + 2) % 3]!;
+    down.child.kill('SIGSTOP');
+    try {
+      await until(async () => (await onlineOn(observer))[down.spec.id] === false, 5_000, 'reported offline');
+    } finally {
+      down.child.kill('SIGCONT');
+    }
+    await until(async () => (await onlineOn(observer))[down.spec.id] === true, 5_000, 'reported online');
+    // transfer-leadership through any member
+    const t = await call('POST', `${fabric(observer)}/transfer-leadership`, {
+      token,
+      body: { newLeaderId: down.spec.id },
+    });
+    expect(t.status).toBe(200);
+    expect(await leaderIndex(c.nodes)).toBe(c.nodes.indexOf(down));
+    const bad = await call('POST', `${fabric(observer)}/transfer-leadership`, { token, body: { newLeaderId: 'nope' } });
+    expect(bad.status).toBe(400);
+    const anon = await call('GET', `${fabric(observer)}/list-members`);
+    expect(anon.status).toBe(401);
+  }, 40_000);
+
+  it('a member added and removed under load fails no write', async () => {
+    const load = writeLoad(
+      () => c.nodes,
+      () => token,
+      'member',
+      4,
+    );
+    await until(() => load.acked.length >= 20, 20_000, 'load');
+    const fourth = await startNode({
+      id: 'n4',
+      dataDir: join(c.dir, 'n4'),
+      apiPort: 0,
+      peerPort: 0,
+      start: { join: c.nodes[1]!.peerAddress },
+    });
+    try {
+      const listed = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+      expect(listed.body.data.find((x: any) => x.id === 'n4')).toMatchObject({ voter: true });
+      const acked = load.acked.length;
+      await until(() => load.acked.length >= acked + 20, 20_000, 'writes with four members');
+      expect((await namesOn(fourth, token, 'member-')).length).toBeGreaterThan(0);
+      const r = await call('POST', `${c.nodes[2]!.base}/fabric/v1/cluster/remove-member`, {
+        token,
+        body: { id: 'n4' },
+      });
+      expect(r.status).toBe(200);
+      await until(
+        async () => {
+          const after = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+          return after.body.data.map((x: any) => x.id).join() === 'n1,n2,n3';
+        },
+        5_000,
+        'the removal on every member',
+      );
+      const acked2 = load.acked.length;
+      await until(() => load.acked.length >= acked2 + 20, 20_000, 'writes after the removal');
+    } finally {
+      await load.stop();
+      await stopNode(fourth);
+    }
+    expect(load.details).toEqual([]);
+  }, 90_000);
+
+  it('a minority without a leader answers 503 CLUSTER_NO_LEADER with Retry-After; a node cut off catches up after healing', async () => {
+    const L = await leaderIndex(c.nodes);
+    const lone = c.nodes.find((_, i) => i !== L)!;
+    const frozen = c.nodes.filter((n) => n !== lone);
+    for (const n of frozen) n.child.kill('SIGSTOP');
+    try {
+      // once the lone member's election timeout has passed it knows no leader
+      await until(async () => (await memberStatus(lone)).leader === null, 10_000, 'leader lost');
+      const r = await create(lone, token, 'minority-write');
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('CLUSTER_NO_LEADER');
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      for (const n of frozen) n.child.kill('SIGCONT');
+    }
+    await until(async () => (await create(lone, token, 'healed-write')).status === 201, 15_000, 'writes after healing');
+
+    // one member cut off (frozen) while the majority goes on writing; it catches up once back
+    lone.child.kill('SIGSTOP');
+    const others = c.nodes.filter((n) => n !== lone);
+    try {
+      for (let i = 0; i < 30; i++) expect((await create(others[i % 2]!, token, `behind-${i}`)).status).toBe(201);
+    } finally {
+      lone.child.kill('SIGCONT');
+    }
+    await until(async () => (await namesOn(lone, token, 'behind-')).length === 30, 10_000, 'catch-up');
+    expect(await namesOn(lone, token, 'minority-write')).toEqual([]);
+  }, 60_000);
+
+  it('kill -9 of the leader under load: a new leader, writes resume, every acknowledged write exactly once on every survivor; the killed node catches up by snapshot', async () => {
+    const L = await leaderIndex(c.nodes);
+    const leader = c.nodes[L]!;
+    const followers = c.nodes.filter((_, i) => i !== L);
+    const load = writeLoad(
+      () => followers,
+      () => token,
+      'kill9',
+    );
+    await until(() => load.acked.length >= 50, 20_000, 'load before the kill');
+    const before = await memberStatus(followers[0]!);
+    leader.child.kill('SIGKILL');
+    await leader.exited;
+    const ackedAtKill = load.acked.length;
+    // writes resume under a new leader; enough of them that the log is compacted past the killed node
+    await until(() => load.acked.length >= ackedAtKill + 450, 40_000, 'writes after the kill');
+    await load.stop();
+    const newL = await leaderIndex(c.nodes);
+    expect(newL).not.toBe(L);
+    // only "outcome unknown" (429) and "no leader" (503) may fail during the failover, never a duplicate (400)
+    for (const key of load.failures.keys()) expect(key).toMatch(/^(429|503) /);
+    for (const n of followers) {
+      await until(
+        async () => exactlyOnce(await namesOn(n, token, 'kill9-'), load.acked).length === 0,
+        10_000,
+        `acknowledged writes on ${n.spec.id}`,
+      );
+    }
+    const now = await memberStatus(followers[0]!);
+    expect(now.firstIndex).toBeGreaterThan(before.commit + 1); // the log no longer holds what the killed node missed
+    const back = await c.restart(L);
+    await until(
+      async () => exactlyOnce(await namesOn(back, token, 'kill9-'), load.acked).length === 0,
+      30_000,
+      'the restarted node to catch up',
+    );
+    expect((await memberStatus(back)).snapshotIndex).toBeGreaterThan(before.commit);
+  }, 120_000);
+
+  it('rolling restart of all three under load (SIGTERM hands leadership over): zero failed writes', async () => {
+    let restarting: NodeProcess | null = null;
+    const load = writeLoad(
+      () => c.nodes.filter((n) => n !== restarting && alive(n)),
+      () => token,
+      'rolling',
+      4,
+    );
+    await until(() => load.acked.length >= 30, 20_000, 'load');
+    const order = [...c.nodes.keys()].sort((a, b) => a - b);
+    for (const i of order) {
+      restarting = c.nodes[i]!;
+      const acked = load.acked.length;
+      await stopNode(restarting);
+      expect(restarting.child.exitCode).toBe(0);
+      const back = await c.restart(i);
+      restarting = null;
+      await until(() => load.acked.length >= acked + 30, 20_000, `writes after restarting ${back.spec.id}`);
+    }
+    await load.stop();
+    // on failure, the members' logs say why (e.g. which forward's outcome was unknown)
+    const logs = load.details.length ? c.nodes.map((n) => `${n.spec.id}:\n${n.stderr()}`).join('\n') : '';
+    expect(load.details, logs).toEqual([]);
+    for (const n of c.nodes) {
+      await until(
+        async () => exactlyOnce(await namesOn(n, token, 'rolling-'), load.acked).length === 0,
+        10_000,
+        `acknowledged writes on ${n.spec.id}`,
+      );
+    }
+  }, 150_000);
+});

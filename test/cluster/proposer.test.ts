@@ -1,0 +1,184 @@
+/** RaftProposer and the leader's acceptance check, against a scripted Raft node (no network, no disk for Raft). */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RaftError, type RaftNode } from '../../raft/index.js';
+import { decodeLogged, encodeLogged } from '../../src/cluster/codec.js';
+import type { ForwardResult } from '../../src/cluster/peer-api.js';
+import { proposeOnLeader, RaftProposer } from '../../src/cluster/raft-proposer.js';
+import { StoreStateMachine } from '../../src/cluster/state-machine.js';
+import { ProposalError } from '../../storage/proposer.js';
+import { Schema } from '../../storage/schema.js';
+import { Store } from '../../storage/store.js';
+import { create, defs } from '../support/store-defs.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+async function store(): Promise<Store> {
+  const d = mkdtempSync(join(tmpdir(), 'keel-prop-'));
+  dirs.push(d);
+  return Store.open(d, new Schema(defs));
+}
+
+/** A node whose propose() is scripted; `leaderId()` as given. */
+function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Promise<unknown>): RaftNode {
+  return { id: 'me', leaderId: leader, propose } as unknown as RaftNode;
+}
+
+const OPTS = { leaderWait_ms: 300, applyTimeout_ms: 300, maxAttempts: 20 };
+
+describe('proposeOnLeader', () => {
+  it('reports a refusal (an already-rejected proposal) as definite, and a pending one as accepted', async () => {
+    const refused = fakeNode(
+      () => 'me',
+      () => Promise.reject(new RaftError('not-leader', 'transferring', { leader: 'other' })),
+    );
+    expect(await proposeOnLeader(refused, new Uint8Array(1))).toEqual({
+      ok: false,
+      code: 'not-leader',
+      leader: 'other',
+    });
+    const full = fakeNode(
+      () => 'me',
+      () => Promise.reject(new RaftError('too-many-pending', 'full')),
+    );
+    expect(await proposeOnLeader(full, new Uint8Array(1))).toEqual({ ok: false, code: 'overloaded' });
+    const accepted = fakeNode(
+      () => 'me',
+      () => new Promise(() => {}),
+    );
+    expect(await proposeOnLeader(accepted, new Uint8Array(1))).toEqual({ ok: true });
+  });
+});
+
+describe('RaftProposer', () => {
+  it('resolves with the result recorded when the entry is applied here (forwarded from a follower)', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    let index = 0;
+    const forward = async (_leader: string, data: Uint8Array): Promise<ForwardResult> => {
+      // the "leader" commits it; it arrives here through apply, like replication would deliver it
+      setTimeout(() => void sm.apply([{ index: ++index, term: 1, type: 'normal', data }]), 5);
+      return { ok: true };
+    };
+    const p = new RaftProposer(
+      fakeNode(
+        () => 'leader',
+        () => Promise.reject(new Error('not here')),
+      ),
+      sm,
+      forward,
+      undefined,
+      OPTS,
+    );
+    expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
+    const dup = await p.propose(create('policies', 'b', { name: 'A' }));
+    expect(dup).toMatchObject({ ok: false, error: { code: 'UNIQUE' } });
+    expect(s.appliedIndex).toBe(2);
+    await s.close();
+  });
+
+  it('never re-sends a forward whose outcome is unknown: it waits, then answers unknown-outcome', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    let forwards = 0;
+    const forward = async (): Promise<ForwardResult> => {
+      forwards++;
+      throw new Error('connection closed');
+    };
+    const p = new RaftProposer(
+      fakeNode(
+        () => 'leader',
+        () => Promise.reject(new Error('x')),
+      ),
+      sm,
+      forward,
+      undefined,
+      OPTS,
+    );
+    const err = await p.propose(create('policies', 'a', { name: 'A' })).catch((e) => e);
+    expect(err).toBeInstanceOf(ProposalError);
+    expect(err.code).toBe('unknown-outcome');
+    expect(forwards).toBe(1);
+    expect(sm.waiting).toBe(0);
+    await s.close();
+  });
+
+  it('sends again after a definite refusal (not the leader any more), to the new leader', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    let leader = 'old';
+    const sent: string[] = [];
+    const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
+      sent.push(to);
+      if (to === 'old') {
+        leader = 'new';
+        return { ok: false, code: 'not-leader', leader: 'new' };
+      }
+      setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
+      return { ok: true };
+    };
+    const p = new RaftProposer(
+      fakeNode(
+        () => leader,
+        () => Promise.reject(new Error('x')),
+      ),
+      sm,
+      forward,
+      undefined,
+      OPTS,
+    );
+    expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
+    expect(sent).toEqual(['old', 'new']);
+    await s.close();
+  });
+
+  it('answers no-leader when no leader appears in time; overloaded when the leader refuses for load', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    const none = new RaftProposer(
+      fakeNode(
+        () => null,
+        () => Promise.reject(new Error('x')),
+      ),
+      sm,
+      async () => ({ ok: true }),
+      undefined,
+      OPTS,
+    );
+    await expect(none.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'no-leader' });
+    const busy = new RaftProposer(
+      fakeNode(
+        () => 'l',
+        () => Promise.reject(new Error('x')),
+      ),
+      sm,
+      async () => ({ ok: false, code: 'overloaded' }),
+      undefined,
+      OPTS,
+    );
+    await expect(busy.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'overloaded' });
+    await s.close();
+  });
+
+  it('entries at or below the applied index are skipped on replay; undecodable entries only advance the index', async () => {
+    const s = await store();
+    const skipped: number[] = [];
+    const sm = new StoreStateMachine(s, (i) => skipped.push(i));
+    const a = encodeLogged({ rid: 'r1', cmd: create('policies', 'a', { name: 'a' }) });
+    expect(decodeLogged(a)?.cmd).toMatchObject({ op: 'create', id: 'a' });
+    await sm.apply([{ index: 1, term: 1, type: 'normal', data: a }]);
+    await sm.apply([
+      { index: 1, term: 1, type: 'normal', data: a },
+      { index: 2, term: 1, type: 'normal', data: new Uint8Array([0xc1]) },
+      { index: 3, term: 1, type: 'noop', data: new Uint8Array() },
+    ]);
+    expect(s.appliedIndex).toBe(3);
+    expect(skipped).toEqual([2]);
+    expect(s.collection('policies').size).toBe(1);
+    await s.close();
+  });
+});

@@ -1,0 +1,158 @@
+/** Helpers for the process-level cluster tests: a cluster of real `keel run` processes, load, polling. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type MemberStatus, peerClient } from '../../src/cluster/peer-api.js';
+import { type NodeProcess, type NodeSpec, startNode } from '../../src/cluster/processes.js';
+import { ADMIN_PASSWORD, call, login } from '../support/server.js';
+
+export { ADMIN_PASSWORD, call, login };
+
+/** The CLI runs the compiled code: build it (incremental, a no-op when nothing changed). */
+export function buildOnce(): void {
+  execFileSync(process.execPath, [join(import.meta.dirname, '..', '..', 'scripts', 'build.mjs')], { stdio: 'inherit' });
+}
+
+export const mgmt = (n: NodeProcess) => `${n.base}/edge/management/v1`;
+
+export interface TestCluster {
+  dir: string;
+  nodes: NodeProcess[];
+  /** Restarts a stopped member on its data dir and peer port (a new API port). */
+  restart(i: number, extraArgs?: string[]): Promise<NodeProcess>;
+}
+
+export async function startCluster(size: number, extraArgs: string[] = []): Promise<TestCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-cluster-'));
+  const nodes: NodeProcess[] = [];
+  const spec = (i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec => ({
+    id: `n${i + 1}`,
+    dataDir: join(dir, `n${i + 1}`),
+    apiPort: 0,
+    peerPort,
+    ...(start ? { start } : {}),
+    ...(i === 0 ? { adminPassword: ADMIN_PASSWORD } : {}),
+    extraArgs,
+  });
+  nodes.push(await startNode(spec(0, { init: true })));
+  for (let i = 1; i < size; i++) nodes.push(await startNode(spec(i, { join: nodes[0]!.peerAddress })));
+  return {
+    dir,
+    nodes,
+    async restart(i) {
+      const port = Number(nodes[i]!.peerAddress.split(':').at(-1));
+      nodes[i] = await startNode(spec(i, undefined, port));
+      return nodes[i]!;
+    },
+  };
+}
+
+export async function memberStatus(n: NodeProcess): Promise<MemberStatus> {
+  const c = peerClient(n.peerAddress);
+  try {
+    return await c.api.status.query();
+  } finally {
+    c.close();
+  }
+}
+
+/** Polls `fn` until it returns a truthy value, at most `timeout_ms`. */
+export async function until<T>(fn: () => Promise<T> | T, timeout_ms: number, what: string): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeout_ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${timeout_ms} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+export const alive = (n: NodeProcess) => n.child.exitCode === null && n.child.signalCode === null;
+
+/** The index of the current leader among `nodes` (asking the first live one that knows it). */
+export async function leaderIndex(nodes: NodeProcess[]): Promise<number> {
+  return until(
+    async () => {
+      for (const n of nodes.filter(alive)) {
+        const s = await memberStatus(n);
+        if (s.leader) {
+          const i = nodes.findIndex((x) => x.spec.id === s.leader);
+          if (i >= 0 && alive(nodes[i]!)) return i + 1;
+        }
+      }
+      return 0;
+    },
+    15_000,
+    'a leader',
+  ).then((i) => i - 1);
+}
+
+export interface Load {
+  /** Names whose create was acknowledged (201). */
+  acked: string[];
+  /** Statuses other than 201, with counts. */
+  failures: Map<string, number>;
+  /** Each failure: node, status, the error envelope's code and message. */
+  details: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * `concurrency` loops creating identities through the nodes `targets()` returns (round robin), until stopped.
+ * A request that could not be sent (connection refused) is not a failure; any answer other than 201 is.
+ */
+export function writeLoad(targets: () => NodeProcess[], token: () => string, prefix: string, concurrency = 6): Load {
+  const acked: string[] = [];
+  const failures = new Map<string, number>();
+  const details: string[] = [];
+  let running = true;
+  let seq = 0;
+  const loop = async (k: number) => {
+    while (running) {
+      const ts = targets();
+      const n = ts[seq % ts.length]!;
+      const name = `${prefix}-${k}-${seq++}`;
+      let r: Awaited<ReturnType<typeof call>>;
+      try {
+        r = await call('POST', `${mgmt(n)}/identities`, {
+          token: token(),
+          body: { name, type: 'User', isAdmin: false },
+        });
+      } catch {
+        await new Promise((res) => setTimeout(res, 20));
+        continue;
+      }
+      if (r.status === 201) acked.push(name);
+      else {
+        const key = `${r.status} ${r.body?.error?.code ?? ''}`;
+        failures.set(key, (failures.get(key) ?? 0) + 1);
+        if (details.length < 100) details.push(`${n.spec.id} ${key} ${r.body?.error?.message ?? r.text.slice(0, 200)}`);
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
+  };
+  const loops = Array.from({ length: concurrency }, (_, k) => loop(k));
+  return {
+    acked,
+    failures,
+    details,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** Every identity name on a node that starts with `prefix` (limit none). */
+export async function namesOn(n: NodeProcess, token: string, prefix: string): Promise<string[]> {
+  const filter = encodeURIComponent(`name contains "${prefix}"`);
+  const r = await call('GET', `${mgmt(n)}/identities?filter=${filter}&limit=-1`, { token });
+  if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
+  return (r.body.data as { name: string }[]).map((x) => x.name);
+}
