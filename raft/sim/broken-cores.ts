@@ -61,6 +61,46 @@ export class LateLeaderWriteCore extends RaftCore {
 }
 
 /**
+ * A leader-transfer target that takes over in the current term instead of campaigning in a new one (a
+ * "handover" without an election): the old leader still leads that term. Caught by election safety (two leaders
+ * of one term) at the step that makes it leader, before any vote, log or commit check can see it.
+ */
+export class SameTermTakeoverCore extends RaftCore {
+  override step(m: Message): void {
+    const s = this.basicStatus();
+    if (m.type !== 'timeoutNow' || m.term !== s.term || s.role !== 'follower') {
+      super.step(m);
+      return;
+    }
+    // The seams are private: reach them the way only a test may.
+    const core = this as unknown as { state: string; becomeLeader(): void; bcastAppend(): void };
+    core.state = 'candidate';
+    core.becomeLeader();
+    core.bcastAppend();
+  }
+}
+
+/**
+ * A leader that writes its entries to disk through a codec that differs from the wire's (a stray trailing byte on
+ * every non-empty proposal): its durable copy of an entry differs from the copy its followers persist. Caught by log
+ * matching (one content per index and term) when the second copy becomes durable; nothing is applied before, since
+ * an entry commits only once durable on the leader and on the followers that count for it.
+ */
+export class LeaderDiskCodecCore extends RaftCore {
+  override ready(): Ready {
+    const rd = super.ready();
+    if (this.basicStatus().role !== 'leader') return rd;
+    rd.entries = rd.entries.map((e) => {
+      if (e.type !== 'normal' || e.data.byteLength === 0) return e;
+      const data = new Uint8Array(e.data.byteLength + 1);
+      data.set(e.data);
+      return { ...e, data };
+    });
+    return rd;
+  }
+}
+
+/**
  * A leader that ignores its learners' append responses: a learner keeps getting its first batch again and
  * stalls once the log outgrows one message. No safety property breaks; the convergence check catches it.
  */
@@ -79,4 +119,6 @@ export const brokenCores = {
   previousTermCommit: (o: CoreOptions) => new PreviousTermCommitCore(o),
   lateLeaderWrite: (o: CoreOptions) => new LateLeaderWriteCore(o),
   ignoreLearnerAcks: (o: CoreOptions) => new IgnoreLearnerAcksCore(o),
+  sameTermTakeover: (o: CoreOptions) => new SameTermTakeoverCore(o),
+  leaderDiskCodec: (o: CoreOptions) => new LeaderDiskCodecCore(o),
 };

@@ -153,10 +153,12 @@ export class Checker {
       const seen = this.logEntries.get(key);
       if (seen === undefined) {
         this.logEntries.set(key, { dataHash, prevTerm });
-      } else if (seen.dataHash !== dataHash || seen.prevTerm !== prevTerm) {
+      } else if (seen.dataHash !== dataHash) {
+        this.violation('log-matching', `${id} holds a different entry at (index ${e.index}, term ${e.term})`);
+      } else if (seen.prevTerm !== prevTerm) {
         this.violation(
           'log-matching',
-          `${id} holds a different entry at (index ${e.index}, term ${e.term}) or a different predecessor term (${prevTerm} vs ${seen.prevTerm})`,
+          `${id} holds (index ${e.index}, term ${e.term}) after term ${prevTerm}, another log after term ${seen.prevTerm}`,
         );
       }
       prevTerm = e.term;

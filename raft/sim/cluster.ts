@@ -56,6 +56,12 @@ export interface SimOptions {
   verbose?: (line: string) => void;
   /** Overrides the length of the chaos phase (simulated ms). */
   chaosMs?: number;
+  /**
+   * Deliberately broken client behaviour, for the checker's proof (tests only): `blindRetry` re-proposes, under
+   * the same proposal id, every proposal whose outcome became unknown (its leader stepped down or crashed
+   * before applying it), as a client that retries a forward without knowing whether it committed would.
+   */
+  brokenClient?: 'blindRetry';
 }
 
 export interface SimStats {
@@ -126,6 +132,8 @@ export interface SimResult {
 
 const TRACE_LINES = 60;
 const MAX_EVENTS_QUEUED = 2_000_000;
+/** brokenClient 'blindRetry': bound on proposal ids waiting to be re-proposed. */
+const MAX_UNKNOWN_OUTCOMES = 1024;
 /**
  * After the chaos phase a fresh proposal must be acknowledged within this many election timeouts, plus the
  * worst-case time to re-replicate the whole log under the seed's flow control (see catchUpMs).
@@ -220,6 +228,8 @@ class Simulation {
   private nextPid = 1;
   private nextReadId = 1;
   private readonly reads = new Map<number, { node: SimNode; commitAtIssue: number }>();
+  /** brokenClient 'blindRetry': proposal ids whose outcome became unknown, re-proposed as they are (bounded). */
+  private readonly unknownOutcome: number[] = [];
   private livenessDeadline = 0;
   private convergenceDeadline = 0;
   private convergenceStartMs = 0;
@@ -465,6 +475,7 @@ class Simulation {
   private crash(n: SimNode): void {
     this.traceEvent(() => `${n.id} CRASH (pending write lost: ${n.pending !== null})`);
     if (n.writtenHard.commit > n.persistedHard.commit) this.stats.commitsLost++;
+    this.outcomeUnknown(n);
     n.alive = false;
     n.core = null;
     n.pending = null;
@@ -479,6 +490,7 @@ class Simulation {
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
     const wasLeader = n.lastRole === 'leader';
     n.lastRole = s.role;
+    if (wasLeader && s.role !== 'leader') this.outcomeUnknown(n);
     if (s.role === 'leader') {
       if (this.checker.onLeader(n.id, s.term, core, s.lastIndex)) {
         this.checker.checkElectionQuorum(n.id, s.term, core.status({ progress: false }).conf);
@@ -781,8 +793,16 @@ class Simulation {
     this.propose(target);
   }
 
+  /** A proposal of `n` still pending is not known to have failed: a correct client never re-proposes it. */
+  private outcomeUnknown(n: SimNode): void {
+    if (this.opts.brokenClient !== 'blindRetry') return;
+    for (const pp of n.proposals.values()) {
+      if (this.unknownOutcome.length < MAX_UNKNOWN_OUTCOMES) this.unknownOutcome.push(pp.pid);
+    }
+  }
+
   private propose(n: SimNode): boolean {
-    const pid = this.nextPid++;
+    const pid = this.unknownOutcome.shift() ?? this.nextPid++;
     const data = encodeProposal(pid, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0);
     try {
       const core = this.coreOf(n);
