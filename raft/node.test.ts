@@ -109,7 +109,7 @@ interface Member {
  * must already be durable at its sender. afterEach fails the test on any violation.
  */
 const persistViolations: string[] = [];
-const PERSIST_RULES: PersistCheckOptions = { leaderAppendsBeforePersist: false };
+const PERSIST_RULES: PersistCheckOptions = { leaderAppendsBeforePersist: true };
 
 function checked(transport: MemoryTransport | WebSocketTransport, log: DurableLog): PersistCheckingTransport {
   return new PersistCheckingTransport(transport, log, persistViolations, PERSIST_RULES);

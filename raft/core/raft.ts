@@ -370,7 +370,10 @@ export class RaftCore {
     assert(this.outstanding === rd, 'advance() with a Ready that is not the outstanding one');
     this.outstanding = null;
     const lastEntry = rd.entries[rd.entries.length - 1];
-    if (lastEntry) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    if (lastEntry) {
+      this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+      this.selfAck();
+    }
     let applied = this.log.applied;
     if (rd.snapshot) {
       this.log.unstable.stableSnapTo(rd.snapshot.meta.index);
@@ -398,6 +401,19 @@ export class RaftCore {
       this.pendingConfIndex = e.index;
       this.bcastAppend();
     }
+  }
+
+  /**
+   * The leader's own entries became durable (etcd's MsgStorageAppendResp to itself): its match advances to its
+   * durable last index, which may commit. Until then a leader's entries count toward no quorum, so the driver may
+   * send its appends while its own write is in flight (one fsync of latency per write, not two) and the commit
+   * index never runs ahead of what a quorum, the leader included only once durable, has persisted.
+   */
+  private selfAck(): void {
+    if (this.state !== 'leader') return;
+    const self = this.tracker.progress.get(this.id);
+    if (self === undefined || !self.maybeUpdate(this.log.durableLastIndex())) return;
+    if (this.leaderMaybeCommit()) this.bcastAppend();
   }
 
   /** Tells the leader that the last message to `id` could not be delivered. */
@@ -521,7 +537,7 @@ export class RaftCore {
     const last = this.log.lastIndex();
     for (const [id, pr] of this.tracker.progress) {
       pr.resetState('probe');
-      pr.match = id === this.id ? last : 0;
+      pr.match = id === this.id ? this.log.durableLastIndex() : 0;
       pr.next = last + 1;
       pr.recentActive = false;
     }
@@ -1048,10 +1064,8 @@ export class RaftCore {
       return false;
     }
     this.uncommittedBytes += bytes;
-    const li = this.log.append(ents);
-    const self = this.tracker.progress.get(this.id);
-    if (self) self.maybeUpdate(li);
-    this.leaderMaybeCommit();
+    this.log.append(ents);
+    // The leader's own match moves only once these entries are durable (advance): see selfAck().
     return true;
   }
 

@@ -4,7 +4,7 @@
  * and checks.test.ts.
  */
 import { RaftCore } from '../core/raft.js';
-import type { CoreOptions, Entry, HardState, Message, Ready } from '../types.js';
+import type { CoreOptions, Message, Ready } from '../types.js';
 
 /** Grants votes without the log up-to-date check (breaks leader completeness). */
 export class NoLogCheckVoteCore extends RaftCore {
@@ -28,35 +28,18 @@ export class PreviousTermCommitCore extends RaftCore {
 }
 
 /**
- * A leader that exposes its entries before its own write of them is durable, like a driver that sends and
- * applies before persisting (review finding 1): each Ready hands the disk the leader's entries and hard state
- * of the previous Ready, while its messages and committed entries go out at once. It matters when the leader
- * alone can commit (a single voter). Caught by the commit-durability check at exposure.
+ * A leader that counts its own entries toward a commit as soon as it appends them (etcd's rule with synchronous
+ * writes), while the driver sends its appends before its own write is durable: a commit can then rest on a copy
+ * that a crash of the leader loses. Caught by the commit-durability check when the leader decides such a commit.
  */
-export class LateLeaderWriteCore extends RaftCore {
-  private late: Entry[] = [];
-  private lateHard: HardState | null = null;
-
+export class SelfAckAtAppendCore extends RaftCore {
   override ready(): Ready {
-    const rd = super.ready();
-    const leading = this.basicStatus().role === 'leader';
-    if (!leading && this.late.length === 0 && this.lateHard === null) return rd;
-    const entries = rd.entries;
-    const hardState = rd.hardState;
-    if (leading) {
-      rd.entries = this.late;
-      rd.hardState = this.lateHard;
-      this.late = entries;
-      this.lateHard = hardState;
-    } else {
-      // Not leading any more: flush, letting the current entries overwrite a conflicting suffix.
-      const first = entries[0]?.index ?? Number.POSITIVE_INFINITY;
-      rd.entries = this.late.filter((e) => e.index < first).concat(entries);
-      rd.hardState = hardState ?? this.lateHard;
-      this.late = [];
-      this.lateHard = null;
+    if (this.basicStatus().role === 'leader') {
+      this.tracker.progress.get(this.id)?.maybeUpdate(this.log.lastIndex());
+      // The commit rule is private: reach it the way only a test may.
+      (this as unknown as { leaderMaybeCommit(): boolean }).leaderMaybeCommit();
     }
-    return rd;
+    return super.ready();
   }
 }
 
@@ -117,7 +100,7 @@ export const brokenCores = {
   noLogCheckVote: (o: CoreOptions) => new NoLogCheckVoteCore(o),
   staleVoteCounting: (o: CoreOptions) => new StaleVoteCountingCore(o),
   previousTermCommit: (o: CoreOptions) => new PreviousTermCommitCore(o),
-  lateLeaderWrite: (o: CoreOptions) => new LateLeaderWriteCore(o),
+  selfAckAtAppend: (o: CoreOptions) => new SelfAckAtAppendCore(o),
   ignoreLearnerAcks: (o: CoreOptions) => new IgnoreLearnerAcksCore(o),
   sameTermTakeover: (o: CoreOptions) => new SameTermTakeoverCore(o),
   leaderDiskCodec: (o: CoreOptions) => new LeaderDiskCodecCore(o),
