@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftInvariantError } from './core/raft.js';
+import type { SnapshotChunks } from './node/state-machine.js';
 import { RaftError, type RaftErrorCode, RaftNode, type RaftNodeOptions, type StateMachine } from './node.js';
 import { SeededRandom } from './random.js';
 import type { DurableLog, PersistBatch } from './storage/durable-log.js';
@@ -12,7 +13,7 @@ import { PowerLossDisk } from './storage/power-loss-testkit.js';
 import { MemoryNetwork, type MemoryTransport } from './transport/memory.js';
 import { PersistCheckingTransport, type PersistCheckOptions } from './transport/persist-check-testkit.js';
 import { WebSocketTransport } from './transport/websocket.js';
-import type { Entry, Message, NodeId, Snapshot } from './types.js';
+import type { Entry, Message, NodeId, Snapshot, SnapshotMeta } from './types.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -41,6 +42,40 @@ class TestMachine implements StateMachine {
     this.applied = s.applied;
     this.entries = s.entries;
     this.restores++;
+  }
+}
+
+/**
+ * The same machine through the streaming snapshot interface only: snapshot()/restore() throw, so the node must use
+ * snapshotStream/restoreStream. Snapshots are produced in 7-byte chunks (with the size announced or not).
+ */
+class StreamingMachine extends TestMachine {
+  streamedOut = 0;
+  restoreChunks = 0;
+  constructor(private readonly announceSize: boolean) {
+    super();
+  }
+  override snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    throw new Error('snapshot() called on a streaming machine');
+  }
+  override restore(): Promise<void> {
+    throw new Error('restore() called on a streaming machine');
+  }
+  async snapshotStream(): Promise<SnapshotChunks> {
+    const { index, data } = await super.snapshot();
+    this.streamedOut++;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      for (let off = 0; off < data.byteLength; off += 7) yield data.slice(off, off + 7);
+    }
+    return { index, chunks: chunks(), ...(this.announceSize ? { size_bytes: data.byteLength } : {}) };
+  }
+  async restoreStream(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    const parts: Uint8Array[] = [];
+    for await (const c of chunks) {
+      parts.push(c);
+      this.restoreChunks++;
+    }
+    await super.restore({ meta, data: Buffer.concat(parts) });
   }
 }
 
@@ -125,6 +160,7 @@ class MemCluster {
   constructor(
     ids: NodeId[],
     private readonly extra: Partial<RaftNodeOptions> = {},
+    private readonly machine: () => TestMachine = () => new TestMachine(),
   ) {
     this.ids = [...ids];
   }
@@ -138,7 +174,7 @@ class MemCluster {
     opts: { log?: DurableLog; sm?: TestMachine; bootstrap?: boolean; extra?: Partial<RaftNodeOptions> } = {},
   ): Promise<Member> {
     const log = opts.log ?? new MemoryDurableLog(1);
-    const sm = opts.sm ?? new TestMachine();
+    const sm = opts.sm ?? this.machine();
     const transport = this.net.join(id);
     const node = await RaftNode.start({
       id,
@@ -655,30 +691,39 @@ describe('RaftNode over the in-memory transport', () => {
     expectAllApplied(c.members.values(), new Map([...acked, ...more]));
   }, 20_000);
 
-  it('catches up a new learner by snapshot, then promotes it to voter', async () => {
-    const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 });
-    cleanup.push(() => c.stopAll());
-    for (const id of ['a', 'b', 'c']) await c.start(id);
-    await c.waitLeader();
-    const acked = await proposeMany(c, 'pre', 80, 8);
-    const leader = c.leader()!;
-    expect(leader.status().firstIndex).toBeGreaterThan(1); // compacted: d cannot be served from the log
-    const d = await c.start('d', { bootstrap: false });
-    await leader.addLearner('d', 'mem:d');
-    await waitFor(() => d.sm.applied >= leader.status().commit, 10_000, 'learner catch-up');
-    expect(d.sm.restores).toBe(1);
-    expect(leader.status().conf.learners).toEqual(['d']);
-    await leader.promote('d', undefined, 10_000);
-    expect(leader.status().conf.voters.sort()).toEqual(['a', 'b', 'c', 'd']);
-    const more = await proposeMany(c, 'post', 10, 2);
-    await converge([...c.members.values()]);
-    expectAllApplied(c.members.values(), new Map([...acked, ...more]));
-    // The new member's address travelled in the conf change: every member knows it now.
-    for (const id of ['a', 'b', 'c']) expect(c.get(id).log.appliedConf().addresses.d).toBe('mem:d');
-    // And removal works too.
-    await c.leader()!.removeNode('d');
-    expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
-  }, 20_000);
+  for (const [how, machine] of [
+    ['', () => new TestMachine()],
+    [' (streaming snapshots, size announced)', () => new StreamingMachine(true)],
+    [' (streaming snapshots, size unknown)', () => new StreamingMachine(false)],
+  ] as const)
+    it(`catches up a new learner by snapshot, then promotes it to voter${how}`, async () => {
+      const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 }, machine);
+      cleanup.push(() => c.stopAll());
+      for (const id of ['a', 'b', 'c']) await c.start(id);
+      await c.waitLeader();
+      const acked = await proposeMany(c, 'pre', 80, 8);
+      const leader = c.leader()!;
+      expect(leader.status().firstIndex).toBeGreaterThan(1); // compacted: d cannot be served from the log
+      const d = await c.start('d', { bootstrap: false });
+      await leader.addLearner('d', 'mem:d');
+      await waitFor(() => d.sm.applied >= leader.status().commit, 10_000, 'learner catch-up');
+      expect(d.sm.restores).toBe(1);
+      if (d.sm instanceof StreamingMachine) {
+        expect(d.sm.restoreChunks).toBeGreaterThan(0);
+        expect((c.get(leader.id).sm as StreamingMachine).streamedOut).toBeGreaterThan(0);
+      }
+      expect(leader.status().conf.learners).toEqual(['d']);
+      await leader.promote('d', undefined, 10_000);
+      expect(leader.status().conf.voters.sort()).toEqual(['a', 'b', 'c', 'd']);
+      const more = await proposeMany(c, 'post', 10, 2);
+      await converge([...c.members.values()]);
+      expectAllApplied(c.members.values(), new Map([...acked, ...more]));
+      // The new member's address travelled in the conf change: every member knows it now.
+      for (const id of ['a', 'b', 'c']) expect(c.get(id).log.appliedConf().addresses.d).toBe('mem:d');
+      // And removal works too.
+      await c.leader()!.removeNode('d');
+      expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
+    }, 20_000);
 });
 
 describe('RaftNode with LevelDB logs across power losses', () => {

@@ -27,6 +27,7 @@ import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
+import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
 import type { DurableLog } from './storage/durable-log.js';
@@ -47,7 +48,7 @@ import {
 
 export { RaftError, type RaftErrorCode } from './node/errors.js';
 export type { ProposalResult } from './node/proposals.js';
-export type { StateMachine } from './node/state-machine.js';
+export type { SnapshotChunks, StateMachine } from './node/state-machine.js';
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -242,7 +243,7 @@ export class RaftNode {
       throw new RangeError('raft: applied must be a non-negative integer');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
-      await opts.stateMachine.restore(snap);
+      await restoreSnapshot(opts.stateMachine, snap);
       applied = snap.meta.index;
     }
     const hs = log.initialState().hardState;
@@ -549,7 +550,7 @@ export class RaftNode {
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
-      await this.sm.restore(rd.snapshot);
+      await restoreSnapshot(this.sm, rd.snapshot);
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
       this.proposals.skippedThrough(this.applied);
@@ -667,7 +668,7 @@ export class RaftNode {
   private async maybeSnapshot(): Promise<void> {
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
-    const { index, data } = await this.sm.snapshot();
+    const { index, data } = await takeSnapshot(this.sm);
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
     const recorded = this.log.appliedConf();
