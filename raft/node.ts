@@ -542,7 +542,12 @@ export class RaftNode {
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
       await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
       if (this.stopped) return;
-      if (rd.hardState !== null) this.durableTerm = rd.hardState.term;
+      if (rd.hardState !== null) {
+        if (rd.hardState.term < this.durableTerm) {
+          throw new Error(`raft: persisted term ${rd.hardState.term} below the durable term ${this.durableTerm}`);
+        }
+        this.durableTerm = rd.hardState.term;
+      }
     }
 
     // 2. Send the rest, only now that everything they depend on is durable.

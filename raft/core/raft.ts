@@ -411,8 +411,10 @@ export class RaftCore {
    */
   private selfAck(): void {
     if (this.state !== 'leader') return;
+    const durable = this.log.durableLastIndex();
+    assert(durable <= this.log.lastIndex(), `durable index ${durable} beyond last index ${this.log.lastIndex()}`);
     const self = this.tracker.progress.get(this.id);
-    if (self === undefined || !self.maybeUpdate(this.log.durableLastIndex())) return;
+    if (self === undefined || !self.maybeUpdate(durable)) return;
     if (this.leaderMaybeCommit()) this.bcastAppend();
   }
 
@@ -1166,17 +1168,19 @@ export class RaftCore {
   }
 
   private leaderReadIndex(req: ReadRequest, local: boolean): void {
-    if (this.tracker.isSingleton() && this.tracker.config.incoming.has(this.id)) {
-      this.respondToRead(req, this.log.committed);
-      return;
-    }
     if (!this.committedEntryInCurrentTerm()) {
-      // Our commit index may lag entries committed by earlier leaders: wait for our first commit.
+      // Our commit index may lag entries committed by earlier leaders (or, for a single voter restarted with a
+      // lazily written commit index, by itself): wait for our first commit. A leader counts its own entries only
+      // once durable, so even a single voter commits its noop one write after its election.
       if (this.pendingReadIndex.length >= this.maxPendingReadIndex) {
         if (local) throw new ProposalDroppedError('too many pending read-index requests', this.lead);
         return;
       }
       this.pendingReadIndex.push(req);
+      return;
+    }
+    if (this.tracker.isSingleton() && this.tracker.config.incoming.has(this.id)) {
+      this.respondToRead(req, this.log.committed);
       return;
     }
     this.startReadIndex(req, local);
@@ -1196,7 +1200,7 @@ export class RaftCore {
     if (this.pendingReadIndex.length === 0 || !this.committedEntryInCurrentTerm()) return;
     const reqs = this.pendingReadIndex;
     this.pendingReadIndex = [];
-    for (const req of reqs) this.startReadIndex(req, false);
+    for (const req of reqs) this.leaderReadIndex(req, false);
   }
 
   private respondToRead(req: ReadRequest, index: number): void {

@@ -8,7 +8,7 @@ import { MemoryLog } from '../memory-log.js';
 import type { Ready } from '../types.js';
 import { splitMessages } from './early-send.js';
 import { RaftCore } from './raft.js';
-import { confOf, coreOptions, TestNet } from './testkit.js';
+import { confOf, coreOptions, entries, seedLog, TestNet } from './testkit.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -103,5 +103,24 @@ describe('the leader counts its own entries only once durable', () => {
     const { beforePersist, afterPersist } = splitMessages(rd, log.initialState().hardState.term);
     expect(beforePersist).toEqual([]);
     expect(afterPersist.some((m) => m.type === 'append' && m.to === 'l')).toBe(true);
+  });
+
+  it('a re-elected single voter answers a read only once its own noop is durable and committed', () => {
+    // Entry 3 was committed and applied before a crash, but the commit index was written lazily: the log says 2.
+    const log = new MemoryLog({ conf: confOf(['a']) });
+    seedLog(log, entries(1, [1, 1, 1]), 1, 2, 'a');
+    const core = new RaftCore(coreOptions('a', log, { applied: 2 }));
+    for (let i = 0; i < 30 && core.status().role !== 'leader'; i++) core.tick();
+    expect(core.status().role).toBe('leader');
+    const rd = core.ready(); // the new term, the vote and the noop at 4
+    expect(rd.entries.map((e) => e.index)).toEqual([4]);
+    persist(log, rd);
+    // Answering now would say 2 (or 3): below the entry at 3 that was already applied.
+    core.readIndex(enc('r'));
+    expect(core.status().commit).toBe(2);
+    core.advance(rd);
+    expect(core.status().commit).toBe(4);
+    const next = core.ready();
+    expect(next.readStates).toEqual([{ index: 4, context: enc('r') }]);
   });
 });
