@@ -1,4 +1,5 @@
 import { Schema } from '../../storage/schema.js';
+import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
@@ -25,7 +26,13 @@ export const ENTITIES = [
 export type EntityName = (typeof ENTITIES)[number]['name'];
 
 /** Named deterministic state transitions beyond plain create/update/delete. */
-export const CUSTOM_COMMANDS = { touchSessions, expireSessions };
+export const CUSTOM_COMMANDS = {
+  touchSessions,
+  expireSessions,
+  disableIdentity,
+  enableIdentity,
+  recordFailedLogin,
+};
 
 export function buildSchema(): Schema {
   return new Schema(

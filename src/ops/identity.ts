@@ -6,6 +6,7 @@ import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js'
 import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
+import { identityStatusOps } from './identity-status.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 
@@ -85,5 +86,6 @@ export function identityOps(): OpDef<unknown>[] {
       'roleAttributes',
       'identity',
     ),
+    ...identityStatusOps(),
   ];
 }
