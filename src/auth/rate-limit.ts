@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { Errors } from '../../http/errors.js';
 
 /**
@@ -88,6 +89,12 @@ export class FairGate {
 }
 
 /**
+ * Ordinary logins may keep every core but one busy with argon2 (at most 3: libuv's pool has 4 threads); the core
+ * left over serves the event loop and the admin lane.
+ */
+export const LOGIN_IN_FLIGHT = Math.max(1, Math.min(3, availableParallelism() - 1));
+
+/**
  * The two lanes of password checks. libuv runs argon2 on its thread pool (4 threads by default): logins share
  * three of them, and a login whose username resolves to an admin's updb authenticator has a lane of its own (one
  * check at a time, a short queue), so an admin gets in promptly during a flood of bad logins — OpenZiti likewise
@@ -95,7 +102,7 @@ export class FairGate {
  * (429s there), never the other logins' lane.
  */
 export const loginGate = new FairGate({
-  maxInFlight: 3,
+  maxInFlight: LOGIN_IN_FLIGHT,
   maxWaiting: 64,
   maxWaitingPerSource: 16,
   targetWait_ms: 1_000,

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { manualClock } from '../support/clock.js';
-import { COVERED_IN_OWN_FILES, conformant, exercised } from '../support/conformance.js';
+import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
 const clock = manualClock();
@@ -19,13 +19,10 @@ beforeAll(async () => {
   token = await login(srv.base);
 });
 afterAll(async () => {
-  const own = COVERED_IN_OWN_FILES.find((c) => c.file === 'test/api/lockout.test.ts')!;
-  const served = srv.ctl.ops
-    .filter((o) => own.paths.test(o.path))
-    .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+  const { served, missing } = ownOperations('test/api/lockout.test.ts', srv.ctl.ops);
   await srv.stop();
   expect(served.length).toBe(2);
-  expect(served.filter((k) => !exercised.has(k))).toEqual([]);
+  expect(missing).toEqual([]);
 });
 
 function expectError(res: Res, status: number, code: string): void {

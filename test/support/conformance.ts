@@ -82,3 +82,19 @@ export async function conformant(
   ).toBeNull();
   return res;
 }
+
+/**
+ * The operations (`api METHOD path`) a file of COVERED_IN_OWN_FILES owns among those served, and those of them it
+ * has not called through `conformant`.
+ */
+export function ownOperations(
+  file: string,
+  ops: { path: string; method: string; apis: readonly string[] }[],
+): { served: string[]; missing: string[] } {
+  const own = COVERED_IN_OWN_FILES.find((c) => c.file === file);
+  if (!own) throw new Error(`${file} is not listed in COVERED_IN_OWN_FILES`);
+  const served = ops
+    .filter((o) => own.paths.test(o.path))
+    .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+  return { served, missing: served.filter((k) => !exercised.has(k)) };
+}
