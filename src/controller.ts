@@ -21,6 +21,7 @@ import { authenticationOps } from './ops/authentication.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
+import { mfaOps } from './ops/mfa.js';
 import { KEEL_VERSION } from './version.js';
 
 export interface ControllerOptions {
@@ -62,7 +63,13 @@ export function defaultBaseUrl(host: string, port: number): string {
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<unknown>[] {
-  return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
+  return [
+    ...informationalOps(specs),
+    ...authenticationOps(),
+    ...identityOps(),
+    ...mfaOps(),
+    ...ENTITIES.flatMap((e) => e.ops()),
+  ];
 }
 
 /** A single-node controller: the store, the write path, the session service and the HTTP front end. */

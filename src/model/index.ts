@@ -8,6 +8,7 @@ import { configTypes } from './config-type.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
 import { identityTypes } from './identity-type.js';
+import { mfas, useRecoveryCode } from './mfa.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -20,6 +21,7 @@ export const ENTITIES = [
   configs,
   enrollments,
   controllerKeys,
+  mfas,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */
@@ -32,6 +34,7 @@ export const CUSTOM_COMMANDS = {
   disableIdentity,
   enableIdentity,
   recordFailedLogin,
+  useRecoveryCode,
 };
 
 export function buildSchema(): Schema {

@@ -13,6 +13,16 @@ const UNDECLARED_OK: Record<string, string> = {
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '409 DELETE /auth-policies/{id}': 'a policy identities use (REFERENCE §7: CAN_NOT_DELETE_REFERENCED_ENTITY)',
   '400 POST /identities/{id}/disable': 'a body that does not validate (the controller answers COULD_NOT_VALIDATE)',
+  '400 POST /current-identity/mfa/verify': 'MFA_INVALID_TOKEN: a wrong code (controller apierror)',
+  '409 POST /current-identity/mfa/verify': 'MFA_EXISTS: the enrollment is already verified',
+  '400 GET /current-identity/mfa/recovery-codes': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 POST /current-identity/mfa/recovery-codes': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 DELETE /current-identity/mfa': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 POST /authenticate/mfa': 'MFA_INVALID_TOKEN: a wrong code',
+  '409 POST /authenticate/mfa': 'MFA_NOT_ENROLLED: the identity has no verified MFA',
+  '400 POST /current-api-session/totp-token': 'MFA_INVALID_TOKEN: a wrong code',
+  '409 POST /current-api-session/totp-token': 'MFA_NOT_ENROLLED: the identity has no verified MFA',
+  '401 GET /current-identity/mfa/qr-code': 'no session (the spec declares only 404 for it)',
   '404 GET /config-types/{id}/configs': 'unknown config type: association lists load their parent first (404)',
 };
 
@@ -23,6 +33,10 @@ const UNDECLARED_OK: Record<string, string> = {
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
   { file: 'test/api/auth-policies.test.ts', paths: /^\/auth-policies(\/|$)/ },
+  {
+    file: 'test/api/mfa.test.ts',
+    paths: /^\/(current-identity\/mfa|authenticate\/mfa|current-api-session\/totp-token|identities\/\{id\}\/mfa)/,
+  },
   { file: 'test/api/lockout.test.ts', paths: /^\/identities\/\{id\}\/(disable|enable)$/ },
 ];
 
