@@ -63,7 +63,8 @@ export function enableIdentity(ctx: ApplyContext, args: { id: string }, at: stri
  */
 export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string }, at: string): boolean {
   const identity = ctx.txn.get('identities', args.identityId);
-  if (!identity || isDisabled(identity, Date.parse(at))) return false;
+  // the default admin is never locked out (nor disabled): a flood of bad passwords must not lock everyone out
+  if (!identity || identity.isDefaultAdmin === true || isDisabled(identity, Date.parse(at))) return false;
   const rule = lockoutRule(ctx.txn.get('auth-policies', identity.authPolicyId as string));
   if (!rule) return false;
   const attempts = ((identity.failedLoginAttempts as number | undefined) ?? 0) + 1;
@@ -78,6 +79,7 @@ export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string 
 
 /** After a wrong password for an existing identity: counts it, but writes only when its policy locks out. */
 export async function onFailedPassword(svc: Services, identity: Row): Promise<void> {
+  if (identity.isDefaultAdmin === true) return;
   if (!lockoutRule(svc.get('auth-policies', identity.authPolicyId as string))) return;
   if (isDisabled(identity, svc.clock.now())) return;
   try {

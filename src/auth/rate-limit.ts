@@ -89,10 +89,10 @@ export class FairGate {
 }
 
 /**
- * Ordinary logins may keep every core but one busy with argon2 (at most 3: libuv's pool has 4 threads); the core
- * left over serves the event loop and the admin lane.
+ * Ordinary logins may keep every core busy with argon2 (full login throughput), but at most 3 checks: libuv's
+ * pool has 4 threads, and the 4th is the admin lane's, so an admin's check never waits for a thread.
  */
-export const LOGIN_IN_FLIGHT = Math.max(1, Math.min(3, availableParallelism() - 1));
+export const LOGIN_IN_FLIGHT = Math.max(1, Math.min(3, availableParallelism()));
 
 /**
  * The two lanes of password checks. libuv runs argon2 on its thread pool (4 threads by default): logins share

@@ -109,6 +109,17 @@ describe('lockout', () => {
     expect((await attempt('forever')).status).toBe(200);
   });
 
+  it('the default admin is never locked out, even under a locking policy', async () => {
+    const policy = await createPolicy('lock-admin', 2, 0);
+    const me = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
+    const moved = await call('PATCH', `${srv.mgmt}/identities/${me.id}`, { token, body: { authPolicyId: policy } });
+    expect(moved.status, moved.text).toBe(200);
+    for (let i = 0; i < 3; i++) expectError(await attempt('admin', 'wrong-password'), 401, 'INVALID_AUTH');
+    expect((await identity(me.id)).disabled).toBe(false);
+    token = await login(srv.base);
+    await call('PATCH', `${srv.mgmt}/identities/${me.id}`, { token, body: { authPolicyId: 'default' } });
+  });
+
   it('with maxAttempts 0 a failed login writes nothing', async () => {
     await createUser('nolock', 'default');
     const before = srv.ctl.svc.store.appliedIndex;

@@ -25,10 +25,13 @@ afterAll(() => srv.stop());
 
 /** Concurrent clients logging in with bad passwords, each as fast as it is answered. */
 const FLOODERS = 32;
-/** An admin login during the flood must finish within this: ~0.6 s measured at load 13 on 2 cores, 3.5 s with the former FIFO gate. */
-const ADMIN_BOUND_MS = 1_500;
-/** No flood request may take longer than this: the excess is refused at once, not queued until a timeout. */
-const FLOOD_REQUEST_BOUND_MS = 5_000;
+/** An admin login during the flood must finish within this: 0.16–0.6 s measured at load 7–13 on 2 cores; 3.5 s with the former FIFO gate. */
+const ADMIN_BOUND_MS = 2_000;
+/**
+ * No flood request may come near the 10 s request timeout (503 TIMEOUT): the excess is refused at once, not queued
+ * until it times out (slowest measured: 1.2–3.7 s, mostly the test's own event loop under the flood).
+ */
+const FLOOD_REQUEST_BOUND_MS = 8_000;
 
 describe('auth rate limiter', () => {
   it('under a flood of bad logins the excess gets 429 and the admin gets in promptly', async () => {
