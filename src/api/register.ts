@@ -1,5 +1,6 @@
 import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { isDisabled } from '../model/identity.js';
 import { validate } from '../schema/validate.js';
 import { Errors, unauthorized, validationError } from './errors.js';
 import type { ApiName, Caller, OpDef } from './op.js';
@@ -64,6 +65,8 @@ function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services): Call
   if (!token) throw unauthorized('missing');
   const caller = svc.sessions.resolve(token);
   if (!caller) throw unauthorized('invalid');
+  // a disable ends the identity's sessions in apply; this also covers a login that raced with it
+  if (caller.identity.disabledAt && isDisabled(caller.identity, svc.clock.now())) throw unauthorized('invalid');
   const partial = caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true;
   if (partial && op.access !== 'partial') throw unauthorized('forbidden');
   if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');

@@ -161,6 +161,23 @@ describe('identity disable / enable', () => {
     expect((await attempt('disably')).status).toBe(200);
   });
 
+  it('a session that outlived a disable (a login racing with it) is refused', async () => {
+    const id = await createUser('racer', 'default');
+    const session = (await attempt('racer')).headers.get('zt-session')!;
+    // the disable as a login racing with it would leave things: disabled, with a session
+    await srv.ctl.svc.write({
+      op: 'update',
+      entity: 'identities',
+      id,
+      set: { disabledAt: new Date(clock.now()).toISOString(), disabledUntil: null },
+      at: new Date(clock.now()).toISOString(),
+      system: true,
+    });
+    expectError(await call('GET', `${srv.client}/current-api-session`, { token: session }), 401, 'UNAUTHORIZED');
+    await conformant(M, 'POST', '/identities/{id}/enable', srv.base, { token, params: { id } });
+    expect((await call('GET', `${srv.client}/current-api-session`, { token: session })).status).toBe(200);
+  });
+
   it('a disable with a duration lapses by itself at disabledUntil', async () => {
     const id = await createUser('lapsing', 'default');
     await conformant(M, 'POST', '/identities/{id}/disable', srv.base, {

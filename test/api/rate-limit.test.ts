@@ -3,6 +3,7 @@
  * request is left to time out) and an admin still logs in promptly through the admin lane.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformant } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
@@ -41,7 +42,8 @@ describe('auth rate limiter', () => {
     const flooder = async (n: number) => {
       for (let i = 0; !stop && i < 10_000; i++) {
         const started = performance.now();
-        const r = await call('POST', `${srv.client}/authenticate?method=password`, {
+        const r = await conformant('client', 'POST', '/authenticate', srv.base, {
+          query: 'method=password',
           body: { username: n % 2 === 0 ? 'victim' : `nobody-${n}`, password: `wrong-${i}` },
         });
         slowest_ms = Math.max(slowest_ms, performance.now() - started);
