@@ -319,6 +319,16 @@ describe('MFA removal and policies', () => {
     expect(codes).not.toContain(again.codes[3]);
   });
 
+  it('two racing enrollments: one 201, one 409 MFA_EXISTS', async () => {
+    await createUser('mfa-racer');
+    const { token } = await session('mfa-racer');
+    const both = await Promise.all(
+      [1, 2].map(() => conformant(C, 'POST', '/current-identity/mfa', srv.base, { token })),
+    );
+    expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
+    expect(both.find((r) => r.status === 409)!.body.error.code).toBe('MFA_EXISTS');
+  });
+
   it('an admin removes an identity MFA (DELETE /identities/{id}/mfa)', async () => {
     const id = await createUser('mfa-dave');
     const { token } = await session('mfa-dave');
