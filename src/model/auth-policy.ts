@@ -1,5 +1,7 @@
+import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { tags } from './common.js';
 
@@ -84,6 +86,7 @@ export const MAX_PASSWORD_LENGTH = 100;
 /** A lockout longer than a year is an indefinite one in disguise: say 0. */
 const MAX_LOCKOUT_MINUTES = 525_600;
 const MAX_ATTEMPTS = 1_000_000;
+const MAX_ALLOWED_SIGNERS = 100;
 
 /** A PATCH's sub-object: every property optional and nullable (null = leave unchanged), the object itself too. */
 const nullableObj = (name: string, x: SchemaNode): Schema<Record<string, unknown> | null> => ({
@@ -116,20 +119,40 @@ function checkRange(field: string, value: number, min: number, max: number): voi
   if (value < min || value > max) throw fieldError(field, `must be between ${min} and ${max}`, value);
 }
 
-/** The checks of a whole policy (after a PATCH is merged): number ranges; signers must exist. */
-function checkPolicy(primary: AuthPolicyPrimary, sec: Secondary): void {
+/** The entity of external JWT signers, once it is declared (policies name signers by id). */
+const SIGNERS = 'external-jwt-signers';
+
+function checkSigner(svc: Services, field: string, id: string): void {
+  const known = svc.store.schema.defs.has(SIGNERS) && svc.store.get(SIGNERS, id) !== undefined;
+  if (!known) throw fieldError(field, `external jwt signer with id ${id} not found`, id);
+}
+
+/** The checks of a whole policy (after a PATCH is merged): number ranges; named signers must exist. */
+function checkPolicy(svc: Services, primary: AuthPolicyPrimary, sec: Secondary): void {
   const u = primary.updb;
   checkRange('primary.updb.minPasswordLength', u.minPasswordLength, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH);
   checkRange('primary.updb.maxAttempts', u.maxAttempts, 0, MAX_ATTEMPTS);
   checkRange('primary.updb.lockoutDurationMinutes', u.lockoutDurationMinutes, 0, MAX_LOCKOUT_MINUTES);
-  // External JWT signers are not served yet, so no signer id can name one.
-  const signer = primary.extJwt.allowedSigners?.[0] ?? sec.requireExtJwtSigner;
-  if (signer) {
-    const field = primary.extJwt.allowedSigners?.length
-      ? 'primary.extJwt.allowedSigners'
-      : 'secondary.requireExtJwtSigner';
-    throw fieldError(field, `external jwt signer with id ${signer} not found`, signer);
+  const signers = primary.extJwt.allowedSigners ?? [];
+  if (signers.length > MAX_ALLOWED_SIGNERS) {
+    throw fieldError('primary.extJwt.allowedSigners', `at most ${MAX_ALLOWED_SIGNERS} signers`, signers.length);
   }
+  for (const id of signers) checkSigner(svc, 'primary.extJwt.allowedSigners', id);
+  if (sec.requireExtJwtSigner) checkSigner(svc, 'secondary.requireExtJwtSigner', sec.requireExtJwtSigner);
+}
+
+/** Whether the identity's policy allows a primary method (`extJwt` with the signer that issued the token). */
+export function isPrimaryAllowed(
+  policy: Row | undefined,
+  method: 'updb' | 'cert' | 'extJwt',
+  signerId?: string,
+): boolean {
+  const primary = policy?.primary as AuthPolicyPrimary | undefined;
+  if (!primary || primary[method].allowed !== true) return false;
+  if (method !== 'extJwt') return true;
+  const allowed = primary.extJwt.allowedSigners;
+  // no list (or an empty one) allows every signer
+  return !allowed || allowed.length === 0 || (signerId !== undefined && allowed.includes(signerId));
 }
 
 export const authPolicies = defineEntity({
@@ -168,7 +191,7 @@ export const authPolicies = defineEntity({
       secondary: row.secondary,
     };
   },
-  fromApi(body, { mode, existing, copied }) {
+  fromApi(body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
     let p = body.primary as AuthPolicyPrimary;
@@ -183,7 +206,7 @@ export const authPolicies = defineEntity({
       };
       sec = merge(existing!.secondary as Secondary, body.secondary as Record<string, unknown> | null);
     }
-    checkPolicy(p, sec);
+    checkPolicy(svc, p, sec);
     out.primary = {
       cert: { allowed: p.cert.allowed, allowExpiredCerts: p.cert.allowExpiredCerts },
       updb: { ...p.updb },

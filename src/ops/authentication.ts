@@ -6,7 +6,7 @@ import type { Services } from '../api/services.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
-import type { AuthPolicyPrimary } from '../model/auth-policy.js';
+import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
@@ -83,8 +83,7 @@ async function passwordLogin(
   }
   const identity = svc.get('identities', authenticator.identityId as string);
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
-  if ((policy?.primary as AuthPolicyPrimary | undefined)?.updb?.allowed === false) return null;
+  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId as string), 'updb')) return null;
   return { identity, authenticator };
 }
 

@@ -3,7 +3,7 @@
  * default policy's rules, PATCH merging, bounds, primary methods allowed, password rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
+import { DEFAULT_AUTH_POLICY, isPrimaryAllowed } from '../../src/model/auth-policy.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
@@ -215,5 +215,18 @@ describe('auth policies', () => {
       body: { password: 'weakpassword' },
     });
     expectError(upd, 400, 'COULD_NOT_VALIDATE', 'password');
+  });
+
+  it('isPrimaryAllowed: per method, and ext-jwt per signer when the policy lists signers', () => {
+    const row = (primary: unknown) => ({ id: 'p', primary }) as never;
+    const p = structuredClone(DEFAULT_AUTH_POLICY.primary);
+    expect(['updb', 'cert', 'extJwt'].map((m) => isPrimaryAllowed(row(p), m as 'updb'))).toEqual([true, true, true]);
+    p.cert.allowed = false;
+    expect(isPrimaryAllowed(row(p), 'cert')).toBe(false);
+    expect(isPrimaryAllowed(undefined, 'updb')).toBe(false);
+    (p.extJwt as { allowedSigners: string[] | null }).allowedSigners = ['s1'];
+    expect(isPrimaryAllowed(row(p), 'extJwt', 's1')).toBe(true);
+    expect(isPrimaryAllowed(row(p), 'extJwt', 's2')).toBe(false);
+    expect(isPrimaryAllowed(row(p), 'extJwt')).toBe(false);
   });
 });
