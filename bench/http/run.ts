@@ -10,11 +10,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 // @ts-expect-error autocannon ships no type declarations
 import autocannon from 'autocannon';
-import { type Child, spawnChild, stopChild } from '../child.js';
+import { spawnChild, stopChild } from '../child.js';
 
 const here = import.meta.dirname;
 

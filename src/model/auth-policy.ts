@@ -148,7 +148,7 @@ export function isPrimaryAllowed(
   signerId?: string,
 ): boolean {
   const primary = policy?.primary as AuthPolicyPrimary | undefined;
-  if (!primary || primary[method].allowed !== true) return false;
+  if (primary?.[method].allowed !== true) return false;
   if (method !== 'extJwt') return true;
   const allowed = primary.extJwt.allowedSigners;
   // no list (or an empty one) allows every signer
