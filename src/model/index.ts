@@ -8,7 +8,7 @@ import { configTypes } from './config-type.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
 import { identityTypes } from './identity-type.js';
-import { mfas, useRecoveryCode } from './mfa.js';
+import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -35,6 +35,7 @@ export const CUSTOM_COMMANDS = {
   enableIdentity,
   recordFailedLogin,
   useRecoveryCode,
+  useTotp,
 };
 
 export function buildSchema(): Schema {

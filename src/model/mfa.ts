@@ -44,6 +44,8 @@ export const mfas = defineEntity({
     isVerified: { type: 'bool' },
     secret: { type: 'string', filter: false },
     recoveryCodes: { type: 'string', set: true, filter: false },
+    /** The time step of the last TOTP a login used: a code is accepted once (useTotp). */
+    lastTimeStep: { type: 'number', filter: false },
   },
   detail: detailMfa,
   // served only through the current-identity and identity MFA operations (src/ops/mfa.ts)
@@ -71,9 +73,9 @@ export function mfaOf(svc: Services, identityId: string): Row | undefined {
   return ids.length === 1 ? svc.get('mfas', ids[0]!) : undefined;
 }
 
-/** Whether `code` is the TOTP of `secret` now (on the controller's clock), give or take one step. */
-export async function isValidTotp(svc: Services, secret: string, code: string): Promise<boolean> {
-  if (!/^[0-9]{6}$/.test(code)) return false;
+/** The 30 s time step `code` is the TOTP of (now on the controller's clock, give or take one step), or null. */
+export async function totpStep(svc: Services, secret: string, code: string): Promise<number | null> {
+  if (!/^[0-9]{6}$/.test(code)) return null;
   try {
     const r = await verify({
       secret,
@@ -81,9 +83,40 @@ export async function isValidTotp(svc: Services, secret: string, code: string): 
       epoch: Math.floor(svc.clock.now() / 1000),
       epochTolerance: TOLERANCE_S,
     });
-    return r.valid;
+    return r.valid && 'timeStep' in r ? (r.timeStep as number) : null;
   } catch {
-    return false;
+    return null;
+  }
+}
+
+/** Whether `code` is a current TOTP of `secret` (for checks that spend nothing: replays are harmless there). */
+export async function isValidTotp(svc: Services, secret: string, code: string): Promise<boolean> {
+  return (await totpStep(svc, secret, code)) !== null;
+}
+
+/**
+ * Custom command: a login's TOTP (RFC 6238 §5.2: a code is accepted once) completes the API session's MFA. The
+ * code's time step must be later than the last one used, decided in apply, so two sessions racing with one code
+ * get one success.
+ */
+export function useTotp(
+  ctx: ApplyContext,
+  args: { mfaId: string; timeStep: number; sessionId: string },
+  at: string,
+): void {
+  const mfa = ctx.txn.get('mfas', args.mfaId);
+  if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {
+    fail({
+      code: 'INVALID',
+      entity: 'mfas',
+      id: args.mfaId,
+      reason: 'code already used',
+      apiCode: 'MFA_INVALID_TOKEN',
+    });
+  }
+  ctx.update('mfas', mfa.id, { lastTimeStep: args.timeStep }, at, true);
+  if (ctx.txn.get('api-sessions', args.sessionId)) {
+    ctx.update('api-sessions', args.sessionId, { isMfaComplete: true }, at, true);
   }
 }
 

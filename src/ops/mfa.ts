@@ -15,6 +15,7 @@ import {
   newRecoveryCodes,
   newTotpSecret,
   provisioningUrl,
+  totpStep,
 } from '../model/mfa.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
@@ -199,13 +200,21 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = mfaOf(svc, caller!.identity.id);
         if (!mfa) throw Errors.MFA_ENROLLMENT_NOT_STARTED();
         if (mfa.isVerified === true) throw Errors.MFA_EXISTS();
-        await requireTotp(svc, mfa, body.code.trim());
+        const timeStep = await totpStep(svc, mfa.secret as string, body.code.trim());
+        if (timeStep === null) throw invalidToken();
         const at = svc.nowIso();
-        // the session that proved the code has passed MFA
+        // the session that proved the code has passed MFA; the code is spent
         await svc.write({
           op: 'batch',
           ops: [
-            { op: 'update', entity: 'mfas', id: mfa.id, set: { isVerified: true }, at, system: true },
+            {
+              op: 'update',
+              entity: 'mfas',
+              id: mfa.id,
+              set: { isVerified: true, lastTimeStep: timeStep },
+              at,
+              system: true,
+            },
             {
               op: 'update',
               entity: 'identities',
@@ -322,38 +331,25 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = requireEnrolled(svc, identity.id);
         const code = body.code.trim();
         const at = svc.nowIso();
-        if (await isValidTotp(svc, mfa.secret as string, code)) {
-          await svc.write({
-            op: 'update',
-            entity: 'api-sessions',
-            id: session.id,
-            set: { isMfaComplete: true },
-            at,
-            system: true,
-          });
-        } else {
-          try {
-            await svc.write({
-              op: 'custom',
-              name: 'useRecoveryCode',
-              args: { mfaId: mfa.id, code: code.toUpperCase(), sessionId: session.id },
-              at,
-            });
-          } catch (err) {
-            if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
-            if (noteFailure(session.id) >= MAX_MFA_FAILURES && session.isMfaComplete !== true) {
-              failures.delete(session.id);
-              await svc.write({
-                op: 'delete',
-                entity: 'api-sessions',
-                id: session.id,
-                at,
-                system: true,
-                ifExists: true,
-              });
-            }
-            throw err;
+        const timeStep = await totpStep(svc, mfa.secret as string, code);
+        try {
+          await svc.write(
+            timeStep !== null
+              ? { op: 'custom', name: 'useTotp', args: { mfaId: mfa.id, timeStep, sessionId: session.id }, at }
+              : {
+                  op: 'custom',
+                  name: 'useRecoveryCode',
+                  args: { mfaId: mfa.id, code: code.toUpperCase(), sessionId: session.id },
+                  at,
+                },
+          );
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
+          if (noteFailure(session.id) >= MAX_MFA_FAILURES && session.isMfaComplete !== true) {
+            failures.delete(session.id);
+            await svc.write({ op: 'delete', entity: 'api-sessions', id: session.id, at, system: true, ifExists: true });
           }
+          throw invalidToken(); // without the reason: whether a code was right but used is not told
         }
         failures.delete(session.id);
         return okEmpty();

@@ -72,6 +72,7 @@ async function enroll(token: string, spec: 'client' | 'management' = C): Promise
     body: { code: await totp(secret) },
   });
   expect(v.status, v.text).toBe(200);
+  clock.advance(30_000); // the code is spent: a login needs the next one
   return { secret, codes: d.body.data.recoveryCodes };
 }
 
@@ -178,6 +179,25 @@ describe('MFA login', () => {
     const cur = await call('GET', `${srv.client}/current-api-session`, { token });
     expect(cur.body.data).toMatchObject({ isMfaRequired: true, isMfaComplete: true, authQueries: [] });
     expect((await call('GET', `${srv.client}/current-identity`, { token })).status).toBe(200);
+  });
+
+  it('a TOTP is accepted once (RFC 6238 §5.2), even by sessions racing with it', async () => {
+    clock.advance(30_000);
+    const code = await totp(secret);
+    const [a, b, c] = [await session('mfa-bob'), await session('mfa-bob'), await session('mfa-bob')];
+    const raced = await Promise.all(
+      [a, b].map((s) => call('POST', `${srv.client}/authenticate/mfa`, { token: s.token, body: { code } })),
+    );
+    expect(raced.map((r) => r.status).sort()).toEqual([200, 400]);
+    const replay = await call('POST', `${srv.client}/authenticate/mfa`, { token: c.token, body: { code } });
+    expectError(replay, 400, 'MFA_INVALID_TOKEN');
+    expect(replay.body.error.cause).toBeUndefined();
+    clock.advance(30_000);
+    const next = await call('POST', `${srv.client}/authenticate/mfa`, {
+      token: c.token,
+      body: { code: await totp(secret) },
+    });
+    expect(next.status, next.text).toBe(200);
   });
 
   it('each recovery code works once; regeneration replaces them', async () => {
