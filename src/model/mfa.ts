@@ -94,6 +94,17 @@ export async function isValidTotp(svc: Services, secret: string, code: string): 
   return (await totpStep(svc, secret, code)) !== null;
 }
 
+/** A failed spend of a code: one recorded error for both kinds, so that the answer does not tell which failed. */
+function refuseCode(mfaId: string): never {
+  fail({ code: 'INVALID', entity: 'mfas', id: mfaId, reason: 'invalid or spent code', apiCode: 'MFA_INVALID_TOKEN' });
+}
+
+/** Spends a code of the enrollment (`set` records it) and completes the API session's MFA. */
+function spendCode(ctx: ApplyContext, mfa: Row, set: Record<string, unknown>, sessionId: string, at: string): void {
+  ctx.update('mfas', mfa.id, set, at, true);
+  if (ctx.txn.get('api-sessions', sessionId)) ctx.update('api-sessions', sessionId, { isMfaComplete: true }, at, true);
+}
+
 /**
  * Custom command: a login's TOTP (RFC 6238 §5.2: a code is accepted once) completes the API session's MFA. The
  * code's time step must be later than the last one used, decided in apply, so two sessions racing with one code
@@ -106,18 +117,9 @@ export function useTotp(
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
   if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {
-    fail({
-      code: 'INVALID',
-      entity: 'mfas',
-      id: args.mfaId,
-      reason: 'code already used',
-      apiCode: 'MFA_INVALID_TOKEN',
-    });
+    refuseCode(args.mfaId);
   }
-  ctx.update('mfas', mfa.id, { lastTimeStep: args.timeStep }, at, true);
-  if (ctx.txn.get('api-sessions', args.sessionId)) {
-    ctx.update('api-sessions', args.sessionId, { isMfaComplete: true }, at, true);
-  }
+  spendCode(ctx, mfa, { lastTimeStep: args.timeStep }, args.sessionId, at);
 }
 
 /**
@@ -131,17 +133,6 @@ export function useRecoveryCode(
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
   const codes = (mfa?.recoveryCodes as string[] | undefined) ?? [];
-  if (mfa?.isVerified !== true || !codes.includes(args.code)) {
-    fail({
-      code: 'INVALID',
-      entity: 'mfas',
-      id: args.mfaId,
-      reason: 'invalid recovery code',
-      apiCode: 'MFA_INVALID_TOKEN',
-    });
-  }
-  ctx.update('mfas', mfa.id, { recoveryCodes: codes.filter((c) => c !== args.code) }, at, true);
-  if (ctx.txn.get('api-sessions', args.sessionId)) {
-    ctx.update('api-sessions', args.sessionId, { isMfaComplete: true }, at, true);
-  }
+  if (mfa?.isVerified !== true || !codes.includes(args.code)) refuseCode(args.mfaId);
+  spendCode(ctx, mfa, { recoveryCodes: codes.filter((c) => c !== args.code) }, args.sessionId, at);
 }
