@@ -1,4 +1,5 @@
 import type { HttpResponse } from '../../http/types.js';
+import type { DerivedIndexFactory } from '../../storage/derived.js';
 import type { Command, EntityDef, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
@@ -110,6 +111,8 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   roleAttributesField?: string;
   /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
   relations?: RelationSpec[];
+  /** Derived indexes this declaration owns (e.g. a policy's role indexes), added to the store schema. */
+  derived?: readonly DerivedIndexFactory[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
