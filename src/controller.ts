@@ -17,6 +17,7 @@ import { type Clock, type Logger, Services, systemClock } from './api/services.j
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { buildSchema, ENTITIES } from './model/index.js';
+import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
@@ -62,7 +63,13 @@ export function defaultBaseUrl(host: string, port: number): string {
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
 export function allOps(specs: (api: ApiName) => string): OpDef<unknown>[] {
-  return [...informationalOps(specs), ...authenticationOps(), ...identityOps(), ...ENTITIES.flatMap((e) => e.ops())];
+  return [
+    ...informationalOps(specs),
+    ...authenticationOps(),
+    ...identityOps(),
+    ...accessOps(),
+    ...ENTITIES.flatMap((e) => e.ops()),
+  ];
 }
 
 /** A single-node controller: the store, the write path, the session service and the HTTP front end. */

@@ -1,12 +1,18 @@
+import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
+import { edgeRouters } from './edge-router.js';
+import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
 import { identityTypes } from './identity-type.js';
+import { services } from './service.js';
+import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
+import { servicePolicies } from './service-policy.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -17,6 +23,11 @@ export const ENTITIES = [
   apiSessions,
   configTypes,
   configs,
+  services,
+  edgeRouters,
+  servicePolicies,
+  edgeRouterPolicies,
+  serviceEdgeRouterPolicies,
   enrollments,
   controllerKeys,
 ] as const;
@@ -31,5 +42,6 @@ export function buildSchema(): Schema {
   return new Schema(
     ENTITIES.map((e) => e.def),
     CUSTOM_COMMANDS,
+    ENTITIES.flatMap((e): readonly DerivedIndexFactory[] => ('derived' in e ? (e.derived ?? []) : [])),
   );
 }

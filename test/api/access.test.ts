@@ -1,0 +1,643 @@
+/**
+ * Services, edge routers and the three policy types: every operation (CRUD, association lists in both directions,
+ * role-attribute listings, the client's service view) through the conformance helper (responses validated against
+ * OpenZiti's schemas), their error cases, and the permissions that grant them. The policy semantics end to end are
+ * in policies.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformant, unexercisedOwnOps } from '../support/conformance.js';
+import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
+
+let srv: TestServer;
+let token: string;
+const M = 'management' as const;
+const C = 'client' as const;
+
+beforeAll(async () => {
+  srv = await startServer();
+  token = await login(srv.base);
+});
+afterAll(async () => {
+  const { owned, missing } = unexercisedOwnOps('test/api/access.test.ts', srv.ctl.ops);
+  await srv.stop();
+  expect(owned).toBeGreaterThan(40);
+  expect(missing).toEqual([]);
+});
+
+function expectError(res: Res, status: number, code: string, field?: string): void {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body.error.code).toBe(code);
+  if (field !== undefined) expect(res.body.error.cause.field).toBe(field);
+}
+
+async function create(path: string, body: unknown, t = token): Promise<string> {
+  const r = await conformant(M, 'POST', path, srv.base, { token: t, body });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.id;
+}
+
+const get = (path: string, t = token) => call('GET', `${srv.mgmt}${path}`, { token: t });
+const ids = (r: Res) => (r.body.data as { id: string }[]).map((x) => x.id).sort();
+
+async function identity(name: string, roleAttributes: string[] = []): Promise<string> {
+  const r = await call('POST', `${srv.mgmt}/identities`, {
+    token,
+    body: { name, type: 'User', isAdmin: false, roleAttributes },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.id;
+}
+
+/** A non-admin identity with `permissions`, logged in with a password. */
+async function userWith(name: string, permissions: string[], roleAttributes: string[] = []): Promise<string> {
+  const u = await call('POST', `${srv.mgmt}/identities`, {
+    token,
+    body: { name, type: 'User', isAdmin: false, permissions, roleAttributes },
+  });
+  expect(u.status, u.text).toBe(201);
+  await call('POST', `${srv.mgmt}/authenticators`, {
+    token,
+    body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
+  });
+  return login(srv.base, name, `${name}-pass`);
+}
+
+async function configOf(name: string, typeId: string, data: unknown): Promise<string> {
+  const r = await call('POST', `${srv.mgmt}/configs`, { token, body: { name, configTypeId: typeId, data } });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.id;
+}
+
+describe('services', () => {
+  it('CRUD with configs, role attributes, encryptionRequired (create only), terminatorStrategy, maxIdleTimeMillis', async () => {
+    const anyType = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'any.v1' } })).body.data
+      .id as string;
+    const cfg = await configOf('web-intercept', anyType, { a: 1 });
+    const id = await create('/services', {
+      name: 'web',
+      encryptionRequired: false,
+      roleAttributes: ['web', 'public', 'web'],
+      configs: [cfg],
+      terminatorStrategy: 'weighted',
+      maxIdleTimeMillis: 5000,
+      tags: { team: 'a' },
+    });
+    const detail = await conformant(M, 'GET', '/services/{id}', srv.base, { token, params: { id } });
+    expect(detail.body.data).toMatchObject({
+      name: 'web',
+      encryptionRequired: false,
+      roleAttributes: ['web', 'public'],
+      configs: [cfg],
+      terminatorStrategy: 'weighted',
+      maxIdleTimeMillis: 5000,
+      tags: { team: 'a' },
+    });
+    const other = await create('/services', { name: 'db', encryptionRequired: true });
+    const defaults = (await get(`/services/${other}`)).body.data;
+    expect(defaults).toMatchObject({ roleAttributes: [], configs: [], terminatorStrategy: 'smartrouting' });
+    expect(defaults.maxIdleTimeMillis).toBe(0);
+
+    const list = await conformant(M, 'GET', '/services', srv.base, {
+      token,
+      query: `filter=${encodeURIComponent('name = "web"')}`,
+    });
+    expect(ids(list)).toEqual([id]);
+    const byRole = await call('GET', `${srv.mgmt}/services?roleFilter=%23public`, { token });
+    expect(ids(byRole)).toEqual([id]);
+
+    // PUT: encryptionRequired is read-only; fields left out go back to their defaults
+    const put = await conformant(M, 'PUT', '/services/{id}', srv.base, {
+      token,
+      params: { id },
+      body: { name: 'web2', encryptionRequired: true, roleAttributes: ['web'] },
+    });
+    expect(put.status, put.text).toBe(200);
+    expect((await get(`/services/${id}`)).body.data).toMatchObject({
+      name: 'web2',
+      encryptionRequired: false,
+      configs: [],
+      terminatorStrategy: 'smartrouting',
+      maxIdleTimeMillis: 0,
+      tags: {},
+    });
+    const patch = await conformant(M, 'PATCH', '/services/{id}', srv.base, {
+      token,
+      params: { id },
+      body: { configs: [cfg], maxIdleTimeMillis: 10, encryptionRequired: true },
+    });
+    expect(patch.status, patch.text).toBe(200);
+    expect((await get(`/services/${id}`)).body.data).toMatchObject({
+      name: 'web2',
+      configs: [cfg],
+      maxIdleTimeMillis: 10,
+      encryptionRequired: false,
+      roleAttributes: ['web'],
+    });
+
+    const configs = await conformant(M, 'GET', '/services/{id}/configs', srv.base, { token, params: { id } });
+    expect(ids(configs)).toEqual([cfg]);
+    const users = await conformant(M, 'GET', '/configs/{id}/services', srv.base, { token, params: { id: cfg } });
+    expect(ids(users)).toEqual([id]);
+
+    // deleting a config takes it off the services that name it (OpenZiti's link collection)
+    expect((await call('DELETE', `${srv.mgmt}/configs/${cfg}`, { token })).status).toBe(200);
+    expect((await get(`/services/${id}`)).body.data.configs).toEqual([]);
+
+    const attrs = await conformant(M, 'GET', '/service-role-attributes', srv.base, { token });
+    expect(attrs.body.data).toEqual(['web']);
+    const del = await conformant(M, 'DELETE', '/services/{id}', srv.base, { token, params: { id: other } });
+    expect(del.status).toBe(200);
+    expectError(
+      await conformant(M, 'GET', '/services/{id}', srv.base, { token, params: { id: other } }),
+      404,
+      'NOT_FOUND',
+    );
+    await call('DELETE', `${srv.mgmt}/services/${id}`, { token });
+  });
+
+  it('configs: service-target only, one per type, existing; role attributes plain; names unique', async () => {
+    const typeA = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'a.v1' } })).body.data.id;
+    const routerType = (
+      await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'r.v1', target: 'router' } })
+    ).body.data.id;
+    const a1 = await configOf('a1', typeA, {});
+    const a2 = await configOf('a2', typeA, {});
+    const r1 = await configOf('r1', routerType, {});
+    const post = (body: Record<string, unknown>) =>
+      conformant(M, 'POST', '/services', srv.base, { token, body: { encryptionRequired: true, ...body } });
+    expectError(await post({ name: 's', configs: [a1, a2] }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expectError(await post({ name: 's', configs: [r1] }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expectError(await post({ name: 's', configs: ['no-such-config'] }), 400, 'COULD_NOT_VALIDATE', 'configs');
+    expectError(await post({ name: 's', roleAttributes: ['#web'] }), 400, 'COULD_NOT_VALIDATE', 'roleAttributes');
+    expectError(await post({ name: 's', maxIdleTimeMillis: -1 }), 400, 'COULD_NOT_VALIDATE');
+    expectError(
+      await conformant(M, 'POST', '/services', srv.base, { token, body: { name: 's' } }),
+      400,
+      'COULD_NOT_VALIDATE',
+    );
+    const id = await create('/services', { name: 'unique-svc', encryptionRequired: true, configs: [a1, a1] });
+    expect((await get(`/services/${id}`)).body.data.configs).toEqual([a1]);
+    expectError(await post({ name: 'unique-svc' }), 400, 'COULD_NOT_VALIDATE', 'name');
+    expectError(
+      await conformant(M, 'PATCH', '/services/{id}', srv.base, { token, params: { id }, body: { configs: [a1, a2] } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'configs',
+    );
+    expectError(
+      await conformant(M, 'PUT', '/services/{id}', srv.base, { token, params: { id: 'nope' }, body: { name: 'x' } }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await conformant(M, 'DELETE', '/services/{id}', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await conformant(M, 'GET', '/services/{id}/configs', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    expectError(
+      await conformant(M, 'GET', '/configs/{id}/services', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    await call('DELETE', `${srv.mgmt}/services/${id}`, { token });
+  });
+});
+
+describe('edge routers (data model)', () => {
+  it('CRUD with roleAttributes, cost, noTraversal, disabled, isTunnelerEnabled, appData; offline', async () => {
+    const id = await create('/edge-routers', {
+      name: 'er-east',
+      roleAttributes: ['east', 'public'],
+      cost: 10,
+      noTraversal: true,
+      disabled: false,
+      isTunnelerEnabled: false,
+      appData: { region: 'us-east' },
+    });
+    const detail = await conformant(M, 'GET', '/edge-routers/{id}', srv.base, { token, params: { id } });
+    expect(detail.body.data).toMatchObject({
+      name: 'er-east',
+      roleAttributes: ['east', 'public'],
+      cost: 10,
+      noTraversal: true,
+      disabled: false,
+      isOnline: false,
+      appData: { region: 'us-east' },
+    });
+    const west = await create('/edge-routers', { name: 'er-west', roleAttributes: ['west'] });
+    expect((await get(`/edge-routers/${west}`)).body.data).toMatchObject({ cost: 0, noTraversal: false });
+    const list = await conformant(M, 'GET', '/edge-routers', srv.base, { token, query: 'roleFilter=%23east' });
+    expect(ids(list)).toEqual([id]);
+    const put = await conformant(M, 'PUT', '/edge-routers/{id}', srv.base, {
+      token,
+      params: { id },
+      body: { name: 'er-east', roleAttributes: ['east'], disabled: true },
+    });
+    expect(put.status, put.text).toBe(200);
+    expect((await get(`/edge-routers/${id}`)).body.data).toMatchObject({
+      roleAttributes: ['east'],
+      disabled: true,
+      cost: 0,
+      noTraversal: false,
+      appData: {},
+    });
+    const patch = await conformant(M, 'PATCH', '/edge-routers/{id}', srv.base, {
+      token,
+      params: { id },
+      body: { cost: 65535 },
+    });
+    expect(patch.status, patch.text).toBe(200);
+    expect((await get(`/edge-routers/${id}`)).body.data).toMatchObject({ cost: 65535, disabled: true });
+    const attrs = await conformant(M, 'GET', '/edge-router-role-attributes', srv.base, {
+      token,
+      query: `filter=${encodeURIComponent('id contains "e"')}`,
+    });
+    expect(attrs.body.data).toEqual(['east', 'west']);
+
+    expectError(
+      await conformant(M, 'POST', '/edge-routers', srv.base, { token, body: { name: 'x', cost: 65536 } }),
+      400,
+      'COULD_NOT_VALIDATE',
+    );
+    expectError(
+      await conformant(M, 'POST', '/edge-routers', srv.base, { token, body: { name: 'er-west' } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'name',
+    );
+    expectError(
+      await conformant(M, 'POST', '/edge-routers', srv.base, { token, body: { name: 'x', roleAttributes: ['@a'] } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'roleAttributes',
+    );
+    for (const del of [id, west]) {
+      expect(
+        (await conformant(M, 'DELETE', '/edge-routers/{id}', srv.base, { token, params: { id: del } })).status,
+      ).toBe(200);
+    }
+  });
+});
+
+describe('policies: CRUD, roles, displays, association lists', () => {
+  it('service policies: Dial/Bind, roles with displays, lists in both directions', async () => {
+    const alice = await identity('sp-alice', ['eng']);
+    const bob = await identity('sp-bob', ['ops']);
+    const web = await create('/services', { name: 'sp-web', encryptionRequired: true, roleAttributes: ['web'] });
+    const db = await create('/services', { name: 'sp-db', encryptionRequired: true, roleAttributes: ['db'] });
+    const id = await create('/service-policies', {
+      name: 'eng-dial-web',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#eng', `@${bob}`],
+      serviceRoles: ['#web'],
+      postureCheckRoles: [],
+    });
+    const detail = await conformant(M, 'GET', '/service-policies/{id}', srv.base, { token, params: { id } });
+    expect(detail.body.data).toMatchObject({
+      name: 'eng-dial-web',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#eng', `@${bob}`],
+      identityRolesDisplay: [
+        { role: '#eng', name: '#eng' },
+        { role: `@${bob}`, name: '@sp-bob' },
+      ],
+      serviceRolesDisplay: [{ role: '#web', name: '#web' }],
+      postureCheckRoles: [],
+      postureCheckRolesDisplay: [],
+    });
+    const list = await conformant(M, 'GET', '/service-policies', srv.base, {
+      token,
+      query: `filter=${encodeURIComponent('type = "Dial"')}`,
+    });
+    expect(ids(list)).toEqual([id]);
+    const params = { id };
+    expect(ids(await conformant(M, 'GET', '/service-policies/{id}/identities', srv.base, { token, params }))).toEqual(
+      [alice, bob].sort(),
+    );
+    expect(ids(await conformant(M, 'GET', '/service-policies/{id}/services', srv.base, { token, params }))).toEqual([
+      web,
+    ]);
+    const forAlice = { token, params: { id: alice } };
+    expect(ids(await conformant(M, 'GET', '/identities/{id}/service-policies', srv.base, forAlice))).toEqual([id]);
+    expect(ids(await conformant(M, 'GET', '/identities/{id}/services', srv.base, forAlice))).toEqual([web]);
+    const forWeb = { token, params: { id: web } };
+    expect(ids(await conformant(M, 'GET', '/services/{id}/service-policies', srv.base, forWeb))).toEqual([id]);
+    expect(ids(await conformant(M, 'GET', '/services/{id}/identities', srv.base, forWeb))).toEqual([alice, bob].sort());
+    // policyType narrows to the Dial or Bind policies
+    expect(ids(await get(`/services/${web}/identities?policyType=bind`))).toEqual([]);
+    expect(ids(await get(`/identities/${alice}/services?policyType=dial`))).toEqual([web]);
+    expectError(await get(`/identities/${alice}/services?policyType=listen`), 400, 'COULD_NOT_VALIDATE', 'policyType');
+    // the listed entity's filter applies
+    expect(ids(await get(`/services/${web}/identities?filter=${encodeURIComponent('name = "sp-bob"')}`))).toEqual([
+      bob,
+    ]);
+
+    const put = await conformant(M, 'PUT', '/service-policies/{id}', srv.base, {
+      token,
+      params,
+      body: { name: 'eng-bind-db', type: 'Bind', semantic: 'AllOf', identityRoles: ['#eng'], serviceRoles: ['#db'] },
+    });
+    expect(put.status, put.text).toBe(200);
+    expect(ids(await get(`/identities/${alice}/services?policyType=bind`))).toEqual([db]);
+    expect(ids(await get(`/identities/${bob}/services`))).toEqual([]);
+    const patch = await conformant(M, 'PATCH', '/service-policies/{id}', srv.base, {
+      token,
+      params,
+      body: { identityRoles: ['#all'] },
+    });
+    expect(patch.status, patch.text).toBe(200);
+    expect((await get(`/service-policies/${id}`)).body.data).toMatchObject({
+      name: 'eng-bind-db',
+      type: 'Bind',
+      serviceRoles: ['#db'],
+    });
+    expect(ids(await get(`/services/${db}/identities`))).toContain(bob);
+    expect((await conformant(M, 'DELETE', '/service-policies/{id}', srv.base, { token, params })).status).toBe(200);
+    expect(ids(await get(`/services/${db}/identities`))).toEqual([]);
+    expectError(
+      await conformant(M, 'GET', '/service-policies/{id}/identities', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+  });
+
+  it('edge router policies and service edge router policies, with their lists in both directions', async () => {
+    const carol = await identity('erp-carol', ['field']);
+    const er1 = await create('/edge-routers', { name: 'erp-er1', roleAttributes: ['edge'] });
+    const er2 = await create('/edge-routers', { name: 'erp-er2', roleAttributes: ['core'] });
+    const svc = await create('/services', { name: 'erp-svc', encryptionRequired: true, roleAttributes: ['app'] });
+    const erp = await create('/edge-router-policies', {
+      name: 'field-edge',
+      semantic: 'AllOf',
+      identityRoles: ['#field'],
+      edgeRouterRoles: ['#edge', `@${er2}`],
+    });
+    const erpDetail = await conformant(M, 'GET', '/edge-router-policies/{id}', srv.base, {
+      token,
+      params: { id: erp },
+    });
+    expect(erpDetail.body.data).toMatchObject({
+      isSystem: false,
+      edgeRouterRolesDisplay: [
+        { role: '#edge', name: '#edge' },
+        { role: `@${er2}`, name: '@erp-er2' },
+      ],
+    });
+    expect(ids(await conformant(M, 'GET', '/edge-router-policies', srv.base, { token }))).toEqual([erp]);
+    const p = { token, params: { id: erp } };
+    expect(ids(await conformant(M, 'GET', '/edge-router-policies/{id}/edge-routers', srv.base, p))).toEqual(
+      [er1, er2].sort(),
+    );
+    expect(ids(await conformant(M, 'GET', '/edge-router-policies/{id}/identities', srv.base, p))).toEqual([carol]);
+    const forCarol = { token, params: { id: carol } };
+    expect(ids(await conformant(M, 'GET', '/identities/{id}/edge-router-policies', srv.base, forCarol))).toEqual([erp]);
+    expect(ids(await conformant(M, 'GET', '/identities/{id}/edge-routers', srv.base, forCarol))).toEqual(
+      [er1, er2].sort(),
+    );
+    const forEr1 = { token, params: { id: er1 } };
+    expect(ids(await conformant(M, 'GET', '/edge-routers/{id}/edge-router-policies', srv.base, forEr1))).toEqual([erp]);
+    expect(ids(await conformant(M, 'GET', '/edge-routers/{id}/identities', srv.base, forEr1))).toEqual([carol]);
+
+    const serp = await create('/service-edge-router-policies', {
+      name: 'app-core',
+      semantic: 'AnyOf',
+      serviceRoles: ['#app'],
+      edgeRouterRoles: ['#core'],
+    });
+    const serpDetail = await conformant(M, 'GET', '/service-edge-router-policies/{id}', srv.base, {
+      token,
+      params: { id: serp },
+    });
+    expect(serpDetail.body.data).toMatchObject({ serviceRolesDisplay: [{ role: '#app', name: '#app' }] });
+    expect(ids(await conformant(M, 'GET', '/service-edge-router-policies', srv.base, { token }))).toEqual([serp]);
+    const q = { token, params: { id: serp } };
+    expect(ids(await conformant(M, 'GET', '/service-edge-router-policies/{id}/services', srv.base, q))).toEqual([svc]);
+    expect(ids(await conformant(M, 'GET', '/service-edge-router-policies/{id}/edge-routers', srv.base, q))).toEqual([
+      er2,
+    ]);
+    const forSvc = { token, params: { id: svc } };
+    expect(ids(await conformant(M, 'GET', '/services/{id}/service-edge-router-policies', srv.base, forSvc))).toEqual([
+      serp,
+    ]);
+    expect(ids(await conformant(M, 'GET', '/services/{id}/edge-routers', srv.base, forSvc))).toEqual([er2]);
+    const forEr2 = { token, params: { id: er2 } };
+    expect(
+      ids(await conformant(M, 'GET', '/edge-routers/{id}/service-edge-router-policies', srv.base, forEr2)),
+    ).toEqual([serp]);
+    expect(ids(await conformant(M, 'GET', '/edge-routers/{id}/services', srv.base, forEr2))).toEqual([svc]);
+
+    for (const [path, id, body] of [
+      ['/edge-router-policies/{id}', erp, { name: 'field-edge', semantic: 'AnyOf', identityRoles: ['#field'] }],
+      [
+        '/service-edge-router-policies/{id}',
+        serp,
+        { name: 'app-core', semantic: 'AllOf', serviceRoles: ['#app'], edgeRouterRoles: ['#all'] },
+      ],
+    ] as const) {
+      const put = await conformant(M, 'PUT', path, srv.base, { token, params: { id }, body });
+      expect(put.status, put.text).toBe(200);
+      const patch = await conformant(M, 'PATCH', path, srv.base, { token, params: { id }, body: { tags: { x: 1 } } });
+      expect(patch.status, patch.text).toBe(200);
+    }
+    // PUT left edgeRouterRoles out: reset to none; the service edge router policy now names #all
+    expect(ids(await get(`/identities/${carol}/edge-routers`))).toEqual([]);
+    expect(ids(await get(`/services/${svc}/edge-routers`))).toEqual([er1, er2].sort());
+    for (const [path, id] of [
+      ['/edge-router-policies/{id}', erp],
+      ['/service-edge-router-policies/{id}', serp],
+    ] as const) {
+      expect((await conformant(M, 'DELETE', path, srv.base, { token, params: { id } })).status).toBe(200);
+    }
+    expect(ids(await get(`/services/${svc}/edge-routers`))).toEqual([]);
+  });
+
+  it('role validation (REFERENCE §5): prefixes, #all alone, @id must exist; unique names; semantic required', async () => {
+    const ok = { name: 'v', semantic: 'AllOf' };
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['/service-policies', { ...ok, type: 'Dial', identityRoles: ['eng'] }, 'identityRoles'],
+      ['/service-policies', { ...ok, type: 'Dial', serviceRoles: ['#all', '#web'] }, 'serviceRoles'],
+      ['/service-policies', { ...ok, type: 'Dial', identityRoles: ['@no-such-identity'] }, 'identityRoles'],
+      ['/service-policies', { ...ok, type: 'Dial', serviceRoles: ['@no-such-service'] }, 'serviceRoles'],
+      ['/service-policies', { ...ok, type: 'Dial', postureCheckRoles: ['posture'] }, 'postureCheckRoles'],
+      ['/edge-router-policies', { ...ok, edgeRouterRoles: ['@no-such-router'] }, 'edgeRouterRoles'],
+      ['/edge-router-policies', { ...ok, identityRoles: ['#'] }, 'identityRoles'],
+      ['/service-edge-router-policies', { ...ok, edgeRouterRoles: ['#all', '@x'] }, 'edgeRouterRoles'],
+    ];
+    for (const [path, body, field] of cases) {
+      const r = await conformant(M, 'POST', path, srv.base, { token, body });
+      expectError(r, 400, 'COULD_NOT_VALIDATE', field);
+    }
+    const missing = await conformant(M, 'POST', '/service-policies', srv.base, {
+      token,
+      body: { ...ok, identityRoles: ['@gone', '@also-gone'], type: 'Bind' },
+    });
+    expect(missing.body.error.cause.reason).toBe('no identities found with the given ids');
+    // type and semantic are required and enumerated
+    for (const body of [
+      { name: 'v', semantic: 'AllOf' },
+      { name: 'v', type: 'Dial' },
+      { name: 'v', type: 'Invalid', semantic: 'AllOf' },
+      { name: 'v', type: 'Dial', semantic: 'OneOf' },
+    ]) {
+      expectError(
+        await conformant(M, 'POST', '/service-policies', srv.base, { token, body }),
+        400,
+        'COULD_NOT_VALIDATE',
+      );
+    }
+    const id = await create('/service-policies', { ...ok, type: 'Dial' });
+    expectError(
+      await conformant(M, 'POST', '/service-policies', srv.base, { token, body: { ...ok, type: 'Bind' } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'name',
+    );
+    expectError(
+      await conformant(M, 'PATCH', '/service-policies/{id}', srv.base, {
+        token,
+        params: { id },
+        body: { serviceRoles: ['web'] },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'serviceRoles',
+    );
+    expectError(
+      await conformant(M, 'DELETE', '/service-policies/{id}', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    await call('DELETE', `${srv.mgmt}/service-policies/${id}`, { token });
+  });
+
+  it('deleting an entity named by @id takes it off the policies (OpenZiti deleteEntityReferences)', async () => {
+    const dave = await identity('ref-dave');
+    const svc = await create('/services', { name: 'ref-svc', encryptionRequired: true });
+    const id = await create('/service-policies', {
+      name: 'ref-policy',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: [`@${dave}`, '#x'],
+      serviceRoles: [`@${svc}`],
+    });
+    expect(ids(await get(`/identities/${dave}/services`))).toEqual([svc]);
+    expect((await call('DELETE', `${srv.mgmt}/identities/${dave}`, { token })).status).toBe(200);
+    expect((await call('DELETE', `${srv.mgmt}/services/${svc}`, { token })).status).toBe(200);
+    const detail = (await get(`/service-policies/${id}`)).body.data;
+    expect(detail.identityRoles).toEqual(['#x']);
+    expect(detail.serviceRoles).toEqual([]);
+    expect(ids(await get(`/service-policies/${id}/services`))).toEqual([]);
+    await call('DELETE', `${srv.mgmt}/service-policies/${id}`, { token });
+  });
+});
+
+describe('client view of services', () => {
+  it('lists only the services the caller may dial or bind, with permissions and postureQueries', async () => {
+    const user = await userWith('client-erin', [], ['client-team']);
+    const typeId = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'client.v1' } })).body.data
+      .id;
+    const cfg = await configOf('client-cfg', typeId, { port: 80 });
+    const both = await create('/services', {
+      name: 'client-both',
+      encryptionRequired: true,
+      roleAttributes: ['client-svc'],
+      configs: [cfg],
+    });
+    const dialOnly = await create('/services', { name: 'client-dial', encryptionRequired: true });
+    const hidden = await create('/services', { name: 'client-hidden', encryptionRequired: true });
+    const dial = await create('/service-policies', {
+      name: 'client-dial-all',
+      type: 'Dial',
+      semantic: 'AllOf',
+      identityRoles: ['#client-team'],
+      serviceRoles: ['#client-svc', `@${dialOnly}`],
+    });
+    const bind = await create('/service-policies', {
+      name: 'client-bind',
+      type: 'Bind',
+      semantic: 'AllOf',
+      identityRoles: ['#client-team'],
+      serviceRoles: [`@${both}`],
+    });
+    const list = await conformant(C, 'GET', '/services', srv.base, { token: user, query: 'configTypes=client.v1' });
+    expect(ids(list)).toEqual([both, dialOnly].sort());
+    const byId = new Map((list.body.data as { id: string }[]).map((s) => [s.id, s as Record<string, unknown>]));
+    expect(byId.get(both)).toMatchObject({
+      permissions: ['Dial', 'Bind'],
+      config: { 'client.v1': { port: 80 } },
+      postureQueries: [
+        { policyId: dial, policyType: 'Dial', isPassing: true, postureQueries: [] },
+        { policyId: bind, policyType: 'Bind', isPassing: true, postureQueries: [] },
+      ],
+    });
+    expect(byId.get(dialOnly)).toMatchObject({ permissions: ['Dial'], config: {} });
+    const detail = await conformant(C, 'GET', '/services/{id}', srv.base, { token: user, params: { id: dialOnly } });
+    expect(detail.body.data.permissions).toEqual(['Dial']);
+    expectError(
+      await conformant(C, 'GET', '/services/{id}', srv.base, { token: user, params: { id: hidden } }),
+      404,
+      'NOT_FOUND',
+    );
+    const filtered = await call('GET', `${srv.client}/services?filter=${encodeURIComponent('name = "client-dial"')}`, {
+      token: user,
+    });
+    expect(ids(filtered)).toEqual([dialOnly]);
+    // the management list is not the client's
+    expectError(await get('/services', user), 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('permissions', () => {
+  it('service, config, service-policy, edge-router-policy, service-edge-router-policy, router (and .read/.create …)', async () => {
+    const svcId = await create('/services', { name: 'perm-svc', encryptionRequired: true });
+    const cases: { perm: string; path: string; body: Record<string, unknown> }[] = [
+      { perm: 'service', path: '/services', body: { name: 'perm-s2', encryptionRequired: true } },
+      { perm: 'router', path: '/edge-routers', body: { name: 'perm-er' } },
+      {
+        perm: 'service-policy',
+        path: '/service-policies',
+        body: { name: 'perm-sp', type: 'Dial', semantic: 'AllOf', serviceRoles: [`@${svcId}`] },
+      },
+      { perm: 'edge-router-policy', path: '/edge-router-policies', body: { name: 'perm-erp', semantic: 'AllOf' } },
+      {
+        perm: 'service-edge-router-policy',
+        path: '/service-edge-router-policies',
+        body: { name: 'perm-serp', semantic: 'AllOf' },
+      },
+    ];
+    const nobody = await userWith('perm-nobody', []);
+    const readonly = await userWith('perm-readonly', ['admin_readonly']);
+    for (const { perm, path, body } of cases) {
+      const full = await userWith(`perm-full-${perm}`, [perm]);
+      const reader = await userWith(`perm-read-${perm}`, [`${perm}.read`]);
+      const creator = await userWith(`perm-create-${perm}`, [`${perm}.create`]);
+      const id = await create(path, body, full);
+      expect((await get(`${path}/${id}`, reader)).status, `${perm}.read reads`).toBe(200);
+      expect((await get(path, readonly)).status, 'admin_readonly reads').toBe(200);
+      expectError(await get(path, nobody), 401, 'UNAUTHORIZED');
+      expectError(
+        await call('PATCH', `${srv.mgmt}${path}/${id}`, { token: reader, body: { tags: { a: 1 } } }),
+        401,
+        'UNAUTHORIZED',
+      );
+      expectError(await call('DELETE', `${srv.mgmt}${path}/${id}`, { token: creator }), 401, 'UNAUTHORIZED');
+      expect((await call('DELETE', `${srv.mgmt}${path}/${id}`, { token: full })).status).toBe(200);
+      const again = await call('POST', `${srv.mgmt}${path}`, { token: creator, body });
+      expect(again.status, `${perm}.create creates`).toBe(201);
+      // another entity type's permission grants nothing here
+      const other = cases.find((c) => c.perm !== perm)!;
+      expectError(
+        await call('POST', `${srv.mgmt}${other.path}`, { token: creator, body: other.body }),
+        401,
+        'UNAUTHORIZED',
+      );
+    }
+  });
+});
