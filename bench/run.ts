@@ -3,6 +3,7 @@
  *   http   read path of one node vs a bare uWebSockets.js app (bench/http/run.ts)
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
+ *   access the policy engine on a real store: load, an identity's services, a policy change (bench/access.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -14,7 +15,10 @@ if (name === 'http') {
 } else if (name === 'policy') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./policy.js');
+} else if (name === 'access') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./access.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy> [options]');
+  console.error('usage: npm run bench -- <http|raft|policy|access> [options]');
   process.exit(2);
 }
