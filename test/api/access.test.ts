@@ -5,8 +5,9 @@
  * in policies.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectError, ids, userWith as makeUser } from '../support/api.js';
 import { conformant, unexercisedOwnOps } from '../support/conformance.js';
-import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
+import { call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
 let token: string;
@@ -24,12 +25,6 @@ afterAll(async () => {
   expect(missing).toEqual([]);
 });
 
-function expectError(res: Res, status: number, code: string, field?: string): void {
-  expect(res.status, res.text).toBe(status);
-  expect(res.body.error.code).toBe(code);
-  if (field !== undefined) expect(res.body.error.cause.field).toBe(field);
-}
-
 async function create(path: string, body: unknown, t = token): Promise<string> {
   const r = await conformant(M, 'POST', path, srv.base, { token: t, body });
   expect(r.status, r.text).toBe(201);
@@ -37,7 +32,6 @@ async function create(path: string, body: unknown, t = token): Promise<string> {
 }
 
 const get = (path: string, t = token) => call('GET', `${srv.mgmt}${path}`, { token: t });
-const ids = (r: Res) => (r.body.data as { id: string }[]).map((x) => x.id).sort();
 
 async function identity(name: string, roleAttributes: string[] = []): Promise<string> {
   const r = await call('POST', `${srv.mgmt}/identities`, {
@@ -48,18 +42,9 @@ async function identity(name: string, roleAttributes: string[] = []): Promise<st
   return r.body.data.id;
 }
 
-/** A non-admin identity with `permissions`, logged in with a password. */
+/** A non-admin identity with `permissions`, logged in with a password: its token. */
 async function userWith(name: string, permissions: string[], roleAttributes: string[] = []): Promise<string> {
-  const u = await call('POST', `${srv.mgmt}/identities`, {
-    token,
-    body: { name, type: 'User', isAdmin: false, permissions, roleAttributes },
-  });
-  expect(u.status, u.text).toBe(201);
-  await call('POST', `${srv.mgmt}/authenticators`, {
-    token,
-    body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
-  });
-  return login(srv.base, name, `${name}-pass`);
+  return (await makeUser(srv.base, token, name, { permissions, roleAttributes })).token;
 }
 
 async function configOf(name: string, typeId: string, data: unknown): Promise<string> {
