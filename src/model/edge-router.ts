@@ -33,32 +33,52 @@ const edgeRouterFields = {
 
 const writable = bodyFieldsOf(edgeRouterFields);
 
+/** What every view of an edge router shows (OpenZiti's commonEdgeRouterProperties). */
+const commonProps = {
+  appData: tags,
+  cost,
+  disabled: s.bool(),
+  hostname: s.str(),
+  isOnline: s.bool(),
+  name: s.str(),
+  noTraversal: s.bool(),
+  supportedProtocols: s.map(s.str()),
+  syncStatus: s.str(),
+};
+const commonRequired = [
+  'hostname',
+  'name',
+  'supportedProtocols',
+  'syncStatus',
+  'isOnline',
+  'cost',
+  'noTraversal',
+  'disabled',
+] as const;
+export const commonEdgeRouterProperties = s.named('commonEdgeRouterProperties', s.obj(commonProps, commonRequired));
+export const currentIdentityEdgeRouterDetail = detailSchema(
+  'currentIdentityEdgeRouterDetail',
+  s.obj(commonProps, commonRequired),
+);
+
 export const edgeRouterDetail = detailSchema(
   'edgeRouterDetail',
   s.obj(
     {
-      appData: tags,
+      ...commonProps,
       arch: s.str(),
       buildDate: s.str(),
       certPem: s.nullable(s.str()),
-      cost,
-      disabled: s.bool(),
       enrollmentCreatedAt: s.nullable(s.datetime()),
       enrollmentExpiresAt: s.nullable(s.datetime()),
       enrollmentJwt: s.nullable(s.str()),
       enrollmentToken: s.nullable(s.str()),
       fingerprint: s.str(),
-      hostname: s.str(),
-      isOnline: s.bool(),
       isTunnelerEnabled: s.bool(),
       isVerified: s.bool(),
-      name: s.str(),
-      noTraversal: s.bool(),
       os: s.str(),
       revision: s.str(),
       roleAttributes: attributes,
-      supportedProtocols: s.map(s.str()),
-      syncStatus: s.str(),
       version: s.str(),
     },
     [
@@ -70,14 +90,7 @@ export const edgeRouterDetail = detailSchema(
       'buildDate',
       'revision',
       'isTunnelerEnabled',
-      'hostname',
-      'name',
-      'supportedProtocols',
-      'syncStatus',
-      'isOnline',
-      'cost',
-      'noTraversal',
-      'disabled',
+      ...commonRequired,
     ],
   ),
 );

@@ -1,13 +1,21 @@
 import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { notFound } from '../api/errors.js';
-import { listQuery, listResponse } from '../api/list.js';
+import { type ListResult, listQuery, listResponse } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
-import { okJson } from '../api/respond.js';
+import { ok, okJson } from '../api/respond.js';
 import type { Services } from '../api/services.js';
-import { permissionsOf, type ServiceAccess, serviceAccessOf } from '../model/access.js';
-import { detailEnvelope, listEnvelope } from '../model/common.js';
+import {
+  identityEdgeRouters,
+  permissionsOf,
+  type ServiceAccess,
+  serviceAccessOf,
+  serviceEdgeRouters,
+} from '../model/access.js';
+import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
+import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouters } from '../model/edge-router.js';
 import { configMap, serviceDetail, services } from '../model/service.js';
+import { s } from '../schema/s.js';
 import { roleAttributeOp } from './identity.js';
 
 /**
@@ -29,6 +37,22 @@ function renderForCaller(ctx: OpContext<unknown>, row: Row, access: ServiceAcces
     permissions: permissionsOf(access),
     postureQueries,
   });
+}
+
+/** An edge router as the client API shows it: its common properties (with the base fields for a list item). */
+function routerForClient(svc: Services, row: Row, withBase: boolean): Record<string, unknown> {
+  const full = edgeRouters.render(row, svc);
+  const out: Record<string, unknown> = {};
+  const keys = [
+    ...Object.keys(commonEdgeRouterProperties.properties ?? {}),
+    ...(withBase ? ['_links', 'createdAt', 'id', 'tags', 'updatedAt'] : []),
+  ];
+  for (const k of keys) if (k in full) out[k] = full[k];
+  return out;
+}
+
+function pageOf(result: ListResult) {
+  return { limit: result.limit, offset: result.offset, totalCount: result.totalCount };
 }
 
 /** The client API's services: only those the caller may dial or bind (the policy engine, src/model/access.ts). */
@@ -79,6 +103,66 @@ export function accessOps(): OpDef<unknown>[] {
         // a service the caller may not use does not exist for it
         if (!access) throw notFound('service', row.id);
         return okJson(renderForCaller(ctx, row, access));
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/current-identity/edge-routers',
+      apis: ['client'],
+      operationId: 'getCurrentIdentityEdgeRouters',
+      tags: ['Current Identity', 'Edge Router'],
+      summary: 'Return this identities edge routers',
+      description: 'The edge routers the current identity may use (its edge router policies).',
+      access: 'authenticated',
+      query: LIST_QUERY,
+      responses: {
+        200: {
+          description: 'A list of edge routers',
+          schema: listEnvelope('listCurrentIdentityEdgeRoutersEnvelope', currentIdentityEdgeRouterDetail),
+        },
+      },
+      handler: (ctx) => {
+        const result = listQuery(edgeRouters, ctx, identityEdgeRouters(ctx.svc, ctx.caller!.identity.id));
+        return listResponse(
+          result,
+          (row) => JSON.stringify(routerForClient(ctx.svc, row, true)),
+          edgeRouters.symbolTable(ctx.svc),
+        );
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/services/{id}/edge-routers',
+      apis: ['client'],
+      operationId: 'listServiceEdgeRouters',
+      tags: ['Service'],
+      summary: 'List accessible edge-routers',
+      description:
+        'The edge routers through which the current identity may reach the service: those its edge router policies ' +
+        'and the service edge router policies of the service both allow.',
+      access: 'authenticated',
+      query: LIST_QUERY,
+      responses: {
+        200: {
+          description: 'A list of edge routers suitable for dialing or binding the specified service',
+          schema: s.named(
+            'listServiceEdgeRoutersEnvelope',
+            s.obj(
+              { data: s.named('serviceEdgeRouters', s.obj({ edgeRouters: s.arr(commonEdgeRouterProperties) })), meta },
+              ['meta', 'data'],
+            ),
+          ),
+        },
+      },
+      handler: (ctx) => {
+        const service = requireRow(services, ctx.svc, ctx.params.id!);
+        const identityId = ctx.caller!.identity.id;
+        if (serviceAccessOf(ctx.svc, identityId, service.id).size === 0) throw notFound('service', service.id);
+        const mine = identityEdgeRouters(ctx.svc, identityId);
+        const usable = new Set([...serviceEdgeRouters(ctx.svc, service.id)].filter((id) => mine.has(id)));
+        const result = listQuery(edgeRouters, ctx, usable);
+        const routers = result.rows.map((row) => routerForClient(ctx.svc, row, false));
+        return ok({ edgeRouters: routers }, { pagination: pageOf(result) });
       },
     }),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),

@@ -577,6 +577,52 @@ describe('client view of services', () => {
     // the management list is not the client's
     expectError(await get('/services', user), 401, 'UNAUTHORIZED');
   });
+
+  it("edge routers: the caller's, and those through which it may reach a service", async () => {
+    const user = await userWith('client-frank', [], ['frank']);
+    const svcId = await create('/services', { name: 'frank-svc', encryptionRequired: true, roleAttributes: ['fs'] });
+    const hidden = await create('/services', { name: 'frank-hidden', encryptionRequired: true });
+    const [r1, r2, r3] = [
+      await create('/edge-routers', { name: 'frank-r1', roleAttributes: ['fr'], cost: 5 }),
+      await create('/edge-routers', { name: 'frank-r2', roleAttributes: ['fr', 'fs-er'] }),
+      await create('/edge-routers', { name: 'frank-r3', roleAttributes: ['fs-er'] }),
+    ];
+    await create('/edge-router-policies', {
+      name: 'frank-erp',
+      semantic: 'AnyOf',
+      identityRoles: ['#frank'],
+      edgeRouterRoles: ['#fr'],
+    });
+    await create('/service-edge-router-policies', {
+      name: 'frank-serp',
+      semantic: 'AnyOf',
+      serviceRoles: ['#fs'],
+      edgeRouterRoles: ['#fs-er'],
+    });
+    await create('/service-policies', {
+      name: 'frank-dial',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#frank'],
+      serviceRoles: ['#fs'],
+    });
+    const mine = await conformant(C, 'GET', '/current-identity/edge-routers', srv.base, { token: user });
+    expect(ids(mine)).toEqual([r1, r2].sort());
+    const first = (mine.body.data as { id: string; cost: number; isOnline: boolean }[]).find((r) => r.id === r1)!;
+    expect(first).toMatchObject({ cost: 5, isOnline: false, name: 'frank-r1' });
+    // both sides must allow the router: r2 only (r1 is not the service's, r3 not the identity's)
+    const forSvc = await conformant(C, 'GET', '/services/{id}/edge-routers', srv.base, {
+      token: user,
+      params: { id: svcId },
+    });
+    expect(forSvc.body.data.edgeRouters.map((r: { name: string }) => r.name)).toEqual(['frank-r2']);
+    expect(r3).toBeTruthy();
+    expectError(
+      await conformant(C, 'GET', '/services/{id}/edge-routers', srv.base, { token: user, params: { id: hidden } }),
+      404,
+      'NOT_FOUND',
+    );
+  });
 });
 
 describe('permissions', () => {
