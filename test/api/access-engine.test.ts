@@ -14,24 +14,13 @@ import { buildSchema } from '../../src/model/index.js';
 import { parseRoles, rolesMatch } from '../../storage/role-index.js';
 import { Store } from '../../storage/store.js';
 import type { Command, Row } from '../../storage/types.js';
+import { rng } from '../support/rng.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** mulberry32: a failing seed replays. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const attrsOf = (r: Row) => new Set((r.roleAttributes as string[] | undefined) ?? []);
 
