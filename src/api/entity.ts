@@ -115,6 +115,10 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   derived?: readonly DerivedIndexFactory[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
+  /** Further commands applied atomically with an update or patch (`set`: the stored fields it changes). */
+  alsoOnUpdate?(row: RowOf<F>, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  /** Further commands applied atomically with a delete, before it (e.g. what the row created for itself). */
+  alsoOnDelete?(row: RowOf<F>, svc: Services, at: string): Command[];
   /** Refuses a delete the store's generic rules would allow (throw an ApiError). */
   beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): void;
   /**
@@ -127,7 +131,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
 }
 
 /** The row-typed hooks of a spec, as the generic machinery calls them (with any row of the collection). */
-type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links';
+type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links' | 'alsoOnUpdate' | 'alsoOnDelete';
 
 export interface Entity<N extends string = string, F extends EntityFields = EntityFields>
   extends Omit<EntitySpec<N, F>, RowHooks> {
@@ -136,6 +140,8 @@ export interface Entity<N extends string = string, F extends EntityFields = Enti
   beforeDelete?(row: Row, svc: Services, caller: Caller | null): void;
   cacheable?(row: Row): boolean;
   links?(row: Row): Record<string, { href: string }>;
+  alsoOnUpdate?(row: Row, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  alsoOnDelete?(row: Row, svc: Services, at: string): Command[];
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
@@ -215,6 +221,8 @@ export function defineEntity<const N extends string, const F extends EntityField
     beforeDelete: typed(spec.beforeDelete),
     cacheable: typed(spec.cacheable),
     links: typed(spec.links),
+    alsoOnUpdate: typed(spec.alsoOnUpdate),
+    alsoOnDelete: typed(spec.alsoOnDelete),
     def,
     symbolTable(svc) {
       let table = symbolTables.get(svc);
@@ -442,7 +450,10 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
           const existing = requireRow(entity, ctx.svc, ctx.params.id!);
           const set = await toStored(entity, ctx.body, { mode: which, svc: ctx.svc, existing, caller: ctx.caller });
-          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at: ctx.svc.nowIso() });
+          const at = ctx.svc.nowIso();
+          const cmd: Command = { op: 'update', entity: entity.name, id: existing.id, set, at };
+          const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at) ?? [];
+          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return okEmpty();
         },
       }),
@@ -466,7 +477,11 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
         handler: async (ctx) => {
           if (entity.beforeDelete)
             entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller);
-          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at: ctx.svc.nowIso() });
+          const at = ctx.svc.nowIso();
+          const cmd: Command = { op: 'delete', entity: entity.name, id: ctx.params.id!, at };
+          const row = entity.alsoOnDelete ? getRow(entity, ctx.svc, ctx.params.id!) : undefined;
+          const extra = row ? entity.alsoOnDelete!(row, ctx.svc, at) : [];
+          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [...extra, cmd] } : cmd);
           return okEmpty();
         },
       }),
