@@ -1,3 +1,4 @@
+import type { Command } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -17,10 +18,7 @@ import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
 const cost = s.int({ minimum: 0, maximum: 65535 });
 
-/**
- * An edge router's stored fields (the data model: enrollment, the control channel and the Router identity of
- * `isTunnelerEnabled` come with the routers' stage).
- */
+/** An edge router's stored fields (the data model: enrollment and the control channel come with the routers' stage). */
 const edgeRouterFields = {
   name: { type: 'string', unique: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
@@ -32,6 +30,50 @@ const edgeRouterFields = {
 } as const satisfies EntityFields;
 
 const writable = bodyFieldsOf(edgeRouterFields);
+
+/**
+ * What `isTunnelerEnabled` brings (OpenZiti's edge_router_store): a Router identity with the router's id and name,
+ * and the system edge router policy `edge-router-<id>-system` giving that identity this router.
+ */
+function tunnelerOn(id: string, name: unknown, at: string): Command[] {
+  return [
+    {
+      op: 'create',
+      entity: 'identities',
+      id,
+      data: {
+        name,
+        typeId: 'Router',
+        authPolicyId: 'default',
+        isAdmin: false,
+        isDefaultAdmin: false,
+        roleAttributes: [],
+      },
+      at,
+    },
+    {
+      op: 'create',
+      entity: 'edge-router-policies',
+      id,
+      data: {
+        name: `edge-router-${id}-system`,
+        isSystem: true,
+        semantic: 'AnyOf',
+        identityRoles: [`@${id}`],
+        edgeRouterRoles: [`@${id}`],
+      },
+      at,
+      system: true,
+    },
+  ];
+}
+
+function tunnelerOff(id: string, at: string): Command[] {
+  return [
+    { op: 'delete', entity: 'edge-router-policies', id, at, system: true, ifExists: true },
+    { op: 'delete', entity: 'identities', id, at, ifExists: true },
+  ];
+}
 
 /** What every view of an edge router shows (OpenZiti's commonEdgeRouterProperties). */
 const commonProps = {
@@ -155,6 +197,18 @@ export const edgeRouters = defineEntity({
     syncStatus: 'SYNC_NEW',
     version: '',
   }),
+  alsoOnCreate: (id, body, _svc, at) => (body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
+  alsoOnUpdate(row, set, _svc, at) {
+    const was = row.isTunnelerEnabled === true;
+    const now = 'isTunnelerEnabled' in set ? set.isTunnelerEnabled === true : was;
+    if (!was && now) return tunnelerOn(row.id, set.name ?? row.name, at);
+    if (was && !now) return tunnelerOff(row.id, at);
+    if (now && typeof set.name === 'string' && set.name !== row.name) {
+      return [{ op: 'update', entity: 'identities', id: row.id, set: { name: set.name }, at }];
+    }
+    return [];
+  },
+  alsoOnDelete: (row, _svc, at) => (row.isTunnelerEnabled === true ? tunnelerOff(row.id, at) : []),
   fromApi(_body, { mode, copied }) {
     const out = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');

@@ -269,6 +269,63 @@ describe('edge routers (data model)', () => {
   });
 });
 
+describe('edge routers: isTunnelerEnabled', () => {
+  it('creates and removes the Router identity and the system edge router policy as OpenZiti does', async () => {
+    const id = await create('/edge-routers', { name: 'tun-router', isTunnelerEnabled: true });
+    const routerIdentity = (await get(`/identities/${id}`)).body.data;
+    expect(routerIdentity).toMatchObject({ id, name: 'tun-router', typeId: 'Router', isAdmin: false });
+    const system = (await get(`/edge-router-policies/${id}`)).body.data;
+    expect(system).toMatchObject({
+      name: `edge-router-${id}-system`,
+      isSystem: true,
+      semantic: 'AnyOf',
+      identityRoles: [`@${id}`],
+      edgeRouterRoles: [`@${id}`],
+    });
+    expect(ids(await get(`/identities/${id}/edge-routers`))).toEqual([id]);
+    // system policies are the controller's
+    expectError(
+      await conformant(M, 'PATCH', '/edge-router-policies/{id}', srv.base, {
+        token,
+        params: { id },
+        body: { name: 'x' },
+      }),
+      400,
+      'ENTITY_CAN_NOT_BE_UPDATED',
+    );
+    expectError(
+      await conformant(M, 'DELETE', '/edge-router-policies/{id}', srv.base, { token, params: { id } }),
+      400,
+      'ENTITY_CAN_NOT_BE_DELETED',
+    );
+    // a rename follows to the identity; turning tunneling off removes both, on again brings them back
+    await call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body: { name: 'tun-router-2' } });
+    expect((await get(`/identities/${id}`)).body.data.name).toBe('tun-router-2');
+    await call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body: { isTunnelerEnabled: false } });
+    expect((await get(`/identities/${id}`)).status).toBe(404);
+    expect((await get(`/edge-router-policies/${id}`)).status).toBe(404);
+    await call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body: { isTunnelerEnabled: true } });
+    expect((await get(`/identities/${id}`)).body.data.name).toBe('tun-router-2');
+    expect(ids(await get(`/edge-routers/${id}/edge-router-policies`))).toEqual([id]);
+    // deleting the router takes both with it
+    expect((await call('DELETE', `${srv.mgmt}/edge-routers/${id}`, { token })).status).toBe(200);
+    expect((await get(`/identities/${id}`)).status).toBe(404);
+    expect((await get(`/edge-router-policies/${id}`)).status).toBe(404);
+    // an identity name in use: the router is not created either (all or nothing)
+    await identity('taken-name');
+    expectError(
+      await conformant(M, 'POST', '/edge-routers', srv.base, {
+        token,
+        body: { name: 'taken-name', isTunnelerEnabled: true },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'name',
+    );
+    expect(ids(await get(`/edge-routers?filter=${encodeURIComponent('name = "taken-name"')}`))).toEqual([]);
+  });
+});
+
 describe('policies: CRUD, roles, displays, association lists', () => {
   it('service policies: Dial/Bind, roles with displays, lists in both directions', async () => {
     const alice = await identity('sp-alice', ['eng']);
