@@ -15,6 +15,7 @@ import {
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
 import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouters } from '../model/edge-router.js';
 import { configMap, serviceDetail, services } from '../model/service.js';
+import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
 import { roleAttributeOp } from './identity.js';
 
@@ -163,6 +164,39 @@ export function accessOps(): OpDef<unknown>[] {
         const result = listQuery(edgeRouters, ctx, usable);
         const routers = result.rows.map((row) => routerForClient(ctx.svc, row, false));
         return ok({ edgeRouters: routers }, { pagination: pageOf(result) });
+      },
+    }),
+    op({
+      method: 'GET',
+      path: '/current-api-session/service-updates',
+      apis: ['client'],
+      operationId: 'listServiceUpdates',
+      tags: ['Current API Session', 'Services'],
+      summary: 'Returns data indicating whether a client should updates it service list',
+      access: 'authenticated',
+      responses: {
+        200: {
+          description: 'Data indicating necessary service updates',
+          schema: s.named(
+            'listCurrentApiSessionServiceUpdatesEnvelope',
+            s.obj(
+              {
+                data: s.named(
+                  'currentApiSessionServiceUpdateList',
+                  s.obj({ lastChangeAt: s.datetime() }, ['lastChangeAt']),
+                ),
+                meta,
+              },
+              ['meta', 'data'],
+            ),
+          ),
+        },
+      },
+      handler: (ctx) => {
+        // OpenZiti: the session's creation time until a change that concerns it
+        const sessionMs = Date.parse(ctx.caller!.session.createdAt);
+        const lastMs = Math.max(sessionMs, lastServiceChangeMs(ctx.svc.store, ctx.svc.clock));
+        return ok({ lastChangeAt: new Date(lastMs).toISOString() });
       },
     }),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),

@@ -635,6 +635,29 @@ describe('client view of services', () => {
     expectError(await get('/services', user), 401, 'UNAUTHORIZED');
   });
 
+  it('service-updates: the session start, then the time of the last change that can affect services', async () => {
+    const user = await userWith('client-gina', [], ['gina']);
+    const updates = async () => {
+      const r = await conformant(C, 'GET', '/current-api-session/service-updates', srv.base, { token: user });
+      expect(r.status, r.text).toBe(200);
+      return Date.parse(r.body.data.lastChangeAt);
+    };
+    const session = (await call('GET', `${srv.client}/current-api-session`, { token: user })).body.data;
+    const first = await updates();
+    expect(first).toBeGreaterThanOrEqual(Date.parse(session.createdAt));
+    // a change that cannot affect services (a tag on the identity) does not move it
+    await call('PATCH', `${srv.mgmt}/identities/${session.identityId}`, { token, body: { tags: { x: 1 } } });
+    expect(await updates()).toBe(first);
+    await new Promise((r) => setTimeout(r, 5));
+    const svcId = await create('/services', { name: 'gina-svc', encryptionRequired: true });
+    const second = await updates();
+    expect(second).toBeGreaterThan(first);
+    expect(second).toBe(Date.parse((await get(`/services/${svcId}`)).body.data.createdAt));
+    await new Promise((r) => setTimeout(r, 5));
+    await call('PATCH', `${srv.mgmt}/identities/${session.identityId}`, { token, body: { roleAttributes: ['g2'] } });
+    expect(await updates()).toBeGreaterThan(second);
+  });
+
   it("edge routers: the caller's, and those through which it may reach a service", async () => {
     const user = await userWith('client-frank', [], ['frank']);
     const svcId = await create('/services', { name: 'frank-svc', encryptionRequired: true, roleAttributes: ['fs'] });
