@@ -9,6 +9,7 @@ import { edgeRouters } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
+import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTypes } from './identity-type.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
@@ -28,6 +29,7 @@ export const ENTITIES = [
   servicePolicies,
   edgeRouterPolicies,
   serviceEdgeRouterPolicies,
+  identityServiceConfigs,
   enrollments,
   controllerKeys,
 ] as const;

@@ -114,13 +114,26 @@ function checkConfigs(svc: Services, ids: string[]): string[] {
 
 /**
  * The `config` map of a service as a client asks for it: config type name → data, for the service's configs whose
- * type is in `types` (ids or names; `all` selects every type).
+ * type is in `types` (ids or names; `all` selects every type). The identity's own config of a type for this service
+ * (`/identities/{id}/service-configs`) replaces the service's.
  */
-export function configMap(svc: Services, service: Row, types: readonly string[]): Record<string, unknown> {
+export function configMap(
+  svc: Services,
+  service: Row,
+  types: readonly string[],
+  identityId?: string,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (types.length === 0) return out;
   const all = types.includes('all');
-  for (const id of (service.configs as string[] | undefined) ?? []) {
+  const own = identityId
+    ? svc.store
+        .lookup('identity-service-configs', 'identityId', identityId)
+        .map((id) => svc.get('identity-service-configs', id)!)
+        .filter((r) => r.serviceId === service.id)
+        .map((r) => r.configId as string)
+    : [];
+  for (const id of [...((service.configs as string[] | undefined) ?? []), ...own.sort()]) {
     const config = svc.get('configs', id);
     const type = config && svc.get('config-types', config.configTypeId as string);
     if (!config || !type) continue;

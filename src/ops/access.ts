@@ -18,6 +18,7 @@ import { configMap, serviceDetail, services } from '../model/service.js';
 import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
 import { roleAttributeOp } from './identity.js';
+import { serviceConfigOps } from './service-configs.js';
 
 /**
  * A service as its caller sees it on the client API: `permissions` from the policies granting it, the `config` map
@@ -34,7 +35,7 @@ function renderForCaller(ctx: OpContext<unknown>, row: Row, access: ServiceAcces
   ];
   return JSON.stringify({
     ...services.render(row, svc),
-    config: configMap(svc, row, types),
+    config: configMap(svc, row, types, ctx.caller!.identity.id),
     permissions: permissionsOf(access),
     postureQueries,
   });
@@ -199,6 +200,7 @@ export function accessOps(): OpDef<unknown>[] {
         return ok({ lastChangeAt: new Date(lastMs).toISOString() });
       },
     }),
+    ...serviceConfigOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
     roleAttributeOp(
       '/edge-router-role-attributes',

@@ -658,6 +658,62 @@ describe('client view of services', () => {
     expect(await updates()).toBeGreaterThan(second);
   });
 
+  it("an identity's own service configs replace the service's in its config map", async () => {
+    const user = await makeUser(srv.base, token, 'client-hank', { roleAttributes: ['hank'] });
+    const typeId = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'hank.v1' } })).body.data.id;
+    const routerType = (
+      await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'hank-router.v1', target: 'router' } })
+    ).body.data.id;
+    const [c1, c2, c3, r1] = [
+      await configOf('hank-c1', typeId, { v: 1 }),
+      await configOf('hank-c2', typeId, { v: 2 }),
+      await configOf('hank-c3', typeId, { v: 3 }),
+      await configOf('hank-r1', routerType, {}),
+    ];
+    const svcId = await create('/services', { name: 'hank-svc', encryptionRequired: true, configs: [c1] });
+    await create('/service-policies', {
+      name: 'hank-dial',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#hank'],
+      serviceRoles: [`@${svcId}`],
+    });
+    const configOfView = async () =>
+      (await call('GET', `${srv.client}/services/${svcId}?configTypes=all`, { token: user.token })).body.data.config;
+    expect(await configOfView()).toEqual({ 'hank.v1': { v: 1 } });
+    const params = { id: user.id };
+    const post = (body: unknown) =>
+      conformant(M, 'POST', '/identities/{id}/service-configs', srv.base, { token, params, body });
+    expect((await post([{ serviceId: svcId, configId: c2 }])).status).toBe(200);
+    expect(await configOfView()).toEqual({ 'hank.v1': { v: 2 } });
+    // another config of the same type replaces it
+    expect((await post([{ serviceId: svcId, configId: c3 }])).status).toBe(200);
+    const list = await conformant(M, 'GET', '/identities/{id}/service-configs', srv.base, { token, params });
+    expect(list.body.data).toMatchObject([{ serviceId: svcId, configId: c3, config: { name: 'hank-c3' } }]);
+    expect(await configOfView()).toEqual({ 'hank.v1': { v: 3 } });
+    expectError(await post([{ serviceId: 'nope', configId: c3 }]), 404, 'NOT_FOUND');
+    expectError(await post([{ serviceId: svcId, configId: 'nope' }]), 404, 'NOT_FOUND');
+    expectError(await post([{ serviceId: svcId, configId: r1 }]), 400, 'COULD_NOT_VALIDATE', 'configId');
+    expectError(await post([{ serviceId: svcId }]), 400, 'COULD_NOT_VALIDATE');
+    expectError(
+      await conformant(M, 'GET', '/identities/{id}/service-configs', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    // a config an identity uses cannot be deleted (OpenZiti: "config is in use by identity … for service …")
+    expectError(await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    const remove = (body?: unknown) =>
+      conformant(M, 'DELETE', '/identities/{id}/service-configs', srv.base, { token, params, body });
+    expect((await remove([{ serviceId: svcId, configId: c2 }])).status).toBe(200);
+    expect((await call('GET', `${srv.mgmt}/identities/${user.id}/service-configs`, { token })).body.data).toHaveLength(
+      1,
+    );
+    expect((await remove()).status).toBe(200);
+    expect((await call('GET', `${srv.mgmt}/identities/${user.id}/service-configs`, { token })).body.data).toEqual([]);
+    expect(await configOfView()).toEqual({ 'hank.v1': { v: 1 } });
+    expect((await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token })).status).toBe(200);
+  });
+
   it("edge routers: the caller's, and those through which it may reach a service", async () => {
     const user = await userWith('client-frank', [], ['frank']);
     const svcId = await create('/services', { name: 'frank-svc', encryptionRequired: true, roleAttributes: ['fs'] });
