@@ -17,6 +17,7 @@ import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouter
 import { configMap, serviceDetail, services } from '../model/service.js';
 import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
+import { adviceOps } from './advice.js';
 import { roleAttributeOp } from './identity.js';
 import { serviceConfigOps } from './service-configs.js';
 
@@ -201,6 +202,7 @@ export function accessOps(): OpDef<unknown>[] {
       },
     }),
     ...serviceConfigOps(),
+    ...adviceOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
     roleAttributeOp(
       '/edge-router-role-attributes',

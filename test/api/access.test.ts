@@ -761,6 +761,78 @@ describe('client view of services', () => {
   });
 });
 
+describe('policy advice and summary', () => {
+  it('advice: dial / bind allowed, the routers of each side and those in common', async () => {
+    const ivan = await identity('advice-ivan', ['ivan']);
+    const svcId = await create('/services', { name: 'advice-svc', encryptionRequired: true, roleAttributes: ['av'] });
+    const [r1, r2] = [
+      await create('/edge-routers', { name: 'advice-r1', roleAttributes: ['ar', 'as'] }),
+      await create('/edge-routers', { name: 'advice-r2', roleAttributes: ['ar'] }),
+    ];
+    const params = { id: ivan, serviceId: svcId };
+    const advice = async () =>
+      (await conformant(M, 'GET', '/identities/{id}/policy-advice/{serviceId}', srv.base, { token, params })).body.data;
+    expect(await advice()).toMatchObject({
+      identityId: ivan,
+      serviceId: svcId,
+      isDialAllowed: false,
+      isBindAllowed: false,
+      identityRouterCount: 0,
+      serviceRouterCount: 0,
+      commonRouters: [],
+    });
+    await create('/service-policies', {
+      name: 'advice-bind',
+      type: 'Bind',
+      semantic: 'AllOf',
+      identityRoles: ['#ivan'],
+      serviceRoles: ['#av'],
+    });
+    await create('/edge-router-policies', {
+      name: 'advice-erp',
+      semantic: 'AllOf',
+      identityRoles: ['#ivan'],
+      edgeRouterRoles: ['#ar'],
+    });
+    await create('/service-edge-router-policies', {
+      name: 'advice-serp',
+      semantic: 'AllOf',
+      serviceRoles: ['#av'],
+      edgeRouterRoles: ['#as'],
+    });
+    expect(await advice()).toMatchObject({
+      identity: { id: ivan, name: 'advice-ivan' },
+      service: { id: svcId, name: 'advice-svc' },
+      isDialAllowed: false,
+      isBindAllowed: true,
+      identityRouterCount: 2,
+      serviceRouterCount: 1,
+      commonRouters: [{ id: r1, name: 'advice-r1', isOnline: false }],
+    });
+    expect(r2).toBeTruthy();
+    for (const p of [
+      { id: 'nope', serviceId: svcId },
+      { id: ivan, serviceId: 'nope' },
+    ]) {
+      expectError(
+        await conformant(M, 'GET', '/identities/{id}/policy-advice/{serviceId}', srv.base, { token, params: p }),
+        404,
+        'NOT_FOUND',
+      );
+    }
+  });
+
+  it('summary: the count of each entity type the caller may list', async () => {
+    const all = (await conformant(M, 'GET', '/summary', srv.base, { token })).body.data;
+    expect(all.services).toBe((await get('/services?limit=1')).body.meta.pagination.totalCount);
+    expect(all.identities).toBe((await get('/identities?limit=1')).body.meta.pagination.totalCount);
+    expect(all.edgeRouterPolicies).toBeGreaterThanOrEqual(1);
+    const reader = await userWith('summary-reader', ['service.read']);
+    const scoped = (await conformant(M, 'GET', '/summary', srv.base, { token: reader })).body.data;
+    expect(Object.keys(scoped)).toEqual(['services']);
+  });
+});
+
 describe('permissions', () => {
   it('service, config, service-policy, edge-router-policy, service-edge-router-policy, router (and .read/.create …)', async () => {
     const svcId = await create('/services', { name: 'perm-svc', encryptionRequired: true });
