@@ -359,6 +359,10 @@ describe('policies: CRUD, roles, displays, association lists', () => {
       query: `filter=${encodeURIComponent('type = "Dial"')}`,
     });
     expect(ids(list)).toEqual([id]);
+    // role lists are indexed ZitiQL set symbols
+    expect(ids(await get(`/service-policies?filter=${encodeURIComponent('anyOf(identityRoles) = "#eng"')}`))).toEqual([
+      id,
+    ]);
     const params = { id };
     expect(ids(await conformant(M, 'GET', '/service-policies/{id}/identities', srv.base, { token, params }))).toEqual(
       [alice, bob].sort(),
@@ -516,6 +520,38 @@ describe('policies: CRUD, roles, displays, association lists', () => {
       const r = await conformant(M, 'POST', path, srv.base, { token, body });
       expectError(r, 400, 'COULD_NOT_VALIDATE', field);
     }
+    // bounds: at most 1 000 roles per list, 100 configs per service, 1 000 service-config pairs per request
+    const many = Array.from({ length: 1001 }, (_, i) => `#r${i}`);
+    expectError(
+      await conformant(M, 'POST', '/edge-router-policies', srv.base, { token, body: { ...ok, identityRoles: many } }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'identityRoles',
+    );
+    const atLimit = await create('/edge-router-policies', { ...ok, name: 'at-limit', identityRoles: many.slice(1) });
+    expect((await get(`/edge-router-policies/${atLimit}`)).body.data.identityRoles).toHaveLength(1000);
+    await call('DELETE', `${srv.mgmt}/edge-router-policies/${atLimit}`, { token });
+    const configs = Array.from({ length: 101 }, (_, i) => `c${i}`);
+    expectError(
+      await conformant(M, 'POST', '/services', srv.base, {
+        token,
+        body: { name: 'too-many', encryptionRequired: true, configs },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'configs',
+    );
+    const pairs = Array.from({ length: 1001 }, () => ({ serviceId: 's', configId: 'c' }));
+    const admin = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data.id;
+    expectError(
+      await conformant(M, 'POST', '/identities/{id}/service-configs', srv.base, {
+        token,
+        params: { id: admin },
+        body: pairs,
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+    );
     const missing = await conformant(M, 'POST', '/service-policies', srv.base, {
       token,
       body: { ...ok, identityRoles: ['@gone', '@also-gone'], type: 'Bind' },
