@@ -194,7 +194,7 @@ try {
     const access = serviceAccessOf(svc, id);
     engineMs += ms(t0);
     // what GET /services (client) adds: the list query over those ids and the first page rendered
-    const page = runList(
+    const page = await runList(
       { query: new URLSearchParams() } as HttpRequest,
       services.symbolTable(svc),
       collectionSource(store.collection('services'), new Set(access.keys())),

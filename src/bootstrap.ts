@@ -3,6 +3,7 @@ import type { Command } from '../storage/types.js';
 import type { Services } from './api/services.js';
 import { hashPassword } from './auth/password.js';
 import { DEFAULT_AUTH_POLICY } from './model/auth-policy.js';
+import { BUILTIN_CONFIG_SCHEMAS } from './model/builtin-config-schemas.js';
 import { BUILTIN_CONFIG_TYPES } from './model/config-type.js';
 import { signingKeyCommand } from './pki/enrollment-jwt.js';
 import { shortId } from './util/ids.js';
@@ -39,7 +40,7 @@ export async function initialize(svc: Services, adminPassword: string): Promise<
         op: 'create',
         entity: 'config-types',
         id: c.id,
-        data: { name: c.name, target: c.target, schema: {} },
+        data: { name: c.name, target: c.target, schema: structuredClone(BUILTIN_CONFIG_SCHEMAS[c.name] ?? {}) },
         at,
       }),
     ),

@@ -22,6 +22,8 @@ import { authenticationOps } from './ops/authentication.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
+import { wellKnownOps } from './ops/well-known.js';
+import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
 
 export interface ControllerOptions {
@@ -30,6 +32,10 @@ export interface ControllerOptions {
   /** 0 = an ephemeral port (tests). */
   port: number;
   engine?: 'uws' | 'node';
+  /** The PKI directory (docs/pki.md); default `<dataDir>/pki`. Its CAs are created on first start. */
+  pkiDir?: string;
+  /** Serve the API over HTTPS (node engine) with a certificate from the PKI, issued on first start. Default false. */
+  apiTls?: boolean;
   /** Used on first start only; generated when absent. */
   adminPassword?: string;
   sessionTimeout_ms?: number;
@@ -56,15 +62,16 @@ export const DEFAULT_SESSION_TIMEOUT_MS = 30 * 60 * 1000;
 export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 /** The base URL clients reach a listener at when none is advertised (a wildcard address names this host). */
-export function defaultBaseUrl(host: string, port: number): string {
+export function defaultBaseUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
-  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
-export function allOps(specs: (api: ApiName) => string): OpDef<unknown>[] {
+export function allOps(specs: (api: ApiName) => string, cacerts: () => string = () => ''): OpDef<unknown>[] {
   return [
     ...informationalOps(specs),
+    ...wellKnownOps(cacerts),
     ...authenticationOps(),
     ...identityOps(),
     ...accessOps(),
@@ -89,6 +96,11 @@ export class Controller {
 
   static async start(opts: ControllerOptions): Promise<Controller> {
     const log = opts.log ?? (() => {});
+    // The PKI first (it creates the data directory too): nothing is open yet if it refuses.
+    if (opts.apiTls && opts.engine === 'uws') throw new Error('API TLS needs the node engine');
+    const pki: NodePki = await openNodePki(opts.pkiDir ?? join(opts.dataDir, 'pki'), {
+      apiHosts: opts.apiTls ? apiCertHosts(opts.host, opts.apiBaseUrls ?? []) : null,
+    });
     mkdirSync(opts.dataDir, { recursive: true });
     const stateDir = join(opts.dataDir, 'state');
     const store = await Store.open(opts.storeDb ? opts.storeDb(stateDir) : stateDir, buildSchema());
@@ -121,11 +133,14 @@ export class Controller {
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();
-    const ops = allOps((api) => {
-      let doc = specCache.get(api);
-      if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
-      return doc;
-    });
+    const ops = allOps(
+      (api) => {
+        let doc = specCache.get(api);
+        if (!doc) specCache.set(api, (doc = JSON.stringify(buildOpenApi(api, ops, KEEL_VERSION))));
+        return doc;
+      },
+      () => pki.cacertsPkcs7,
+    );
     mountOps(router, ops, svc);
     mountHealth(router, store, opts.clock ?? systemClock);
     const app = createApp({
@@ -144,13 +159,19 @@ export class Controller {
         log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
       }
       svc.sessions.start();
-      ctl.server = await serve(app, {
-        engine: opts.engine ?? 'uws',
+      const listen = {
         host: opts.host,
         port: opts.port,
         maxConnections: opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
-      });
-      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port));
+      };
+      ctl.server = await serve(
+        app,
+        pki.apiTls
+          ? { engine: 'node', ...listen, tls: { key: pki.apiTls.key, cert: pki.apiTls.cert } }
+          : { engine: opts.engine ?? 'uws', ...listen },
+      );
+      const scheme = pki.apiTls ? 'https' : 'http';
+      if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -167,9 +188,11 @@ export class Controller {
     return this.server?.port ?? 0;
   }
 
-  /** The first advertised base URL (`http://host:port` unless configured). */
+  /** The first advertised base URL (`http://host:port`, https with API TLS, unless configured). */
   get baseUrl(): string {
-    return this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port);
+    return (
+      this.svc.config.apiBaseUrls[0] ?? defaultBaseUrl(this.opts.host, this.port, this.opts.apiTls ? 'https' : 'http')
+    );
   }
 
   /** Stops accepting requests, persists session activity, waits for queued writes, closes the store. */

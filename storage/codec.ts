@@ -11,8 +11,13 @@ import { Packr } from 'msgpackr';
  */
 export const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
 
-/** Nesting the comparison walks at most (msgpackr overflows before this; the bound keeps the walk finite). */
-export const MAX_COMPARE_DEPTH = 4_096;
+/**
+ * The deepest nesting a stored value may have. Checked explicitly before encoding: where msgpackr's recursion
+ * overflows depends on the stack frames V8 happens to use (interpreted or optimised code), so relying on the
+ * overflow would make the same command storable on one node and unstorable on another. The bound makes the
+ * outcome a function of the value alone; it is far below msgpackr's overflow (about 1,400 levels when cold).
+ */
+export const MAX_STORED_DEPTH = 256;
 /** Levels of object keys searched for the field that cannot be encoded (only on failure; a row's field or tag). */
 const MAX_LOCATE_DEPTH = 2;
 
@@ -40,6 +45,10 @@ export function isWellFormed(s: string): boolean {
  * and the decoded copy (what a reader, or another node, will see). Throws UnstorableError, never anything else.
  */
 export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
+  const deep = deeperThan(value, MAX_STORED_DEPTH);
+  if (deep !== null) {
+    throw new UnstorableError(deep.reverse().join('.'), `is nested deeper than ${MAX_STORED_DEPTH} levels`);
+  }
   let bytes: Uint8Array;
   try {
     bytes = packr.pack(value);
@@ -53,7 +62,7 @@ export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: 
   } catch (err) {
     throw new UnstorableError('', `does not decode (${String(err)})`);
   }
-  const diff = firstDifference(value, decoded, 0);
+  const diff = firstDifference(value, decoded);
   if (diff !== null) throw new UnstorableError(diff.path.reverse().join('.'), diff.reason);
   return { bytes, decoded };
 }
@@ -69,7 +78,7 @@ function differ(reason: string): Difference {
 }
 
 /** Where `b` (the decoded copy) differs from `a` (the original), or null when they hold the same data. */
-function firstDifference(a: unknown, b: unknown, depth: number): Difference | null {
+function firstDifference(a: unknown, b: unknown): Difference | null {
   if (a === b) return null;
   if (typeof a === 'number' && typeof b === 'number' && Number.isNaN(a) && Number.isNaN(b)) return null;
   if (typeof a === 'string') {
@@ -82,11 +91,10 @@ function firstDifference(a: unknown, b: unknown, depth: number): Difference | nu
   if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
     return differ('does not read back as written');
   }
-  if (depth >= MAX_COMPARE_DEPTH) return differ(`is nested deeper than ${MAX_COMPARE_DEPTH} levels`);
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return differ('array does not read back as written');
     for (let i = 0; i < a.length; i++) {
-      const d = firstDifference(a[i], b[i], depth + 1);
+      const d = firstDifference(a[i], b[i]);
       if (d) return within(d, String(i));
     }
     return null;
@@ -108,7 +116,7 @@ function firstDifference(a: unknown, b: unknown, depth: number): Difference | nu
         k,
       );
     }
-    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], depth + 1);
+    const d = firstDifference((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
     if (d) return within(d, k);
   }
   if (Object.keys(b).length !== keys.length) return differ('keys do not read back as written');
@@ -139,4 +147,24 @@ function locateUnencodable(value: unknown, depth: number): string[] {
     }
   }
   return [];
+}
+
+/**
+ * The path (innermost segment first, outermost object keys only) to a part of `value` nested deeper than `max`
+ * levels, or null. Iterative, so it cannot overflow the stack however deep the value is.
+ */
+function deeperThan(value: unknown, max: number): string[] | null {
+  const stack: { v: unknown; depth: number; path: string[] }[] = [{ v: value, depth: 0, path: [] }];
+  while (stack.length > 0) {
+    const { v, depth, path } = stack.pop()!;
+    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v) || v instanceof Date) continue;
+    if (depth >= max) return path;
+    if (Array.isArray(v)) {
+      for (const x of v) stack.push({ v: x, depth: depth + 1, path });
+    } else {
+      for (const [k, x] of Object.entries(v))
+        stack.push({ v: x, depth: depth + 1, path: depth < 2 ? [k, ...path] : path });
+    }
+  }
+  return null;
 }

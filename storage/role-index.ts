@@ -117,11 +117,13 @@ export class RoleIndex implements DerivedIndex {
 
   private setPolicy(row: Row, state: PublishedState): void {
     const old = this.parsed.get(row.id);
-    if (old) this.unregister(row.id, old);
     const p = parseRoles(
       row[this.spec.policy.rolesField],
       this.spec.policy.semanticField ? row[this.spec.policy.semanticField] : undefined,
     );
+    // a change that leaves the roles alone (a rename, tags) changes no match
+    if (old && sameRoles(old, p)) return;
+    if (old) this.unregister(row.id, old);
     this.parsed.set(row.id, p);
     if (p.all) this.allPolicies.add(row.id);
     for (const id of p.ids) addTo(this.byId, id, row.id);
@@ -205,6 +207,11 @@ export class RoleIndex implements DerivedIndex {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+function sameRoles(a: ParsedRoles, b: ParsedRoles): boolean {
+  const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return a.all === b.all && a.anyOf === b.anyOf && same(a.ids, b.ids) && same(a.attrs, b.attrs);
+}
 
 function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
   let set = map.get(key);

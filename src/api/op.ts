@@ -64,10 +64,17 @@ export interface OpDef<B = unknown> {
   permission?: string;
   body?: Schema<B>;
   bodyName?: string;
+  /**
+   * Media types of request bodies the operation accepts (lower-case `type/subtype`); default
+   * `['application/json']`. A non-empty body of any other type is refused (415 UNSUPPORTED_MEDIA).
+   */
+  consumes?: readonly string[];
   /** An absent body is an error (go-swagger: "<bodyName> in body is required"). Default: true when `body` is set. */
   bodyRequired?: boolean;
   query?: readonly QueryParamDoc[];
   responses: Record<number, ResponseDoc>;
+  /** Content types of the responses when not JSON (e.g. `application/pkcs7-mime`). */
+  produces?: readonly string[];
   /** Served but left out of the OpenAPI document (e.g. `swagger.json` itself). */
   undocumented?: boolean;
   handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;

@@ -3,7 +3,7 @@ import type { Row } from '../../storage/types.js';
 import { listEnvelope } from '../model/common.js';
 import { type Entity, requireRow } from './entity.js';
 import { fieldError } from './errors.js';
-import { listQuery, listResponse } from './list.js';
+import { listQuery, listResponse, mapResult } from './list.js';
 import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
 
@@ -108,11 +108,8 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       handler: (ctx) => {
         const row = requireRow(parent, ctx.svc, ctx.params.id!);
         const only = relatedIds(ctx.svc, listed.name, rel.via, row, ctx.req.query.get('policyType'));
-        const result = listQuery(listed, ctx, only);
-        return listResponse(
-          result,
-          (row) => listed.renderJsonFor(row, ctx.svc, ctx.caller),
-          listed.symbolTable(ctx.svc),
+        return mapResult(listQuery(listed, ctx, only), (result) =>
+          listResponse(result, (r) => listed.renderJsonFor(r, ctx.svc, ctx.caller), listed.symbolTable(ctx.svc)),
         );
       },
     });

@@ -4,11 +4,13 @@ import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { KEEL_VERSION } from '../version.js';
+import { pkiMain } from './pki.js';
 
 const USAGE = `keel ${KEEL_VERSION}: an OpenZiti-compatible overlay-network controller
 
 Usage:
   keel run [options]      run a controller node
+  keel pki ...            the cluster's certificates (keel pki --help)
 
 Options of run:
   --data-dir DIR          data directory (default ./data); created and initialised on first start
@@ -16,7 +18,8 @@ Options of run:
   --advertise URL         base URL clients use to reach the listener (default http://<listen>)
   --admin-password P      password of the default admin on first start (or KEEL_ADMIN_PASSWORD);
                           without either, a strong password is generated and printed once
-  --engine uws|node       HTTP engine (default uws)
+  --engine uws|node       HTTP engine (default uws; node with --tls)
+  --tls                   serve the API over HTTPS with a certificate from DIR/pki (made on first start)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
@@ -82,7 +85,8 @@ async function run(argv: string[]): Promise<void> {
       listen: { type: 'string', default: '127.0.0.1:1280' },
       advertise: { type: 'string' },
       'admin-password': { type: 'string' },
-      engine: { type: 'string', default: 'uws' },
+      engine: { type: 'string' },
+      tls: { type: 'boolean' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -95,7 +99,8 @@ async function run(argv: string[]): Promise<void> {
   }
   const logger = pino({ name: 'keel', level: process.env.KEEL_LOG_LEVEL ?? 'info' }, pino.destination(2));
   const { host, port } = parseListen(values.listen!);
-  const engine = values.engine === 'node' ? 'node' : values.engine === 'uws' ? 'uws' : null;
+  const engineName = values.engine ?? (values.tls ? 'node' : 'uws');
+  const engine = engineName === 'node' ? 'node' : engineName === 'uws' ? 'uws' : null;
   if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
   const advertise = values.advertise ? parseAdvertise(values.advertise) : undefined;
   const sessionTimeout_ms = values['session-timeout']
@@ -128,6 +133,7 @@ async function run(argv: string[]): Promise<void> {
     host,
     port,
     engine,
+    apiTls: values.tls === true,
     adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
     sessionTimeout_ms: values['session-timeout']
       ? parseDuration(values['session-timeout'])
@@ -174,6 +180,7 @@ export async function main(argv: string[]): Promise<number> {
       await run(rest);
       return -1; // keeps running
     }
+    if (cmd === 'pki') return await pkiMain(rest);
     if (cmd === undefined || cmd === '-h' || cmd === '--help' || cmd === 'help') {
       process.stdout.write(USAGE);
       return 0;

@@ -1,7 +1,7 @@
 import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { notFound } from '../api/errors.js';
-import { type ListResult, listQuery, listResponse } from '../api/list.js';
+import { type ListResult, listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
 import { ok, okJson } from '../api/respond.js';
 import type { Services } from '../api/services.js';
@@ -81,11 +81,8 @@ export function accessOps(): OpDef<unknown>[] {
       },
       handler: (ctx) => {
         const access = serviceAccessOf(ctx.svc, ctx.caller!.identity.id);
-        const result = listQuery(services, ctx, new Set(access.keys()));
-        return listResponse(
-          result,
-          (row) => renderForCaller(ctx, row, access.get(row.id)!),
-          services.symbolTable(ctx.svc),
+        return mapResult(listQuery(services, ctx, new Set(access.keys())), (result) =>
+          listResponse(result, (row) => renderForCaller(ctx, row, access.get(row.id)!), services.symbolTable(ctx.svc)),
         );
       },
     }),
@@ -125,11 +122,13 @@ export function accessOps(): OpDef<unknown>[] {
         },
       },
       handler: (ctx) => {
-        const result = listQuery(edgeRouters, ctx, identityEdgeRouters(ctx.svc, ctx.caller!.identity.id));
-        return listResponse(
-          result,
-          (row) => JSON.stringify(routerForClient(ctx.svc, row, true)),
-          edgeRouters.symbolTable(ctx.svc),
+        const mine = identityEdgeRouters(ctx.svc, ctx.caller!.identity.id);
+        return mapResult(listQuery(edgeRouters, ctx, mine), (result) =>
+          listResponse(
+            result,
+            (row) => JSON.stringify(routerForClient(ctx.svc, row, true)),
+            edgeRouters.symbolTable(ctx.svc),
+          ),
         );
       },
     }),
@@ -163,9 +162,12 @@ export function accessOps(): OpDef<unknown>[] {
         if (serviceAccessOf(ctx.svc, identityId, service.id).size === 0) throw notFound('service', service.id);
         const mine = identityEdgeRouters(ctx.svc, identityId);
         const usable = new Set([...serviceEdgeRouters(ctx.svc, service.id)].filter((id) => mine.has(id)));
-        const result = listQuery(edgeRouters, ctx, usable);
-        const routers = result.rows.map((row) => routerForClient(ctx.svc, row, false));
-        return ok({ edgeRouters: routers }, { pagination: pageOf(result) });
+        return mapResult(listQuery(edgeRouters, ctx, usable), (result) =>
+          ok(
+            { edgeRouters: result.rows.map((row) => routerForClient(ctx.svc, row, false)) },
+            { pagination: pageOf(result) },
+          ),
+        );
       },
     }),
     op({

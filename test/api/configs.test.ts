@@ -204,6 +204,66 @@ describe('config types', () => {
     const r = await call('GET', `${srv.mgmt}/config-types/router.link.v1`, { token });
     expect(r.body.data).toMatchObject({ name: 'router.link.v1', target: 'router' });
   });
+
+  it("the built-in config types carry OpenZiti's schemas: valid tunneler configs pass, invalid ones name the field", async () => {
+    const ok = (type: string, name: string, data: unknown) =>
+      createConfig(name, type, data).then((r) => expect(r.status, `${name}: ${r.text}`).toBe(201));
+    const bad = async (type: string, name: string, data: unknown, field: string) =>
+      expectError(await createConfig(name, type, data), 400, 'COULD_NOT_VALIDATE', field);
+    const INTERCEPT = 'g7cIWbcGg';
+    const HOST_V1 = 'NH5p4FpGR';
+    await ok(INTERCEPT, 'i1', {
+      protocols: ['tcp', 'udp'],
+      addresses: ['web.ziti', '10.0.0.0/24'],
+      portRanges: [{ low: 80, high: 443 }],
+    });
+    await bad(INTERCEPT, 'i2', { protocols: ['tcp'], addresses: [], portRanges: [{ low: 1, high: 2 }] }, 'addresses');
+    await bad(
+      INTERCEPT,
+      'i3',
+      { protocols: ['icmp'], addresses: ['a'], portRanges: [{ low: 1, high: 2 }] },
+      'protocols.0',
+    );
+    await bad(INTERCEPT, 'i4', { protocols: ['tcp'], addresses: ['a'], portRanges: [{ low: 1 }] }, 'portRanges.0.high');
+    await bad(INTERCEPT, 'i5', { protocols: ['tcp'], addresses: ['a'] }, 'portRanges');
+    await ok(HOST_V1, 'h1', { protocol: 'tcp', address: 'localhost', port: 8080 });
+    await ok(HOST_V1, 'h2', {
+      forwardProtocol: true,
+      allowedProtocols: ['tcp'],
+      address: '127.0.0.1',
+      forwardPort: true,
+      allowedPortRanges: [{ low: 1000, high: 2000 }],
+      listenOptions: { precedence: 'required', cost: 10 },
+      httpChecks: [
+        {
+          url: 'http://x/health',
+          interval: '5s',
+          timeout: '1s',
+          actions: [{ trigger: 'fail', action: 'mark unhealthy' }],
+        },
+      ],
+    });
+    // forwardProtocol needs allowedProtocols
+    await bad(HOST_V1, 'h3', { forwardProtocol: true, address: 'a', port: 1 }, 'allowedProtocols');
+    await bad(
+      HOST_V1,
+      'h4',
+      { protocol: 'tcp', address: 'a', port: 1, listenOptions: { precedence: 'best' } },
+      'listenOptions.precedence',
+    );
+    await ok('host.v2', 'h5', { terminators: [{ protocol: 'udp', address: 'dns.local', port: 53 }] });
+    await bad('host.v2', 'h6', { terminators: [] }, 'terminators');
+    await ok('f2dd2df0-9c04-4b84-a91e-71437ac229f1', 'c1', { hostname: 'svc.ziti', port: 22 });
+    await bad('f2dd2df0-9c04-4b84-a91e-71437ac229f1', 'c2', { hostname: 'svc.ziti', port: 65536 }, 'port');
+    await ok('cea49285-6c07-42cf-9f52-09a9b115c783', 's1', { protocol: 'tcp', hostname: 'localhost', port: 22 });
+    await bad('cea49285-6c07-42cf-9f52-09a9b115c783', 's2', { hostname: 'localhost' }, 'port');
+    await ok('proxy.v1', 'p1', { port: 3128, protocols: ['tcp'] });
+    await bad('proxy.v1', 'p2', { port: 0, protocols: ['tcp'] }, 'port');
+    await ok('interfaces.v1', 'n1', { interfaces: ['eth0'] });
+    await bad('interfaces.v1', 'n2', { interfaces: 'eth0' }, 'interfaces');
+    // router.link.v1 has no schema: anything goes
+    await ok('router.link.v1', 'r1', { anything: true });
+  });
 });
 
 describe('configs', () => {

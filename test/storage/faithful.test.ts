@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { buildSchema } from '../../src/model/index.js';
-import { encodeFaithfully, UnstorableError } from '../../storage/codec.js';
+import { encodeFaithfully, MAX_STORED_DEPTH, UnstorableError } from '../../storage/codec.js';
 import { LocalProposer } from '../../storage/local-proposer.js';
 import { Schema } from '../../storage/schema.js';
 import { Store } from '../../storage/store.js';
@@ -62,6 +62,11 @@ describe('codec: encodeFaithfully', () => {
     ['a surrogate deep inside', { tags: { x: [1, { y: ['ok', 'bad\ud801'] }] } }, 'tags.x.1.y.1'],
     ['a __proto__ key (renamed by msgpackr)', { tags: JSON.parse('{"__proto__":{"x":1}}') }, 'tags.__proto__'],
     ['arrays nested too deeply to encode', { tags: { deep: nestedArrays(1_500) } }, 'tags.deep'],
+    [
+      'objects nested one level deeper than the bound',
+      { tags: { deep: nestedObjects(MAX_STORED_DEPTH - 1) } },
+      'tags.deep',
+    ],
   ])('refuses %s, naming where', (_, value, path) => {
     let err: unknown;
     try {
@@ -71,6 +76,16 @@ describe('codec: encodeFaithfully', () => {
     }
     expect(err).toBeInstanceOf(UnstorableError);
     expect((err as UnstorableError).path).toBe(path);
+  });
+});
+
+describe('codec: the nesting bound', () => {
+  it('is explicit, so the outcome depends on the value alone (not on where msgpackr overflows)', () => {
+    // {tags: {deep: <n levels>}}: the value itself is two levels, the bound counts every level
+    expect(() => encodeFaithfully({ tags: { deep: nestedObjects(MAX_STORED_DEPTH - 2) } })).not.toThrow();
+    expect(() => encodeFaithfully({ tags: { deep: nestedArrays(MAX_STORED_DEPTH - 1) } })).toThrow(UnstorableError);
+    // far beyond any stack: still a clean UnstorableError, never a RangeError
+    expect(() => encodeFaithfully({ deep: nestedArrays(200_000) })).toThrow(UnstorableError);
   });
 });
 
@@ -139,7 +154,7 @@ describe('one bad command fails alone', () => {
         results = await store.applyGroup(cmds, { sync: true, index: 1 });
       }
       unstorable(results[17], 'appData');
-      expect(results[17]).toMatchObject({ error: { reason: expect.stringMatching(/nested too deeply/) } });
+      expect(results[17]).toMatchObject({ error: { reason: expect.stringMatching(/nested deeper than 256 levels/) } });
       unstorable(results[41], deepTag);
       const okCount = results.filter((r) => r.ok).length;
       expect(okCount).toBe(40);

@@ -13,7 +13,7 @@ export function buildKeel(): void {
 
 export interface KeelProcess {
   child: ChildProcess;
-  /** `http://127.0.0.1:<port>` once it listens. */
+  /** `http://127.0.0.1:<port>` (https with --tls) once it listens. */
   base: string;
   /** Everything written to stderr so far (the JSON log lines). */
   stderr(): string;
@@ -39,7 +39,7 @@ export function runKeel(dataDir: string, args: string[] = [], env: Record<string
       fail('did not start');
     }, START_TIMEOUT_MS);
     const onData = () => {
-      const m = /Management API:\s+(http:\/\/\S+)\/edge\/management\/v1/.exec(out.stdout);
+      const m = /Management API:\s+(https?:\/\/\S+)\/edge\/management\/v1/.exec(out.stdout);
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off('data', onData);

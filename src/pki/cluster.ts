@@ -1,0 +1,130 @@
+/**
+ * The cluster's peer certificates: each node's certificate for mutual TLS between controllers, names its node id in
+ * a SAN URI; join bundles hand a new node its certificate (docs/pki.md).
+ */
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import type { PeerCertificate } from 'node:tls';
+import { type CaMaterial, issueLeaf, type KeyAndCert, PEER_URI_PREFIX } from './ca.js';
+import { parseCertificate, x509 } from './crypto.js';
+import { PkiError } from './errors.js';
+import { refuseExisting, writeFiles } from './files.js';
+import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
+
+/** Node ids: what Raft, URIs and file names all accept. */
+export const NODE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const MAX_HOSTS = 32;
+
+export interface NodeOptions {
+  nodeId: string;
+  /** Addresses the node is reached at: DNS names or IP addresses (become SANs of its certificate). */
+  hosts: string[];
+  validity_days?: number;
+}
+
+/** What node:https / ws need for mutual TLS between controllers. */
+export interface PeerTls {
+  /** PKCS#8 PEM private key. */
+  key: string;
+  /** The node's certificate followed by the signing intermediate (PEM). */
+  cert: string;
+  /** The root CA certificate (PEM): peers must chain to it. */
+  ca: string;
+  /** The node id this certificate names. */
+  nodeId: string;
+}
+
+export interface IssuedNode {
+  nodeId: string;
+  dir: string;
+  /** The node's certificate (PEM, leaf only). */
+  certPem: string;
+}
+
+function checkNode(opts: NodeOptions): void {
+  if (typeof opts.nodeId !== 'string' || !NODE_ID_PATTERN.test(opts.nodeId)) {
+    throw new PkiError('INVALID_ARGUMENT', `invalid node id '${opts.nodeId}' (1..64 of A-Z a-z 0-9 . _ -)`);
+  }
+  if (opts.hosts.length > MAX_HOSTS) throw new PkiError('INVALID_ARGUMENT', `at most ${MAX_HOSTS} hosts`);
+}
+
+/** The peer certificate of a node: CN and SAN URI name the node, SANs list its hosts, serverAuth + clientAuth. */
+export async function issuePeerCert(signing: CaMaterial, opts: NodeOptions): Promise<KeyAndCert> {
+  checkNode(opts);
+  return issueLeaf(signing, {
+    commonName: opts.nodeId,
+    dnsNames: opts.hosts.filter((h) => isIP(h) === 0),
+    ipAddresses: opts.hosts.filter((h) => isIP(h) !== 0),
+    uris: [PEER_URI_PREFIX + opts.nodeId],
+    usage: 'both',
+    validity_days: opts.validity_days,
+  });
+}
+
+/**
+ * Creates this node's peer certificate in `dir`, and the cluster's root and signing CAs first unless `dir` already
+ * holds them (e.g. made by an earlier start of the controller). Refuses if the node certificate exists.
+ */
+export async function initClusterPki(dir: string, opts: NodeOptions & { clusterName?: string }): Promise<IssuedNode> {
+  checkNode(opts);
+  await refuseExisting(dir, [PKI_FILES.nodeCert]);
+  const signing = await ensureClusterCa(dir, opts);
+  if (!signing) throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
+  const node = await issuePeerCert(signing, opts);
+  // The certificate comes last and marks the pair complete: an orphan key of an interrupted run is replaced.
+  await writeFiles(dir, leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node), { exclusive: false });
+  return { nodeId: opts.nodeId, dir, certPem: node.certPem };
+}
+
+/**
+ * Writes a join bundle into `outDir` (which must not hold one yet): a fresh key and peer certificate for `nodeId`
+ * signed by the signing CA of `caDir`, and the root CA certificate. The operator copies `outDir` to the joining node.
+ */
+export async function issueNodeBundle(caDir: string, outDir: string, opts: NodeOptions): Promise<IssuedNode> {
+  checkNode(opts);
+  const signing = await loadSigningCa(caDir);
+  await refuseExisting(outDir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert, PKI_FILES.caCert]);
+  const node = await issuePeerCert(signing, opts);
+  const files = [
+    ...leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node),
+    certFile(PKI_FILES.caCert, node.chainPem.at(-1)!),
+  ];
+  await writeFiles(outDir, files, { exclusive: true });
+  return { nodeId: opts.nodeId, dir: outDir, certPem: node.certPem };
+}
+
+/**
+ * Reads this node's peer TLS material from a PKI directory (or join bundle) and checks it: the key belongs to the
+ * certificate, the certificate chains to the root and is valid now, and it names a node id.
+ */
+export async function loadPeerTls(dir: string): Promise<PeerTls> {
+  const { key, cert, ca, leaf } = await loadLeaf(dir, PKI_FILES.nodeKey, PKI_FILES.nodeCert);
+  const nodeId = peerNodeId(leaf.rawData);
+  if (nodeId === null) throw new PkiError('CERT_INVALID', 'the node certificate names no node id');
+  return { key, cert, ca, nodeId };
+}
+
+/**
+ * The node id a peer certificate names: its one SAN URI `spiffe://keel/controller/<id>`, or null. The subject CN is
+ * deliberately not used: identity and router certificates from the same signing CA carry arbitrary CNs.
+ */
+export function peerNodeId(certDer: Uint8Array | ArrayBuffer): string | null {
+  const cert = parseCertificate(certDer instanceof ArrayBuffer ? new Uint8Array(certDer) : certDer);
+  if (!cert) return null;
+  let uris: string[];
+  try {
+    const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
+    uris = san ? san.names.items.filter((n) => n.type === 'url').map((n) => n.value) : [];
+  } catch {
+    return null;
+  }
+  const ids = uris.filter((u) => u.startsWith(PEER_URI_PREFIX)).map((u) => u.slice(PEER_URI_PREFIX.length));
+  if (ids.length !== 1 || !NODE_ID_PATTERN.test(ids[0]!)) return null;
+  return ids[0]!;
+}
+
+/** peerNodeId for node:tls' view of a peer certificate (raft's WebSocketTransport `tls.peerIdFromCert`). */
+export function peerIdFromCert(cert: PeerCertificate): string | null {
+  if (!cert?.raw) return null;
+  return peerNodeId(cert.raw);
+}

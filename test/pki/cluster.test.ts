@@ -1,0 +1,310 @@
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { WebSocketTransport } from '../../raft/index.js';
+import type { Message, NodeId } from '../../raft/types.js';
+import { main } from '../../src/cli/main.js';
+import { x509 } from '../../src/pki/crypto.js';
+import {
+  ensureApiTls,
+  ensureClusterCa,
+  initClusterPki,
+  issueNodeBundle,
+  loadPeerTls,
+  peerIdFromCert,
+  peerNodeId,
+  verifyChain,
+} from '../../src/pki/index.js';
+import { openssl, refusal, Scratch } from './helpers.js';
+
+function mode(path: string): number {
+  return statSync(path).mode & 0o777;
+}
+
+async function waitFor(cond: () => boolean, timeout_ms = 10_000): Promise<void> {
+  const deadline = Date.now() + timeout_ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for condition');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A heartbeat: the smallest message the transport carries. */
+function heartbeat(from: NodeId, to: NodeId, term: number): Message {
+  const zero = { logTerm: 0, index: 0, entries: [], commit: 0, reject: false, rejectHint: 0 };
+  return { type: 'heartbeat', from, to, term, ...zero };
+}
+
+describe('cluster PKI on disk', () => {
+  const s = new Scratch();
+  const transports: WebSocketTransport[] = [];
+  afterEach(async () => {
+    for (const t of transports.splice(0)) await t.close();
+  });
+  afterAll(() => s.remove());
+
+  it('init creates the CAs and the node certificate with private keys 0600, and refuses to overwrite', async () => {
+    const dir = s.path('n1');
+    await initClusterPki(dir, { nodeId: 'n1', hosts: ['127.0.0.1', 'ctrl1.example.com'] });
+    for (const key of ['ca/root.key.pem', 'ca/signing.key.pem', 'node.key.pem'])
+      expect(mode(`${dir}/${key}`)).toBe(0o600);
+    expect(mode(`${dir}/ca`)).toBe(0o700);
+    const tls = await loadPeerTls(dir);
+    expect(tls.nodeId).toBe('n1');
+    expect(tls.ca).toBe(readFileSync(`${dir}/ca/root.cert.pem`, 'utf8'));
+    const v = openssl([
+      'verify',
+      '-CAfile',
+      `${dir}/ca.cert.pem`,
+      '-untrusted',
+      `${dir}/ca/signing.cert.pem`,
+      '-purpose',
+      'sslclient',
+      `${dir}/node.cert.pem`,
+    ]);
+    expect(v.stdout).toContain(': OK');
+    const t = openssl(['x509', '-noout', '-text', '-in', `${dir}/node.cert.pem`]).stdout;
+    expect(t).toContain('DNS:ctrl1.example.com, IP Address:127.0.0.1, URI:spiffe://keel/controller/n1');
+    expect(t).toContain('Subject: CN = n1');
+    const before = readFileSync(`${dir}/ca/root.key.pem`, 'utf8');
+    expect(await refusal(initClusterPki(dir, { nodeId: 'n1', hosts: [] }))).toBe('ALREADY_EXISTS');
+    expect(readFileSync(`${dir}/ca/root.key.pem`, 'utf8')).toBe(before);
+    expect(await refusal(initClusterPki(s.path('bad'), { nodeId: 'bad/id', hosts: [] }))).toBe('INVALID_ARGUMENT');
+    expect(await refusal(initClusterPki(s.path('bad'), { nodeId: '', hosts: [] }))).toBe('INVALID_ARGUMENT');
+    expect(await refusal(initClusterPki(s.path('bad'), { nodeId: 'x', hosts: ['not a host'] }))).toBe(
+      'INVALID_ARGUMENT',
+    );
+  });
+
+  it('a join bundle lets a node talk to the first one over raft mutual TLS; an outsider cannot', async () => {
+    const d1 = s.path('c1');
+    await initClusterPki(d1, { nodeId: 'a', hosts: ['127.0.0.1'] });
+    await issueNodeBundle(d1, s.path('b-bundle'), { nodeId: 'b', hosts: ['127.0.0.1'] });
+    expect(mode(s.path('b-bundle/node.key.pem'))).toBe(0o600);
+    expect(await refusal(issueNodeBundle(d1, s.path('b-bundle'), { nodeId: 'b', hosts: [] }))).toBe('ALREADY_EXISTS');
+    // Another cluster's node with the id the first cluster expects.
+    await initClusterPki(s.path('evil'), { nodeId: 'b', hosts: ['127.0.0.1'] });
+
+    const tlsA = await loadPeerTls(d1);
+    const tlsB = await loadPeerTls(s.path('b-bundle'));
+    expect(tlsB.nodeId).toBe('b');
+    const mk = (id: NodeId, tls: Awaited<ReturnType<typeof loadPeerTls>>, errors: string[] = []) => {
+      const t = new WebSocketTransport({
+        id,
+        clusterId: 'k',
+        ping_ms: 0,
+        backoff: { min_ms: 10, max_ms: 80 },
+        tls: { key: tls.key, cert: tls.cert, ca: tls.ca, peerIdFromCert },
+        onError: (e) => errors.push(e.message),
+      });
+      transports.push(t);
+      return t;
+    };
+    const aErrors: string[] = [];
+    const a = mk('a', tlsA, aErrors);
+    const addrA = await a.listen(0, '127.0.0.1');
+    const got: Message[] = [];
+    a.onMessage((m) => got.push(m));
+    const bErrors: string[] = [];
+    const b = mk('b', tlsB, bErrors);
+    const addrB = await b.listen(0, '127.0.0.1');
+    b.addPeer('a', addrA);
+    a.addPeer('b', addrB); // the lower id dials
+    b.send([heartbeat('b', 'a', 1)]);
+    await waitFor(() => got.length === 1);
+    expect(got[0]!.from).toBe('b');
+
+    const outsiderErrors: string[] = [];
+    // Another cluster's 'b' at b's address: a refuses its certificate, and it refuses a's.
+    await b.close();
+    const seen = aErrors.length;
+    const outsider = mk('b', await loadPeerTls(s.path('evil')), outsiderErrors);
+    await outsider.listen(Number(addrB.split(':')[1]), '127.0.0.1');
+    outsider.addPeer('a', addrA);
+    outsider.send([heartbeat('b', 'a', 2)]);
+    await waitFor(() => aErrors.slice(seen).some((e) => e.includes('unable to get local issuer certificate')));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(got.map((m) => m.term)).toEqual([1]);
+  });
+
+  it('loadPeerTls refuses missing, mismatched or foreign material', async () => {
+    expect(await refusal(loadPeerTls(s.path('nowhere')))).toBe('MISSING_FILE');
+    const d = s.path('m');
+    await initClusterPki(d, { nodeId: 'm', hosts: [] });
+    const other = s.path('m2');
+    await initClusterPki(other, { nodeId: 'm2', hosts: [] });
+    const key = readFileSync(`${d}/node.key.pem`, 'utf8');
+    writeFileSync(`${d}/node.key.pem`, readFileSync(`${other}/node.key.pem`));
+    expect(await refusal(loadPeerTls(d))).toBe('KEY_MISMATCH');
+    writeFileSync(`${d}/node.key.pem`, key);
+    writeFileSync(`${d}/ca.cert.pem`, readFileSync(`${other}/ca.cert.pem`));
+    expect(await refusal(loadPeerTls(d))).toBe('CERT_INVALID');
+    writeFileSync(`${d}/ca.cert.pem`, readFileSync(`${d}/ca/root.cert.pem`));
+    expect((await loadPeerTls(d)).nodeId).toBe('m');
+  });
+
+  it('completes a CA interrupted mid-write, and builds a signing CA under a root the operator provides', async () => {
+    const d = s.path('crash');
+    const first = await ensureClusterCa(d);
+    expect(first).not.toBeNull();
+    const root = readFileSync(`${d}/ca/root.cert.pem`, 'utf8');
+    // As if the process died after writing the signing key: no signing certificate, no ca.cert.pem marker.
+    rmSync(`${d}/ca/signing.cert.pem`);
+    rmSync(`${d}/ca.cert.pem`);
+    const again = await ensureClusterCa(d);
+    expect(again!.certPem).not.toBe(first!.certPem);
+    expect(readFileSync(`${d}/ca.cert.pem`, 'utf8')).toBe(root);
+    expect((await verifyChain(again!.certPem, [], [root])).ok).toBe(true);
+    expect(readdirSync(`${d}/ca`).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    // A complete CA is reused as is; an orphan node key is replaced by init.
+    expect((await ensureClusterCa(d))!.certPem).toBe(again!.certPem);
+    writeFileSync(`${d}/node.key.pem`, 'orphan');
+    await initClusterPki(d, { nodeId: 'c', hosts: [] });
+    expect((await loadPeerTls(d)).nodeId).toBe('c');
+
+    const op = s.path('operator-root');
+    mkdirSync(`${op}/ca`, { recursive: true });
+    const made = openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-384',
+      '-nodes',
+      '-keyout',
+      `${op}/ca/root.key.pem`,
+      '-subj',
+      '/CN=Operator Root',
+      '-days',
+      '30',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-out',
+      `${op}/ca/root.cert.pem`,
+    ]);
+    expect(made.status).toBe(0);
+    const signing = await ensureClusterCa(op);
+    expect(readFileSync(`${op}/ca.cert.pem`, 'utf8')).toBe(readFileSync(`${op}/ca/root.cert.pem`, 'utf8'));
+    const v = openssl(['verify', '-CAfile', `${op}/ca/root.cert.pem`, `${op}/ca/signing.cert.pem`]);
+    expect(v.stdout).toContain(': OK');
+    expect(signing!.chainPem).toEqual([readFileSync(`${op}/ca/root.cert.pem`, 'utf8')]);
+    // A bundle-only directory has no CA to sign with.
+    await issueNodeBundle(op, s.path('op-bundle'), { nodeId: 'j', hosts: [] });
+    expect(await ensureClusterCa(s.path('op-bundle'))).toBeNull();
+    expect(await refusal(initClusterPki(s.path('op-bundle'), { nodeId: 'k', hosts: [] }))).toBe('ALREADY_EXISTS');
+    expect(await refusal(ensureApiTls(s.path('op-bundle'), { hosts: ['localhost'] }))).toBe('MISSING_FILE');
+    // A root certificate without its key cannot sign.
+    const nokey = s.path('nokey');
+    mkdirSync(`${nokey}/ca`, { recursive: true });
+    writeFileSync(`${nokey}/ca/root.cert.pem`, readFileSync(`${op}/ca/root.cert.pem`));
+    expect(await refusal(ensureClusterCa(nokey))).toBe('MISSING_FILE');
+  });
+
+  it('issues the API certificate once, replacing an orphan key', async () => {
+    const d = s.path('api');
+    expect(await refusal(ensureApiTls(d, { hosts: [] }))).toBe('INVALID_ARGUMENT');
+    await ensureClusterCa(d);
+    writeFileSync(`${d}/api.key.pem`, 'orphan');
+    const api = await ensureApiTls(d, { hosts: ['localhost', '127.0.0.1'] });
+    expect(mode(`${d}/api.key.pem`)).toBe(0o600);
+    expect((await ensureApiTls(d, { hosts: ['other.example.com'] })).cert).toBe(api.cert);
+    const t = openssl(['x509', '-noout', '-text', '-in', `${d}/api.cert.pem`]).stdout;
+    expect(t).toContain('DNS:localhost, IP Address:127.0.0.1');
+    expect(t).not.toContain('TLS Web Client Authentication');
+  });
+
+  it('peerNodeId reads the node URI only', async () => {
+    const d = s.path('p');
+    await initClusterPki(d, { nodeId: 'p-1.x_y', hosts: [] });
+    const der = new Uint8Array(new x509.X509Certificate(readFileSync(`${d}/node.cert.pem`, 'utf8')).rawData);
+    expect(peerNodeId(der)).toBe('p-1.x_y');
+    expect(peerNodeId(der.buffer.slice(der.byteOffset, der.byteOffset + der.byteLength) as ArrayBuffer)).toBe(
+      'p-1.x_y',
+    );
+    expect(peerNodeId(new Uint8Array([0, 1, 2]))).toBeNull();
+    const root = new x509.X509Certificate(readFileSync(`${d}/ca/root.cert.pem`, 'utf8'));
+    expect(peerNodeId(new Uint8Array(root.rawData))).toBeNull(); // no SAN
+    expect(peerIdFromCert({} as never)).toBeNull();
+  });
+});
+
+describe('keel pki (CLI)', () => {
+  const s = new Scratch();
+  afterAll(() => s.remove());
+
+  async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+    let out = '';
+    let err = '';
+    const o = vi.spyOn(process.stdout, 'write').mockImplementation((c) => {
+      out += String(c);
+      return true;
+    });
+    const e = vi.spyOn(process.stderr, 'write').mockImplementation((c) => {
+      err += String(c);
+      return true;
+    });
+    try {
+      return { code: await main(args), out, err };
+    } finally {
+      o.mockRestore();
+      e.mockRestore();
+    }
+  }
+
+  it('init and issue-node write material that verifies; errors exit non-zero with the code', async () => {
+    const dir = s.path('pki');
+    const init = await run([
+      'pki',
+      'init',
+      '--dir',
+      dir,
+      '--node-id',
+      'ctrl1',
+      '--host',
+      '127.0.0.1',
+      '--host',
+      'localhost',
+    ]);
+    expect(init.code).toBe(0);
+    expect(init.out).toMatch(/fingerprint: {2}[0-9a-f]{40}/);
+    const issue = await run([
+      'pki',
+      'issue-node',
+      '--ca-dir',
+      dir,
+      '--node-id',
+      'ctrl2',
+      '--host',
+      '10.0.0.2',
+      '--out',
+      s.path('b2'),
+    ]);
+    expect(issue.code).toBe(0);
+    expect((await loadPeerTls(s.path('b2'))).nodeId).toBe('ctrl2');
+    const v = openssl([
+      'verify',
+      '-CAfile',
+      s.path('b2/ca.cert.pem'),
+      '-untrusted',
+      s.path('b2/node.cert.pem'),
+      s.path('b2/node.cert.pem'),
+    ]);
+    expect(v.stdout).toContain(': OK');
+
+    const again = await run(['pki', 'init', '--dir', dir, '--node-id', 'ctrl1']);
+    expect(again).toMatchObject({ code: 1 });
+    expect(again.err).toContain('ALREADY_EXISTS');
+    expect(
+      (await run(['pki', 'issue-node', '--ca-dir', s.path('none'), '--node-id', 'x', '--out', s.path('o')])).err,
+    ).toContain('MISSING_FILE');
+    expect((await run(['pki', 'init', '--dir', s.path('q'), '--node-id', 'a b'])).code).toBe(1);
+    expect((await run(['pki', 'init', '--dir', s.path('q'), '--node-id', 'a', '--validity-days', 'x'])).err).toContain(
+      'INVALID_ARGUMENT',
+    );
+    expect((await run(['pki', 'init', '--node-id', 'a'])).err).toContain('--dir is required');
+    expect((await run(['pki', 'frob'])).code).toBe(2);
+    expect((await run(['pki', '--help'])).out).toContain('keel pki init');
+  });
+});

@@ -1,0 +1,86 @@
+/** Test helpers of the PKI suites: openssl in a scratch directory, typed refusals, HTTPS GET. */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PkiError, type PkiErrorCode } from '../../src/pki/index.js';
+
+export const OPENSSL = '/usr/bin/openssl';
+
+export class Scratch {
+  readonly dir = mkdtempSync(join(tmpdir(), 'keel-pki-'));
+  path(name: string): string {
+    return join(this.dir, name);
+  }
+  write(name: string, content: string | Buffer): string {
+    const p = this.path(name);
+    writeFileSync(p, content);
+    return p;
+  }
+  read(name: string): string {
+    return readFileSync(this.path(name), 'utf8');
+  }
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs openssl; returns its exit status and output (never throws on a non-zero exit). */
+export function openssl(args: string[], input?: string | Buffer): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync(OPENSSL, args, { input, encoding: 'utf8', timeout: 20_000 });
+  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** A CSR made by openssl with a new key: `key` is an openssl -newkey spec (ec, rsa:2048, ed25519 …). */
+export function opensslCsr(s: Scratch, name: string, key: string, subj: string, extra: string[] = []): string {
+  const keyArgs =
+    key === 'ec'
+      ? ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256']
+      : key === 'ed25519'
+        ? ['-newkey', 'ed25519']
+        : ['-newkey', key];
+  execFileSync(
+    OPENSSL,
+    [
+      'req',
+      '-new',
+      ...keyArgs,
+      '-nodes',
+      '-keyout',
+      s.path(`${name}.key`),
+      '-subj',
+      subj,
+      '-out',
+      s.path(`${name}.csr`),
+      ...extra,
+    ],
+    { stdio: 'pipe', timeout: 60_000 },
+  );
+  return s.read(`${name}.csr`);
+}
+
+/** The code of the PkiError a promise rejects with (fails the test when it resolves or throws something else). */
+export async function refusal(p: Promise<unknown>): Promise<PkiErrorCode> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof PkiError) return err.code;
+    throw err;
+  }
+  throw new Error('expected a PkiError');
+}
+
+/** One HTTPS GET trusting `ca`: status, content type and body. */
+export function httpsGet(url: string, ca: string): Promise<{ status: number; type: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { ca, agent: false, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}

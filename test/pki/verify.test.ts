@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
+import {
+  type CaMaterial,
+  createIntermediateCa,
+  createRootCa,
+  issueServerCert,
+  type KeyAndCert,
+  MAX_CHAIN_CANDIDATES,
+  MAX_CHAIN_DEPTH,
+  PkiError,
+  pkcs7CaCerts,
+  verifyChain,
+} from '../../src/pki/index.js';
+import { openssl, Scratch } from './helpers.js';
+
+const DAY_MS = 86_400_000;
+
+describe('verifyChain', () => {
+  let root: CaMaterial;
+  let signing: CaMaterial;
+  let leaf: KeyAndCert;
+  beforeAll(async () => {
+    root = await createRootCa({ commonName: 'V Root' });
+    signing = await createIntermediateCa(root, { commonName: 'V Signing' });
+    leaf = await issueServerCert(signing, { commonName: 'leaf', validity_days: 10 });
+  });
+
+  it('accepts a chain to a given root, PEM or DER, and returns it leaf first', async () => {
+    const r = await verifyChain(leaf.certPem, [signing.certPem], [root.certPem]);
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.chain.map((c) => c.subject)).toEqual(['CN=leaf', 'CN=V Signing', 'CN=V Root']);
+    const der = new Uint8Array(new x509.X509Certificate(leaf.certPem).rawData);
+    expect((await verifyChain(der, [`${signing.certPem}\n${root.certPem}`], [root.certPem])).ok).toBe(true);
+    // The root itself is trusted as is.
+    expect((await verifyChain(root.certPem, [], [root.certPem])).ok).toBe(true);
+  });
+
+  it('respects notBefore and notAfter of every certificate in the chain', async () => {
+    const leafCert = new x509.X509Certificate(leaf.certPem);
+    const check = (at: Date) => verifyChain(leaf.certPem, [signing.certPem], [root.certPem], { at });
+    expect((await check(new Date(leafCert.notAfter.getTime() - 1000))).ok).toBe(true);
+    expect(await check(new Date(leafCert.notAfter.getTime() + 1000))).toMatchObject({ ok: false, code: 'EXPIRED' });
+    expect(await check(new Date(Date.now() + 11 * DAY_MS))).toMatchObject({ ok: false, code: 'EXPIRED' });
+    expect(await check(new Date(leafCert.notBefore.getTime() - 1000))).toMatchObject({
+      ok: false,
+      code: 'NOT_YET_VALID',
+    });
+    // An intermediate that expires before the leaf is checked too.
+    const shortCa = await createIntermediateCa(root, { commonName: 'Short', validity_days: 1 });
+    const l2 = await issueServerCert(shortCa, { commonName: 'l2', validity_days: 1 });
+    const later = new Date(Date.now() + 2 * DAY_MS);
+    expect(await verifyChain(l2.certPem, [shortCa.certPem], [root.certPem], { at: later })).toMatchObject({
+      code: 'EXPIRED',
+    });
+  });
+
+  it('refuses certificates of another CA, forged issuers, non-CA issuers and too-deep paths', async () => {
+    const other = await createRootCa({ commonName: 'Other Root' });
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [other.certPem])).toMatchObject({
+      code: 'UNKNOWN_ISSUER',
+    });
+    expect(await verifyChain(leaf.certPem, [], [root.certPem])).toMatchObject({ code: 'UNKNOWN_ISSUER' });
+    // Same name, different key.
+    const twin = await createRootCa({ commonName: 'V Root' });
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [twin.certPem])).toMatchObject({
+      code: 'BAD_SIGNATURE',
+    });
+    // A leaf used as a CA.
+    const fakeCa: CaMaterial = { certPem: leaf.certPem, keyPem: leaf.keyPem, chainPem: leaf.chainPem };
+    const underLeaf = await issueServerCert(fakeCa, { commonName: 'victim' });
+    expect(await verifyChain(underLeaf.certPem, [leaf.certPem, signing.certPem], [root.certPem])).toMatchObject({
+      code: 'NOT_A_CA',
+    });
+    // An intermediate below the pathLen-0 signing CA.
+    const sub = await createIntermediateCa(signing, { commonName: 'Sub' });
+    const deep = await issueServerCert(sub, { commonName: 'deep' });
+    expect(await verifyChain(deep.certPem, [sub.certPem, signing.certPem], [root.certPem])).toMatchObject({
+      code: 'PATH_LENGTH_EXCEEDED',
+    });
+  });
+
+  it('checks the purpose and answers MALFORMED for input that does not parse', async () => {
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], { purpose: 'client' })).toMatchObject({
+      code: 'WRONG_USAGE',
+    });
+    expect((await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], { purpose: 'server' })).ok).toBe(true);
+    expect(await verifyChain('garbage', [], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
+    expect(await verifyChain(new Uint8Array([1, 2, 3]), [], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
+    expect(await verifyChain(leaf.certPem, ['nothing here'], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
+    const broken = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----';
+    expect(await verifyChain(leaf.certPem, [broken], [root.certPem])).toMatchObject({ code: 'MALFORMED' });
+  });
+
+  it('bounds the chain depth and the candidate certificates', async () => {
+    // A chain of CAs without path length constraints, deeper than MAX_CHAIN_DEPTH.
+    const sign = { name: 'ECDSA', hash: 'SHA-256' };
+    let keys = await generateKeyPair();
+    const caExt = () => [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ];
+    const top = await x509.X509CertificateGenerator.createSelfSigned({
+      name: 'CN=L0',
+      keys,
+      signingAlgorithm: sign,
+      extensions: caExt(),
+    });
+    const chain = [top];
+    for (let i = 1; i <= MAX_CHAIN_DEPTH; i++) {
+      const next = await generateKeyPair();
+      chain.push(
+        await x509.X509CertificateGenerator.create({
+          subject: `CN=L${i}`,
+          issuer: chain[i - 1]!.subject,
+          publicKey: next.publicKey,
+          signingKey: keys.privateKey,
+          signingAlgorithm: sign,
+          extensions: caExt(),
+        }),
+      );
+      keys = next;
+    }
+    const pems = chain.map((c) => c.toString('pem'));
+    const leafAt = (depth: number) => verifyChain(pems[depth]!, pems.slice(1, depth), [pems[0]!]);
+    expect((await leafAt(MAX_CHAIN_DEPTH - 1)).ok).toBe(true); // MAX_CHAIN_DEPTH certificates
+    expect(await leafAt(MAX_CHAIN_DEPTH)).toMatchObject({ code: 'CHAIN_TOO_LONG' });
+    const many = Array.from({ length: MAX_CHAIN_CANDIDATES }, () => signing.certPem);
+    expect(await verifyChain(leaf.certPem, many, [root.certPem])).toMatchObject({ code: 'CHAIN_TOO_LONG' });
+    expect((await verifyChain(leaf.certPem, many.slice(1), [root.certPem])).ok).toBe(true);
+  });
+
+  it('verifies RSA chains made by openssl', async () => {
+    const s = new Scratch();
+    try {
+      const run = (args: string[]) => expect(openssl(args).status).toBe(0);
+      run([
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        s.path('ca.key'),
+        '-subj',
+        '/CN=RSA Root',
+        '-days',
+        '2',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-addext',
+        'keyUsage=critical,keyCertSign',
+        '-out',
+        s.path('ca.pem'),
+      ]);
+      run([
+        'req',
+        '-new',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        s.path('l.key'),
+        '-subj',
+        '/CN=rsa-leaf',
+        '-out',
+        s.path('l.csr'),
+      ]);
+      run([
+        'x509',
+        '-req',
+        '-in',
+        s.path('l.csr'),
+        '-CA',
+        s.path('ca.pem'),
+        '-CAkey',
+        s.path('ca.key'),
+        '-days',
+        '1',
+        '-out',
+        s.path('l.pem'),
+      ]);
+      expect((await verifyChain(s.read('l.pem'), [], [s.read('ca.pem')])).ok).toBe(true);
+      expect(await verifyChain(s.read('l.pem'), [], [root.certPem])).toMatchObject({ code: 'UNKNOWN_ISSUER' });
+    } finally {
+      s.remove();
+    }
+  });
+});
+
+describe('pkcs7CaCerts', () => {
+  const s = new Scratch();
+  afterAll(() => s.remove());
+
+  it('is a PKCS#7 certs-only bundle in base64 lines that openssl parses', async () => {
+    const root = await createRootCa({ commonName: 'P7 Root' });
+    const signing = await createIntermediateCa(root, { commonName: 'P7 Signing' });
+    const body = pkcs7CaCerts([root.certPem, signing.certPem]);
+    const lines = body.split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.length).toBeGreaterThan(2);
+    for (const line of lines.slice(0, -1)) expect(line).toMatch(/^[A-Za-z0-9+/]{64}$/);
+    expect(lines.at(-1)!).toMatch(/^[A-Za-z0-9+/=]{1,64}$/);
+    s.write('bundle.p7', Buffer.from(body, 'base64'));
+    const r = openssl(['pkcs7', '-inform', 'DER', '-in', s.path('bundle.p7'), '-print_certs']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('subject=CN = P7 Root');
+    expect(r.stdout).toContain('subject=CN = P7 Signing');
+    expect(r.stdout.match(/BEGIN CERTIFICATE/g)).toHaveLength(2);
+    // openssl's PEM form of the same bytes (what `base64 -d | openssl pkcs7 -inform DER` sees) round-trips.
+    const pem = `-----BEGIN PKCS7-----\n${body}-----END PKCS7-----\n`;
+    expect(openssl(['pkcs7', '-print_certs', '-noout'], pem).status).toBe(0);
+  });
+
+  it('refuses an empty or malformed certificate list', () => {
+    expect(() => pkcs7CaCerts([])).toThrow(PkiError);
+    expect(() => pkcs7CaCerts(['-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----'])).toThrow(
+      expect.objectContaining({ code: 'CERT_MALFORMED' }),
+    );
+  });
+});
