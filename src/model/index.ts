@@ -14,6 +14,7 @@ import { identityTypes } from './identity-type.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
+import { sessions } from './session.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -30,6 +31,7 @@ export const ENTITIES = [
   edgeRouterPolicies,
   serviceEdgeRouterPolicies,
   identityServiceConfigs,
+  sessions,
   enrollments,
   controllerKeys,
 ] as const;

@@ -20,6 +20,7 @@ import { s } from '../schema/s.js';
 import { adviceOps } from './advice.js';
 import { roleAttributeOp } from './identity.js';
 import { serviceConfigOps } from './service-configs.js';
+import { sessionOps } from './sessions.js';
 
 /**
  * A service as its caller sees it on the client API: `permissions` from the policies granting it, the `config` map
@@ -205,6 +206,7 @@ export function accessOps(): OpDef<unknown>[] {
     }),
     ...serviceConfigOps(),
     ...adviceOps(),
+    ...sessionOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
     roleAttributeOp(
       '/edge-router-role-attributes',

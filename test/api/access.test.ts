@@ -797,6 +797,87 @@ describe('client view of services', () => {
   });
 });
 
+describe('sessions', () => {
+  it('created only with a granting policy of the type and an edge router both sides allow; end with the API session', async () => {
+    const kate = await makeUser(srv.base, token, 'sess-kate', { roleAttributes: ['kate'] });
+    const other = await makeUser(srv.base, token, 'sess-other');
+    const svcId = await create('/services', { name: 'sess-svc', encryptionRequired: true, roleAttributes: ['ks'] });
+    await create('/service-policies', {
+      name: 'sess-dial',
+      type: 'Dial',
+      semantic: 'AllOf',
+      identityRoles: ['#kate'],
+      serviceRoles: ['#ks'],
+    });
+    const post = (t: string, body: unknown) => conformant(C, 'POST', '/sessions', srv.base, { token: t, body });
+    expectError(await post(kate.token, { serviceId: svcId, type: 'Dial' }), 400, 'NO_EDGE_ROUTERS_AVAILABLE');
+    await create('/edge-routers', { name: 'sess-er', roleAttributes: ['ker'] });
+    await create('/edge-router-policies', {
+      name: 'sess-erp',
+      semantic: 'AllOf',
+      identityRoles: ['#kate'],
+      edgeRouterRoles: ['#ker'],
+    });
+    // the identity's router alone is not enough: the service's policies must allow it too
+    expectError(await post(kate.token, { serviceId: svcId }), 400, 'NO_EDGE_ROUTERS_AVAILABLE');
+    await create('/service-edge-router-policies', {
+      name: 'sess-serp',
+      semantic: 'AllOf',
+      serviceRoles: ['#ks'],
+      edgeRouterRoles: ['#ker'],
+    });
+    const made = await post(kate.token, { serviceId: svcId, type: 'Dial', tags: { app: 'x' } });
+    expect(made.status, made.text).toBe(201);
+    const sessionId = made.body.data.id as string;
+    expect(made.body.data).toMatchObject({
+      type: 'Dial',
+      serviceId: svcId,
+      service: { id: svcId, name: 'sess-svc' },
+      identityId: kate.id,
+      edgeRouters: [],
+      tags: { app: 'x' },
+    });
+    expect(made.body.data.token).toMatch(/^[0-9a-f-]{36}$/);
+    // no Bind policy; unknown service; bad bodies
+    expectError(await post(kate.token, { serviceId: svcId, type: 'Bind' }), 404, 'NOT_FOUND');
+    expectError(await post(kate.token, { serviceId: 'nope' }), 404, 'NOT_FOUND');
+    expectError(await post(other.token, { serviceId: svcId }), 404, 'NOT_FOUND');
+    expectError(await post(kate.token, {}), 400, 'COULD_NOT_VALIDATE', 'serviceId');
+    expectError(await post(kate.token, { serviceId: svcId, type: 'Invalid' }), 400, 'COULD_NOT_VALIDATE', 'type');
+
+    const mine = await conformant(C, 'GET', '/sessions', srv.base, { token: kate.token });
+    expect(ids(mine)).toEqual([sessionId]);
+    expect(ids(await conformant(C, 'GET', '/sessions', srv.base, { token: other.token }))).toEqual([]);
+    const detail = await conformant(C, 'GET', '/sessions/{id}', srv.base, {
+      token: kate.token,
+      params: { id: sessionId },
+    });
+    expect(detail.body.data.token).toBe(made.body.data.token);
+    const asOther = { token: other.token, params: { id: sessionId } };
+    expectError(await conformant(C, 'GET', '/sessions/{id}', srv.base, asOther), 404, 'NOT_FOUND');
+    expectError(await conformant(C, 'DELETE', '/sessions/{id}', srv.base, asOther), 404, 'NOT_FOUND');
+    // the management API: every session, for admins
+    expect(ids(await conformant(M, 'GET', '/sessions', srv.base, { token }))).toContain(sessionId);
+    const adminView = { token, params: { id: sessionId } };
+    expect((await conformant(M, 'GET', '/sessions/{id}', srv.base, adminView)).body.data.apiSessionId).toBe(
+      made.body.data.apiSessionId,
+    );
+    expect(
+      (await conformant(C, 'DELETE', '/sessions/{id}', srv.base, { token: kate.token, params: { id: sessionId } }))
+        .status,
+    ).toBe(200);
+    expect((await get(`/sessions/${sessionId}`)).status).toBe(404);
+    // a session ends with its API session
+    const second = (await post(kate.token, { serviceId: svcId })).body.data.id;
+    const third = (await post(kate.token, { serviceId: svcId })).body.data.id;
+    expect((await conformant(M, 'DELETE', '/sessions/{id}', srv.base, { token, params: { id: third } })).status).toBe(
+      200,
+    );
+    expect((await call('DELETE', `${srv.client}/current-api-session`, { token: kate.token })).status).toBe(200);
+    expect((await get(`/sessions/${second}`)).status).toBe(404);
+  });
+});
+
 describe('policy advice and summary', () => {
   it('advice: dial / bind allowed, the routers of each side and those in common', async () => {
     const ivan = await identity('advice-ivan', ['ivan']);

@@ -363,6 +363,32 @@ function accessModelRows(): Row[] {
     });
     return id;
   };
+  /** A service every identity may dial through an edge router both sides' policies allow. */
+  const reachable = async () => {
+    const id = await usable();
+    const er = await router();
+    await adminCall('POST', '/edge-router-policies', {
+      name: uniq('erp-all'),
+      semantic: 'AllOf',
+      identityRoles: ['#all'],
+      edgeRouterRoles: [`@${er}`],
+    });
+    await adminCall('POST', '/service-edge-router-policies', {
+      name: uniq('serp'),
+      semantic: 'AllOf',
+      serviceRoles: [`@${id}`],
+      edgeRouterRoles: [`@${er}`],
+    });
+    return id;
+  };
+  /** A session of the default admin's. */
+  const session = async () => {
+    const r = await call('POST', `${srv.client}/sessions`, { token: root, body: { serviceId: await reachable() } });
+    if (r.status !== 201) throw new Error(`fixture session: ${r.status} ${r.text}`);
+    return r.body.data.id as string;
+  };
+  const CREATED = FULL_SESSION.replace(/200/g, '201');
+  const NOT_OWN = FULL_SESSION.replace(/200/g, '404');
   const crud = (path: string, fixture: () => Promise<string>, body: () => Record<string, unknown>): Row[] => [
     { op: `${m} GET ${path}`, expect: ADMIN_READ },
     { op: `${m} GET ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: ADMIN_READ },
@@ -433,6 +459,14 @@ function accessModelRows(): Row[] {
     { op: `${c} GET /services/{id}/edge-routers`, prepare: async () => ({ id: await usable() }), expect: FULL_SESSION },
     { op: `${c} GET /current-identity/edge-routers`, expect: FULL_SESSION },
     { op: `${c} GET /current-api-session/service-updates`, expect: FULL_SESSION },
+    // sessions: the client's own (another identity's — here the default admin's — does not exist for it)
+    { op: `${c} POST /sessions`, prepare: async () => ({ body: { serviceId: await reachable() } }), expect: CREATED },
+    { op: `${c} GET /sessions`, expect: FULL_SESSION },
+    { op: `${c} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
+    { op: `${c} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
+    { op: `${m} GET /sessions`, expect: ADMIN_READ },
+    { op: `${m} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: ADMIN_READ },
+    { op: `${m} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: adminOnly(200) },
   ];
 }
 

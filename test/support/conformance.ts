@@ -39,7 +39,7 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   {
     file: 'test/api/access.test.ts',
     paths:
-      /^\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$/,
+      /^\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
   },
 ];
 
