@@ -26,13 +26,9 @@ import { services } from '../src/model/service.js';
 import { parseRoles, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
 import type { Command, Row } from '../storage/types.js';
+import { benchOptions } from './options.js';
 
-const args = process.argv.slice(2);
-const quick = args.includes('--quick');
-const opt = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const { quick, opt } = benchOptions(process.argv.slice(2));
 const N = opt('--identities', quick ? 20_000 : 100_000);
 const S = opt('--services', quick ? 2_000 : 10_000);
 const P = opt('--policies', quick ? 400 : 2_000);
