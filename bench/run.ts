@@ -4,6 +4,7 @@
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
  *   auth   password logins per second beside the raw argon2id verify rate (bench/auth.ts)
+ *   access the policy engine on a real store: load, an identity's services, a policy change (bench/access.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -18,7 +19,10 @@ if (name === 'http') {
 } else if (name === 'auth') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./auth.js');
+} else if (name === 'access') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./access.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy|auth> [options]');
+  console.error('usage: npm run bench -- <http|raft|policy|auth|access> [options]');
   process.exit(2);
 }

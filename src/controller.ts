@@ -19,6 +19,7 @@ import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
+import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { mountHealth } from './ops/health.js';
@@ -86,6 +87,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...identityOps(),
     ...controllerOps(),
     ...mfaOps(),
+    ...accessOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

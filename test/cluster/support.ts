@@ -152,7 +152,14 @@ export function writeLoad(targets: () => NodeProcess[], token: () => string, pre
 /** Every identity name on a node that starts with `prefix` (limit none). */
 export async function namesOn(n: NodeProcess, token: string, prefix: string): Promise<string[]> {
   const filter = encodeURIComponent(`name contains "${prefix}"`);
-  const r = await call('GET', `${mgmt(n)}/identities?filter=${filter}&limit=-1`, { token });
-  if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
-  return (r.body.data as { name: string }[]).map((x) => x.name);
+  const names: string[] = [];
+  // pages of the largest size a list serves (500), until the total is read; bounded by the page count
+  for (let page = 0; page < 1_000; page++) {
+    const url = `${mgmt(n)}/identities?filter=${filter}&limit=500&offset=${page * 500}`;
+    const r = await call('GET', url, { token });
+    if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
+    for (const x of r.body.data as { name: string }[]) names.push(x.name);
+    if (names.length >= r.body.meta.pagination.totalCount || r.body.data.length === 0) return names;
+  }
+  throw new Error(`list on ${n.spec.id}: more than 1 000 pages`);
 }
