@@ -2,7 +2,6 @@
  * `conformant()`: calls a spec operation by its path template. The check itself is `call()`'s (spec-check.ts):
  * every response to a spec operation is validated, however the test reaches it.
  */
-import type { OpDef } from '../../src/api/op.js';
 import { call, type Res } from './server.js';
 import type { SpecName } from './spec.js';
 import { exercised } from './spec-check.js';
