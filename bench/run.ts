@@ -2,6 +2,7 @@
  * Benchmark entry: `npm run bench -- <name> [options]`.
  *   http   read path of one node vs a bare uWebSockets.js app (bench/http/run.ts)
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
+ *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd cluster, and failover (bench/cluster/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
@@ -11,10 +12,13 @@ if (name === 'http') {
 } else if (name === 'raft') {
   const { main } = await import('./raft/run.js');
   await main(rest);
+} else if (name === 'cluster') {
+  const { main } = await import('./cluster/run.js');
+  await main(rest);
 } else if (name === 'policy') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./policy.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy> [options]');
+  console.error('usage: npm run bench -- <http|raft|cluster|policy> [options]');
   process.exit(2);
 }
