@@ -4,7 +4,7 @@
  * /v3/kv/put`, a value as long as Keel's identity body) in the same run, with the same load generator (wrk,
  * threads spread over the three members' ports) at the same concurrencies; then kill -9 failover trials on Keel.
  *
- *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256]
+ *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256] [--via all|leader|followers]
  *
  * Everything started here is stopped at the end, also on failure or Ctrl-C; the run is bounded in time.
  */
@@ -23,6 +23,17 @@ export interface ClusterBenchOptions {
   quick: boolean;
   trials: number;
   concurrencies: number[];
+  /** Which members' ports the load goes to: all three (the default), only the leader, or only the followers. */
+  via: Via;
+}
+
+type Via = 'all' | 'leader' | 'followers';
+const VIAS: readonly Via[] = ['all', 'leader', 'followers'];
+
+/** The ports to load, of `ports` where `leader` is the leader's index. */
+export function viaPorts(ports: number[], leader: number, via: Via): number[] {
+  if (via === 'all') return ports;
+  return via === 'leader' ? [ports[leader]!] : ports.filter((_, i) => i !== leader);
 }
 
 const MAX_TRIALS = 1000;
@@ -32,14 +43,18 @@ const TARGET_WRITES_RATIO = 2;
 const TARGET_FAILOVER_P99_MS = 1500;
 
 export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
-  const opts: ClusterBenchOptions = { quick: false, trials: 0, concurrencies: [16, 64, 256] };
+  const opts: ClusterBenchOptions = { quick: false, trials: 0, concurrencies: [16, 64, 256], via: 'all' };
   let trials: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') opts.quick = true;
     else if (a === '--trials') trials = Number(argv[++i]);
     else if (a === '--concurrency') opts.concurrencies = String(argv[++i]).split(',').map(Number);
-    else throw new Error(`unknown argument ${a}`);
+    else if (a === '--via') {
+      const v = argv[++i] as Via;
+      if (!VIAS.includes(v)) throw new Error(`--via takes ${VIAS.join('|')}`);
+      opts.via = v;
+    } else throw new Error(`unknown argument ${a}`);
   }
   opts.trials = trials ?? (opts.quick ? 3 : 20);
   if (!Number.isInteger(opts.trials) || opts.trials < 0 || opts.trials > MAX_TRIALS) {
@@ -185,7 +200,8 @@ export async function main(argv: string[]): Promise<void> {
 
   const keelBodyBytes = keelBody('x'.repeat(nameLength(levelPrefix('keel', 16)))).length;
   console.log(
-    `cluster benchmark: 3 Keel nodes vs 3 etcd members, wrk, c = ${opts.concurrencies.join('/')}, ` +
+    `cluster benchmark: 3 Keel nodes vs 3 etcd members, wrk to ${opts.via === 'all' ? 'all members' : `the ${opts.via}`}, ` +
+      `c = ${opts.concurrencies.join('/')}, ` +
       `${duration_s} s per level, ${opts.trials} failover trials${opts.quick ? ' (quick)' : ''}; ` +
       `load average ${loadavg()
         .map((l) => l.toFixed(1))
@@ -199,8 +215,8 @@ export async function main(argv: string[]): Promise<void> {
     try {
       cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n));
       const token = await cluster.login();
-      await cluster.agreedLeader(token);
-      keel = await loadLevels('keel', { kind: 'keel', ports: cluster.ports, token }, opts, duration_s, warmup_s, base);
+      const ports = viaPorts(cluster.ports, await cluster.agreedLeader(token), opts.via);
+      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base);
       if (opts.trials > 0) console.log(`· keel failover: ${opts.trials} trials of kill -9 of the leader`);
       for (let t = 0; t < opts.trials; t++) {
         const r = await failoverTrial(cluster, token, t, (n) => nodes.add(n));
@@ -225,7 +241,11 @@ export async function main(argv: string[]): Promise<void> {
         const valueB64 = Buffer.alloc(keelBodyBytes, 42).toString('base64');
         etcdResults = await loadLevels(
           'etcd',
-          { kind: 'etcd', ports: etcd.clientPorts, valueB64 },
+          {
+            kind: 'etcd',
+            ports: viaPorts(etcd.clientPorts, etcd.clientPorts.indexOf(etcd.leaderPort), opts.via),
+            valueB64,
+          },
           opts,
           duration_s,
           warmup_s,
