@@ -21,8 +21,8 @@ export interface Trial {
   killed: string;
   /** Kill → first successful write after it; null when none within TRIAL_TIMEOUT_MS. */
   recovery_ms: number | null;
-  /** Writes sent after the kill that failed (503 while no leader, 429 outcome unknown, refused connections). */
-  failedAfterKill: number;
+  /** Writes sent after the kill that failed, by HTTP status (`error` when no answer: refused, reset, timeout). */
+  failedAfterKill: Map<string, number>;
 }
 
 class Pacer {
@@ -35,7 +35,7 @@ class Pacer {
   /** The killed node: no write is sent to it after the kill (its exit may not be noticed yet). */
   killed: NodeProcess | null = null;
   firstSuccessAfterKill: number | null = null;
-  failedAfterKill = 0;
+  readonly failedAfterKill = new Map<string, number>();
 
   constructor(
     private readonly nodes: () => NodeProcess[],
@@ -57,7 +57,7 @@ class Pacer {
   private async write(n: NodeProcess): Promise<void> {
     this.inFlight++;
     const sent = performance.now();
-    let ok = false;
+    let outcome = 'error';
     try {
       const r = await fetch(`${n.base}/edge/management/v1/identities`, {
         method: 'POST',
@@ -66,15 +66,15 @@ class Pacer {
         signal: AbortSignal.timeout(WRITE_TIMEOUT_MS),
       });
       await r.arrayBuffer();
-      ok = r.status === 201;
+      outcome = String(r.status);
     } catch {
-      ok = false;
+      outcome = 'error';
     } finally {
       this.inFlight--;
     }
     const done = performance.now();
     if (sent < this.killedAt) return;
-    if (!ok) this.failedAfterKill++;
+    if (outcome !== '201') this.failedAfterKill.set(outcome, (this.failedAfterKill.get(outcome) ?? 0) + 1);
     else if (this.firstSuccessAfterKill === null || done < this.firstSuccessAfterKill)
       this.firstSuccessAfterKill = done;
   }
@@ -108,12 +108,11 @@ export async function failoverTrial(
     result = {
       killed: victim.spec.id,
       recovery_ms: first === null ? null : first - pacer.killedAt,
-      failedAfterKill: 0,
+      failedAfterKill: pacer.failedAfterKill,
     };
   } finally {
     await pacer.stop();
   }
-  result.failedAfterKill = pacer.failedAfterKill;
   await victim.exited;
   await cluster.restart(leader, onStarted);
   return result;

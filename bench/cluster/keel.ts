@@ -96,6 +96,34 @@ export class KeelBenchCluster {
     throw new Error(`the Keel nodes did not agree on a leader within ${timeout_ms} ms`);
   }
 
+  /**
+   * The identity count on every member (`meta.pagination.totalCount` of `GET /identities?limit=1`) once all
+   * agree, polling for at most `timeout_ms`; the last counts seen if they never agree.
+   */
+  async identityCounts(token: string, timeout_ms = 30_000): Promise<{ counts: number[]; agreed: boolean }> {
+    const deadline = Date.now() + timeout_ms;
+    let counts: number[] = [];
+    while (Date.now() < deadline) {
+      counts = await Promise.all(
+        this.nodes.map(async (n) => {
+          try {
+            const r = await fetch(`${n.base}/edge/management/v1/identities?limit=1`, {
+              headers: { 'zt-session': token },
+              signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+            });
+            const body = (await r.json()) as { meta?: { pagination?: { totalCount?: number } } };
+            return body.meta?.pagination?.totalCount ?? -1;
+          } catch {
+            return -1;
+          }
+        }),
+      );
+      if (counts[0]! >= 0 && counts.every((c) => c === counts[0])) return { counts, agreed: true };
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return { counts, agreed: false };
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => stopNode(n, 10_000)));
   }

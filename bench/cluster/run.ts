@@ -151,6 +151,11 @@ function printComparison(concurrencies: number[], keel: WrkResult[], etcd: WrkRe
   );
 }
 
+const failures = (m: Map<string, number>) =>
+  m.size === 0
+    ? 'none'
+    : [...m].map(([status, n]) => `${n} × ${status === 'error' ? 'no answer' : `HTTP ${status}`}`).join(', ');
+
 function printFailover(trials: Trial[]): void {
   if (trials.length === 0) return;
   const samples = new LatencySamples();
@@ -217,12 +222,21 @@ export async function main(argv: string[]): Promise<void> {
       const token = await cluster.login();
       const ports = viaPorts(cluster.ports, await cluster.agreedLeader(token), opts.via);
       keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base);
+      // Every acknowledged create must be on every member. The count also holds the admin, the warm-up's creates
+      // and creates still in flight when wrk stopped, so the measured levels' successes are a lower bound.
+      const acked = keel.reduce((sum, r) => sum + r.requests - r.httpErrors, 0);
+      const { counts, agreed } = await cluster.identityCounts(token);
+      console.log(
+        `  identities on n1/n2/n3: ${counts.join('/')} (${agreed ? 'agreed' : 'NOT AGREED within 30 s'}); ` +
+          `successful creates counted by wrk in the measured levels: ${acked}` +
+          (agreed && counts[0]! >= acked ? '' : ' — FEWER IDENTITIES THAN ACKNOWLEDGED CREATES'),
+      );
       if (opts.trials > 0) console.log(`· keel failover: ${opts.trials} trials of kill -9 of the leader`);
       for (let t = 0; t < opts.trials; t++) {
         const r = await failoverTrial(cluster, token, t, (n) => nodes.add(n));
         console.log(
           `  trial ${t + 1}: killed ${r.killed}, first write after ${r.recovery_ms === null ? 'NONE' : `${fmt(r.recovery_ms)} ms`}` +
-            ` (${r.failedAfterKill} writes sent after the kill failed)`,
+            `; writes sent after the kill that failed: ${failures(r.failedAfterKill)}`,
         );
         trials.push(r);
       }
