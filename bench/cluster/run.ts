@@ -60,8 +60,10 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
   if (!Number.isInteger(opts.trials) || opts.trials < 0 || opts.trials > MAX_TRIALS) {
     throw new Error(`--trials must be an integer in 0..${MAX_TRIALS}`);
   }
-  if (opts.concurrencies.some((c) => !Number.isInteger(c) || c < 1 || c > MAX_CONCURRENCY)) {
-    throw new Error(`--concurrency takes integers in 1..${MAX_CONCURRENCY}, comma separated`);
+  const bad = opts.concurrencies.some((c) => !Number.isInteger(c) || c < 1 || c > MAX_CONCURRENCY);
+  // each level's identity names carry its concurrency: a level given twice would create the same names again
+  if (bad || new Set(opts.concurrencies).size !== opts.concurrencies.length) {
+    throw new Error(`--concurrency takes distinct integers in 1..${MAX_CONCURRENCY}, comma separated`);
   }
   return opts;
 }
