@@ -45,7 +45,7 @@ export function parseArgs(argv: string[]): BenchOptions {
   return opts;
 }
 
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: n },
@@ -62,11 +62,11 @@ async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-function fmt(n: number, digits = 0): string {
+export function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
 }
 
-function row(cells: string[], widths: number[]): string {
+export function row(cells: string[], widths: number[]): string {
   return cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
 }
 
