@@ -69,14 +69,9 @@ export const MUTANTS = [
     id: 'raft-send-before-persist',
     file: 'raft/node.ts',
     search:
-      '    // 1. Persist (one synced batch).\n' +
-      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
-    replace:
-      '    this.send(rd.messages);\n' +
-      '    rd = { ...rd, messages: [] };\n' +
-      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
+      '    const { beforePersist, afterPersist } = splitMessages(rd, this.durableTerm);\n    this.send(beforePersist);',
+    replace: '    this.send(rd.messages);\n    const afterPersist: Message[] = [];',
     tests: ['raft/node.test.ts'],
-    pending: "the driver's persist-before-send check in the test transport (issue 7 item 3, another branch) kills it",
   },
   {
     id: 'checker-election-safety',
@@ -84,15 +79,13 @@ export const MUTANTS = [
     search: "if (prior !== id) this.violation('election-safety',",
     replace: "if (prior !== id && false) this.violation('election-safety',",
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   {
     id: 'checker-log-matching',
     file: 'raft/sim/checker.ts',
-    search: '} else if (seen.dataHash !== dataHash || seen.prevTerm !== prevTerm) {',
+    search: '} else if (seen.dataHash !== dataHash) {',
     replace: '} else if (false) {',
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   {
     id: 'checker-exactly-once',
@@ -100,7 +93,6 @@ export const MUTANTS = [
     search: "else if (at !== index)\n      this.violation('exactly-once',",
     replace: "else if (false)\n      this.violation('exactly-once',",
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   // sessions
   {
@@ -113,8 +105,8 @@ export const MUTANTS = [
   {
     id: 'login-password-check',
     file: 'src/ops/authentication.ts',
-    search: 'if (!(await verifyPassword(authenticator.password as string, password))) return null;',
-    replace: '',
+    search: 'if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {',
+    replace: 'if (false) {',
     tests: ['test/api/conformance.test.ts'],
   },
   // access: the route guard
