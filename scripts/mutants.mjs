@@ -238,6 +238,52 @@ export const MUTANTS = [
     replace: 'return entity.renderJson(row, svc);',
     tests: ['test/api/authz.test.ts'],
   },
+  // access model: the policy engine's role semantics (REFERENCE §5), incremental and from scratch
+  {
+    id: 'roles-allof-as-anyof',
+    file: 'storage/role-index.ts',
+    search: 'return p.anyOf ? p.attrs.some((a) => attrs.has(a)) : p.attrs.every((a) => attrs.has(a));',
+    replace: 'return p.attrs.some((a) => attrs.has(a));',
+    tests: ['test/storage/role-index.test.ts', 'test/api/policies.test.ts'],
+  },
+  {
+    id: 'roles-index-allof-as-anyof',
+    file: 'storage/role-index.ts',
+    search: '    if (p.anyOf) {\n      for (const set of sets) for (const id of set) out.add(id);',
+    replace: '    if (true) {\n      for (const set of sets) for (const id of set) out.add(id);',
+    tests: ['test/storage/role-index.test.ts', 'test/api/policies.test.ts'],
+  },
+  // identity security: lockout, single-use TOTP, disabled identities' sessions
+  {
+    id: 'lockout-never',
+    file: 'src/auth/lockout.ts',
+    search: '  if (attempts < rule.maxAttempts) {',
+    replace: '  if (true) {',
+    tests: ['test/api/lockout.test.ts'],
+  },
+  {
+    id: 'totp-reuse',
+    file: 'src/model/mfa.ts',
+    search: 'if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {',
+    replace: 'if (mfa?.isVerified !== true) {',
+    tests: ['test/api/mfa.test.ts'],
+  },
+  {
+    id: 'disabled-identity-session',
+    file: 'src/api/register.ts',
+    search:
+      "if (caller.identity.disabledAt && isDisabled(caller.identity, svc.clock.now())) throw unauthorized('invalid');",
+    replace: '',
+    tests: ['test/api/lockout.test.ts'],
+  },
+  // cluster: replaying the log applies each entry once (entries at or below the store's applied index are skipped)
+  {
+    id: 'cluster-replay-twice',
+    file: 'src/cluster/state-machine.ts',
+    search: '      if (e.index <= this.store.appliedIndex) continue;',
+    replace: '',
+    tests: ['test/cluster/state-machine.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
