@@ -3,6 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { extJwtLogin } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
@@ -117,11 +118,14 @@ export function authenticationOps(): OpDef<unknown>[] {
       },
       handler: async ({ req, body, svc }) => {
         const method = req.query.get('method');
-        if (method !== 'password') {
-          // cert and ext-jwt need the PKI and external signers; until then they are refused like an unknown method.
+        if (method !== 'password' && method !== 'ext-jwt') {
+          // cert needs the PKI; until then it is refused like an unknown method.
           throw Errors.INVALID_AUTH_METHOD();
         }
-        const login = await passwordLogin(svc, body, req.remoteAddress);
+        const login: { identity: Row; authenticator?: Row } | null =
+          method === 'ext-jwt'
+            ? await extJwtLogin(svc, req.headers)
+            : await passwordLogin(svc, body, req.remoteAddress);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();
@@ -140,7 +144,7 @@ export function authenticationOps(): OpDef<unknown>[] {
             data: {
               token,
               identityId: identity.id,
-              authenticatorId: authenticator.id,
+              ...(authenticator ? { authenticatorId: authenticator.id } : {}),
               ipAddress: req.remoteAddress,
               configTypes: configTypeIds(svc, body?.configTypes),
               isMfaRequired: mfaRequired,
