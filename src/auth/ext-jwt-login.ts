@@ -164,6 +164,59 @@ export async function extJwtLogin(
   svc: Services,
   headers: Record<string, string>,
 ): Promise<{ identity: Row; signer: SignerRow } | null> {
+  const login = await verifyExtJwt(svc, headers);
+  if (!login) return null;
+  const policy = svc.get('auth-policies', login.identity.authPolicyId as string);
+  return isPrimaryAllowed(policy, 'extJwt', login.signer.id) ? login : null;
+}
+
+/**
+ * The signer a new session must still be confirmed by (`secondary.requireExtJwtSigner` of the identity's policy),
+ * unless the login itself was a token of that signer; null when none is required.
+ */
+export function pendingExtJwtSigner(policy: Row | undefined, loggedInWith: string | undefined): string | null {
+  const required = (policy?.secondary as { requireExtJwtSigner?: string | null } | undefined)?.requireExtJwtSigner;
+  return required && required !== loggedInWith ? required : null;
+}
+
+/**
+ * The secondary step: a token of the signer the session waits for, naming the session's identity, completes it
+ * (`extJwtPending` cleared). False when the token does not do that.
+ */
+export async function completeExtJwtSecondary(
+  svc: Services,
+  session: Row,
+  headers: Record<string, string>,
+): Promise<boolean> {
+  const login = await verifyExtJwt(svc, headers);
+  if (!login || login.signer.id !== session.extJwtPending || login.identity.id !== session.identityId) return false;
+  await svc.write({
+    op: 'update',
+    entity: 'api-sessions',
+    id: session.id,
+    set: { extJwtPending: null },
+    at: svc.nowIso(),
+    system: true,
+    expect: [
+      {
+        check: 'eq',
+        entity: 'api-sessions',
+        id: session.id,
+        field: 'extJwtPending',
+        value: login.signer.id,
+        reason: 'the session no longer waits for this signer',
+        apiCode: 'INVALID_AUTH',
+      },
+    ],
+  });
+  return true;
+}
+
+/** A token verified by an enabled signer and the identity it names (enabled), whatever the policy says. */
+async function verifyExtJwt(
+  svc: Services,
+  headers: Record<string, string>,
+): Promise<{ identity: Row; signer: SignerRow } | null> {
   const token = bearerToken(headers);
   if (!token) return null;
   let alg: string | undefined;
@@ -182,8 +235,6 @@ export async function extJwtLogin(
     if (!payload) continue;
     const identity = identityOf(svc, signer, payload);
     if (!identity || isDisabled(identity, svc.clock.now())) return null;
-    const policy = svc.get('auth-policies', identity.authPolicyId as string);
-    if (!isPrimaryAllowed(policy, 'extJwt', signer.id)) return null;
     return { identity, signer };
   }
   return null;

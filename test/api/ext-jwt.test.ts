@@ -262,6 +262,61 @@ describe('ext-jwt login', () => {
   });
 });
 
+describe('secondary.requireExtJwtSigner', () => {
+  it('a password session stays partial until a token of the required signer for the same identity', async () => {
+    const body = structuredClone(DEFAULT_AUTH_POLICY) as any;
+    body.name = `secondary-${++seq}`;
+    body.secondary.requireExtJwtSigner = certSigner.id;
+    const pol = await call('POST', `${srv.mgmt}/auth-policies`, { token, body });
+    expect(pol.status, pol.text).toBe(201);
+    const id = await createIdentity({ authPolicyId: pol.body.data.id });
+    const name = `second-${seq}`;
+    const a = await call('POST', `${srv.mgmt}/authenticators`, {
+      token,
+      body: { method: 'updb', identityId: id, username: name, password: `${name}-pw` },
+    });
+    expect(a.status, a.text).toBe(201);
+    const pw = await call('POST', `${srv.client}/authenticate?method=password`, {
+      body: { username: name, password: `${name}-pw` },
+    });
+    expect(pw.status, pw.text).toBe(200);
+    const session = pw.headers.get('zt-session')!;
+    expect(pw.body.data.authQueries).toEqual([
+      expect.objectContaining({
+        typeId: 'EXT-JWT',
+        provider: 'url',
+        id: certSigner.id,
+        httpUrl: 'https://idp.test/auth',
+      }),
+    ]);
+    expect((await call('GET', `${srv.client}/current-identity`, { token: session })).status).toBe(401);
+
+    // a token of another identity, or of another signer, does not complete it
+    const other = await createIdentity();
+    const secondStep = async (jwtText: string) =>
+      conformant(C, 'POST', '/authenticate', srv.base, {
+        query: 'method=ext-jwt',
+        token: session,
+        headers: { authorization: `Bearer ${jwtText}` },
+        body: {},
+      });
+    expectError(await secondStep(await certToken(other)), 401, 'INVALID_AUTH');
+    expectError(await secondStep(await jwksToken(id)), 401, 'INVALID_AUTH');
+    expect((await call('GET', `${srv.client}/current-identity`, { token: session })).status).toBe(401);
+
+    const done = await secondStep(await certToken(id));
+    expect(done.status, done.text).toBe(200);
+    expect(done.body.data.authQueries).toEqual([]);
+    expect(done.headers.get('zt-session')).toBeNull();
+    expect((await call('GET', `${srv.client}/current-identity`, { token: session })).status).toBe(200);
+
+    // a primary login with the required signer's token needs no second step
+    const direct = await extJwtLogin(await certToken(id));
+    expect(direct.status, direct.text).toBe(200);
+    expect(direct.body.data.authQueries).toEqual([]);
+  });
+});
+
 describe('external JWT signer CRUD', () => {
   it('reads, lists, updates and deletes; the client list shows enabled signers only', async () => {
     const ca = await createRootCa({ commonName: 'crud-signer' });
