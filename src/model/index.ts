@@ -9,6 +9,7 @@ import { configTypes } from './config-type.js';
 import { edgeRouters } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
+import { externalJwtSigners } from './external-jwt-signer.js';
 import { identities } from './identity.js';
 import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTypes } from './identity-type.js';
@@ -21,6 +22,7 @@ import { sessions } from './session.js';
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
   identityTypes,
+  externalJwtSigners,
   authPolicies,
   identities,
   authenticators,

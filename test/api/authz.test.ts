@@ -381,6 +381,38 @@ function rows(): Row[] {
     },
   );
 
+  // external JWT signers: admins (and the external-jwt-signer permissions); the client's list is public
+  const signerBody = () => ({
+    name: uniq('signer'),
+    enabled: true,
+    issuer: 'https://issuer.example',
+    audience: 'keel',
+    jwksEndpoint: 'https://issuer.example/jwks',
+    externalAuthUrl: 'https://issuer.example/auth',
+  });
+  const signer = async () => (await adminCall('POST', '/external-jwt-signers', signerBody())).data.id;
+  out.push(
+    { op: 'client GET /external-jwt-signers', expect: EVERYONE },
+    { op: `${m} GET /external-jwt-signers`, expect: ADMIN_READ },
+    { op: `${m} GET /external-jwt-signers/{id}`, prepare: async () => ({ id: await signer() }), expect: ADMIN_READ },
+    { op: `${m} POST /external-jwt-signers`, prepare: async () => ({ body: signerBody() }), expect: adminOnly(201) },
+    {
+      op: `${m} PUT /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer(), body: signerBody() }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer(), body: { tags: { x: 1 } } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} DELETE /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer() }),
+      expect: adminOnly(200),
+    },
+  );
+
   // MFA self-service, for callers without an MFA enrolment (enrolment itself comes last: it changes the caller):
   // every session may call them (MFA-pending ones included, except totp-token), and finds nothing to act on
   const NO_MFA = (s: number) => `${s} ${s} ${s} ${s} ${s} ${s} 401 401`;

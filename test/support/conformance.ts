@@ -40,6 +40,7 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
     file: 'test/api/mfa.test.ts',
     paths: /^\/(current-identity\/mfa|authenticate\/mfa|current-api-session\/totp-token|identities\/\{id\}\/mfa)/,
   },
+  { file: 'test/api/ext-jwt.test.ts', paths: /^\/external-jwt-signers(\/|$)/ },
   { file: 'test/api/lockout.test.ts', paths: /^\/identities\/\{id\}\/(disable|enable)$/ },
   {
     file: 'test/api/access.test.ts',

@@ -25,6 +25,7 @@ const BASES: [string, SpecName][] = [
  */
 export const UNDECLARED_OK: Record<string, string> = {
   '409 DELETE /auth-policies/{id}': 'a policy identities use (REFERENCE §7: CAN_NOT_DELETE_REFERENCED_ENTITY)',
+  '409 DELETE /external-jwt-signers/{id}': 'a signer an auth policy names (CAN_NOT_DELETE_REFERENCED_ENTITY)',
   '400 POST /identities/{id}/disable': 'a body that does not validate (the controller answers COULD_NOT_VALIDATE)',
   '400 POST /current-identity/mfa/verify': 'MFA_INVALID_TOKEN: a wrong code (controller apierror)',
   '409 POST /current-identity/mfa/verify': 'MFA_EXISTS: the enrollment is already verified',
