@@ -21,6 +21,7 @@ import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { enrollOps } from './ops/enroll.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
@@ -82,6 +83,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...informationalOps(specs),
     ...wellKnownOps(cacerts),
     ...authenticationOps(),
+    ...enrollOps(),
     ...identityOps(),
     ...controllerOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
@@ -154,6 +156,7 @@ export class Controller {
       log,
     );
     svc.cluster = cluster;
+    svc.pki = pki;
     svc.sessions = new SessionService(svc, {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
@@ -205,7 +208,12 @@ export class Controller {
       ctl.server = await serve(
         app,
         pki.apiTls
-          ? { engine: 'node', ...listen, tls: { key: pki.apiTls.key, cert: pki.apiTls.cert } }
+          ? {
+              engine: 'node',
+              ...listen,
+              // client certificates are asked for but optional; `cert` authentication verifies them (docs/enrollment.md)
+              tls: { key: pki.apiTls.key, cert: pki.apiTls.cert, ca: pki.caPems, requestCert: true },
+            }
           : { engine: opts.engine ?? 'uws', ...listen },
       );
       const scheme = pki.apiTls ? 'https' : 'http';

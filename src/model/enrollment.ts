@@ -5,8 +5,8 @@ import { s } from '../schema/s.js';
 
 /**
  * Outstanding enrollments of identities (one-time token or username/password), created with the identity.
- * Their management operations and the client's enroll operations come with the PKI work; for now the rows back
- * the `enrollment` block of an identity.
+ * The client's enroll operations consume them (src/auth/enrollment.ts); their management operations are to come.
+ * The rows also back the `enrollment` block of an identity.
  */
 export const enrollments = defineEntity({
   name: 'enrollments',

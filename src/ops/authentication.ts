@@ -3,6 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { certLogin } from '../auth/cert-login.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
@@ -111,11 +112,11 @@ export function authenticationOps(): OpDef<unknown>[] {
       },
       handler: async ({ req, body, svc }) => {
         const method = req.query.get('method');
-        if (method !== 'password') {
-          // cert and ext-jwt need the PKI and external signers; until then they are refused like an unknown method.
+        if (method !== 'password' && method !== 'cert') {
+          // ext-jwt needs external signers; until then it is refused like an unknown method.
           throw Errors.INVALID_AUTH_METHOD();
         }
-        const login = await passwordLogin(svc, body);
+        const login = method === 'cert' ? await certLogin(svc, req) : await passwordLogin(svc, body);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();

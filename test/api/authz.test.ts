@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { Caller } from '../../src/api/op.js';
 import { authenticators } from '../../src/model/authenticator.js';
+import { opensslCsr, Scratch } from '../pki/helpers.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { exercisedStatuses } from '../support/spec-check.js';
@@ -93,6 +94,28 @@ async function identity(kind: TargetKind, withLogin = false): Promise<{ id: stri
   return { id, username: name };
 }
 
+/** The token of a new identity's enrollment (`{ott: true}` or `{updb: username}`). */
+async function enrollmentToken(enrollment: Record<string, unknown>): Promise<string> {
+  const body = { name: uniq('enrollee'), type: 'Device', isAdmin: false, enrollment };
+  const { id } = (await adminCall('POST', '/identities', body)).data;
+  const detail = (await adminCall('GET', `/identities/${id}`)).data;
+  return (Object.values(detail.enrollment)[0] as { token: string }).token;
+}
+
+let csrPem: string | undefined;
+/** One CSR made by openssl, reused for every OTT row (each enrollment signs it anew). */
+function clientCsr(): string {
+  if (csrPem === undefined) {
+    const scratch = new Scratch();
+    try {
+      csrPem = opensslCsr(scratch, 'authz', 'ec', '/CN=authz');
+    } finally {
+      scratch.remove();
+    }
+  }
+  return csrPem;
+}
+
 async function authenticatorOf(kind: TargetKind): Promise<string> {
   if (kind === 'default') return defaultAdmin.authenticatorId;
   const { id } = await identity(kind, true);
@@ -140,6 +163,32 @@ function rows(): Row[] {
   out.push({ op: 'client GET /protocols', expect: EVERYONE });
   for (const api of ['client', 'management'] as const)
     out.push({ op: `${api} GET /.well-known/est/cacerts`, expect: EVERYONE });
+
+  // enrollment (client API, no session needed): each request consumes a fresh enrollment's token
+  out.push(
+    {
+      op: 'client POST /enroll/ott',
+      prepare: async () => ({ body: { token: await enrollmentToken({ ott: true }), clientCsr: clientCsr() } }),
+      expect: EVERYONE,
+    },
+    {
+      op: 'client POST /enroll/updb',
+      prepare: async () => ({
+        query: `token=${await enrollmentToken({ updb: uniq('enroll-user') })}`,
+        body: { password: 'enrolled-pw' },
+      }),
+      expect: EVERYONE,
+    },
+    {
+      op: 'client POST /enroll',
+      prepare: async () => ({
+        query: `method=updb&token=${await enrollmentToken({ updb: uniq('enroll-user') })}`,
+        body: { password: 'enrolled-pw' },
+      }),
+      expect: EVERYONE,
+    },
+    { op: 'client GET /enroll/jwks', expect: EVERYONE },
+  );
 
   // identities
   const m = 'management';

@@ -26,6 +26,9 @@ const BASES: [string, SpecName][] = [
 export const UNDECLARED_OK: Record<string, string> = {
   '404 GET /config-types/{id}/configs': 'unknown config type: association lists load their parent first (404)',
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
+  '409 POST /enroll/ott':
+    'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',
+  '409 POST /enroll/updb': 'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a updb authenticator)',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '408 *':

@@ -1,0 +1,420 @@
+/**
+ * Enrollment end to end: an identity created with an `ott` enrollment enrolls with a CSR made by openssl (both
+ * the spec's `POST /enroll/ott` and the legacy `POST /enroll?method=ott` with a PEM body), then logs in with the
+ * issued certificate over mutual TLS; `updb` enrollment sets the initial password; every refusal has OpenZiti's
+ * code. Every response goes through the spec check (`call()`, or `checkResponse` for the HTTPS requests).
+ */
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { importJWK, jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSigningCa, signCsr } from '../../src/pki/index.js';
+import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
+import { exercisedStatuses } from '../support/conformance.js';
+import { call, login, startServer, type TestServer } from '../support/server.js';
+import { SPEC_AVAILABLE } from '../support/spec.js';
+import { checkResponse } from '../support/spec-check.js';
+
+const s = new Scratch();
+afterAll(() => s.remove());
+
+let seq = 0;
+
+/** A new identity with one enrollment; returns its id and the enrollment's token and JWT. */
+async function enrollee(srv: TestServer, token: string, enrollment: Record<string, unknown>) {
+  const name = `enrollee-${++seq}`;
+  const created = await call('POST', `${srv.mgmt}/identities`, {
+    token,
+    body: { name, type: 'Device', isAdmin: false, enrollment },
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.data.id as string;
+  const detail = await call('GET', `${srv.mgmt}/identities/${id}`, { token });
+  const [e] = Object.values(detail.body.data.enrollment) as { token: string; jwt: string }[];
+  return { id, name, token: e!.token, jwt: e!.jwt };
+}
+
+async function authenticatorsOf(srv: TestServer, token: string, identityId: string) {
+  return (await call('GET', `${srv.mgmt}/identities/${identityId}/authenticators`, { token })).body.data as {
+    method: string;
+    fingerprint?: string;
+    isIssuedByNetwork: boolean;
+    certPem?: string;
+  }[];
+}
+
+/** openssl's SHA-1 fingerprint of a PEM certificate, as OpenZiti writes it (lower-case hex, no colons). */
+function opensslFingerprint(name: string, pem: string): string {
+  s.write(name, pem);
+  const out = openssl(['x509', '-noout', '-fingerprint', '-sha1', '-in', s.path(name)]).stdout;
+  return out
+    .slice(out.indexOf('=') + 1)
+    .trim()
+    .replaceAll(':', '')
+    .toLowerCase();
+}
+
+/** A self-signed clientAuth certificate of a new key, by openssl: `<name>.key`, `<name>.pem` in the scratch dir. */
+function selfSigned(name: string): void {
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', s.path(`${name}.key`)];
+  const cert = ['-days', '1', '-subj', `/CN=${name}`, '-out', s.path(`${name}.pem`)];
+  openssl(['req', '-x509', ...key, ...cert, '-addext', 'extendedKeyUsage=clientAuth']);
+}
+
+const csr = () => opensslCsr(s, `c${++seq}`, 'ec', '/CN=x');
+
+describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) => {
+  let srv: TestServer;
+  let admin: string;
+  let offset_ms = 0;
+  beforeAll(async () => {
+    srv = await startServer({ engine, clock: { now: () => Date.now() + offset_ms } });
+    admin = await login(srv.base);
+  });
+  afterAll(async () => {
+    await srv.stop();
+    // every enrollment operation had its success status checked against the spec
+    const missing = srv.ctl.ops
+      .filter((o) => o.path.startsWith('/enroll'))
+      .map((o) => `client ${o.method} ${o.path} 200`)
+      .filter((k) => !exercisedStatuses.has(k));
+    if (SPEC_AVAILABLE) expect(missing).toEqual([]);
+  });
+
+  it('ott: POST /enroll/ott signs the CSR, gives the identity a network-issued cert authenticator, uses the token up', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    const r = await call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
+    expect(r.status).toBe(200);
+    const { cert, ca } = r.body.data;
+    // the chain verifies against the CAs the answer names, and is the one the well-known bundle serves
+    s.write('ca.pem', ca);
+    s.write('chain.pem', cert);
+    const verified = openssl(['verify', '-CAfile', s.path('ca.pem'), '-purpose', 'sslclient', s.path('chain.pem')]);
+    expect(verified.stdout.trim()).toBe(`${s.path('chain.pem')}: OK`);
+    expect(openssl(['x509', '-noout', '-subject', '-in', s.path('chain.pem')]).stdout.trim()).toBe(
+      `subject=CN = ${e.id}`,
+    );
+    const [auth] = await authenticatorsOf(srv, admin, e.id);
+    expect(auth).toMatchObject({ method: 'cert', isIssuedByNetwork: true });
+    expect(auth!.fingerprint).toBe(opensslFingerprint('leaf.pem', cert));
+    const detail = await call('GET', `${srv.mgmt}/identities/${e.id}`, { token: admin });
+    expect(detail.body.data.enrollment).toEqual({});
+    // single use
+    const again = await call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
+    expect([again.status, again.body.error.code]).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    expect(await authenticatorsOf(srv, admin, e.id)).toHaveLength(1);
+  });
+
+  it('legacy POST /enroll?method=ott: a PEM body, a PEM answer (JSON when Accept asks for it)', async () => {
+    const e1 = await enrollee(srv, admin, { ott: true });
+    const pem = await fetch(`${srv.client}/enroll?method=ott&token=${e1.token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-pem-file' },
+      body: csr(),
+    });
+    expect(pem.status).toBe(200);
+    expect(pem.headers.get('content-type')).toBe('application/x-pem-file');
+    const text = await pem.text();
+    expect(text.startsWith('-----BEGIN CERTIFICATE-----')).toBe(true);
+    const [auth] = await authenticatorsOf(srv, admin, e1.id);
+    expect(auth!.fingerprint).toBe(opensslFingerprint('legacy.pem', text));
+
+    const e2 = await enrollee(srv, admin, { ott: true });
+    const json = await call('POST', `${srv.client}/enroll?method=ott&token=${e2.token}`, {
+      raw: csr(),
+      headers: { 'content-type': 'text/plain', accept: 'application/json' },
+    });
+    expect(json.status).toBe(200);
+    expect(json.body.data.cert).toContain('-----BEGIN CERTIFICATE-----');
+    expect(json.body.data.ca).toContain('-----BEGIN CERTIFICATE-----');
+  });
+
+  it('refusals: unknown token, wrong method, malformed or missing CSR (token kept), bad media type, expiry', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    const code = (r: { status: number; body: any }) => [r.status, r.body?.error?.code];
+    const ott = (body: unknown) => call('POST', `${srv.client}/enroll/ott`, { body });
+    expect(code(await ott({ token: '2f1b7a64-31f4-4bd0-9b5e-4c0e0f2b3a11', clientCsr: csr() }))).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+    ]);
+    expect(code(await ott({ token: 'x'.repeat(65), clientCsr: csr() }))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    expect(code(await ott({ clientCsr: csr() }))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    expect(code(await ott({ token: e.token, clientCsr: 'not a csr' }))).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
+    expect(code(await ott({ token: e.token }))).toEqual([400, 'MISSING_OR_INVALID_CSR']);
+    expect(code(await ott({ token: e.token, clientCsr: 7 }))).toEqual([400, 'COULD_NOT_VALIDATE']);
+    // a CSR asking for a CA certificate is refused too
+    const caCsr = opensslCsr(s, 'ca-req', 'ec', '/CN=x', ['-addext', 'basicConstraints=critical,CA:TRUE']);
+    expect(code(await ott({ token: e.token, clientCsr: caCsr }))).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
+    const u = await enrollee(srv, admin, { updb: `user-${++seq}` });
+    expect(code(await ott({ token: u.token, clientCsr: csr() }))).toEqual([400, 'INVALID_ENROLL_METHOD']);
+    const legacy = (query: string, headers: Record<string, string>, raw: string) =>
+      call('POST', `${srv.client}/enroll?${query}`, { raw, headers });
+    expect(code(await legacy(`method=bogus&token=${e.token}`, { 'content-type': 'text/plain' }, csr()))).toEqual([
+      400,
+      'INVALID_ENROLL_METHOD',
+    ]);
+    expect(code(await legacy(`token=${e.token}`, { 'content-type': 'text/plain' }, csr()))).toEqual([
+      400,
+      'INVALID_ENROLL_METHOD',
+    ]);
+    expect(code(await legacy(`method=ott&token=${e.token}`, { 'content-type': 'image/png' }, csr()))).toEqual([
+      415,
+      'UNSUPPORTED_MEDIA',
+    ]);
+    expect(code(await legacy(`method=ott&token=${e.token}`, { 'content-type': 'text/plain' }, ''))).toEqual([
+      400,
+      'MISSING_OR_INVALID_CSR',
+    ]);
+    // none of these used the token up
+    expect(await authenticatorsOf(srv, admin, e.id)).toEqual([]);
+    // past the enrollment window (180 minutes)
+    offset_ms = 181 * 60 * 1000;
+    try {
+      expect(code(await ott({ token: e.token, clientCsr: csr() }))).toEqual([400, 'ENROLLMENT_EXPIRED']);
+    } finally {
+      offset_ms = 0;
+    }
+    expect((await ott({ token: e.token, clientCsr: csr() })).status).toBe(200);
+  });
+
+  it('409: the identity already has a cert authenticator; a node without the signing CA cannot issue', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    selfSigned('other');
+    const added = await call('POST', `${srv.mgmt}/authenticators`, {
+      token: admin,
+      body: { method: 'cert', identityId: e.id, certPem: s.read('other.pem') },
+    });
+    expect(added.status).toBe(201);
+    const ott = () => call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
+    const dup = await ott();
+    expect([dup.status, dup.body.error.code]).toEqual([409, 'MAX_AUTHENTICATOR_METHODS_REACHED']);
+    // nothing was half-applied: the enrollment is still there, the identity has one authenticator
+    const detail = await call('GET', `${srv.mgmt}/identities/${e.id}`, { token: admin });
+    expect(detail.body.data.enrollment.ott.token).toBe(e.token);
+    expect(await authenticatorsOf(srv, admin, e.id)).toHaveLength(1);
+    await call('DELETE', `${srv.mgmt}/authenticators/${added.body.data.id}`, { token: admin });
+    // a node set up from a join bundle holds no signing CA key
+    const pki = srv.ctl.svc.pki!;
+    srv.ctl.svc.pki = { ...pki, signing: null };
+    try {
+      const refused = await ott();
+      expect([refused.status, refused.body.error.code]).toEqual([409, 'INVALID_ENROLLMENT_NOT_ALLOWED']);
+    } finally {
+      srv.ctl.svc.pki = pki;
+    }
+    expect((await ott()).status).toBe(200);
+  });
+
+  it('updb: sets the initial password of the enrollment username, then password login works; single use', async () => {
+    const username = `updb-user-${++seq}`;
+    const e = await enrollee(srv, admin, { updb: username });
+    const updb = (token: string, body: unknown) => call('POST', `${srv.client}/enroll/updb?token=${token}`, { body });
+    expect((await updb(e.token, { password: 'abc' })).body.error.code).toBe('COULD_NOT_VALIDATE');
+    const wrongUser = await updb(e.token, { username: 'someone-else', password: 'updb-pass-1' });
+    expect([wrongUser.status, wrongUser.body.error.code, wrongUser.body.error.cause.field]).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'username',
+    ]);
+    const ok = await updb(e.token, { password: 'updb-pass-1' });
+    expect([ok.status, ok.body]).toEqual([200, { data: {}, meta: {} }]);
+    const session = await login(srv.base, username, 'updb-pass-1');
+    const me = await call('GET', `${srv.client}/current-identity`, { token: session });
+    expect(me.body.data.id).toBe(e.id);
+    expect((await updb(e.token, { password: 'updb-pass-2' })).body.error.code).toBe('INVALID_ENROLLMENT_TOKEN');
+    // the legacy form with a JSON body
+    const name2 = `updb-user-${++seq}`;
+    const e2 = await enrollee(srv, admin, { updb: name2 });
+    const legacy = await call('POST', `${srv.client}/enroll?method=updb&token=${e2.token}`, {
+      body: { password: 'updb-pass-3' },
+    });
+    expect(legacy.status).toBe(200);
+    expect(await login(srv.base, name2, 'updb-pass-3')).toBeTruthy();
+    // an ott token is not a updb one
+    const o = await enrollee(srv, admin, { ott: true });
+    expect((await updb(o.token, { password: 'updb-pass-4' })).body.error.code).toBe('INVALID_ENROLL_METHOD');
+  });
+
+  it('GET /enroll/jwks: the key that signs enrollment JWTs', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    const r = await call('GET', `${srv.client}/enroll/jwks`);
+    expect(r.status).toBe(200);
+    const header = JSON.parse(Buffer.from(e.jwt.split('.')[0]!, 'base64url').toString());
+    const key = r.body.keys.find((k: { kid: string }) => k.kid === header.kid);
+    expect(key).toBeDefined();
+    expect(key.d).toBeUndefined(); // public only
+    const { payload } = await jwtVerify(e.jwt, await importJWK(key, 'ES256'));
+    expect(payload.jti).toBe(e.token);
+  });
+});
+
+interface TlsRes {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  text: string;
+}
+
+/** One HTTPS request trusting `ca`, with a client key and certificate when given; checked against the spec. */
+function tlsCall(
+  method: string,
+  url: string,
+  opts: { ca: string; key?: string; cert?: string; body?: unknown; token?: string; raw?: string; type?: string },
+): Promise<TlsRes> {
+  const headers: Record<string, string> = {};
+  let payload: string | undefined;
+  if (opts.raw !== undefined) {
+    payload = opts.raw;
+    headers['content-type'] = opts.type ?? 'text/plain';
+  } else if (opts.body !== undefined) {
+    payload = JSON.stringify(opts.body);
+    headers['content-type'] = 'application/json';
+  }
+  if (opts.token) headers['zt-session'] = opts.token;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      { method, headers, ca: opts.ca, key: opts.key, cert: opts.cert, agent: false, timeout: 20_000 },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          let body: any;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            body = undefined;
+          }
+          const out = { status: res.statusCode ?? 0, headers: res.headers, body, text };
+          try {
+            checkResponse(method, url, out);
+            resolve(out);
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(payload);
+  });
+}
+
+describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
+  let srv: TestServer;
+  let ca: string;
+  let admin: string;
+  const mgmt = () => `${srv.base}/edge/management/v1`;
+  const client = () => `${srv.base}/edge/client/v1`;
+  const certLogin = (key?: string, cert?: string) =>
+    tlsCall('POST', `${client()}/authenticate?method=cert`, { ca, key, cert, body: {} });
+
+  beforeAll(async () => {
+    srv = await startServer({ engine: 'node', apiTls: true });
+    // the trust anchor a client bootstraps (the root in /.well-known/est/cacerts)
+    ca = readFileSync(join(srv.dataDir, 'pki', 'ca.cert.pem'), 'utf8');
+    const r = await tlsCall('POST', `${mgmt()}/authenticate?method=password`, {
+      ca,
+      body: { username: 'admin', password: 'admin-test-password' },
+    });
+    admin = r.headers['zt-session'] as string;
+  });
+  afterAll(() => srv.stop());
+
+  /** Enrolls a new ott identity over HTTPS with an openssl key; returns its id, key and certificate chain. */
+  async function enrolled(): Promise<{ id: string; name: string; key: string; cert: string }> {
+    const name = `mtls-${++seq}`;
+    const created = await tlsCall('POST', `${mgmt()}/identities`, {
+      ca,
+      token: admin,
+      body: { name, type: 'Device', isAdmin: false, enrollment: { ott: true } },
+    });
+    const id = created.body.data.id as string;
+    const detail = await tlsCall('GET', `${mgmt()}/identities/${id}`, { ca, token: admin });
+    const token = detail.body.data.enrollment.ott.token as string;
+    const base = `k${++seq}`;
+    const clientCsr = opensslCsr(s, base, 'ec', '/CN=x');
+    const r = await tlsCall('POST', `${client()}/enroll/ott`, { ca, body: { token, clientCsr } });
+    expect(r.status).toBe(200);
+    return { id, name, key: s.read(`${base}.key`), cert: r.body.data.cert };
+  }
+
+  it('logs in with the issued certificate and reads the current identity; the session works like a password one', async () => {
+    const me = await enrolled();
+    const r = await certLogin(me.key, me.cert);
+    expect(r.status).toBe(200);
+    const session = r.headers['zt-session'] as string;
+    expect(session).toBe(r.body.data.token);
+    const current = await tlsCall('GET', `${client()}/current-identity`, { ca, token: session });
+    expect([current.status, current.body.data.id, current.body.data.name]).toEqual([200, me.id, me.name]);
+    // the session needs no client certificate afterwards, and names the cert authenticator
+    const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
+      .data;
+    const apiSession = await tlsCall('GET', `${client()}/current-api-session`, { ca, token: session });
+    expect(apiSession.body.data.authenticatorId).toBe(auth.id);
+    // the leaf alone (without the signing CA the chain carries) is enough: the controller knows its CAs
+    const leafOnly = me.cert.slice(0, me.cert.indexOf('-----END CERTIFICATE-----') + 25);
+    expect((await certLogin(me.key, leafOnly)).status).toBe(200);
+  });
+
+  it('refuses with 401 INVALID_AUTH: no certificate, a foreign one, one of this CA with no authenticator, a removed authenticator, a disabled identity', async () => {
+    const code = (r: TlsRes) => [r.status, r.body?.error?.code];
+    expect(code(await certLogin())).toEqual([401, 'INVALID_AUTH']);
+    // self-signed by someone else
+    selfSigned('stranger');
+    expect(code(await certLogin(s.read('stranger.key'), s.read('stranger.pem')))).toEqual([401, 'INVALID_AUTH']);
+    // a foreign certificate registered by an admin as a cert authenticator still does not chain to the CAs
+    const stranger = await tlsCall('POST', `${mgmt()}/identities`, {
+      ca,
+      token: admin,
+      body: { name: `stranger-${++seq}`, type: 'Device', isAdmin: false },
+    });
+    const registered = await tlsCall('POST', `${mgmt()}/authenticators`, {
+      ca,
+      token: admin,
+      body: { method: 'cert', identityId: stranger.body.data.id, certPem: s.read('stranger.pem') },
+    });
+    expect(registered.status).toBe(201);
+    expect(code(await certLogin(s.read('stranger.key'), s.read('stranger.pem')))).toEqual([401, 'INVALID_AUTH']);
+    // issued by this controller's signing CA but belonging to no authenticator
+    const signing = await loadSigningCa(join(srv.dataDir, 'pki'));
+    const orphanCsr = opensslCsr(s, 'orphan', 'ec', '/CN=orphan');
+    const orphan = await signCsr(signing, orphanCsr, { usage: 'client' });
+    expect(code(await certLogin(s.read('orphan.key'), orphan))).toEqual([401, 'INVALID_AUTH']);
+    // the authenticator removed
+    const me = await enrolled();
+    expect((await certLogin(me.key, me.cert)).status).toBe(200);
+    const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
+      .data;
+    expect((await tlsCall('DELETE', `${mgmt()}/authenticators/${auth.id}`, { ca, token: admin })).status).toBe(200);
+    expect(code(await certLogin(me.key, me.cert))).toEqual([401, 'INVALID_AUTH']);
+    // the identity disabled
+    const other = await enrolled();
+    expect((await certLogin(other.key, other.cert)).status).toBe(200);
+    const at = srv.ctl.svc.nowIso();
+    await srv.ctl.svc.write({
+      op: 'update',
+      entity: 'identities',
+      id: other.id,
+      set: { disabledAt: at },
+      at,
+      system: true,
+    });
+    expect(code(await certLogin(other.key, other.cert))).toEqual([401, 'INVALID_AUTH']);
+    // a certificate for server use only is not a client certificate
+    const serverOnly = await signCsr(signing, opensslCsr(s, 'srvonly', 'ec', '/CN=s'), { usage: 'server' });
+    expect(code(await certLogin(s.read('srvonly.key'), serverOnly))).toEqual([401, 'INVALID_AUTH']);
+  });
+
+  it('a controller without TLS has no client certificate to check: 401 INVALID_AUTH', async () => {
+    const plain = await startServer();
+    try {
+      const r = await call('POST', `${plain.client}/authenticate?method=cert`, { body: {} });
+      expect([r.status, r.body.error.code]).toEqual([401, 'INVALID_AUTH']);
+    } finally {
+      await plain.stop();
+    }
+  });
+});
