@@ -22,6 +22,7 @@ import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { enrollOps } from './ops/enroll.js';
+import { enrollmentOps } from './ops/enrollments.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
@@ -84,6 +85,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...wellKnownOps(cacerts),
     ...authenticationOps(),
     ...enrollOps(),
+    ...enrollmentOps(),
     ...identityOps(),
     ...controllerOps(),
     ...ENTITIES.flatMap((e) => e.ops()),

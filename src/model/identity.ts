@@ -9,12 +9,12 @@ import {
 } from '../api/entity.js';
 import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
-import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { type Schema, s } from '../schema/s.js';
-import { shortId, uuid } from '../util/ids.js';
+import { shortId } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
-import { identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf } from './enrollment.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
 
 export const PERMISSIONS = [
@@ -215,6 +215,15 @@ export const identities = defineEntity({
       operationId: 'getIdentityAuthenticators',
       summary: 'Retrieve the current authenticators of a specific identity',
     },
+    {
+      path: 'enrollments',
+      listed: () => enrollments,
+      via: { ref: 'identityId' },
+      // tokens and JWTs are credentials: holders of the enrollment permission (and admins) only
+      permission: 'enrollment',
+      operationId: 'getIdentityEnrollments',
+      summary: 'Retrieve the outstanding enrollments of a specific identity',
+    },
   ],
   symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
@@ -249,22 +258,13 @@ export const identities = defineEntity({
     const out: Command[] = [];
     const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
     const add = async (method: string, extra: Record<string, unknown>, expect: Expect[] = []) => {
-      const token = uuid();
-      const jwt = await signEnrollmentJwt(svc, { identityId: id, token, method, expiresAtMs });
+      const data = { ...(await enrollmentFields(svc, id, method, expiresAtMs)), ...extra };
       out.push({
         op: 'create',
         entity: 'enrollments',
         id: shortId(),
         at,
-        data: {
-          method,
-          identityId: id,
-          token,
-          jwt,
-          expiresAt: new Date(expiresAtMs).toISOString(),
-          methodKey: `${id}:${method}`,
-          ...extra,
-        },
+        data,
         ...(expect.length > 0 ? { expect } : {}),
       });
     };

@@ -192,6 +192,47 @@ function rows(): Row[] {
 
   // identities
   const m = 'management';
+  // outstanding enrollments (management): admins, and admin_readonly for reads (permission entity `enrollment`)
+  const HOUR_MS = 3_600_000;
+  const outstanding = async () => {
+    const { id } = await identity('plain');
+    const body = { method: 'ott', identityId: id, expiresAt: new Date(Date.now() + HOUR_MS).toISOString() };
+    return { identityId: id, id: (await adminCall('POST', '/enrollments', body)).data.id as string };
+  };
+  out.push(
+    { op: `${m} GET /enrollments`, expect: ADMIN_READ },
+    {
+      op: `${m} POST /enrollments`,
+      prepare: async () => ({
+        body: {
+          method: 'ott',
+          identityId: (await identity('plain')).id,
+          expiresAt: new Date(Date.now() + HOUR_MS).toISOString(),
+        },
+      }),
+      expect: adminOnly(201),
+    },
+    { op: `${m} GET /enrollments/{id}`, prepare: async () => ({ id: (await outstanding()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} DELETE /enrollments/{id}`,
+      prepare: async () => ({ id: (await outstanding()).id }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} POST /enrollments/{id}/refresh`,
+      prepare: async () => ({
+        id: (await outstanding()).id,
+        body: { expiresAt: new Date(Date.now() + 2 * HOUR_MS).toISOString() },
+      }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} GET /identities/{id}/enrollments`,
+      prepare: async () => ({ id: (await outstanding()).identityId }),
+      expect: ADMIN_READ,
+    },
+  );
+
   out.push({ op: `${m} GET /identities`, expect: IDENTITY_READ });
   for (const [variant, extra, status] of [
     ['plain', { isAdmin: false }, identityWrite(201)],

@@ -9,15 +9,26 @@ import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { OpDef } from '../../src/api/op.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
-import { exercisedStatuses } from '../support/conformance.js';
+import { COVERED_IN_OWN_FILES, exercisedStatuses } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { checkResponse } from '../support/spec-check.js';
 
 const s = new Scratch();
-afterAll(() => s.remove());
+const opsServed: OpDef<unknown>[] = [];
+afterAll(() => {
+  s.remove();
+  // every operation this file covers (COVERED_IN_OWN_FILES) had each success status checked against the spec
+  const own = COVERED_IN_OWN_FILES.find((c) => c.file === 'test/api/enroll.test.ts')!;
+  const missing = opsServed
+    .filter((o) => own.paths.test(o.path))
+    .flatMap((o) => o.apis.flatMap((api) => Object.keys(o.responses).map((st) => `${api} ${o.method} ${o.path} ${st}`)))
+    .filter((k) => !exercisedStatuses.has(k));
+  if (SPEC_AVAILABLE) expect(missing).toEqual([]);
+});
 
 let seq = 0;
 
@@ -73,13 +84,8 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     admin = await login(srv.base);
   });
   afterAll(async () => {
+    if (opsServed.length === 0) opsServed.push(...srv.ctl.ops);
     await srv.stop();
-    // every enrollment operation had its success status checked against the spec
-    const missing = srv.ctl.ops
-      .filter((o) => o.path.startsWith('/enroll'))
-      .map((o) => `client ${o.method} ${o.path} 200`)
-      .filter((k) => !exercisedStatuses.has(k));
-    if (SPEC_AVAILABLE) expect(missing).toEqual([]);
   });
 
   it('ott: POST /enroll/ott signs the CSR, gives the identity a network-issued cert authenticator, uses the token up', async () => {
@@ -416,5 +422,141 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     } finally {
       await plain.stop();
     }
+  });
+});
+
+describe('outstanding enrollments (management API)', () => {
+  let srv: TestServer;
+  let admin: string;
+  let offset_ms = 0;
+  const inMs = (ms: number) => new Date(Date.now() + offset_ms + ms).toISOString();
+  const HOUR_MS = 3_600_000;
+  beforeAll(async () => {
+    srv = await startServer({ clock: { now: () => Date.now() + offset_ms } });
+    admin = await login(srv.base);
+  });
+  afterAll(() => srv.stop());
+
+  const identity = async () =>
+    (
+      await call('POST', `${srv.mgmt}/identities`, {
+        token: admin,
+        body: { name: `plain-${++seq}`, type: 'Device', isAdmin: false },
+      })
+    ).body.data.id as string;
+  const create = (body: unknown) => call('POST', `${srv.mgmt}/enrollments`, { token: admin, body });
+  const detail = (id: string, token = admin) => call('GET', `${srv.mgmt}/enrollments/${id}`, { token });
+  const enrollOtt = (token: string) => call('POST', `${srv.client}/enroll/ott`, { body: { token, clientCsr: csr() } });
+  const code = (r: { status: number; body: any }) => [r.status, r.body?.error?.code, r.body?.error?.cause?.field];
+
+  it('create, detail, list, per identity, delete; one per method (409 ENROLLMENT_EXISTS)', async () => {
+    const identityId = await identity();
+    const expiresAt = inMs(HOUR_MS);
+    const r = await create({ method: 'ott', identityId, expiresAt });
+    expect(r.status).toBe(201);
+    const d = (await detail(r.body.data.id)).body.data;
+    expect(d).toMatchObject({ method: 'ott', identityId, expiresAt, identity: { id: identityId } });
+    const claims = JSON.parse(Buffer.from(d.jwt.split('.')[1], 'base64url').toString());
+    expect(claims).toMatchObject({ sub: identityId, jti: d.token, em: 'ott' });
+    expect(claims.exp).toBe(Math.floor(Date.parse(expiresAt) / 1000));
+    // the identity shows it too
+    const ident = await call('GET', `${srv.mgmt}/identities/${identityId}`, { token: admin });
+    expect(ident.body.data.enrollment.ott.token).toBe(d.token);
+    expect(code(await create({ method: 'ott', identityId, expiresAt }))).toEqual([409, 'ENROLLMENT_EXISTS', 'method']);
+    const u = await create({ method: 'updb', identityId, expiresAt, username: `mgmt-user-${++seq}` });
+    expect(u.status).toBe(201);
+    expect((await detail(u.body.data.id)).body.data.username).toMatch(/^mgmt-user-/);
+    const listed = await call(
+      'GET',
+      `${srv.mgmt}/enrollments?filter=${encodeURIComponent(`identityId="${identityId}"`)}`,
+      {
+        token: admin,
+      },
+    );
+    expect(listed.body.data.map((e: { method: string }) => e.method).sort()).toEqual(['ott', 'updb']);
+    const own = await call('GET', `${srv.mgmt}/identities/${identityId}/enrollments`, { token: admin });
+    expect(own.body.data).toHaveLength(2);
+    // deleting it makes its token worthless
+    expect((await call('DELETE', `${srv.mgmt}/enrollments/${r.body.data.id}`, { token: admin })).status).toBe(200);
+    expect((await detail(r.body.data.id)).status).toBe(404);
+    expect(code(await enrollOtt(d.token))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN', undefined]);
+    // and the method is free again
+    expect((await create({ method: 'ott', identityId, expiresAt })).status).toBe(201);
+  });
+
+  it('refuses bad creates: past or too distant expiry, unknown identity, ottca without a CA, updb without a free username', async () => {
+    const identityId = await identity();
+    expect(code(await create({ method: 'ott', identityId, expiresAt: inMs(-1000) }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'expiresAt',
+    ]);
+    expect(code(await create({ method: 'ott', identityId, expiresAt: inMs(367 * 24 * HOUR_MS) }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'expiresAt',
+    ]);
+    expect(code(await create({ method: 'ott', identityId: 'nope', expiresAt: inMs(HOUR_MS) }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'identityId',
+    ]);
+    expect(code(await create({ method: 'ottca', identityId, caId: 'x', expiresAt: inMs(HOUR_MS) }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'caId',
+    ]);
+    expect(code(await create({ method: 'bogus', identityId, expiresAt: inMs(HOUR_MS) }))[0]).toBe(400);
+    expect(code(await create({ method: 'updb', identityId, expiresAt: inMs(HOUR_MS) }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'username',
+    ]);
+    expect(code(await create({ method: 'updb', identityId, expiresAt: inMs(HOUR_MS), username: 'admin' }))).toEqual([
+      400,
+      'COULD_NOT_VALIDATE',
+      'username',
+    ]);
+    const list = await call('GET', `${srv.mgmt}/identities/${identityId}/enrollments`, { token: admin });
+    expect(list.body.data).toEqual([]);
+  });
+
+  it('refresh: a new token and JWT, the old ones enroll nothing; an expired enrollment comes back to life', async () => {
+    const identityId = await identity();
+    const r = await create({ method: 'ott', identityId, expiresAt: inMs(HOUR_MS) });
+    expect(r.status, r.text).toBe(201);
+    const before = (await detail(r.body.data.id)).body.data;
+    offset_ms = 2 * HOUR_MS; // past the window
+    try {
+      expect(code(await enrollOtt(before.token))).toEqual([400, 'ENROLLMENT_EXPIRED', undefined]);
+      const expiresAt = inMs(HOUR_MS);
+      const later = await login(srv.base); // the admin session of before has lapsed with the clock
+      const refreshed = await call('POST', `${srv.mgmt}/enrollments/${r.body.data.id}/refresh`, {
+        token: later,
+        body: { expiresAt },
+      });
+      expect([refreshed.status, refreshed.body.data.id]).toEqual([200, r.body.data.id]);
+      const after = (await detail(r.body.data.id, later)).body.data;
+      expect(after.expiresAt).toBe(expiresAt);
+      expect(after.token).not.toBe(before.token);
+      expect(after.jwt).not.toBe(before.jwt);
+      expect(JSON.parse(Buffer.from(after.jwt.split('.')[1], 'base64url').toString()).jti).toBe(after.token);
+      expect(code(await enrollOtt(before.token))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN', undefined]);
+      expect((await enrollOtt(after.token)).status).toBe(200);
+      // used up: nothing left to refresh
+      const gone = await call('POST', `${srv.mgmt}/enrollments/${r.body.data.id}/refresh`, {
+        token: later,
+        body: { expiresAt },
+      });
+      expect(code(gone)).toEqual([404, 'NOT_FOUND', undefined]);
+    } finally {
+      offset_ms = 0;
+    }
+    admin = await login(srv.base);
+    const other = await create({ method: 'ott', identityId: await identity(), expiresAt: inMs(HOUR_MS) });
+    const refresh = (body: unknown) =>
+      call('POST', `${srv.mgmt}/enrollments/${other.body.data.id}/refresh`, { token: admin, body });
+    expect(code(await refresh({ expiresAt: inMs(-1000) }))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
+    expect(code(await refresh({}))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
   });
 });

@@ -34,5 +34,5 @@ export async function conformant(
  */
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
-  { file: 'test/api/enroll.test.ts', paths: /^\/enroll(\/|$)/ },
+  { file: 'test/api/enroll.test.ts', paths: /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$/ },
 ];
