@@ -20,6 +20,7 @@ import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { authenticationOps } from './ops/authentication.js';
+import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
@@ -86,6 +87,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...authenticationOps(),
     ...enrollOps(),
     ...enrollmentOps(),
+    ...caOps(),
     ...identityOps(),
     ...controllerOps(),
     ...ENTITIES.flatMap((e) => e.ops()),

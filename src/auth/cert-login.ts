@@ -9,15 +9,14 @@ import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { isDisabled } from '../model/identity.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { verifyChain } from '../pki/verify.js';
+import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 
 export async function certLogin(
   svc: Services,
   req: HttpRequest,
 ): Promise<{ identity: Row; authenticator: Row } | null> {
   const chain = req.peerCertificates;
-  const cas = svc.pki?.caPems ?? [];
-  if (!chain || chain.length === 0 || cas.length === 0) return null;
+  if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf!));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
@@ -27,8 +26,20 @@ export async function certLogin(
   const policy = svc.get('auth-policies', identity.authPolicyId as string);
   const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
   if (cert?.allowed === false) return null;
-  // the client's own intermediates may help build the path; only this controller's CAs are trusted
-  const verified = await verifyChain(leaf!, sent, cas, { at: new Date(svc.clock.now()), purpose: 'client' });
+  // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
+  // that allow authentication
+  const trusted = [...svc.pki.caPems, ...authCas(svc)];
+  const verified = await verifyChain(leaf!, sent, trusted, { at: new Date(svc.clock.now()), purpose: 'client' });
   if (!verified.ok && !(verified.code === 'EXPIRED' && cert?.allowExpiredCerts === true)) return null;
   return { identity, authenticator };
+}
+
+/** The certificates of verified CAs with `isAuthEnabled` (at most MAX_CHAIN_CANDIDATES of them). */
+function authCas(svc: Services): string[] {
+  const out: string[] = [];
+  for (const ca of svc.store.collection('cas').scan()) {
+    if (out.length >= MAX_CHAIN_CANDIDATES) break;
+    if (ca.isVerified === true && ca.isAuthEnabled === true) out.push(ca.certPem as string);
+  }
+  return out;
 }

@@ -32,6 +32,18 @@ export async function enrollmentFields(
   };
 }
 
+/** The CA of an `ottca` enrollment: it must exist, be verified and allow OTT CA enrollment (else 400 on `field`). */
+export function ottcaCaId(svc: Services, caId: unknown, field: string): string {
+  const id = typeof caId === 'string' ? caId : '';
+  const ca = svc.get('cas', id);
+  if (!ca) throw fieldError(field, `ca with id ${id} not found`, id);
+  if (ca.isVerified !== true) throw fieldError(field, `ca with id ${id} is not verified`, id);
+  if (ca.isOttCaEnrollmentEnabled !== true) {
+    throw fieldError(field, `ca with id ${id} does not allow ottca enrollment`, id);
+  }
+  return id;
+}
+
 /** A requested `expiresAt`, checked: a date-time in the future, at most MAX_ENROLLMENT_DURATION_MS ahead. */
 export function checkedExpiry(svc: Services, value: unknown): number {
   const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN;
@@ -79,6 +91,8 @@ export const enrollments = defineEntity({
     expiresAt: { type: 'datetime' },
     jwt: { type: 'string', filter: false },
     username: { type: 'string', unique: true },
+    /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
+    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
     /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
     methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
   },
@@ -99,7 +113,7 @@ export const enrollments = defineEntity({
   toApi: (row, svc) => {
     const identityId = row.identityId as string;
     const out: Record<string, unknown> = {
-      caId: null,
+      caId: row.caId ?? null,
       // the spec lists `details` as required: an empty map (OpenZiti's model has no such field to fill)
       details: {},
       expiresAt: row.expiresAt,
@@ -112,7 +126,11 @@ export const enrollments = defineEntity({
     if (row.method === 'updb') out.username = row.username;
     return out;
   },
-  // `expiresAt` and the JWT lapse with the clock, but the rendering does not change: cacheable
+  // the token and JWT are credentials: admins see them, other readers (admin_readonly, enrollment.read) do not
+  redact: (data) => {
+    const { jwt: _jwt, ...rest } = data;
+    return { ...rest, token: '' };
+  },
   operations: { update: false, patch: false },
   async fromApi(body, { svc, expect }) {
     const identityId = body.identityId as string;
@@ -121,11 +139,8 @@ export const enrollments = defineEntity({
     if (!svc.get('identities', identityId)) {
       throw fieldError('identityId', `identity with id ${identityId} not found`, identityId);
     }
-    if (method === 'ottca') {
-      // CA-backed enrollments need a registered, verified CA; CAs are not served yet
-      throw fieldError('caId', `ca with id ${String(body.caId ?? '')} not found`, String(body.caId ?? ''));
-    }
     const data = await enrollmentFields(svc, identityId, method, expiresAtMs);
+    if (method === 'ottca') data.caId = ottcaCaId(svc, body.caId, 'caId');
     if (method === 'updb') {
       const u = body.username;
       if (typeof u !== 'string' || u.length < 4 || u.length > 100) {
@@ -145,7 +160,12 @@ export function identityEnrollments(svc: Services, identityId: string): Record<s
   const out: Record<string, unknown> = {};
   for (const id of svc.store.lookup('enrollments', 'identityId', identityId)) {
     const e = svc.get('enrollments', id) as Row;
-    out[e.method as string] = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
+    const block: Record<string, unknown> = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
+    if (e.caId) {
+      block.caId = e.caId;
+      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name as string | undefined);
+    }
+    out[e.method as string] = block;
   }
   return out;
 }

@@ -14,7 +14,7 @@ import { type Schema, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
-import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf, ottcaCaId } from './enrollment.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
 
 export const PERMISSIONS = [
@@ -272,8 +272,7 @@ export const identities = defineEntity({
     if (e.ott === true) {
       await add('ott', {});
     } else if (e.ottca) {
-      // CA-backed enrollments need a registered, verified CA; CAs arrive with the PKI.
-      throw fieldError('enrollment.ottca', `ca with id ${e.ottca} not found`, e.ottca);
+      await add('ottca', { caId: ottcaCaId(svc, e.ottca, 'enrollment.ottca') });
     } else if (typeof e.updb === 'string' && e.updb !== '') {
       if (e.updb.length < 4 || e.updb.length > 100)
         throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);

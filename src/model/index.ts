@@ -2,6 +2,7 @@ import { Schema } from '../../storage/schema.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
+import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerKeys, enrollments } from './enrollment.js';
@@ -13,6 +14,7 @@ export const ENTITIES = [
   identityTypes,
   authPolicies,
   identities,
+  cas,
   authenticators,
   apiSessions,
   configTypes,

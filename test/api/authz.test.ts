@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { Caller } from '../../src/api/op.js';
 import { authenticators } from '../../src/model/authenticator.js';
+import { createRootCa, issueServerCert } from '../../src/pki/index.js';
 import { opensslCsr, Scratch } from '../pki/helpers.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
@@ -54,6 +55,8 @@ interface Prepared {
   id?: string;
   query?: string;
   body?: unknown;
+  /** A text/plain body instead of JSON. */
+  text?: string;
   /** Undoes what an allowed request did to a fixture that cannot be made afresh (the default admin's login). */
   after?: () => Promise<void>;
 }
@@ -192,6 +195,72 @@ function rows(): Row[] {
 
   // identities
   const m = 'management';
+  // third-party CAs (permission entity `ca`): a fresh CA per request
+  const newCa = async (verified = false) => {
+    const made = await createRootCa({ commonName: uniq('authz-ca') });
+    const body = {
+      name: uniq('authz-ca'),
+      certPem: made.certPem,
+      isAutoCaEnrollmentEnabled: false,
+      isOttCaEnrollmentEnabled: true,
+      isAuthEnabled: false,
+      identityRoles: [],
+    };
+    const id = (await adminCall('POST', '/cas', body)).data.id as string;
+    const token = (await adminCall('GET', `/cas/${id}`)).data.verificationToken as string;
+    const proof = (await issueServerCert(made, { commonName: token, usage: 'client' })).certPem;
+    if (verified) {
+      const r = await call('POST', `${srv.mgmt}/cas/${id}/verify`, {
+        token: root,
+        raw: proof,
+        headers: { 'content-type': 'text/plain' },
+      });
+      if (r.status !== 200) throw new Error(`fixture verify: ${r.text}`);
+    }
+    return { id, body, proof };
+  };
+  const caUpdate = {
+    name: 'x',
+    isAutoCaEnrollmentEnabled: false,
+    isOttCaEnrollmentEnabled: false,
+    isAuthEnabled: false,
+    identityRoles: [],
+    identityNameFormat: '[commonName]',
+  };
+  out.push(
+    { op: `${m} GET /cas`, expect: ADMIN_READ },
+    {
+      op: `${m} POST /cas`,
+      prepare: async () => {
+        const made = await createRootCa({ commonName: uniq('authz-new-ca') });
+        const { body } = await newCa();
+        return { body: { ...body, name: uniq('authz-ca'), certPem: made.certPem } };
+      },
+      expect: adminOnly(201),
+    },
+    { op: `${m} GET /cas/{id}`, prepare: async () => ({ id: (await newCa()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} PUT /cas/{id}`,
+      prepare: async () => ({ id: (await newCa()).id, body: { ...caUpdate, name: uniq('authz-put') } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH /cas/{id}`,
+      prepare: async () => ({ id: (await newCa()).id, body: { isAuthEnabled: true } }),
+      expect: adminOnly(200),
+    },
+    { op: `${m} DELETE /cas/{id}`, prepare: async () => ({ id: (await newCa()).id }), expect: adminOnly(200) },
+    { op: `${m} GET /cas/{id}/jwt`, prepare: async () => ({ id: (await newCa()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} POST /cas/{id}/verify`,
+      prepare: async () => {
+        const ca = await newCa();
+        return { id: ca.id, text: ca.proof };
+      },
+      expect: adminOnly(200),
+    },
+  );
+
   // outstanding enrollments (management): admins, and admin_readonly for reads (permission entity `enrollment`)
   const HOUR_MS = 3_600_000;
   const outstanding = async () => {
@@ -489,6 +558,20 @@ describe('what non-admins see of what they may read', () => {
     };
     expect(await seen('admin')).toEqual({ sessionToken: true, enrollmentJwt: true });
     expect(await seen('readonly')).toEqual({ sessionToken: false, enrollmentJwt: false });
+    // the same on /enrollments, which admin_readonly may read
+    const [enrollmentId] = Object.values(
+      (await adminCall('GET', `/identities/${enrolled}`)).data.enrollment as Record<string, { id: string }>,
+    ).map((e) => e.id);
+    for (const [caller, secrets] of [
+      ['admin', true],
+      ['readonly', false],
+    ] as const) {
+      const token = await tokenOf(caller, false);
+      const d = (await call('GET', `${srv.mgmt}/enrollments/${enrollmentId}`, { token })).body.data;
+      expect({ token: d.token !== '', jwt: d.jwt !== undefined }).toEqual({ token: secrets, jwt: secrets });
+      const listed = (await call('GET', `${srv.mgmt}/identities/${enrolled}/enrollments`, { token })).body.data;
+      expect(listed[0].token !== '', caller).toBe(secrets);
+    }
   });
 });
 
@@ -551,7 +634,11 @@ describe('authorization table', () => {
       const path = template.replace('{id}', encodeURIComponent(p.id ?? ''));
       const token = await tokenOf(caller, row.endsSession === true);
       const query = p.query ? `?${p.query}` : '';
-      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });
+      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, {
+        token,
+        body: p.body,
+        ...(p.text !== undefined ? { raw: p.text, headers: { 'content-type': 'text/plain' } } : {}),
+      });
       if (r.status === 401) {
         expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
         // a missing or unknown token gets the challenge that says so; a valid session without access gets none

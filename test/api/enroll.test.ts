@@ -5,28 +5,23 @@
  * code. Every response goes through the spec check (`call()`, or `checkResponse` for the HTTPS requests).
  */
 import { readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
-import { COVERED_IN_OWN_FILES, exercisedStatuses } from '../support/conformance.js';
+import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
-import { checkResponse } from '../support/spec-check.js';
+import { type TlsRes, tlsCall } from '../support/tls-call.js';
 
 const s = new Scratch();
 const opsServed: OpDef<unknown>[] = [];
 afterAll(() => {
   s.remove();
   // every operation this file covers (COVERED_IN_OWN_FILES) had each success status checked against the spec
-  const own = COVERED_IN_OWN_FILES.find((c) => c.file === 'test/api/enroll.test.ts')!;
-  const missing = opsServed
-    .filter((o) => own.paths.test(o.path))
-    .flatMap((o) => o.apis.flatMap((api) => Object.keys(o.responses).map((st) => `${api} ${o.method} ${o.path} ${st}`)))
-    .filter((k) => !exercisedStatuses.has(k));
+  const missing = uncoveredInOwnFile('test/api/enroll.test.ts', opsServed);
   if (SPEC_AVAILABLE) expect(missing).toEqual([]);
 });
 
@@ -254,59 +249,6 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     expect(payload.jti).toBe(e.token);
   });
 });
-
-interface TlsRes {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: any;
-  text: string;
-}
-
-/** One HTTPS request trusting `ca`, with a client key and certificate when given; checked against the spec. */
-function tlsCall(
-  method: string,
-  url: string,
-  opts: { ca: string; key?: string; cert?: string; body?: unknown; token?: string; raw?: string; type?: string },
-): Promise<TlsRes> {
-  const headers: Record<string, string> = {};
-  let payload: string | undefined;
-  if (opts.raw !== undefined) {
-    payload = opts.raw;
-    headers['content-type'] = opts.type ?? 'text/plain';
-  } else if (opts.body !== undefined) {
-    payload = JSON.stringify(opts.body);
-    headers['content-type'] = 'application/json';
-  }
-  if (opts.token) headers['zt-session'] = opts.token;
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      url,
-      { method, headers, ca: opts.ca, key: opts.key, cert: opts.cert, agent: false, timeout: 20_000 },
-      (res) => {
-        let text = '';
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let body: any;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          const out = { status: res.statusCode ?? 0, headers: res.headers, body, text };
-          try {
-            checkResponse(method, url, out);
-            resolve(out);
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end(payload);
-  });
-}
 
 describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
   let srv: TestServer;

@@ -29,6 +29,7 @@ export const UNDECLARED_OK: Record<string, string> = {
   '409 POST /enroll/ott':
     'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',
   '409 POST /enroll/updb': 'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a updb authenticator)',
+  '409 POST /cas/{id}/verify': 'CA_ALREADY_VERIFIED (controller apierror, 409), which the spec does not list',
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
@@ -47,6 +48,7 @@ export const UNDECLARED_OK: Record<string, string> = {
  */
 export const BODY_EXEMPT: Record<string, string> = {
   '200 GET /.well-known/est/cacerts': 'a PKCS#7 certs-only store in base64 (application/pkcs7-mime), not JSON',
+  '200 GET /cas/{id}/jwt': 'the JWT as text (application/jwt): the spec declares `type: string` without an envelope',
   '200 GET /specs/{id}/spec':
     "the document itself, as OpenZiti's spec_router.go DetailBody writes it (Produce(spec.body)), not the envelope around a string its spec declares",
 };
