@@ -8,7 +8,7 @@ import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { PkiError, signCsr } from '../pki/index.js';
+import { PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';
 import { hashPassword } from './password.js';
 
@@ -107,5 +107,32 @@ export async function enrollUpdb(svc: Services, token: unknown, body: { username
     username,
     password: await hashPassword(body.password),
     methodKey: `${identityId}:updb`,
+  });
+}
+
+/**
+ * OTT CA enrollment: the client proves possession of a certificate issued by the enrollment's CA (its TLS client
+ * certificate, `peerCertificates`); that certificate becomes the identity's `cert` authenticator, tied to the CA.
+ */
+export async function enrollOttca(svc: Services, token: unknown, peerCertificates: Buffer[] | undefined) {
+  const enrollment = enrollmentByToken(svc, token, 'ottca');
+  const ca = svc.get('cas', enrollment.caId as string);
+  if (!ca || ca.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
+  const [leaf, ...sent] = peerCertificates ?? [];
+  if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
+  const verified = await verifyChain(leaf, sent, [ca.certPem as string], {
+    at: new Date(svc.clock.now()),
+    purpose: 'client',
+  });
+  if (!verified.ok) throw Errors.CERT_FAILED_VALIDATION();
+  const identityId = enrollment.identityId as string;
+  await consume(svc, enrollment, {
+    method: 'cert',
+    identityId,
+    certPem: new X509Certificate(leaf).toString(),
+    fingerprint: fingerprintOfDer(leaf),
+    methodKey: `${identityId}:cert`,
+    isIssuedByNetwork: false,
+    caId: ca.id,
   });
 }

@@ -8,7 +8,7 @@ import { Errors, validationError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
-import { type EnrolledCerts, enrollOtt, enrollUpdb } from '../auth/enrollment.js';
+import { type EnrolledCerts, enrollOtt, enrollOttca, enrollUpdb } from '../auth/enrollment.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
 import { ENROLLMENT_SIGNER_ID } from '../pki/enrollment-jwt.js';
@@ -80,6 +80,9 @@ export function enrollOps(): OpDef<unknown>[] {
           case 'updb':
             await enrollUpdb(svc, token, updbBody(req));
             return okEmpty();
+          case 'ottca':
+            await enrollOttca(svc, token, req.peerCertificates);
+            return okEmpty();
           default:
             throw Errors.INVALID_ENROLL_METHOD();
         }
@@ -103,6 +106,24 @@ export function enrollOps(): OpDef<unknown>[] {
         },
       },
       handler: async ({ body, svc }) => ok(await enrollOtt(svc, body.token, body.clientCsr)),
+    }),
+    op({
+      method: 'POST',
+      path: '/enroll/ottca',
+      apis: ['client'],
+      operationId: 'enrollOttCa',
+      tags: ['Enroll'],
+      summary: 'Enroll an identity via one-time-token with a pre-exchanged certificate',
+      description:
+        'Enroll an identity with a one-time-token and the TLS client certificate, issued by the CA the enrollment names.',
+      access: 'none',
+      body: ottEnrollmentRequest,
+      bodyName: 'ottEnrollmentRequest',
+      responses: { 200: { description: 'Base empty response', schema: empty } },
+      handler: async ({ req, body, svc }) => {
+        await enrollOttca(svc, body.token, req.peerCertificates);
+        return okEmpty();
+      },
     }),
     op({
       method: 'POST',

@@ -190,6 +190,13 @@ function rows(): Row[] {
       }),
       expect: EVERYONE,
     },
+    {
+      // without a client certificate (this server is plain HTTP) an ottca enrollment fails alike for everyone: the
+      // row shows that no session is asked for (the enrollment itself: test/api/enroll.test.ts)
+      op: 'client POST /enroll/ottca',
+      prepare: async () => ({ body: { token: '00000000-0000-4000-8000-000000000001' } }),
+      expect: '400 400 400 400 400 400 400 400',
+    },
     { op: 'client GET /enroll/jwks', expect: EVERYONE },
   );
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
-import { openssl, Scratch } from '../pki/helpers.js';
+import { opensslCa, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
@@ -24,64 +24,8 @@ afterAll(() => {
 });
 
 let seq = 0;
-const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-
-/** A self-signed CA made by openssl: `<name>.key`, `<name>.pem`. */
-function makeCa(name: string): string {
-  const r = openssl([
-    'req',
-    '-x509',
-    ...P256,
-    '-days',
-    '30',
-    '-subj',
-    `/CN=${name}`,
-    '-keyout',
-    s.path(`${name}.key`),
-    '-out',
-    s.path(`${name}.pem`),
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
-  expect(r.status, r.stderr).toBe(0);
-  return s.read(`${name}.pem`);
-}
-
-/** A leaf for `cn` signed by the CA `ca` (made by makeCa), with a new key `<name>.key`; returns its PEM. */
-function issue(ca: string, name: string, cn: string): string {
-  const req = openssl(['req', '-new', ...P256, '-keyout', s.path(`${name}.key`), '-subj', `/CN=${cn}`]);
-  s.write(`${name}.ext`, 'extendedKeyUsage=clientAuth\n');
-  const r = openssl(
-    [
-      'x509',
-      '-req',
-      '-days',
-      '1',
-      '-CA',
-      s.path(`${ca}.pem`),
-      '-CAkey',
-      s.path(`${ca}.key`),
-      '-CAcreateserial',
-      '-extfile',
-      s.path(`${name}.ext`),
-    ],
-    req.stdout,
-  );
-  expect(r.status, r.stderr).toBe(0);
-  return r.stdout;
-}
-
-function fingerprint(pem: string): string {
-  s.write('fp.pem', pem);
-  const out = openssl(['x509', '-noout', '-fingerprint', '-sha1', '-in', s.path('fp.pem')]).stdout;
-  return out
-    .slice(out.indexOf('=') + 1)
-    .trim()
-    .replaceAll(':', '')
-    .toLowerCase();
-}
+const makeCa = (name: string) => opensslCa(s, name);
+const issue = (ca: string, name: string, cn: string) => opensslIssue(s, ca, name, cn);
 
 const caBody = (name: string, certPem: string, extra: object = {}) => ({
   name,
@@ -123,7 +67,7 @@ describe('CAs (management API)', () => {
       isAutoCaEnrollmentEnabled: false,
       identityRoles: ['staff'],
       identityNameFormat: '[caName]-[commonName]',
-      fingerprint: fingerprint(pem),
+      fingerprint: opensslFingerprint(s, pem),
       tags: { a: 'b' },
     });
     expect(d.verificationToken).toMatch(/^[0-9a-f-]{36}$/);

@@ -10,7 +10,7 @@ import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
-import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
+import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
@@ -50,17 +50,6 @@ async function authenticatorsOf(srv: TestServer, token: string, identityId: stri
   }[];
 }
 
-/** openssl's SHA-1 fingerprint of a PEM certificate, as OpenZiti writes it (lower-case hex, no colons). */
-function opensslFingerprint(name: string, pem: string): string {
-  s.write(name, pem);
-  const out = openssl(['x509', '-noout', '-fingerprint', '-sha1', '-in', s.path(name)]).stdout;
-  return out
-    .slice(out.indexOf('=') + 1)
-    .trim()
-    .replaceAll(':', '')
-    .toLowerCase();
-}
-
 /** A self-signed clientAuth certificate of a new key, by openssl: `<name>.key`, `<name>.pem` in the scratch dir. */
 function selfSigned(name: string): void {
   const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', s.path(`${name}.key`)];
@@ -98,7 +87,7 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     );
     const [auth] = await authenticatorsOf(srv, admin, e.id);
     expect(auth).toMatchObject({ method: 'cert', isIssuedByNetwork: true });
-    expect(auth!.fingerprint).toBe(opensslFingerprint('leaf.pem', cert));
+    expect(auth!.fingerprint).toBe(opensslFingerprint(s, cert));
     const detail = await call('GET', `${srv.mgmt}/identities/${e.id}`, { token: admin });
     expect(detail.body.data.enrollment).toEqual({});
     // single use
@@ -119,7 +108,7 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     const text = await pem.text();
     expect(text.startsWith('-----BEGIN CERTIFICATE-----')).toBe(true);
     const [auth] = await authenticatorsOf(srv, admin, e1.id);
-    expect(auth!.fingerprint).toBe(opensslFingerprint('legacy.pem', text));
+    expect(auth!.fingerprint).toBe(opensslFingerprint(s, text));
 
     const e2 = await enrollee(srv, admin, { ott: true });
     const json = await call('POST', `${srv.client}/enroll?method=ott&token=${e2.token}`, {
@@ -354,6 +343,59 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     // a certificate for server use only is not a client certificate
     const serverOnly = await signCsr(signing, opensslCsr(s, 'srvonly', 'ec', '/CN=s'), { usage: 'server' });
     expect(code(await certLogin(s.read('srvonly.key'), serverOnly))).toEqual([401, 'INVALID_AUTH']);
+  });
+
+  it('ottca: enrolls with a certificate of a verified CA presented over TLS; the CA deleted takes the authenticator along', async () => {
+    const mg = (method: string, path: string, body?: unknown) =>
+      tlsCall(method, `${mgmt()}${path}`, { ca, token: admin, body });
+    const caName = `ext-ca-${++seq}`;
+    const caPem = opensslCa(s, caName);
+    const caBody = {
+      name: caName,
+      certPem: caPem,
+      isAutoCaEnrollmentEnabled: false,
+      isOttCaEnrollmentEnabled: true,
+      isAuthEnabled: true,
+      identityRoles: [],
+    };
+    const caId = (await mg('POST', '/cas', caBody)).body.data.id;
+    const verificationToken = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = opensslIssue(s, caName, 'ca-proof', verificationToken);
+    const verified = await tlsCall('POST', `${mgmt()}/cas/${caId}/verify`, { ca, token: admin, raw: proof });
+    expect(verified.status).toBe(200);
+    const identityId = (
+      await mg('POST', '/identities', {
+        name: `ottca-${++seq}`,
+        type: 'Device',
+        isAdmin: false,
+        enrollment: { ottca: caId },
+      })
+    ).body.data.id;
+    const token = (await mg('GET', `/identities/${identityId}`)).body.data.enrollment.ottca.token;
+    const cert = opensslIssue(s, caName, 'ottca-leaf', 'device');
+    const key = s.read('ottca-leaf.key');
+    const enroll = (k?: string, c?: string) =>
+      tlsCall('POST', `${client()}/enroll/ottca`, { ca, key: k, cert: c, body: { token } });
+    const code = (r: TlsRes) => [r.status, r.body?.error?.code];
+    // no certificate, or one of another CA (this controller's own)
+    expect(code(await enroll())).toEqual([400, 'CERT_FAILED_VALIDATION']);
+    const other = await enrolled();
+    expect(code(await enroll(other.key, other.cert))).toEqual([400, 'CERT_FAILED_VALIDATION']);
+    const ok = await enroll(key, cert);
+    expect([ok.status, ok.body]).toEqual([200, { data: {}, meta: {} }]);
+    expect(code(await enroll(key, cert))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    // the legacy form reaches the same enrollment (used up by now)
+    const legacy = await tlsCall('POST', `${client()}/enroll?method=ottca&token=${token}`, { ca, key, cert });
+    expect(code(legacy)).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    const [auth] = (await mg('GET', `/identities/${identityId}/authenticators`)).body.data;
+    expect(auth).toMatchObject({ method: 'cert', isIssuedByNetwork: false, fingerprint: opensslFingerprint(s, cert) });
+    // the CA allows authentication: the enrolled certificate logs in
+    const login = await certLogin(key, cert);
+    expect([login.status, login.body.data.identityId]).toEqual([200, identityId]);
+    // deleting the CA removes the authenticator enrolled through it
+    expect((await mg('DELETE', `/cas/${caId}`)).status).toBe(200);
+    expect((await mg('GET', `/authenticators/${auth.id}`)).status).toBe(404);
+    expect(code(await certLogin(key, cert))).toEqual([401, 'INVALID_AUTH']);
   });
 
   it('a controller without TLS has no client certificate to check: 401 INVALID_AUTH', async () => {
