@@ -117,7 +117,7 @@ export async function enrollUpdb(svc: Services, token: unknown, body: { username
 export async function enrollOttca(svc: Services, token: unknown, peerCertificates: Buffer[] | undefined) {
   const enrollment = enrollmentByToken(svc, token, 'ottca');
   const ca = svc.get('cas', enrollment.caId as string);
-  if (!ca || ca.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
+  if (ca?.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
   const verified = await verifyChain(leaf, sent, [ca.certPem as string], {

@@ -381,6 +381,10 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(code(await enroll())).toEqual([400, 'CERT_FAILED_VALIDATION']);
     const other = await enrolled();
     expect(code(await enroll(other.key, other.cert))).toEqual([400, 'CERT_FAILED_VALIDATION']);
+    // a CA that stopped allowing OTT CA enrollment
+    expect((await mg('PATCH', `/cas/${caId}`, { isOttCaEnrollmentEnabled: false })).status).toBe(200);
+    expect(code(await enroll(key, cert))).toEqual([400, 'ENROLLMENT_CA_NOT_VALID']);
+    expect((await mg('PATCH', `/cas/${caId}`, { isOttCaEnrollmentEnabled: true })).status).toBe(200);
     const ok = await enroll(key, cert);
     expect([ok.status, ok.body]).toEqual([200, { data: {}, meta: {} }]);
     expect(code(await enroll(key, cert))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
