@@ -8,6 +8,7 @@ import { Errors, validationError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { enrollCa } from '../auth/ca-enrollment.js';
 import { type EnrolledCerts, enrollOtt, enrollOttca, enrollUpdb } from '../auth/enrollment.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
@@ -83,6 +84,9 @@ export function enrollOps(): OpDef<unknown>[] {
           case 'ottca':
             await enrollOttca(svc, token, req.peerCertificates);
             return okEmpty();
+          case 'ca':
+            await enrollCa(svc, req.peerCertificates);
+            return okEmpty();
           default:
             throw Errors.INVALID_ENROLL_METHOD();
         }
@@ -106,6 +110,22 @@ export function enrollOps(): OpDef<unknown>[] {
         },
       },
       handler: async ({ body, svc }) => ok(await enrollOtt(svc, body.token, body.clientCsr)),
+    }),
+    op({
+      method: 'POST',
+      path: '/enroll/ca',
+      apis: ['client'],
+      operationId: 'enrollCa',
+      tags: ['Enroll'],
+      summary: 'Enroll an identity with a pre-exchanged certificate',
+      description:
+        'For CA auto enrollment: the client presents a TLS client certificate signed by a verified CA with auto-enrollment; an identity is created for it.',
+      access: 'none',
+      responses: { 200: { description: 'Base empty response', schema: empty } },
+      handler: async ({ req, svc }) => {
+        await enrollCa(svc, req.peerCertificates);
+        return okEmpty();
+      },
     }),
     op({
       method: 'POST',

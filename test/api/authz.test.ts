@@ -197,6 +197,7 @@ function rows(): Row[] {
       prepare: async () => ({ body: { token: '00000000-0000-4000-8000-000000000001' } }),
       expect: '400 400 400 400 400 400 400 400',
     },
+    { op: 'client POST /enroll/ca', expect: '400 400 400 400 400 400 400 400' },
     { op: 'client GET /enroll/jwks', expect: EVERYONE },
   );
 

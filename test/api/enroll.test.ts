@@ -402,6 +402,60 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(code(await certLogin(key, cert))).toEqual([401, 'INVALID_AUTH']);
   });
 
+  it('CA auto-enrollment: a certificate of a verified CA with auto-enrollment creates an identity that logs in with it', async () => {
+    const mg = (method: string, path: string, body?: unknown) =>
+      tlsCall(method, `${mgmt()}${path}`, { ca, token: admin, body });
+    const caName = `auto-ca-${++seq}`;
+    const caBody = {
+      name: caName,
+      certPem: opensslCa(s, caName),
+      isAutoCaEnrollmentEnabled: true,
+      isOttCaEnrollmentEnabled: false,
+      isAuthEnabled: true,
+      identityRoles: ['auto', 'sensors'],
+    };
+    const caId = (await mg('POST', '/cas', caBody)).body.data.id;
+    const cert = opensslIssue(s, caName, 'auto-1', 'sensor-1');
+    const key = s.read('auto-1.key');
+    const enroll = (k?: string, c?: string) => tlsCall('POST', `${client()}/enroll/ca`, { ca, key: k, cert: c });
+    const code = (r: TlsRes) => [r.status, r.body?.error?.code];
+    // the CA is not verified yet
+    expect(code(await enroll(key, cert))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
+    const verificationToken = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = opensslIssue(s, caName, 'auto-proof', verificationToken);
+    expect((await tlsCall('POST', `${mgmt()}/cas/${caId}/verify`, { ca, token: admin, raw: proof })).status).toBe(200);
+    expect(code(await enroll())).toEqual([400, 'CERT_FAILED_VALIDATION']);
+    const ok = await enroll(key, cert);
+    expect([ok.status, ok.body]).toEqual([200, { data: {}, meta: {} }]);
+    const filter = encodeURIComponent(`name="${caName}-sensor-1"`);
+    const [created] = (await mg('GET', `/identities?filter=${filter}`)).body.data;
+    expect(created.roleAttributes).toEqual(['auto', 'sensors']);
+    const [auth] = (await mg('GET', `/identities/${created.id}/authenticators`)).body.data;
+    expect(auth).toMatchObject({ method: 'cert', isIssuedByNetwork: false, fingerprint: opensslFingerprint(s, cert) });
+    const session = (await certLogin(key, cert)).headers['zt-session'] as string;
+    const me = await tlsCall('GET', `${client()}/current-identity`, { ca, token: session });
+    expect(me.body.data.name).toBe(`${caName}-sensor-1`);
+    // the same certificate again
+    expect(code(await enroll(key, cert))).toEqual([409, 'CERT_IN_USE']);
+    // another certificate with the same common name gets a numbered name (the legacy form here)
+    const second = opensslIssue(s, caName, 'auto-2', 'sensor-1');
+    const legacy = await tlsCall('POST', `${client()}/enroll?method=ca`, {
+      ca,
+      key: s.read('auto-2.key'),
+      cert: second,
+    });
+    expect(legacy.status).toBe(200);
+    const numbered = encodeURIComponent(`name="${caName}-sensor-1000001"`);
+    expect((await mg('GET', `/identities?filter=${numbered}`)).body.data).toHaveLength(1);
+    // a CA that does not auto-enroll: this controller's own certificates, or the CA with it turned off
+    const signing = await loadSigningCa(join(srv.dataDir, 'pki'));
+    const own = await signCsr(signing, opensslCsr(s, 'own-ca', 'ec', '/CN=own'), { usage: 'client' });
+    expect(code(await enroll(s.read('own-ca.key'), own))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
+    expect((await mg('PATCH', `/cas/${caId}`, { isAutoCaEnrollmentEnabled: false })).status).toBe(200);
+    const third = opensslIssue(s, caName, 'auto-3', 'sensor-3');
+    expect(code(await enroll(s.read('auto-3.key'), third))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
+  });
+
   it('a controller without TLS has no client certificate to check: 401 INVALID_AUTH', async () => {
     const plain = await startServer();
     try {

@@ -29,6 +29,7 @@ export const UNDECLARED_OK: Record<string, string> = {
   '409 POST /enroll/ott':
     'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',
   '409 POST /enroll/updb': 'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a updb authenticator)',
+  '409 POST /enroll/ca': 'CERT_IN_USE: the certificate already belongs to an identity (controller apierror, 409)',
   '409 POST /cas/{id}/verify': 'CA_ALREADY_VERIFIED (controller apierror, 409), which the spec does not list',
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
