@@ -304,6 +304,14 @@ function rows(): Row[] {
       expect: adminOnly(200),
     },
     {
+      op: `${m} POST /authenticators/{id}/re-enroll`,
+      prepare: async () => ({
+        id: await authenticatorOf('plain'),
+        body: { expiresAt: new Date(Date.now() + HOUR_MS).toISOString() },
+      }),
+      expect: adminOnly(201),
+    },
+    {
       op: `${m} GET /identities/{id}/enrollments`,
       prepare: async () => ({ id: (await outstanding()).identityId }),
       expect: ADMIN_READ,

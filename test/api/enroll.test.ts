@@ -601,4 +601,51 @@ describe('outstanding enrollments (management API)', () => {
     expect(code(await refresh({ expiresAt: inMs(-1000) }))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
     expect(code(await refresh({}))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
   });
+
+  it('re-enroll: an authenticator reverts to an enrollment of its kind (updb keeps the username, cert becomes ott)', async () => {
+    const username = `re-user-${++seq}`;
+    const created = await call('POST', `${srv.mgmt}/identities`, {
+      token: admin,
+      body: { name: `re-${seq}`, type: 'Device', isAdmin: false, enrollment: { updb: username } },
+    });
+    const identityId = created.body.data.id;
+    const first = (await call('GET', `${srv.mgmt}/identities/${identityId}`, { token: admin })).body.data.enrollment;
+    const updb = (token: string, password: string) =>
+      call('POST', `${srv.client}/enroll/updb?token=${token}`, { body: { password } });
+    expect((await updb(first.updb.token, 'first-pass')).status).toBe(200);
+    const authenticators = async () =>
+      (await call('GET', `${srv.mgmt}/identities/${identityId}/authenticators`, { token: admin })).body.data;
+    const [pw] = await authenticators();
+    const reEnroll = (id: string, expiresAt: string) =>
+      call('POST', `${srv.mgmt}/authenticators/${id}/re-enroll`, { token: admin, body: { expiresAt } });
+    expect(code(await reEnroll(pw.id, inMs(-1000)))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
+    const r = await reEnroll(pw.id, inMs(HOUR_MS));
+    expect(r.status).toBe(201);
+    const e = (await detail(r.body.data.id)).body.data;
+    expect(e).toMatchObject({ method: 'updb', username, identityId });
+    expect(await authenticators()).toEqual([]);
+    expect(
+      code(
+        await call('POST', `${srv.mgmt}/authenticators/${pw.id}/re-enroll`, {
+          token: admin,
+          body: { expiresAt: inMs(HOUR_MS) },
+        }),
+      ),
+    ).toEqual([404, 'NOT_FOUND', undefined]);
+    expect((await updb(e.token, 'second-pass')).status).toBe(200);
+    expect(await login(srv.base, username, 'second-pass')).toBeTruthy();
+    // a cert authenticator issued by the network becomes an ott enrollment
+    const ott = await create({ method: 'ott', identityId, expiresAt: inMs(HOUR_MS) });
+    const token = (await detail(ott.body.data.id)).body.data.token;
+    expect((await enrollOtt(token)).status).toBe(200);
+    const cert = (await authenticators()).find((a: { method: string }) => a.method === 'cert');
+    // with an ott enrollment already out, reverting would make a second one: 409, nothing changed
+    const pending = await create({ method: 'ott', identityId, expiresAt: inMs(HOUR_MS) });
+    expect(code(await reEnroll(cert.id, inMs(HOUR_MS)))).toEqual([409, 'ENROLLMENT_EXISTS', 'method']);
+    expect(await authenticators()).toHaveLength(2);
+    await call('DELETE', `${srv.mgmt}/enrollments/${pending.body.data.id}`, { token: admin });
+    const reverted = await reEnroll(cert.id, inMs(HOUR_MS));
+    expect((await detail(reverted.body.data.id)).body.data.method).toBe('ott');
+    expect((await authenticators()).map((a: { method: string }) => a.method)).toEqual(['updb']);
+  });
 });

@@ -37,7 +37,10 @@ export async function conformant(
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
   { file: 'test/api/cas.test.ts', paths: /^\/cas(\/|$)/ },
-  { file: 'test/api/enroll.test.ts', paths: /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$/ },
+  {
+    file: 'test/api/enroll.test.ts',
+    paths: /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/re-enroll$/,
+  },
 ];
 
 /**

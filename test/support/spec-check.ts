@@ -29,6 +29,10 @@ export const UNDECLARED_OK: Record<string, string> = {
   '409 POST /enroll/ott':
     'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',
   '409 POST /enroll/updb': 'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a updb authenticator)',
+  '400 POST /authenticators/{id}/re-enroll':
+    'a missing or past expiresAt (COULD_NOT_VALIDATE): the spec lists no 400 although the body is validated',
+  '409 POST /authenticators/{id}/re-enroll':
+    'ENROLLMENT_EXISTS: the identity already has an outstanding enrollment of the method the authenticator reverts to',
   '409 POST /enroll/ca': 'CERT_IN_USE: the certificate already belongs to an identity (controller apierror, 409)',
   '409 POST /cas/{id}/verify': 'CA_ALREADY_VERIFIED (controller apierror, 409), which the spec does not list',
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
