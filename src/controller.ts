@@ -24,6 +24,7 @@ import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
+import { extendOps } from './ops/extend.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
@@ -88,6 +89,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...enrollOps(),
     ...enrollmentOps(),
     ...caOps(),
+    ...extendOps(),
     ...identityOps(),
     ...controllerOps(),
     ...ENTITIES.flatMap((e) => e.ops()),

@@ -12,6 +12,7 @@ import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
 import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
+import { extendHeaders } from './extend.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 
@@ -159,7 +160,7 @@ export function authenticationOps(): OpDef<unknown>[] {
         }
         const session = svc.require('api-sessions', id);
         const res = ok(renderCurrentSession(session, svc));
-        return { ...res, headers: { ...res.headers, 'zt-session': token } };
+        return { ...res, headers: { ...res.headers, 'zt-session': token, ...extendHeaders(authenticator) } };
       },
     }),
     op({

@@ -105,6 +105,16 @@ async function enrollmentToken(enrollment: Record<string, unknown>): Promise<str
   return (Object.values(detail.enrollment)[0] as { token: string }).token;
 }
 
+/** A cert authenticator issued by the network: a new identity enrolled by OTT with the shared CSR. */
+async function networkCertAuthenticator(): Promise<string> {
+  const token = await enrollmentToken({ ott: true });
+  const r = await call('POST', `${srv.client}/enroll/ott`, { body: { token, clientCsr: clientCsr() } });
+  if (r.status !== 200) throw new Error(`fixture enroll: ${r.text}`);
+  const filter = encodeURIComponent('method="cert"');
+  const list = await adminCall('GET', `/authenticators?filter=${filter}&sort=createdAt%20desc&limit=1`);
+  return list.data[0].id as string;
+}
+
 let csrPem: string | undefined;
 /** One CSR made by openssl, reused for every OTT row (each enrollment signs it anew). */
 function clientCsr(): string {
@@ -198,6 +208,17 @@ function rows(): Row[] {
       expect: '400 400 400 400 400 400 400 400',
     },
     { op: 'client POST /enroll/ca', expect: '400 400 400 400 400 400 400 400' },
+    // extending is for the authenticator's own identity: any other's is not found, for admins too
+    ...(['client', 'management'] as const).flatMap((api) =>
+      ['extend', 'extend-verify'].map((action) => ({
+        op: `${api} POST /current-identity/authenticators/{id}/${action}`,
+        prepare: async () => ({
+          id: await networkCertAuthenticator(),
+          body: action === 'extend' ? { clientCertCsr: clientCsr() } : { clientCert: 'x' },
+        }),
+        expect: '404 404 404 404 404 401 401 401',
+      })),
+    ),
     { op: 'client GET /enroll/jwks', expect: EVERYONE },
   );
 
@@ -310,6 +331,11 @@ function rows(): Row[] {
         body: { expiresAt: new Date(Date.now() + HOUR_MS).toISOString() },
       }),
       expect: adminOnly(201),
+    },
+    {
+      op: `${m} POST /authenticators/{id}/request-extend`,
+      prepare: async () => ({ id: await networkCertAuthenticator(), body: { rollKeys: false } }),
+      expect: adminOnly(200),
     },
     {
       op: `${m} GET /identities/{id}/enrollments`,

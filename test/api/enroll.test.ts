@@ -456,6 +456,77 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(code(await enroll(s.read('auto-3.key'), third))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
   });
 
+  it('extend: requested by an admin (login header), a new certificate for a new key, in force once verified', async () => {
+    const me = await enrolled();
+    const first = await certLogin(me.key, me.cert);
+    expect(first.headers['ziti-authenticator-extend-requested']).toBeUndefined();
+    const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
+      .data;
+    const requested = await tlsCall('POST', `${mgmt()}/authenticators/${auth.id}/request-extend`, {
+      ca,
+      token: admin,
+      body: { rollKeys: true },
+    });
+    expect(requested.status).toBe(200);
+    const flagged = (await tlsCall('GET', `${mgmt()}/authenticators/${auth.id}`, { ca, token: admin })).body.data;
+    expect(flagged).toMatchObject({ isExtendRequested: true, isKeyRollRequested: true });
+    const login = await certLogin(me.key, me.cert);
+    expect(login.headers['ziti-authenticator-extend-requested']).toBe('true');
+    const session = login.headers['zt-session'] as string;
+    for (const api of ['client', 'management'] as const) {
+      const base = api === 'client' ? client() : mgmt();
+      const extendUrl = `${base}/current-identity/authenticators/${auth.id}/extend`;
+      const bad = await tlsCall('POST', extendUrl, { ca, token: session, body: { clientCertCsr: 'junk' } });
+      expect([bad.status, bad.body.error.code]).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
+      const newCsr = opensslCsr(s, `rolled-${api}`, 'ec', '/CN=x');
+      const extended = await tlsCall('POST', extendUrl, { ca, token: session, body: { clientCertCsr: newCsr } });
+      expect(extended.status).toBe(200);
+      const { clientCert } = extended.body.data;
+      // until verified, the old certificate is the one in force
+      expect((await certLogin(me.key, me.cert)).status).toBe(200);
+      const verifyUrl = `${base}/current-identity/authenticators/${auth.id}/extend-verify`;
+      const wrong = await tlsCall('POST', verifyUrl, { ca, token: session, body: { clientCert: me.cert } });
+      expect([wrong.status, wrong.body.error.code]).toEqual([400, 'INVALID_CLIENT_CERT']);
+      const verified = await tlsCall('POST', verifyUrl, { ca, token: session, body: { clientCert } });
+      expect([verified.status, verified.body]).toEqual([200, { data: {}, meta: {} }]);
+      const after = (await tlsCall('GET', `${mgmt()}/authenticators/${auth.id}`, { ca, token: admin })).body.data;
+      expect(after).toMatchObject({
+        isExtendRequested: false,
+        isKeyRollRequested: false,
+        lastExtendRolledKeys: true,
+        fingerprint: opensslFingerprint(s, clientCert),
+      });
+      expect((await certLogin(me.key, me.cert)).status).toBe(401);
+      const renewed = await certLogin(s.read(`rolled-${api}.key`), clientCert);
+      expect(renewed.status).toBe(200);
+      expect(renewed.headers['ziti-authenticator-extend-requested']).toBeUndefined();
+      me.key = s.read(`rolled-${api}.key`);
+      me.cert = clientCert;
+    }
+    // someone else's authenticator is not found; a password authenticator cannot be extended
+    const other = await enrolled();
+    const otherAuth = (await tlsCall('GET', `${mgmt()}/identities/${other.id}/authenticators`, { ca, token: admin }))
+      .body.data[0];
+    const foreign = await tlsCall('POST', `${client()}/current-identity/authenticators/${otherAuth.id}/extend`, {
+      ca,
+      token: session,
+      body: { clientCertCsr: opensslCsr(s, 'foreign', 'ec', '/CN=x') },
+    });
+    expect([foreign.status, foreign.body.error.code]).toEqual([404, 'NOT_FOUND']);
+    const adminAuth = (
+      await tlsCall('GET', `${mgmt()}/authenticators?filter=${encodeURIComponent('method="updb"')}`, {
+        ca,
+        token: admin,
+      })
+    ).body.data[0];
+    const refused = await tlsCall('POST', `${mgmt()}/authenticators/${adminAuth.id}/request-extend`, {
+      ca,
+      token: admin,
+      body: { rollKeys: false },
+    });
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'CAN_NOT_UPDATE_AUTHENTICATOR']);
+  });
+
   it('a controller without TLS has no client certificate to check: 401 INVALID_AUTH', async () => {
     const plain = await startServer();
     try {

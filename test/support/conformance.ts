@@ -39,7 +39,8 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/cas.test.ts', paths: /^\/cas(\/|$)/ },
   {
     file: 'test/api/enroll.test.ts',
-    paths: /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/re-enroll$/,
+    paths:
+      /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
   },
 ];
 

@@ -33,6 +33,16 @@ export const UNDECLARED_OK: Record<string, string> = {
     'a missing or past expiresAt (COULD_NOT_VALIDATE): the spec lists no 400 although the body is validated',
   '409 POST /authenticators/{id}/re-enroll':
     'ENROLLMENT_EXISTS: the identity already has an outstanding enrollment of the method the authenticator reverts to',
+  '400 POST /current-identity/authenticators/{id}/extend':
+    'a CSR that does not parse or verify (COULD_NOT_PROCESS_CSR); the spec lists only 200 and 401',
+  '404 POST /current-identity/authenticators/{id}/extend': 'not an authenticator of the caller (NOT_FOUND)',
+  '409 POST /current-identity/authenticators/{id}/extend':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: only certificates this network issued can be extended',
+  '404 POST /current-identity/authenticators/{id}/extend-verify': 'not an authenticator of the caller (NOT_FOUND)',
+  '400 POST /current-identity/authenticators/{id}/extend-verify':
+    'INVALID_CLIENT_CERT: not the certificate extend returned; the spec lists only 200 and 401',
+  '409 POST /authenticators/{id}/request-extend':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: only certificates this network issued can be extended',
   '409 POST /enroll/ca': 'CERT_IN_USE: the certificate already belongs to an identity (controller apierror, 409)',
   '409 POST /cas/{id}/verify': 'CA_ALREADY_VERIFIED (controller apierror, 409), which the spec does not list',
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
