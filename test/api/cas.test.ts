@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
+import { formatIdentityName } from '../../src/auth/ca-enrollment.js';
 import { opensslCa, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
@@ -229,5 +230,13 @@ describe('certificate login through a verified CA with isAuthEnabled (node engin
     expect(await certLogin()).toBe(200);
     expect((await mgmt('PATCH', `/cas/${caId}`, { isAuthEnabled: false })).status).toBe(200);
     expect(await certLogin()).toBe(401);
+  });
+});
+
+describe('CA auto-enrollment identity names', () => {
+  it('fills in every placeholder OpenZiti defines; [requestedName] is empty, other brackets stay', () => {
+    const values = { caName: 'acme', caId: 'c1', commonName: 'dev-7', identityId: 'i9' };
+    expect(formatIdentityName('[caName]-[commonName]', values)).toBe('acme-dev-7');
+    expect(formatIdentityName('[caId]/[identityId]/[requestedName]/[other]', values)).toBe('c1/i9//[other]');
   });
 });
