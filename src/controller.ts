@@ -21,7 +21,11 @@ import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
+import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { enrollOps } from './ops/enroll.js';
+import { enrollmentOps } from './ops/enrollments.js';
+import { extendOps } from './ops/extend.js';
 import { externalJwtSignerOps } from './ops/external-jwt-signers.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
@@ -86,6 +90,10 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...wellKnownOps(cacerts),
     ...authenticationOps(),
     ...externalJwtSignerOps(),
+    ...enrollOps(),
+    ...enrollmentOps(),
+    ...caOps(),
+    ...extendOps(),
     ...identityOps(),
     ...controllerOps(),
     ...mfaOps(),
@@ -160,6 +168,7 @@ export class Controller {
       log,
     );
     svc.cluster = cluster;
+    svc.pki = pki;
     svc.sessions = new SessionService(svc, {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
@@ -211,7 +220,12 @@ export class Controller {
       ctl.server = await serve(
         app,
         pki.apiTls
-          ? { engine: 'node', ...listen, tls: { key: pki.apiTls.key, cert: pki.apiTls.cert } }
+          ? {
+              engine: 'node',
+              ...listen,
+              // client certificates are asked for but optional; `cert` authentication verifies them (docs/enrollment.md)
+              tls: { key: pki.apiTls.key, cert: pki.apiTls.cert, ca: pki.caPems, requestCert: true },
+            }
           : { engine: opts.engine ?? 'uws', ...listen },
       );
       const scheme = pki.apiTls ? 'https' : 'http';

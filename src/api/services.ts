@@ -5,6 +5,7 @@ import { type Command, type Row, StoreFailedError } from '../../storage/types.js
 import type { SessionService } from '../auth/sessions.js';
 import type { MemberView } from '../cluster/members.js';
 import type { EntityName } from '../model/index.js';
+import type { NodePki } from '../pki/node-pki.js';
 import { type ApiError, Errors, notFound, storeError, storeFailed } from './errors.js';
 
 /**
@@ -64,6 +65,8 @@ export class Services {
   sessions!: SessionService;
   /** This node's cluster membership, null for a single node. */
   cluster: ClusterView | null = null;
+  /** This node's PKI (CAs, the signing CA for enrollment); null only in tests that build Services by hand. */
+  pki: NodePki | null = null;
 
   constructor(
     readonly store: Store,

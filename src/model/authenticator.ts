@@ -91,6 +91,15 @@ export const authenticators = defineEntity({
     /** `<identityId>:<method>`: an identity holds at most one authenticator per method. */
     methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'MAX_AUTHENTICATOR_METHODS_REACHED' },
     isIssuedByNetwork: { type: 'bool' },
+    /** Extension (docs/enrollment.md, "Extending a certificate"): requested by an admin, pending until verified. */
+    isExtendRequested: { type: 'bool' },
+    extendRequestedAt: { type: 'datetime' },
+    isKeyRollRequested: { type: 'bool' },
+    lastExtendRolledKeys: { type: 'bool' },
+    unverifiedCertPem: { type: 'string', filter: false },
+    unverifiedFingerprint: { type: 'string', filter: false },
+    /** The CA the certificate was enrolled through (ottca): deleting the CA deletes the authenticator. */
+    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
   },
   detail: authenticatorDetail,
   create: s.named(

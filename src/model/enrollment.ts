@@ -1,12 +1,81 @@
 import type { Row } from '../../storage/types.js';
-import { defineEntity } from '../api/entity.js';
+import { defineEntity, detailSchema } from '../api/entity.js';
+import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
+import { signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
+import { uuid } from '../util/ids.js';
+import { entityRef, ref } from './common.js';
+import { usernameFree } from './preconditions.js';
+
+/** How far ahead an enrollment may expire (Keel's bound; OpenZiti's default window is 180 minutes). */
+export const MAX_ENROLLMENT_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
 
 /**
- * Outstanding enrollments of identities (one-time token or username/password), created with the identity.
- * Their management operations and the client's enroll operations come with the PKI work; for now the rows back
- * the `enrollment` block of an identity.
+ * The stored fields of a new outstanding enrollment: a fresh token and the JWT that carries it. The same for an
+ * enrollment created with its identity and one created or refreshed over `/enrollments`.
+ */
+export async function enrollmentFields(
+  svc: Services,
+  identityId: string,
+  method: string,
+  expiresAtMs: number,
+): Promise<Record<string, unknown>> {
+  const token = uuid();
+  return {
+    method,
+    identityId,
+    token,
+    jwt: await signEnrollmentJwt(svc, { identityId, token, method, expiresAtMs }),
+    expiresAt: new Date(expiresAtMs).toISOString(),
+    methodKey: `${identityId}:${method}`,
+  };
+}
+
+/** The CA of an `ottca` enrollment: it must exist, be verified and allow OTT CA enrollment (else 400 on `field`). */
+export function ottcaCaId(svc: Services, caId: unknown, field: string): string {
+  const id = typeof caId === 'string' ? caId : '';
+  const ca = svc.get('cas', id);
+  if (!ca) throw fieldError(field, `ca with id ${id} not found`, id);
+  if (ca.isVerified !== true) throw fieldError(field, `ca with id ${id} is not verified`, id);
+  if (ca.isOttCaEnrollmentEnabled !== true) {
+    throw fieldError(field, `ca with id ${id} does not allow ottca enrollment`, id);
+  }
+  return id;
+}
+
+/** A requested `expiresAt`, checked: a date-time in the future, at most MAX_ENROLLMENT_DURATION_MS ahead. */
+export function checkedExpiry(svc: Services, value: unknown): number {
+  const ms = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  const now = svc.clock.now();
+  if (!(ms > now)) throw fieldError('expiresAt', 'expiresAt must be a date-time in the future', String(value));
+  if (ms - now > MAX_ENROLLMENT_DURATION_MS) {
+    throw fieldError('expiresAt', 'expiresAt must be at most 366 days ahead', String(value));
+  }
+  return ms;
+}
+
+export const enrollmentDetail = detailSchema(
+  'enrollmentDetail',
+  s.obj(
+    {
+      caId: s.nullable(s.str()),
+      details: s.map(s.str()),
+      expiresAt: s.datetime(),
+      identity: entityRef,
+      identityId: s.str(),
+      jwt: s.str(),
+      method: s.str(),
+      token: s.str(),
+      username: s.str(),
+    },
+    ['token', 'method', 'expiresAt', 'details'],
+  ),
+);
+
+/**
+ * Outstanding enrollments of identities (one-time token, or username/password), created with the identity or over
+ * `/enrollments`; the client's enroll operations consume them (src/auth/enrollment.ts, docs/enrollment.md).
  */
 export const enrollments = defineEntity({
   name: 'enrollments',
@@ -18,16 +87,72 @@ export const enrollments = defineEntity({
   fields: {
     method: { type: 'string', index: true },
     identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    token: { type: 'string', unique: true },
+    token: { type: 'string', unique: true, filter: false },
     expiresAt: { type: 'datetime' },
     jwt: { type: 'string', filter: false },
     username: { type: 'string', unique: true },
+    /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
+    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
     /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
     methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
   },
-  detail: s.named('enrollmentDetail', s.obj({})),
-  toApi: (row) => ({ method: row.method, identityId: row.identityId, token: row.token, expiresAt: row.expiresAt }),
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
+  detail: enrollmentDetail,
+  create: s.named(
+    'enrollmentCreate',
+    s.obj(
+      {
+        caId: s.nullable(s.str()),
+        expiresAt: s.datetime(),
+        identityId: s.str(),
+        method: s.enum(['ott', 'ottca', 'updb'] as const),
+        username: s.nullable(s.str()),
+      },
+      ['method', 'expiresAt', 'identityId'],
+    ),
+  ),
+  toApi: (row, svc) => {
+    const identityId = row.identityId as string;
+    const out: Record<string, unknown> = {
+      caId: row.caId ?? null,
+      // the spec lists `details` as required: an empty map (OpenZiti's model has no such field to fill)
+      details: {},
+      expiresAt: row.expiresAt,
+      identity: ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined),
+      identityId,
+      jwt: row.jwt,
+      method: row.method,
+      token: row.token,
+    };
+    if (row.method === 'updb') out.username = row.username;
+    return out;
+  },
+  // the token and JWT are credentials: admins see them, other readers (admin_readonly, enrollment.read) do not
+  redact: (data) => {
+    const { jwt: _jwt, ...rest } = data;
+    return { ...rest, token: '' };
+  },
+  operations: { update: false, patch: false },
+  async fromApi(body, { svc, expect }) {
+    const identityId = body.identityId as string;
+    const method = body.method as string;
+    const expiresAtMs = checkedExpiry(svc, body.expiresAt);
+    if (!svc.get('identities', identityId)) {
+      throw fieldError('identityId', `identity with id ${identityId} not found`, identityId);
+    }
+    const data = await enrollmentFields(svc, identityId, method, expiresAtMs);
+    if (method === 'ottca') data.caId = ottcaCaId(svc, body.caId, 'caId');
+    if (method === 'updb') {
+      const u = body.username;
+      if (typeof u !== 'string' || u.length < 4 || u.length > 100) {
+        throw fieldError('username', 'username must be 4 to 100 characters', String(u ?? ''));
+      }
+      const free = usernameFree(u, 'username');
+      if (svc.store.lookup('authenticators', 'username', u).length > 0) throw fieldError('username', free.reason, u);
+      expect.push(free);
+      data.username = u;
+    }
+    return data;
+  },
 });
 
 /** The `enrollment` block of an identity's detail. */
@@ -35,7 +160,12 @@ export function identityEnrollments(svc: Services, identityId: string): Record<s
   const out: Record<string, unknown> = {};
   for (const id of svc.store.lookup('enrollments', 'identityId', identityId)) {
     const e = svc.get('enrollments', id) as Row;
-    out[e.method as string] = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
+    const block: Record<string, unknown> = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
+    if (e.caId) {
+      block.caId = e.caId;
+      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name as string | undefined);
+    }
+    out[e.method as string] = block;
   }
   return out;
 }

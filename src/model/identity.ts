@@ -9,12 +9,12 @@ import {
 } from '../api/entity.js';
 import { Errors, fieldError, unauthorized } from '../api/errors.js';
 import type { Services } from '../api/services.js';
-import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { type Schema, s } from '../schema/s.js';
-import { shortId, uuid } from '../util/ids.js';
+import { shortId } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
-import { identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf, ottcaCaId } from './enrollment.js';
 import { identityPolicyRelations } from './identity-relations.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
 
@@ -219,6 +219,15 @@ export const identities = defineEntity({
       summary: 'Retrieve the current authenticators of a specific identity',
     },
     ...identityPolicyRelations,
+    {
+      path: 'enrollments',
+      listed: () => enrollments,
+      via: { ref: 'identityId' },
+      // tokens and JWTs are credentials: holders of the enrollment permission (and admins) only
+      permission: 'enrollment',
+      operationId: 'getIdentityEnrollments',
+      summary: 'Retrieve the outstanding enrollments of a specific identity',
+    },
   ],
   symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },
@@ -253,22 +262,13 @@ export const identities = defineEntity({
     const out: Command[] = [];
     const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
     const add = async (method: string, extra: Record<string, unknown>, expect: Expect[] = []) => {
-      const token = uuid();
-      const jwt = await signEnrollmentJwt(svc, { identityId: id, token, method, expiresAtMs });
+      const data = { ...(await enrollmentFields(svc, id, method, expiresAtMs)), ...extra };
       out.push({
         op: 'create',
         entity: 'enrollments',
         id: shortId(),
         at,
-        data: {
-          method,
-          identityId: id,
-          token,
-          jwt,
-          expiresAt: new Date(expiresAtMs).toISOString(),
-          methodKey: `${id}:${method}`,
-          ...extra,
-        },
+        data,
         ...(expect.length > 0 ? { expect } : {}),
       });
     };
@@ -276,8 +276,7 @@ export const identities = defineEntity({
     if (e.ott === true) {
       await add('ott', {});
     } else if (e.ottca) {
-      // CA-backed enrollments need a registered, verified CA; CAs arrive with the PKI.
-      throw fieldError('enrollment.ottca', `ca with id ${e.ottca} not found`, e.ottca);
+      await add('ottca', { caId: ottcaCaId(svc, e.ottca, 'enrollment.ottca') });
     } else if (typeof e.updb === 'string' && e.updb !== '') {
       if (e.updb.length < 4 || e.updb.length > 100)
         throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);

@@ -4,6 +4,7 @@ import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lock
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
+import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { edgeRouters } from './edge-router.js';
@@ -25,6 +26,7 @@ export const ENTITIES = [
   externalJwtSigners,
   authPolicies,
   identities,
+  cas,
   authenticators,
   apiSessions,
   configTypes,

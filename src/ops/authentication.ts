@@ -3,6 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { certLogin } from '../auth/cert-login.js';
 import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
@@ -13,6 +14,7 @@ import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
 import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
+import { extendHeaders } from './extend.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 
@@ -118,10 +120,7 @@ export function authenticationOps(): OpDef<unknown>[] {
       },
       handler: async ({ req, body, svc, caller }) => {
         const method = req.query.get('method');
-        if (method !== 'password' && method !== 'ext-jwt') {
-          // cert needs the PKI; until then it is refused like an unknown method.
-          throw Errors.INVALID_AUTH_METHOD();
-        }
+        if (method !== 'password' && method !== 'ext-jwt' && method !== 'cert') throw Errors.INVALID_AUTH_METHOD();
         if (method === 'ext-jwt' && typeof caller?.session.extJwtPending === 'string') {
           // the secondary step of a session that waits for a signer's token
           if (!(await completeExtJwtSecondary(svc, caller.session, req.headers))) throw Errors.INVALID_AUTH();
@@ -130,7 +129,9 @@ export function authenticationOps(): OpDef<unknown>[] {
         const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
           method === 'ext-jwt'
             ? await extJwtLogin(svc, req.headers)
-            : await passwordLogin(svc, body, req.remoteAddress);
+            : method === 'cert'
+              ? await certLogin(svc, req)
+              : await passwordLogin(svc, body, req.remoteAddress);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();
@@ -175,7 +176,10 @@ export function authenticationOps(): OpDef<unknown>[] {
         }
         const session = svc.require('api-sessions', id);
         const res = ok(renderCurrentSession(session, svc));
-        return { ...res, headers: { ...res.headers, 'zt-session': token } };
+        return {
+          ...res,
+          headers: { ...res.headers, 'zt-session': token, ...(authenticator ? extendHeaders(authenticator) : {}) },
+        };
       },
     }),
     op({

@@ -31,11 +31,8 @@ export async function signingKeyCommand(at: string): Promise<Command> {
 
 const keyCache = new WeakMap<object, Awaited<ReturnType<typeof importJWK>>>();
 
-/** Signs an enrollment JWT (claims as OpenZiti's: iss, sub = identity id, jti = token, em = method, exp). */
-export async function signEnrollmentJwt(
-  svc: Services,
-  claims: { identityId: string; token: string; method: string; expiresAtMs: number },
-): Promise<string> {
+/** The controller's signing key row and its imported private key. */
+async function signer(svc: Services) {
   const row = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
   if (!row) throw new Error('controller signing key missing');
   let key = keyCache.get(row);
@@ -43,14 +40,42 @@ export async function signEnrollmentJwt(
     key = await importJWK(row.privateJwk as JWK, 'ES256');
     keyCache.set(row, key);
   }
-  const issuer = svc.config.apiBaseUrls[0] ?? '';
-  return new SignJWT({ em: claims.method, ctrls: svc.config.apiBaseUrls })
-    .setProtectedHeader({ alg: 'ES256', kid: row.kid as string, typ: 'JWT' })
-    .setIssuer(issuer)
-    .setSubject(claims.identityId)
-    .setJti(claims.token)
+  return { kid: row.kid as string, key };
+}
+
+/**
+ * A JWT with OpenZiti's enrollment claims (`em`, `ctrls`, iss = the first API URL, sub), `more` claims added,
+ * signed with the controller key.
+ */
+async function enrollmentJwt(
+  svc: Services,
+  claims: { method: string; subject: string; issuedAtMs: number },
+  more: (jwt: SignJWT) => SignJWT = (jwt) => jwt,
+): Promise<string> {
+  const { kid, key } = await signer(svc);
+  const jwt = new SignJWT({ em: claims.method, ctrls: svc.config.apiBaseUrls })
+    .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
+    .setIssuer(svc.config.apiBaseUrls[0] ?? '')
+    .setSubject(claims.subject)
     .setAudience('')
-    .setIssuedAt(Math.floor(svc.clock.now() / 1000))
-    .setExpirationTime(Math.floor(claims.expiresAtMs / 1000))
-    .sign(key);
+    .setIssuedAt(Math.floor(claims.issuedAtMs / 1000));
+  return more(jwt).sign(key);
+}
+
+/** Signs an enrollment JWT (claims as OpenZiti's: iss, sub = identity id, jti = token, em = method, exp). */
+export function signEnrollmentJwt(
+  svc: Services,
+  claims: { identityId: string; token: string; method: string; expiresAtMs: number },
+): Promise<string> {
+  return enrollmentJwt(svc, { method: claims.method, subject: claims.identityId, issuedAtMs: svc.clock.now() }, (jwt) =>
+    jwt.setJti(claims.token).setExpirationTime(Math.floor(claims.expiresAtMs / 1000)),
+  );
+}
+
+/**
+ * A CA's enrollment JWT (`em: "ca"`, sub = the CA's id, no expiry: CA auto-enrollment has no token to use up),
+ * issued at the CA's creation.
+ */
+export function signCaJwt(svc: Services, ca: { id: string; createdAt: string }): Promise<string> {
+  return enrollmentJwt(svc, { method: 'ca', subject: ca.id, issuedAtMs: Date.parse(ca.createdAt) });
 }

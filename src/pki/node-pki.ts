@@ -2,12 +2,12 @@
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { isDnsName, issueServerCert } from './ca.js';
+import { type CaMaterial, isDnsName, issueServerCert } from './ca.js';
 import { MAX_HOSTS } from './cluster.js';
 import { PkiError } from './errors.js';
 import { exists, writeFiles } from './files.js';
 import { pkcs7CaCerts } from './pkcs7.js';
-import { caCertificates, ensureClusterCa, leafFiles, loadLeaf, PKI_FILES } from './pki-dir.js';
+import { caCertificates, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
 
 /** What node:https needs for the API listener. */
 export interface ApiTls {
@@ -50,6 +50,13 @@ export interface NodePki {
   cacertsPkcs7: string;
   /** The API listener's TLS material, when API TLS is on. */
   apiTls: ApiTls | null;
+  /** The CA certificates (PEM), root first then the intermediates: enrolled clients trust these. */
+  caPems: string[];
+  /**
+   * The CA that signs identity certificates (enrollment), or null on a node set up from a join bundle, which
+   * holds no CA key.
+   */
+  signing: CaMaterial | null;
 }
 
 /**
@@ -58,9 +65,11 @@ export interface NodePki {
  */
 export async function openNodePki(dir: string, opts: { apiHosts: string[] | null }): Promise<NodePki> {
   await ensureClusterCa(dir);
-  const cacertsPkcs7 = pkcs7CaCerts(await caCertificates(dir));
+  const caPems = await caCertificates(dir);
+  const cacertsPkcs7 = pkcs7CaCerts(caPems);
   const apiTls = opts.apiHosts ? await ensureApiTls(dir, { hosts: opts.apiHosts }) : null;
-  return { dir, cacertsPkcs7, apiTls };
+  const signing = (await exists(join(dir, PKI_FILES.signingKey))) ? await loadSigningCa(dir) : null;
+  return { dir, cacertsPkcs7, apiTls, caPems, signing };
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);

@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { Caller } from '../../src/api/op.js';
 import { authenticators } from '../../src/model/authenticator.js';
+import { createRootCa, issueServerCert } from '../../src/pki/index.js';
+import { opensslCsr, Scratch } from '../pki/helpers.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { exercisedStatuses } from '../support/spec-check.js';
@@ -55,6 +57,8 @@ interface Prepared {
   serviceId?: string;
   query?: string;
   body?: unknown;
+  /** A text/plain body instead of JSON. */
+  text?: string;
   /** Undoes what an allowed request did to a fixture that cannot be made afresh (the default admin's login). */
   after?: () => Promise<void>;
 }
@@ -93,6 +97,38 @@ async function identity(kind: TargetKind, withLogin = false): Promise<{ id: stri
   if (!withLogin) return { id };
   await adminCall('POST', '/authenticators', { method: 'updb', identityId: id, username: name, password: 'target-pw' });
   return { id, username: name };
+}
+
+/** The token of a new identity's enrollment (`{ott: true}` or `{updb: username}`). */
+async function enrollmentToken(enrollment: Record<string, unknown>): Promise<string> {
+  const body = { name: uniq('enrollee'), type: 'Device', isAdmin: false, enrollment };
+  const { id } = (await adminCall('POST', '/identities', body)).data;
+  const detail = (await adminCall('GET', `/identities/${id}`)).data;
+  return (Object.values(detail.enrollment)[0] as { token: string }).token;
+}
+
+/** A cert authenticator issued by the network: a new identity enrolled by OTT with the shared CSR. */
+async function networkCertAuthenticator(): Promise<string> {
+  const token = await enrollmentToken({ ott: true });
+  const r = await call('POST', `${srv.client}/enroll/ott`, { body: { token, clientCsr: clientCsr() } });
+  if (r.status !== 200) throw new Error(`fixture enroll: ${r.text}`);
+  const filter = encodeURIComponent('method="cert"');
+  const list = await adminCall('GET', `/authenticators?filter=${filter}&sort=createdAt%20desc&limit=1`);
+  return list.data[0].id as string;
+}
+
+let csrPem: string | undefined;
+/** One CSR made by openssl, reused for every OTT row (each enrollment signs it anew). */
+function clientCsr(): string {
+  if (csrPem === undefined) {
+    const scratch = new Scratch();
+    try {
+      csrPem = opensslCsr(scratch, 'authz', 'ec', '/CN=authz');
+    } finally {
+      scratch.remove();
+    }
+  }
+  return csrPem;
 }
 
 async function authenticatorOf(kind: TargetKind): Promise<string> {
@@ -143,8 +179,173 @@ function rows(): Row[] {
   for (const api of ['client', 'management'] as const)
     out.push({ op: `${api} GET /.well-known/est/cacerts`, expect: EVERYONE });
 
+  // enrollment (client API, no session needed): each request consumes a fresh enrollment's token
+  out.push(
+    {
+      op: 'client POST /enroll/ott',
+      prepare: async () => ({ body: { token: await enrollmentToken({ ott: true }), clientCsr: clientCsr() } }),
+      expect: EVERYONE,
+    },
+    {
+      op: 'client POST /enroll/updb',
+      prepare: async () => ({
+        query: `token=${await enrollmentToken({ updb: uniq('enroll-user') })}`,
+        body: { password: 'enrolled-pw' },
+      }),
+      expect: EVERYONE,
+    },
+    {
+      op: 'client POST /enroll',
+      prepare: async () => ({
+        query: `method=updb&token=${await enrollmentToken({ updb: uniq('enroll-user') })}`,
+        body: { password: 'enrolled-pw' },
+      }),
+      expect: EVERYONE,
+    },
+    {
+      // without a client certificate (this server is plain HTTP) an ottca enrollment fails alike for everyone: the
+      // row shows that no session is asked for (the enrollment itself: test/api/enroll.test.ts)
+      op: 'client POST /enroll/ottca',
+      prepare: async () => ({ body: { token: '00000000-0000-4000-8000-000000000001' } }),
+      expect: '400 400 400 400 400 400 400 400',
+    },
+    { op: 'client POST /enroll/ca', expect: '400 400 400 400 400 400 400 400' },
+    // extending is for the authenticator's own identity: any other's is not found, for admins too
+    ...(['client', 'management'] as const).flatMap((api) =>
+      ['extend', 'extend-verify'].map((action) => ({
+        op: `${api} POST /current-identity/authenticators/{id}/${action}`,
+        prepare: async () => ({
+          id: await networkCertAuthenticator(),
+          body: action === 'extend' ? { clientCertCsr: clientCsr() } : { clientCert: 'x' },
+        }),
+        expect: '404 404 404 404 404 401 401 401',
+      })),
+    ),
+    { op: 'client GET /enroll/jwks', expect: EVERYONE },
+  );
+
   // identities
   const m = 'management';
+  // third-party CAs (permission entity `ca`): a fresh CA per request
+  const newCa = async (verified = false) => {
+    const made = await createRootCa({ commonName: uniq('authz-ca') });
+    const body = {
+      name: uniq('authz-ca'),
+      certPem: made.certPem,
+      isAutoCaEnrollmentEnabled: false,
+      isOttCaEnrollmentEnabled: true,
+      isAuthEnabled: false,
+      identityRoles: [],
+    };
+    const id = (await adminCall('POST', '/cas', body)).data.id as string;
+    const token = (await adminCall('GET', `/cas/${id}`)).data.verificationToken as string;
+    const proof = (await issueServerCert(made, { commonName: token, usage: 'client' })).certPem;
+    if (verified) {
+      const r = await call('POST', `${srv.mgmt}/cas/${id}/verify`, {
+        token: root,
+        raw: proof,
+        headers: { 'content-type': 'text/plain' },
+      });
+      if (r.status !== 200) throw new Error(`fixture verify: ${r.text}`);
+    }
+    return { id, body, proof };
+  };
+  const caUpdate = {
+    name: 'x',
+    isAutoCaEnrollmentEnabled: false,
+    isOttCaEnrollmentEnabled: false,
+    isAuthEnabled: false,
+    identityRoles: [],
+    identityNameFormat: '[commonName]',
+  };
+  out.push(
+    { op: `${m} GET /cas`, expect: ADMIN_READ },
+    {
+      op: `${m} POST /cas`,
+      prepare: async () => {
+        const made = await createRootCa({ commonName: uniq('authz-new-ca') });
+        const { body } = await newCa();
+        return { body: { ...body, name: uniq('authz-ca'), certPem: made.certPem } };
+      },
+      expect: adminOnly(201),
+    },
+    { op: `${m} GET /cas/{id}`, prepare: async () => ({ id: (await newCa()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} PUT /cas/{id}`,
+      prepare: async () => ({ id: (await newCa()).id, body: { ...caUpdate, name: uniq('authz-put') } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH /cas/{id}`,
+      prepare: async () => ({ id: (await newCa()).id, body: { isAuthEnabled: true } }),
+      expect: adminOnly(200),
+    },
+    { op: `${m} DELETE /cas/{id}`, prepare: async () => ({ id: (await newCa()).id }), expect: adminOnly(200) },
+    { op: `${m} GET /cas/{id}/jwt`, prepare: async () => ({ id: (await newCa()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} POST /cas/{id}/verify`,
+      prepare: async () => {
+        const ca = await newCa();
+        return { id: ca.id, text: ca.proof };
+      },
+      expect: adminOnly(200),
+    },
+  );
+
+  // outstanding enrollments (management): admins, and admin_readonly for reads (permission entity `enrollment`)
+  const HOUR_MS = 3_600_000;
+  const outstanding = async () => {
+    const { id } = await identity('plain');
+    const body = { method: 'ott', identityId: id, expiresAt: new Date(Date.now() + HOUR_MS).toISOString() };
+    return { identityId: id, id: (await adminCall('POST', '/enrollments', body)).data.id as string };
+  };
+  out.push(
+    { op: `${m} GET /enrollments`, expect: ADMIN_READ },
+    {
+      op: `${m} POST /enrollments`,
+      prepare: async () => ({
+        body: {
+          method: 'ott',
+          identityId: (await identity('plain')).id,
+          expiresAt: new Date(Date.now() + HOUR_MS).toISOString(),
+        },
+      }),
+      expect: adminOnly(201),
+    },
+    { op: `${m} GET /enrollments/{id}`, prepare: async () => ({ id: (await outstanding()).id }), expect: ADMIN_READ },
+    {
+      op: `${m} DELETE /enrollments/{id}`,
+      prepare: async () => ({ id: (await outstanding()).id }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} POST /enrollments/{id}/refresh`,
+      prepare: async () => ({
+        id: (await outstanding()).id,
+        body: { expiresAt: new Date(Date.now() + 2 * HOUR_MS).toISOString() },
+      }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} POST /authenticators/{id}/re-enroll`,
+      prepare: async () => ({
+        id: await authenticatorOf('plain'),
+        body: { expiresAt: new Date(Date.now() + HOUR_MS).toISOString() },
+      }),
+      expect: adminOnly(201),
+    },
+    {
+      op: `${m} POST /authenticators/{id}/request-extend`,
+      prepare: async () => ({ id: await networkCertAuthenticator(), body: { rollKeys: false } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} GET /identities/{id}/enrollments`,
+      prepare: async () => ({ id: (await outstanding()).identityId }),
+      expect: ADMIN_READ,
+    },
+  );
+
   out.push({ op: `${m} GET /identities`, expect: IDENTITY_READ });
   for (const [variant, extra, status] of [
     ['plain', { isAdmin: false }, identityWrite(201)],
@@ -672,6 +873,20 @@ describe('what non-admins see of what they may read', () => {
     };
     expect(await seen('admin')).toEqual({ sessionToken: true, enrollmentJwt: true });
     expect(await seen('readonly')).toEqual({ sessionToken: false, enrollmentJwt: false });
+    // the same on /enrollments, which admin_readonly may read
+    const [enrollmentId] = Object.values(
+      (await adminCall('GET', `/identities/${enrolled}`)).data.enrollment as Record<string, { id: string }>,
+    ).map((e) => e.id);
+    for (const [caller, secrets] of [
+      ['admin', true],
+      ['readonly', false],
+    ] as const) {
+      const token = await tokenOf(caller, false);
+      const d = (await call('GET', `${srv.mgmt}/enrollments/${enrollmentId}`, { token })).body.data;
+      expect({ token: d.token !== '', jwt: d.jwt !== undefined }).toEqual({ token: secrets, jwt: secrets });
+      const listed = (await call('GET', `${srv.mgmt}/identities/${enrolled}/enrollments`, { token })).body.data;
+      expect(listed[0].token !== '', caller).toBe(secrets);
+    }
   });
 });
 
@@ -736,7 +951,11 @@ describe('authorization table', () => {
         .replace('{serviceId}', encodeURIComponent(p.serviceId ?? ''));
       const token = await tokenOf(caller, row.endsSession === true);
       const query = p.query ? `?${p.query}` : '';
-      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });
+      const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, {
+        token,
+        body: p.body,
+        ...(p.text !== undefined ? { raw: p.text, headers: { 'content-type': 'text/plain' } } : {}),
+      });
       if (r.status === 401) {
         expect(r.body.error.code, `${caller}: ${r.text}`).toBe('UNAUTHORIZED');
         // a missing or unknown token gets the challenge that says so; a valid session without access gets none

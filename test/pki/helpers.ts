@@ -84,3 +84,39 @@ export function httpsGet(url: string, ca: string): Promise<{ status: number; typ
     req.end();
   });
 }
+
+const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+/** Runs openssl and throws with its stderr when it fails. */
+function mustOpenssl(args: string[], input?: string): string {
+  const r = openssl(args, input);
+  if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A self-signed CA made by openssl in `s`: `<name>.key`, `<name>.pem`; returns the certificate PEM. */
+export function opensslCa(s: Scratch, name: string): string {
+  const out = ['-keyout', s.path(`${name}.key`), '-out', s.path(`${name}.pem`)];
+  const ext = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
+  mustOpenssl(['req', '-x509', ...P256, '-days', '30', '-subj', `/CN=${name}`, ...out, ...ext]);
+  return s.read(`${name}.pem`);
+}
+
+/** A clientAuth leaf for `cn` signed by the CA `ca` (from opensslCa), with a new key `<name>.key`; returns its PEM. */
+export function opensslIssue(s: Scratch, ca: string, name: string, cn: string): string {
+  const csr = mustOpenssl(['req', '-new', ...P256, '-keyout', s.path(`${name}.key`), '-subj', `/CN=${cn}`]);
+  s.write(`${name}.ext`, 'extendedKeyUsage=clientAuth\n');
+  const signer = ['-CA', s.path(`${ca}.pem`), '-CAkey', s.path(`${ca}.key`), '-CAcreateserial'];
+  return mustOpenssl(['x509', '-req', '-days', '1', ...signer, '-extfile', s.path(`${name}.ext`)], csr);
+}
+
+/** openssl's SHA-1 fingerprint of a PEM certificate, as OpenZiti writes it (lower-case hex, no colons). */
+export function opensslFingerprint(s: Scratch, pem: string): string {
+  s.write('fingerprint.pem', pem);
+  const out = mustOpenssl(['x509', '-noout', '-fingerprint', '-sha1', '-in', s.path('fingerprint.pem')]);
+  return out
+    .slice(out.indexOf('=') + 1)
+    .trim()
+    .replaceAll(':', '')
+    .toLowerCase();
+}

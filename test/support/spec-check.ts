@@ -48,6 +48,26 @@ export const UNDECLARED_OK: Record<string, string> = {
   '404 DELETE /sessions/{id}':
     "unknown session, or another identity's: the delete loads it first (OpenZiti's DeleteForIdentity: not found)",
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
+  '409 POST /enroll/ott':
+    'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',
+  '409 POST /enroll/updb': 'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a updb authenticator)',
+  '400 POST /authenticators/{id}/re-enroll':
+    'a missing or past expiresAt (COULD_NOT_VALIDATE): the spec lists no 400 although the body is validated',
+  '409 POST /authenticators/{id}/re-enroll':
+    'ENROLLMENT_EXISTS: the identity already has an outstanding enrollment of the method the authenticator reverts to',
+  '400 POST /current-identity/authenticators/{id}/extend':
+    'a CSR that does not parse or verify (COULD_NOT_PROCESS_CSR); the spec lists only 200 and 401',
+  '404 POST /current-identity/authenticators/{id}/extend': 'not an authenticator of the caller (NOT_FOUND)',
+  '409 POST /current-identity/authenticators/{id}/extend':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: only certificates this network issued can be extended',
+  '404 POST /current-identity/authenticators/{id}/extend-verify': 'not an authenticator of the caller (NOT_FOUND)',
+  '400 POST /current-identity/authenticators/{id}/extend-verify':
+    'INVALID_CLIENT_CERT: not the certificate extend returned; the spec lists only 200 and 401',
+  '409 POST /authenticators/{id}/request-extend':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: only certificates this network issued can be extended',
+  '409 POST /enroll/ca': 'CERT_IN_USE: the certificate already belongs to an identity (controller apierror, 409)',
+  '409 POST /cas/{id}/verify': 'CA_ALREADY_VERIFIED (controller apierror, 409), which the spec does not list',
+  '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '408 *':
@@ -66,6 +86,7 @@ export const UNDECLARED_OK: Record<string, string> = {
 export const BODY_EXEMPT: Record<string, string> = {
   '200 GET /current-identity/mfa/qr-code': 'a PNG image (image/png), as the spec produces, not JSON',
   '200 GET /.well-known/est/cacerts': 'a PKCS#7 certs-only store in base64 (application/pkcs7-mime), not JSON',
+  '200 GET /cas/{id}/jwt': 'the JWT as text (application/jwt): the spec declares `type: string` without an envelope',
   '200 GET /specs/{id}/spec':
     "the document itself, as OpenZiti's spec_router.go DetailBody writes it (Produce(spec.body)), not the envelope around a string its spec declares",
 };

@@ -1,0 +1,95 @@
+/**
+ * CA auto-enrollment (docs/enrollment.md, "CAs"): a client whose TLS certificate chains to a verified CA with
+ * `isAutoCaEnrollmentEnabled` gets a new identity (named by the CA's `identityNameFormat`, with its
+ * `identityRoles`) and that certificate as its `cert` authenticator, tied to the CA.
+ */
+import { X509Certificate } from 'node:crypto';
+import type { Row } from '../../storage/types.js';
+import { Errors } from '../api/errors.js';
+import type { Services } from '../api/services.js';
+import { fingerprintOfDer } from '../pki/fingerprint.js';
+import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
+import { shortId } from '../util/ids.js';
+
+/** How many numbered variants of a taken identity name are tried before giving up. */
+export const MAX_NAME_ATTEMPTS = 1000;
+
+/** The verified CA with auto-enrollment that issued `leaf` (with the intermediates the client sent), or null. */
+async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<Row | null> {
+  let tried = 0;
+  for (const ca of svc.store.collection('cas').scan()) {
+    if (ca.isVerified !== true || ca.isAutoCaEnrollmentEnabled !== true) continue;
+    if (++tried > MAX_CHAIN_CANDIDATES) break;
+    const at = new Date(svc.clock.now());
+    if ((await verifyChain(leaf, sent, [ca.certPem as string], { at, purpose: 'client' })).ok) return ca;
+  }
+  return null;
+}
+
+/** The CA's name format filled in: `[caName]`, `[caId]`, `[commonName]`, `[identityId]` (`[requestedName]` empty). */
+export function formatIdentityName(format: string, values: Record<string, string>): string {
+  return format.replace(/\[(caName|caId|commonName|identityId|requestedName)\]/g, (_, k: string) => values[k] ?? '');
+}
+
+/** `name`, or the first of `name000001`, `name000002`, … no identity holds (OpenZiti numbers the same way). */
+function freeName(svc: Services, name: string): string {
+  if (svc.store.lookup('identities', 'name', name).length === 0) return name;
+  for (let i = 1; i < MAX_NAME_ATTEMPTS; i++) {
+    const candidate = `${name}${String(i).padStart(6, '0')}`;
+    if (svc.store.lookup('identities', 'name', candidate).length === 0) return candidate;
+  }
+  throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
+}
+
+export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undefined): Promise<void> {
+  const [leaf, ...sent] = peerCertificates ?? [];
+  if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
+  const fingerprint = fingerprintOfDer(leaf);
+  if (svc.store.lookup('authenticators', 'fingerprint', fingerprint).length > 0) throw Errors.CERT_IN_USE();
+  const ca = await issuingCa(svc, leaf, sent);
+  if (!ca) throw Errors.ENROLLMENT_NO_VALID_CAS();
+  const cert = new X509Certificate(leaf);
+  const identityId = shortId();
+  const commonName = /^CN=(.*)$/m.exec(cert.subject)?.[1] ?? '';
+  const formatted = formatIdentityName(ca.identityNameFormat as string, {
+    caName: ca.name as string,
+    caId: ca.id,
+    commonName,
+    identityId,
+  });
+  const at = svc.nowIso();
+  await svc.write({
+    op: 'batch',
+    ops: [
+      {
+        op: 'create',
+        entity: 'identities',
+        id: identityId,
+        at,
+        data: {
+          name: freeName(svc, formatted.trim() === '' ? identityId : formatted),
+          typeId: 'Default',
+          isAdmin: false,
+          isDefaultAdmin: false,
+          authPolicyId: 'default',
+          roleAttributes: [...((ca.identityRoles as string[] | undefined) ?? [])],
+        },
+      },
+      {
+        op: 'create',
+        entity: 'authenticators',
+        id: shortId(),
+        at,
+        data: {
+          method: 'cert',
+          identityId,
+          certPem: cert.toString(),
+          fingerprint,
+          methodKey: `${identityId}:cert`,
+          isIssuedByNetwork: false,
+          caId: ca.id,
+        },
+      },
+    ],
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * `POST /authenticate?method=cert` (docs/enrollment.md): the TLS client certificate of the request (the node
+ * engine asks for one when API TLS is on) must chain to this controller's CAs and match a `cert` authenticator by
+ * fingerprint. Anything else is a failed login (the caller answers 401 INVALID_AUTH).
+ */
+import type { HttpRequest } from '../../http/types.js';
+import type { Row } from '../../storage/types.js';
+import type { Services } from '../api/services.js';
+import type { AuthPolicyPrimary } from '../model/auth-policy.js';
+import { isDisabled } from '../model/identity.js';
+import { fingerprintOfDer } from '../pki/fingerprint.js';
+import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
+
+export async function certLogin(
+  svc: Services,
+  req: HttpRequest,
+): Promise<{ identity: Row; authenticator: Row } | null> {
+  const chain = req.peerCertificates;
+  if (!chain || chain.length === 0 || !svc.pki) return null;
+  const [leaf, ...sent] = chain;
+  const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf!));
+  const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
+  if (authenticator?.method !== 'cert') return null;
+  const identity = svc.get('identities', authenticator.identityId as string);
+  if (!identity || isDisabled(identity, svc.clock.now())) return null;
+  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
+  if (cert?.allowed === false) return null;
+  // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
+  // that allow authentication
+  const trusted = [...svc.pki.caPems, ...authCas(svc)];
+  const verified = await verifyChain(leaf!, sent, trusted, { at: new Date(svc.clock.now()), purpose: 'client' });
+  if (!verified.ok && !(verified.code === 'EXPIRED' && cert?.allowExpiredCerts === true)) return null;
+  return { identity, authenticator };
+}
+
+/** The certificates of verified CAs with `isAuthEnabled` (at most MAX_CHAIN_CANDIDATES of them). */
+function authCas(svc: Services): string[] {
+  const out: string[] = [];
+  for (const ca of svc.store.collection('cas').scan()) {
+    if (out.length >= MAX_CHAIN_CANDIDATES) break;
+    if (ca.isVerified === true && ca.isAuthEnabled === true) out.push(ca.certPem as string);
+  }
+  return out;
+}

@@ -1,0 +1,138 @@
+/**
+ * Identity enrollment (docs/enrollment.md): an outstanding enrollment is found by its one-time token and consumed
+ * by the write that creates the identity's authenticator, so a token enrolls at most once.
+ */
+import { X509Certificate } from 'node:crypto';
+import type { Command, Row } from '../../storage/types.js';
+import { ApiError, Errors, fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
+import { checkPasswordPolicy } from '../model/authenticator.js';
+import { fingerprintOfDer } from '../pki/fingerprint.js';
+import { PkiError, signCsr, verifyChain } from '../pki/index.js';
+import { shortId } from '../util/ids.js';
+import { hashPassword } from './password.js';
+
+/** Enrollment tokens are UUIDs; anything longer is refused before a lookup. */
+export const MAX_ENROLLMENT_TOKEN_LENGTH = 64;
+
+/** What an OTT enrollment answers: the client chain (leaf, then the signing CA) and the CAs to trust. */
+export interface EnrolledCerts {
+  cert: string;
+  ca: string;
+}
+
+/**
+ * The outstanding enrollment a token names, checked: unknown token → INVALID_ENROLLMENT_TOKEN, another method →
+ * INVALID_ENROLL_METHOD, past its `expiresAt` → ENROLLMENT_EXPIRED.
+ */
+export function enrollmentByToken(svc: Services, token: unknown, method: string): Row {
+  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_ENROLLMENT_TOKEN_LENGTH) {
+    throw Errors.INVALID_ENROLLMENT_TOKEN();
+  }
+  const ids = svc.store.lookup('enrollments', 'token', token);
+  const row = ids.length === 1 ? svc.get('enrollments', ids[0]!) : undefined;
+  if (!row) throw Errors.INVALID_ENROLLMENT_TOKEN();
+  if (row.method !== method) throw Errors.INVALID_ENROLL_METHOD();
+  if (Date.parse(row.expiresAt as string) <= svc.clock.now()) throw Errors.ENROLLMENT_EXPIRED();
+  return row;
+}
+
+/** Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused. */
+async function consume(svc: Services, enrollment: Row, authenticator: Record<string, unknown>): Promise<void> {
+  const at = svc.nowIso();
+  const ops: Command[] = [
+    { op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true },
+    { op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator },
+  ];
+  try {
+    await svc.write({ op: 'batch', ops });
+  } catch (err) {
+    // another request enrolled with this token (or the identity was deleted) between the lookup and the write
+    if (err instanceof ApiError && err.code === 'NOT_FOUND') throw Errors.INVALID_ENROLLMENT_TOKEN();
+    throw err;
+  }
+}
+
+/**
+ * OTT enrollment: signs the CSR with the controller's signing CA (the certificate is named by the identity's
+ * id) and gives the identity a `cert` authenticator issued by the network.
+ */
+export async function enrollOtt(svc: Services, token: unknown, csrPem: unknown): Promise<EnrolledCerts> {
+  const enrollment = enrollmentByToken(svc, token, 'ott');
+  if (typeof csrPem !== 'string' || csrPem.trim() === '') throw Errors.MISSING_OR_INVALID_CSR();
+  const signing = svc.pki?.signing;
+  // a node set up from a join bundle holds no CA key: it cannot issue certificates
+  if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
+  const identityId = enrollment.identityId as string;
+  let certPem: string;
+  try {
+    certPem = await signCsr(signing, csrPem, { usage: 'client', commonName: identityId });
+  } catch (err) {
+    if (err instanceof PkiError) throw Errors.COULD_NOT_PROCESS_CSR({ code: err.code, message: err.message });
+    throw err;
+  }
+  const leaf = new X509Certificate(certPem);
+  await consume(svc, enrollment, {
+    method: 'cert',
+    identityId,
+    certPem: leaf.toString(),
+    fingerprint: fingerprintOfDer(leaf.raw),
+    methodKey: `${identityId}:cert`,
+    isIssuedByNetwork: true,
+  });
+  return { cert: `${leaf.toString()}${signing.certPem.trim()}\n`, ca: caBundle(svc) };
+}
+
+/** The CA certificates an enrolled client trusts (root first), as one PEM text. */
+export function caBundle(svc: Services): string {
+  return (svc.pki?.caPems ?? []).map((p) => `${p.trim()}\n`).join('');
+}
+
+/**
+ * UPDB enrollment: sets the initial password of the username the enrollment was created with. A username in the
+ * request must be that one.
+ */
+export async function enrollUpdb(svc: Services, token: unknown, body: { username?: unknown; password?: unknown }) {
+  const enrollment = enrollmentByToken(svc, token, 'updb');
+  const username = enrollment.username as string;
+  if (body.username !== undefined && body.username !== username) {
+    throw fieldError('username', 'username must be the one of the enrollment', String(body.username));
+  }
+  if (typeof body.password !== 'string') throw fieldError('password', 'password is required', '******');
+  const identityId = enrollment.identityId as string;
+  checkPasswordPolicy(svc, identityId, body.password);
+  await consume(svc, enrollment, {
+    method: 'updb',
+    identityId,
+    username,
+    password: await hashPassword(body.password),
+    methodKey: `${identityId}:updb`,
+  });
+}
+
+/**
+ * OTT CA enrollment: the client proves possession of a certificate issued by the enrollment's CA (its TLS client
+ * certificate, `peerCertificates`); that certificate becomes the identity's `cert` authenticator, tied to the CA.
+ */
+export async function enrollOttca(svc: Services, token: unknown, peerCertificates: Buffer[] | undefined) {
+  const enrollment = enrollmentByToken(svc, token, 'ottca');
+  const ca = svc.get('cas', enrollment.caId as string);
+  if (ca?.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
+  const [leaf, ...sent] = peerCertificates ?? [];
+  if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
+  const verified = await verifyChain(leaf, sent, [ca.certPem as string], {
+    at: new Date(svc.clock.now()),
+    purpose: 'client',
+  });
+  if (!verified.ok) throw Errors.CERT_FAILED_VALIDATION();
+  const identityId = enrollment.identityId as string;
+  await consume(svc, enrollment, {
+    method: 'cert',
+    identityId,
+    certPem: new X509Certificate(leaf).toString(),
+    fingerprint: fingerprintOfDer(leaf),
+    methodKey: `${identityId}:cert`,
+    isIssuedByNetwork: false,
+    caId: ca.id,
+  });
+}

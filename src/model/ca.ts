@@ -1,0 +1,159 @@
+/**
+ * Third-party certificate authorities (docs/enrollment.md, "CAs"): registered by an admin with their CA
+ * certificate, verified by proving control of the CA key (a certificate it signed whose common name is the CA's
+ * `verificationToken`), then trusted for `ottca` enrollment and (with `isAuthEnabled`) certificate login.
+ */
+import type { X509Certificate } from 'node:crypto';
+import { checkRoleAttributes, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { Errors, fieldError } from '../api/errors.js';
+import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
+import { s } from '../schema/s.js';
+import { uuid } from '../util/ids.js';
+import { roles, tags } from './common.js';
+
+/** OpenZiti's default name of identities a CA auto-enrolls. */
+export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
+
+const nullableStr = s.nullable(s.str());
+const externalIdClaimFields = {
+  index: s.nullable(s.int()),
+  location: s.nullable(s.enum(['COMMON_NAME', 'SAN_URI', 'SAN_EMAIL'] as const)),
+  matcher: s.nullable(s.enum(['ALL', 'PREFIX', 'SUFFIX', 'SCHEME'] as const)),
+  matcherCriteria: nullableStr,
+  parser: s.nullable(s.enum(['NONE', 'SPLIT'] as const)),
+  parserCriteria: nullableStr,
+};
+const externalIdClaim = s.named(
+  'externalIdClaim',
+  s.obj(externalIdClaimFields, ['location', 'matcher', 'matcherCriteria', 'parser', 'parserCriteria', 'index']),
+);
+const externalIdClaimPatch = s.named('externalIdClaimPatch', s.obj(externalIdClaimFields));
+
+const caFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  certPem: { type: 'string', filter: false, api: true },
+  fingerprint: { type: 'string', unique: true, api: true },
+  isVerified: { type: 'bool', api: true, default: false },
+  verificationToken: { type: 'string', filter: false },
+  isAutoCaEnrollmentEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
+  isOttCaEnrollmentEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
+  isAuthEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
+  identityRoles: { type: 'string', set: true, body: roles, api: true, default: [] },
+  identityNameFormat: { type: 'string', body: s.str(), api: true, default: DEFAULT_IDENTITY_NAME_FORMAT },
+  externalIdClaim: { type: 'object', filter: false, body: s.nullable(externalIdClaim) },
+} as const satisfies EntityFields;
+
+const flags = {
+  isAuthEnabled: s.bool(),
+  isAutoCaEnrollmentEnabled: s.bool(),
+  isOttCaEnrollmentEnabled: s.bool(),
+};
+
+/** A CA certificate from a request: exactly one PEM certificate with basicConstraints CA:true. */
+export function caCertificate(pem: unknown): X509Certificate {
+  const cert = typeof pem === 'string' ? parseSinglePem(pem) : null;
+  if (!cert) {
+    throw Errors.INVALID_CERT_PEM({ field: 'certPem', reason: 'expected exactly one PEM certificate', value: '' });
+  }
+  if (!cert.ca)
+    throw Errors.CERTIFICATE_IS_NOT_CA({ field: 'certPem', reason: 'the certificate is not a CA', value: '' });
+  return cert;
+}
+
+export const cas = defineEntity({
+  name: 'cas',
+  type: 'ca',
+  tag: 'Certificate Authority',
+  singular: 'Ca',
+  plural: 'Cas',
+  permission: 'ca',
+  fields: caFields,
+  detail: detailSchema(
+    'caDetail',
+    s.obj(
+      {
+        certPem: s.str(),
+        externalIdClaim,
+        fingerprint: s.str(),
+        identityNameFormat: s.str(),
+        identityRoles: roles,
+        ...flags,
+        isVerified: s.bool(),
+        name: s.str(),
+        verificationToken: s.str({ format: 'uuid' }),
+      },
+      [
+        'name',
+        'fingerprint',
+        'certPem',
+        'isVerified',
+        'isAutoCaEnrollmentEnabled',
+        'isOttCaEnrollmentEnabled',
+        'isAuthEnabled',
+        'identityRoles',
+        'identityNameFormat',
+      ],
+    ),
+  ),
+  create: s.named(
+    'caCreate',
+    s.obj(
+      {
+        certPem: s.str(),
+        externalIdClaim,
+        identityNameFormat: s.str(),
+        identityRoles: roles,
+        ...flags,
+        name: s.str(),
+        tags,
+      },
+      ['name', 'certPem', 'isAutoCaEnrollmentEnabled', 'isOttCaEnrollmentEnabled', 'isAuthEnabled', 'identityRoles'],
+    ),
+  ),
+  update: s.named(
+    'caUpdate',
+    s.obj({ externalIdClaim, identityNameFormat: s.str(), identityRoles: roles, ...flags, name: s.str(), tags }, [
+      'name',
+      'isAutoCaEnrollmentEnabled',
+      'isOttCaEnrollmentEnabled',
+      'isAuthEnabled',
+      'identityRoles',
+      'identityNameFormat',
+    ]),
+  ),
+  patch: s.named(
+    'caPatch',
+    s.obj({
+      externalIdClaim: externalIdClaimPatch,
+      identityNameFormat: nullableStr,
+      identityRoles: roles,
+      isAuthEnabled: s.nullable(s.bool()),
+      isAutoCaEnrollmentEnabled: s.nullable(s.bool()),
+      isOttCaEnrollmentEnabled: s.nullable(s.bool()),
+      name: nullableStr,
+      tags,
+    }),
+  ),
+  toApi: (row) => {
+    const out: Record<string, unknown> = {};
+    // the token is of use only until the CA is verified
+    if (row.isVerified !== true) out.verificationToken = row.verificationToken;
+    if (row.externalIdClaim) out.externalIdClaim = row.externalIdClaim;
+    return out;
+  },
+  fromApi(body, { mode, copied }) {
+    const out = { ...copied };
+    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
+    if (Object.hasOwn(body, 'identityRoles'))
+      out.identityRoles = checkRoleAttributes('identityRoles', body.identityRoles);
+    if (mode === 'create') {
+      const cert = caCertificate(body.certPem);
+      out.certPem = cert.toString();
+      out.fingerprint = fingerprintOfDer(cert.raw);
+      out.isVerified = false;
+      out.verificationToken = uuid();
+      out.identityNameFormat ??= DEFAULT_IDENTITY_NAME_FORMAT;
+    }
+    return out;
+  },
+});

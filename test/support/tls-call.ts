@@ -1,0 +1,56 @@
+/** HTTPS requests with a client certificate (mutual TLS), checked against the spec like `call()`. */
+import { request as httpsRequest } from 'node:https';
+import { checkResponse } from './spec-check.js';
+
+export interface TlsRes {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  text: string;
+}
+
+/** One HTTPS request trusting `ca`, with a client key and certificate when given; checked against the spec. */
+export function tlsCall(
+  method: string,
+  url: string,
+  opts: { ca: string; key?: string; cert?: string; body?: unknown; token?: string; raw?: string; type?: string },
+): Promise<TlsRes> {
+  const headers: Record<string, string> = {};
+  let payload: string | undefined;
+  if (opts.raw !== undefined) {
+    payload = opts.raw;
+    headers['content-type'] = opts.type ?? 'text/plain';
+  } else if (opts.body !== undefined) {
+    payload = JSON.stringify(opts.body);
+    headers['content-type'] = 'application/json';
+  }
+  if (opts.token) headers['zt-session'] = opts.token;
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      { method, headers, ca: opts.ca, key: opts.key, cert: opts.cert, agent: false, timeout: 20_000 },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          let body: any;
+          try {
+            body = text ? JSON.parse(text) : undefined;
+          } catch {
+            body = undefined;
+          }
+          const out = { status: res.statusCode ?? 0, headers: res.headers, body, text };
+          try {
+            checkResponse(method, url, out);
+            resolve(out);
+          } catch (err) {
+            reject(err);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(payload);
+  });
+}
