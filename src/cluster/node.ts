@@ -2,6 +2,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
@@ -89,6 +90,13 @@ export class ClusterNode {
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== PEER_API_PATH) return; // the Raft transport's listener takes /raft
+      // With peer TLS the server already required a certificate from the cluster CA; it must also name a member
+      // (identity and router certificates from the same CA do not).
+      const tls = this.opts.tls;
+      if (tls && !tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
+        socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
+        return;
+      }
       this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
     });
   }
@@ -302,10 +310,11 @@ export class ClusterNode {
     return this.monitor.view();
   }
 
-  /** Whether peer links use mutual TLS, and this node's certificate (PEM) if so. */
+  /** This node's peer certificate (PEM, the leaf without its chain) when peer links use mutual TLS, else null. */
   get peerCertPem(): string | null {
     const cert = this.opts.tls?.cert;
-    return cert === undefined ? null : cert.toString();
+    if (cert === undefined) return null;
+    return /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(cert.toString())?.[0] ?? null;
   }
 
   async removeMember(id: string): Promise<void> {
