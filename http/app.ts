@@ -4,6 +4,7 @@
 // `dispatch` returns synchronously when the handler does, so an engine can answer without a
 // microtask hop; `handle` is the always-async form for tests and simple callers.
 import { CORS_RESPONSE_HEADERS, corsOptionsResponse, hasOrigin } from './cors.js';
+import { DEFAULT_MAX_URL_BYTES, uriTooLong } from './edge.js';
 import { ApiError, Errors, errorResponse } from './errors.js';
 import { decodePath } from './request.js';
 import type { Router } from './router.js';
@@ -28,11 +29,14 @@ export interface AppOptions {
   onError?: (err: unknown, req: HttpRequest) => void;
   /** OpenZiti's CORS behaviour (default on). */
   cors?: boolean;
+  /** Longest request target (path + query as sent) served (default 64 KiB); longer → 414 URI_TOO_LONG. */
+  maxUrlBytes?: number;
 }
 
 export interface App {
   readonly router: Router<any>;
   readonly maxBodyBytes: number;
+  readonly maxUrlBytes: number;
   readonly requestTimeout_ms: number;
   /**
    * Runs the pipeline; never rejects. The returned `headers` object may be frozen and shared
@@ -62,6 +66,8 @@ export function createApp(opts: AppOptions): App {
   const rewritePath = opts.rewritePath;
   const onError = opts.onError;
   const cors = opts.cors ?? true;
+  const maxUrlBytes = opts.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+  if (!Number.isSafeInteger(maxUrlBytes) || maxUrlBytes < 1) throw new RangeError('maxUrlBytes must be >= 1');
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 0) throw new RangeError('maxBodyBytes must be >= 0');
   if (!Number.isInteger(timeout_ms) || timeout_ms <= 0 || timeout_ms > MAX_TIMEOUT_MS) {
     throw new RangeError(`requestTimeout_ms must be in 1..${MAX_TIMEOUT_MS}`);
@@ -163,6 +169,10 @@ export function createApp(opts: AppOptions): App {
 
   function dispatch(req: HttpRequest): HttpResponse | Promise<HttpResponse> {
     try {
+      // a valid request target is ASCII: one character per byte
+      if (req.rawPath.length + req.rawQuery.length > maxUrlBytes) {
+        return finish(req, errorResponse(uriTooLong(maxUrlBytes), req.requestId));
+      }
       if (cors && req.method === 'OPTIONS') return finish(req, corsOptionsResponse(req.headers));
       if (req.body.length > maxBodyBytes) {
         return finish(req, errorResponse(Errors.REQUEST_ENTITY_TOO_LARGE(), req.requestId));
@@ -198,6 +208,7 @@ export function createApp(opts: AppOptions): App {
   return {
     router,
     maxBodyBytes,
+    maxUrlBytes,
     requestTimeout_ms: timeout_ms,
     dispatch,
     handle: (req) => Promise.resolve(dispatch(req)),

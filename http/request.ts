@@ -1,6 +1,6 @@
 // The concrete HttpRequest the engines build: the query, the JSON body and the request id are
 // computed on first use, so a request that never needs them never pays for them.
-import { Errors } from './errors.js';
+import { parseJsonBody } from './json-body.js';
 import { newRequestId } from './request-id.js';
 import type { HttpRequest } from './types.js';
 
@@ -138,11 +138,7 @@ export class IncomingRequest implements HttpRequest {
       if (this.body.length === 0) {
         this.jsonValue = undefined;
       } else {
-        try {
-          this.jsonValue = JSON.parse(this.body.toString('utf8'));
-        } catch (err) {
-          throw Errors.COULD_NOT_PARSE_BODY({ code: 'UNHANDLED', message: (err as Error).message });
-        }
+        this.jsonValue = parseJsonBody(this.body);
       }
     }
     return this.jsonValue as T;

@@ -2,20 +2,24 @@
  * Read-path benchmark: authenticated GET /edge/management/v1/identities?limit=10 and GET
  * /edge/client/v1/current-identity on one Keel node, each beside a bare uWebSockets.js app serving a static JSON
  * body of the same size, measured in the same run at several concurrencies. The figure that matters is the
- * ratio Keel / bare. Then: an indexed-equality list over 100k identities, beside a full-scan filter.
+ * ratio Keel / bare. A controller in use also writes, and every write invalidates the render cache the reads hit:
+ * at some concurrencies the same reads run again with a steady stream of writes mixed in (1 % and 10 % of the
+ * requests, synced PATCHes of identities), still against the bare baseline. Then: an indexed-equality list over
+ * 100k identities, beside a full-scan filter.
  *
  *   npm run bench -- http [--quick] [--identities 100000]
  *
  * Servers run in child processes; the load generator (autocannon) runs here, so on two cores each side has one.
  */
-import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { type ChildProcess, execFile, fork } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 // @ts-expect-error autocannon ships no type declarations
 import autocannon from 'autocannon';
 
 const here = import.meta.dirname;
+const execFileAsync = promisify(execFile);
 
 interface Child {
   proc: ChildProcess;
@@ -77,7 +81,8 @@ async function load(
     const args = ['-t1', `-c${connections}`, `-d${duration_s}s`, '--latency'];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
     args.push(url);
-    const out = execFileSync(WRK, args, { encoding: 'utf8' });
+    // asynchronous, so that a writer in this process keeps running during the load (mixed points)
+    const { stdout: out } = await execFileAsync(WRK, args, { encoding: 'utf8' });
     const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
     const p50 = wrkMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? '');
     const p99 = wrkMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? '');
@@ -89,6 +94,63 @@ async function load(
   const r = await autocannon({ url, connections, duration: duration_s, headers, pipelining: 1 });
   const non2xx = r.non2xx + r.errors + r.timeouts;
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: non2xx };
+}
+
+/** Write shares of the requests mixed into the read load (1 % and 10 %). */
+const WRITE_SHARES = [0.01, 0.1];
+/** At most this many writes in flight: a controller that cannot keep up gets fewer writes, reported as such. */
+const MAX_WRITES_IN_FLIGHT = 64;
+/** The writer's pacing tick. */
+const WRITE_TICK_MS = 10;
+
+/**
+ * Runs `read()` while PATCHing identities at a steady `writes_per_s` (paced every WRITE_TICK_MS, at most
+ * MAX_WRITES_IN_FLIGHT at once). Every write changes the store, so every cached rendering goes stale.
+ */
+async function withWrites(
+  port: number,
+  auth: Record<string, string>,
+  ids: string[],
+  writes_per_s: number,
+  read: () => Promise<Measure>,
+): Promise<{ reads: Measure; writes_per_s: number; writeErrors: number }> {
+  let done = 0;
+  let errors = 0;
+  let inFlight = 0;
+  let due = 0;
+  let seq = 0;
+  const write = async () => {
+    inFlight++;
+    const id = ids[seq++ % ids.length]!;
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/edge/management/v1/identities/${id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: JSON.stringify({ tags: { write: String(seq) } }),
+      });
+      await r.arrayBuffer();
+      if (r.status === 200) done++;
+      else errors++;
+    } catch {
+      errors++;
+    } finally {
+      inFlight--;
+    }
+  };
+  const started = performance.now();
+  const timer = setInterval(() => {
+    due += (writes_per_s * WRITE_TICK_MS) / 1000;
+    while (due >= 1 && inFlight < MAX_WRITES_IN_FLIGHT) {
+      due -= 1;
+      void write();
+    }
+    due = Math.min(due, MAX_WRITES_IN_FLIGHT); // do not build up a burst while the controller lags
+  }, WRITE_TICK_MS);
+  const reads = await read();
+  clearInterval(timer);
+  const elapsed_s = (performance.now() - started) / 1000;
+  while (inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+  return { reads, writes_per_s: done / elapsed_s, writeErrors: errors };
 }
 
 async function login(port: number): Promise<string> {
@@ -111,6 +173,7 @@ async function main(): Promise<void> {
   });
   const duration_s = values.quick ? 2 : 5;
   const concurrencies = values.quick ? [1, 32] : [1, 16, 64, 256];
+  const mixedAt = new Set(values.quick ? [32] : [16, 64]);
   console.log(
     `Keel read benchmark — ${new Date().toISOString()}, node ${process.version}, ${duration_s}s per point, load: ${WRK ? 'wrk -t1' : 'autocannon'}`,
   );
@@ -122,13 +185,15 @@ async function main(): Promise<void> {
     { name: 'GET /edge/management/v1/identities?limit=10', path: '/edge/management/v1/identities?limit=10' },
     { name: 'GET /edge/client/v1/current-identity', path: '/edge/client/v1/current-identity' },
   ];
-  // populate a few identities so that the list has a full page
+  // populate a few identities so that the list has a full page (the mixed points write to them)
+  const ids: string[] = [];
   for (let i = 0; i < 12; i++) {
-    await fetch(`http://127.0.0.1:${keel.port}/edge/management/v1/identities`, {
+    const r = await fetch(`http://127.0.0.1:${keel.port}/edge/management/v1/identities`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ name: `bench-id-${i}`, type: 'User', isAdmin: false, roleAttributes: ['bench'] }),
     });
+    ids.push(((await r.json()) as { data: { id: string } }).data.id);
   }
   for (const t of targets) {
     const url = `http://127.0.0.1:${keel.port}${t.path}`;
@@ -141,6 +206,18 @@ async function main(): Promise<void> {
       console.log(
         `  c=${String(c).padStart(3)}  keel ${fmt(k)}   bare ${fmt(b)}   ratio ${(k.rps / b.rps).toFixed(2)}`,
       );
+      if (!mixedAt.has(c)) continue;
+      for (const share of WRITE_SHARES) {
+        // aim at `share` of the requests, from the read-only rate just measured
+        const m = await withWrites(keel.port, auth, ids, (k.rps * share) / (1 - share), () =>
+          load(url, c, duration_s, auth),
+        );
+        const actual = m.writes_per_s / (m.writes_per_s + m.reads.rps);
+        const label = `+${(share * 100).toFixed(0)}% writes`.padStart(11);
+        console.log(
+          `  ${label}  keel ${fmt(m.reads)}   + ${m.writes_per_s.toFixed(0)} writes/s (achieved ${(actual * 100).toFixed(1)}% of requests${m.writeErrors ? `, ${m.writeErrors} failed!` : ''})   ratio to bare ${(m.reads.rps / b.rps).toFixed(2)}`,
+        );
+      }
     }
     await stopChild(bare);
   }

@@ -8,6 +8,7 @@ import * as x509 from '@peculiar/x509';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type App, createApp } from '../app.js';
 import { serveStaticJson } from '../bare-uws.js';
+import { MAX_DISCARD_BYTES } from '../edge.js';
 import { dataEnvelope, Errors } from '../errors.js';
 import { Router } from '../router.js';
 import type { HttpResponse, HttpServer } from '../types.js';
@@ -294,11 +295,11 @@ describe.each(['uws', 'node'] as const)('%s engine', (engine) => {
     expect(r.headers['x-body-sha256']).toBe(sha256(body));
   });
 
-  it('rejects a too-large content-length with 413 before reading the body', async () => {
+  it('rejects a content-length beyond the discard bound with 413 before reading the body', async () => {
     const started = Date.now();
     const text = await raw(
       port,
-      `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"a":`,
+      `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${MAX_DISCARD_BYTES + 1}\r\n\r\n{"a":`,
     );
     const res = parseRaw(text);
     expect(res.status).toBe(413);
@@ -308,7 +309,7 @@ describe.each(['uws', 'node'] as const)('%s engine', (engine) => {
     expect(Date.now() - started).toBeLessThan(1_500);
   });
 
-  it('cuts a chunked body off at the limit and answers 413 without waiting for its end', async () => {
+  it('reads a chunked body past the limit to its end, throwing it away, then answers 413', async () => {
     const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request({ host: HOST, port, method: 'POST', path: '/echo', agent: false }, (res) => {
         let text = '';
@@ -324,9 +325,12 @@ describe.each(['uws', 'node'] as const)('%s engine', (engine) => {
       const chunk = Buffer.alloc(16 * 1024, 120);
       let sent = 0;
       const pump = () => {
-        if (sent > 6) return; // 96 KiB sent, never ended: the server must answer on its own
+        if (sent > 70) {
+          req.end(); // 1.1 MiB sent: over the limit, under the discard bound
+          return;
+        }
         sent++;
-        req.write(chunk, () => setTimeout(pump, 5));
+        req.write(chunk, () => setTimeout(pump, 1));
       };
       pump();
     });

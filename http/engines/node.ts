@@ -3,13 +3,23 @@
 //
 // `maxConnections` bounds open connections: a connection beyond it is still read, but each of its
 // requests is answered 429 SERVER_TOO_MANY_REQUESTS with `Connection: close`; past twice the
-// bound node drops new sockets outright (`server.maxConnections`).
+// bound new sockets are dropped outright. Header, request and keep-alive timeouts close slow clients.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import type { App } from '../app.js';
+import {
+  DEFAULT_BODY_TIMEOUT_MS,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
+  DEFAULT_MAX_HEADER_BYTES,
+  headersTooLarge,
+  MAX_DISCARD_BYTES,
+  rawErrorResponse,
+  requestTimeout,
+} from '../edge.js';
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpHeaders, HttpResponse, HttpServer } from '../types.js';
@@ -35,12 +45,43 @@ export interface NodeServeOptions {
   maxConnections?: number;
   /** Called when writing a response fails unexpectedly (the connection is then destroyed). */
   onError?: (err: unknown) => void;
+  /** Request line and headers must arrive within this time (default 10 s); else 408 and close. */
+  headersTimeout_ms?: number;
+  /** The whole request, body included, must arrive within this time (default 30 s); else 408 and close. */
+  requestTimeout_ms?: number;
+  /** Idle keep-alive connections are closed after this time (default 5 s). */
+  keepAliveTimeout_ms?: number;
+  /** Bound on the request line plus headers (default 80 KiB); beyond → 431 and close. */
+  maxHeaderBytes?: number;
 }
 
 /** Longest certificate chain walked from the peer certificate. */
 const MAX_CHAIN_LENGTH = 16;
 /** How long a rejected upload may keep streaming into the void before its socket is destroyed. */
 const DRAIN_AFTER_REJECT_MS = 1_000;
+/** How often node checks the header and request timeouts (its default, 30 s, would stretch them). */
+const TIMEOUT_CHECK_INTERVAL_MS = 500;
+
+/** node:http's clientError codes Keel answers with an envelope. */
+function clientErrorResponse(code: string | undefined, limits: { headers_bytes: number; request_ms: number }) {
+  if (code === 'HPE_HEADER_OVERFLOW') return rawErrorResponse(headersTooLarge(limits.headers_bytes));
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return rawErrorResponse(requestTimeout(limits.request_ms));
+  return 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
+}
+
+/**
+ * The origin-form of a request target: an absolute-form target (`http://host/path?q`, RFC 9112 §3.2.2, which
+ * a server must accept) loses its scheme and authority.
+ */
+export function originForm(url: string): string {
+  if (url.charCodeAt(0) === 0x2f) return url; // '/'
+  const scheme = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.exec(url);
+  if (scheme === null) return url;
+  const rest = url.slice(scheme[0].length);
+  const cut = rest.search(/[/?]/);
+  if (cut === -1) return '/';
+  return rest[cut] === '?' ? `/${rest.slice(cut)}` : rest.slice(cut);
+}
 
 const OVER_LIMIT = Symbol('keel.overLimit');
 const PEER_CHAIN = Symbol('keel.peerChain');
@@ -98,6 +139,25 @@ function toNodeHeaders(
   return out;
 }
 
+/** node:http's server options for Keel's timeouts and header bound (documented in docs/http.md, Limits). */
+export function nodeServerOptions(opts: NodeServeOptions) {
+  const headers_ms = opts.headersTimeout_ms ?? DEFAULT_HEADERS_TIMEOUT_MS;
+  const request_ms = opts.requestTimeout_ms ?? DEFAULT_BODY_TIMEOUT_MS;
+  const keepAlive_ms = opts.keepAliveTimeout_ms ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+  const headers_bytes = opts.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  for (const [name, v] of Object.entries({ headers_ms, request_ms, keepAlive_ms, headers_bytes })) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`node engine: ${name} must be a positive integer`);
+  }
+  if (headers_ms > request_ms) throw new RangeError('node engine: headersTimeout_ms must not exceed requestTimeout_ms');
+  return {
+    headersTimeout: headers_ms,
+    requestTimeout: request_ms,
+    keepAliveTimeout: keepAlive_ms,
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, headers_ms),
+    maxHeaderSize: headers_bytes,
+  };
+}
+
 export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer> {
   const maxConnections = validateMaxConnections(opts.maxConnections);
   const tls = opts.tls;
@@ -123,6 +183,31 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     } catch (err) {
       fail(nres, err);
     }
+  }
+
+  /**
+   * Reads and throws away the rest of an oversize body (at most MAX_DISCARD_BYTES in all), then answers and
+   * closes: a client still sending reads the 413 instead of a reset. Past the bound it answers at once.
+   */
+  function discardThenReject(nreq: IncomingMessage, nres: ServerResponse, out: HttpResponse, received_bytes: number) {
+    let discarded_bytes = received_bytes;
+    nreq.removeAllListeners('data');
+    nreq.removeAllListeners('end');
+    if (nreq.complete) {
+      send(nres, out, true);
+      return;
+    }
+    const announced = bodyLength(collectHeaders(nreq.rawHeaders));
+    if (announced.kind === 'fixed' && announced.bytes > MAX_DISCARD_BYTES) {
+      rejectEarly(nreq, nres, out);
+      return;
+    }
+    nreq.on('data', (chunk: Buffer) => {
+      discarded_bytes += chunk.length;
+      if (discarded_bytes > MAX_DISCARD_BYTES) rejectEarly(nreq, nres, out);
+    });
+    nreq.on('end', () => send(nres, out, true));
+    nreq.resume();
   }
 
   /** Answers before the body is read, then lets the client's upload drain for a bounded time. */
@@ -154,7 +239,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     const headers = collectHeaders(nreq.rawHeaders);
     const req = new IncomingRequest({
       method: nreq.method ?? 'GET',
-      url: nreq.url ?? '/',
+      url: originForm(nreq.url ?? '/'),
       headers,
       remoteAddress: normalizeAddress(socket.remoteAddress),
     });
@@ -177,7 +262,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       return;
     }
     if (framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes) {
-      rejectEarly(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req));
+      discardThenReject(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), 0);
       return;
     }
 
@@ -187,7 +272,8 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       if (rejected) return;
       if (!collector.push(chunk, true)) {
         rejected = true;
-        rejectEarly(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req));
+        const received_bytes = collector.receivedBytes + chunk.length;
+        discardThenReject(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), received_bytes);
       }
     });
     nreq.on('end', () => {
@@ -197,9 +283,13 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     });
   }
 
+  const serverOptions = nodeServerOptions(opts);
+  const headers_bytes = serverOptions.maxHeaderSize;
+  const request_ms = serverOptions.requestTimeout;
   const server = tls
     ? createHttpsServer(
         {
+          ...serverOptions,
           key: tls.key,
           cert: tls.cert,
           ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
@@ -208,18 +298,40 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
         },
         onRequest,
       )
-    : createHttpServer(onRequest);
-  server.maxConnections = maxConnections * 2;
+    : createHttpServer(serverOptions, onRequest);
+  // A client announcing a body over the limit and waiting for `100 Continue` gets the 413 instead: it then
+  // does not send the body at all. (Without this listener node sends `100 Continue` to everyone.)
+  server.on('checkContinue', (nreq: IncomingMessage, nres: ServerResponse) => {
+    const framing = bodyLength(collectHeaders(nreq.rawHeaders));
+    if (framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes) {
+      const req = new IncomingRequest({ method: nreq.method ?? 'POST', url: originForm(nreq.url ?? '/') });
+      rejectEarly(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req));
+      return;
+    }
+    nres.writeContinue();
+    onRequest(nreq, nres);
+  });
+  // Past twice the bound new sockets are dropped at once. (Not with `server.maxConnections`: on Node 20 setting
+  // it stops the header and request timeouts from firing, which would let trickling clients hold every slot.)
+  server.on('connection', (socket: Socket) => {
+    if (open >= maxConnections * 2) socket.destroy();
+  });
   server.on(tls ? 'secureConnection' : 'connection', (socket: TrackedSocket) => {
+    if (socket.destroyed) return;
     open++;
     if (open > maxConnections) socket[OVER_LIMIT] = true;
     socket.once('close', () => {
       open--;
     });
   });
-  server.on('clientError', (_err, socket: Socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    else socket.destroy();
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end(clientErrorResponse(err.code, { headers_bytes, request_ms }));
+    // a client that keeps its side open (still trickling) is cut off after a short grace
+    setTimeout(() => socket.destroy(), DRAIN_AFTER_REJECT_MS).unref();
   });
 
   return new Promise<HttpServer>((resolve, reject) => {

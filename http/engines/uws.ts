@@ -20,6 +20,7 @@ import type {
 } from '@trufflesuite/uws-js-unofficial';
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { App } from '../app.js';
+import { DEFAULT_BODY_TIMEOUT_MS, MAX_DISCARD_BYTES, requestTimeout } from '../edge.js';
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpResponse, HttpServer } from '../types.js';
@@ -34,6 +35,11 @@ export interface UwsServeOptions {
   maxConnections?: number;
   /** Called when writing a response fails unexpectedly (the connection is then closed). */
   onError?: (err: unknown) => void;
+  /**
+   * A body must be complete within this time of its request's headers (default 30 s); else 408 and close.
+   * (uWS resets its own 10 s idle timer on every chunk, so a trickled body would otherwise hold a slot.)
+   */
+  bodyTimeout_ms?: number;
 }
 
 /** Bodies above this size are streamed with backpressure instead of copied by `end`. */
@@ -43,10 +49,13 @@ export const UWS_STREAM_THRESHOLD_BYTES = 64 * 1024;
 class Exchange {
   aborted = false;
   settled = false;
+  timer: NodeJS.Timeout | null = null;
 }
 
 export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
   const maxInFlight = validateMaxConnections(opts.maxConnections);
+  const body_ms = opts.bodyTimeout_ms ?? DEFAULT_BODY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(body_ms) || body_ms < 1) throw new RangeError('uws engine: bodyTimeout_ms must be >= 1');
   const server: TemplatedApp = uws.App();
   let inFlight = 0;
 
@@ -64,6 +73,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
   function settle(ex: Exchange): void {
     if (ex.settled) return;
     ex.settled = true;
+    if (ex.timer !== null) clearTimeout(ex.timer);
     inFlight--;
     if (inFlight < 0) throw new Error('uws engine: in-flight count went negative');
   }
@@ -211,22 +221,42 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       write(res, null, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), head, true);
       return;
     }
-    if (framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes) {
-      // rejected on the announced length, before reading a byte of the body
+    const tooLarge = framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes;
+    if (tooLarge && framing.bytes > MAX_DISCARD_BYTES) {
+      // refused on the announced length alone: too much to read and throw away. (A client expecting
+      // `100 Continue` has had it already: this uWS build writes it before the route runs.)
       write(res, null, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
       return;
     }
 
     const ex = begin(res);
-    const collector = new BodyCollector(app.maxBodyBytes, framing.kind === 'fixed' ? framing.bytes : null);
+    ex.timer = setTimeout(() => {
+      writeLater(res, ex, app.reject(requestTimeout(body_ms), req), head, true);
+    }, body_ms);
+    ex.timer.unref();
+    const reject413 = () => writeLater(res, ex, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+    const collector = tooLarge
+      ? null
+      : new BodyCollector(app.maxBodyBytes, framing.kind === 'fixed' ? framing.bytes : null);
+    // An oversize body is read and thrown away (at most MAX_DISCARD_BYTES in all) before the 413, so a client
+    // still sending reads the answer instead of a reset; past the bound the 413 goes out at once. (One onData
+    // handler: uWS must not have its handler replaced while it runs.)
+    let discarded_bytes = tooLarge ? 0 : -1;
     res.onData((chunk, isLast) => {
       if (ex.aborted || ex.settled) return;
-      if (!collector.push(new Uint8Array(chunk))) {
-        writeLater(res, ex, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+      if (discarded_bytes === -1 && collector !== null && !collector.push(new Uint8Array(chunk))) {
+        discarded_bytes = collector.receivedBytes;
+      }
+      if (discarded_bytes !== -1) {
+        discarded_bytes += chunk.byteLength;
+        if (isLast || discarded_bytes > MAX_DISCARD_BYTES) reject413();
         return;
       }
       if (!isLast) return;
-      req.body = collector.finish();
+      // the body arrived in time: from here the app's handler timeout applies
+      if (ex.timer !== null) clearTimeout(ex.timer);
+      ex.timer = null;
+      req.body = collector!.finish();
       respond(res, ex, app.dispatch(req), head);
     });
   }

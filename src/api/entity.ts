@@ -5,7 +5,7 @@ import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags }
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError, notFound } from './errors.js';
-import { listQuery, listResponse } from './list.js';
+import { listQuery, listResponse, mapResult } from './list.js';
 import { type Access, type ApiName, type Caller, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
 import { type RelationSpec, relationOps } from './relations.js';
 import { created, okEmpty, okJson } from './respond.js';
@@ -283,7 +283,7 @@ function renderFields(rendered: [string, EntityField][], row: Row): Record<strin
 function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, f] of Object.entries(fields)) {
-    if (!f.body || !(k in body)) continue;
+    if (!f.body || !Object.hasOwn(body, k)) continue;
     const v = body[k];
     // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
     if (v === null && !f.body.nullable) continue;
@@ -295,7 +295,8 @@ function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Re
 /** Default body → stored fields: the body keys that name stored fields. */
 function pickStored(fields: EntityFields, body: Record<string, unknown>, copied: Record<string, unknown>) {
   const out: Record<string, unknown> = { ...copied };
-  for (const [k, v] of Object.entries(body)) if (!(k in out) && (k in fields || k === 'tags')) out[k] = v;
+  for (const [k, v] of Object.entries(body))
+    if (!Object.hasOwn(out, k) && (Object.hasOwn(fields, k) || k === 'tags')) out[k] = v;
   return out;
 }
 
@@ -303,11 +304,11 @@ async function toStored(entity: EntitySpec, body: Record<string, unknown>, w: Wr
   const mode = w.mode;
   const copied = copyBodyFields(entity.fields, body);
   const data = entity.fromApi ? await entity.fromApi(body, { ...w, copied }) : pickStored(entity.fields, body, copied);
-  if ('tags' in body) data.tags = body.tags ?? {};
+  if (Object.hasOwn(body, 'tags')) data.tags = body.tags ?? {};
   if (mode === 'update') {
     // PUT replaces every field the update body defines: absent ones go back to their defaults.
     for (const key of Object.keys(entity.update?.properties ?? {})) {
-      if (key in data || !(key in entity.fields || key === 'tags')) continue;
+      if (Object.hasOwn(data, key) || !(Object.hasOwn(entity.fields, key) || key === 'tags')) continue;
       data[key] = key === 'tags' ? {} : freshDefault(entity.fields[key]!.default);
     }
   }
@@ -360,14 +361,10 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
             schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail),
           },
         },
-        handler: (ctx) => {
-          const result = listQuery(entity, ctx);
-          return listResponse(
-            result,
-            (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller),
-            entity.symbolTable(ctx.svc),
-          );
-        },
+        handler: (ctx) =>
+          mapResult(listQuery(entity, ctx), (result) =>
+            listResponse(result, (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller), entity.symbolTable(ctx.svc)),
+          ),
       }),
     );
   }

@@ -1,4 +1,4 @@
-import { ApiError, Errors, fieldError } from '../../http/errors.js';
+import { ApiError, type ApiErrorCause, Errors, fieldError } from '../../http/errors.js';
 import type { StoreError } from '../../storage/types.js';
 import type { QueryError } from '../../storage/zitiql/index.js';
 import type { FieldError } from '../schema/validate.js';
@@ -10,17 +10,50 @@ export function validationError(e: FieldError): ApiError {
   return Errors.COULD_NOT_VALIDATE({ field: e.field, reason: e.reason, value: e.value });
 }
 
+/**
+ * Conflicts a field declaration maps to an API code (`FieldDef.conflictCode`), with OpenZiti's envelope for each:
+ * the store's reason names internal index keys (`methodKey`, `<id>:updb`), so it never reaches the wire.
+ */
+type ConflictCause = (e: StoreError) => ApiErrorCause | undefined;
+const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, ConflictCause>([
+  // apierror.NewAuthenticatorMethodMax() / NewCertInUse(): no cause
+  ['MAX_AUTHENTICATOR_METHODS_REACHED', () => undefined],
+  ['CERT_IN_USE', () => undefined],
+  // the enrollment's method is the part of its method key after the identity id
+  [
+    'ENROLLMENT_EXISTS',
+    (e: StoreError) => ({
+      field: 'method',
+      reason: 'enrollment of same method exists',
+      value: String(e.value ?? '').slice(String(e.value ?? '').lastIndexOf(':') + 1),
+    }),
+  ],
+]);
+
+/**
+ * Unique fields whose duplicates are reported with OpenZiti's boltz field error ("duplicate value 'x' in unique
+ * index on <store> store"). Any other unique field (tokens, internal keys) colliding is an internal fault: no
+ * detail (a token value is a secret) reaches the client.
+ */
+const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', 'externalId', 'fingerprint']);
+
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {
   // A precondition about the caller's rights answers like the handler's own check would have.
   if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
-  if (e.apiCode && e.apiCode in Errors) {
-    return Errors[e.apiCode as keyof typeof Errors]({ field: e.field ?? '', reason: e.reason, value: e.value });
+  if (e.apiCode !== undefined) {
+    const cause = CONFLICT_CAUSES.get(e.apiCode);
+    const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
+    // an unknown API code is a declaration bug: answer without detail
+    if (cause === undefined || factory === undefined) return Errors.UNHANDLED();
+    return factory(cause(e));
   }
   switch (e.code) {
     case 'NOT_FOUND':
       return Errors.NOT_FOUND({ code: 'UNHANDLED', message: e.reason });
     case 'UNIQUE':
+      if (!PUBLIC_UNIQUE_FIELDS.has(e.field ?? '')) return Errors.UNHANDLED();
+      return fieldError(e.field ?? '', e.reason, e.value);
     case 'INVALID':
       return fieldError(e.field ?? '', e.reason, e.value);
     case 'REF_NOT_FOUND':

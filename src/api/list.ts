@@ -1,9 +1,13 @@
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import type { Collection } from '../../storage/collection.js';
 import type { Row } from '../../storage/types.js';
+import { assert } from '../../storage/types.js';
 import {
+  type CompiledQuery,
   executeQuery,
+  type ListQueryParams,
   QueryError,
+  type ResolvedListQuery,
   type RowSource,
   resolveListQuery,
   type SymbolTable,
@@ -47,28 +51,158 @@ export function collectionSource(c: Collection, only?: ReadonlySet<string>): Row
   };
 }
 
-/** Runs `filter`/`sort`/`limit`/`offset` of the request over `source`; query errors become their HTTP errors. */
-export function runList(req: HttpRequest, symbols: SymbolTable, source: RowSource<Row>): ListResult {
+/**
+ * Rows in one list response, even for `limit=-1` / `limit none` (which OpenZiti leaves unbounded): a bigger
+ * answer is cut to this many rows and `meta.pagination.limit` then says LIST_ROW_CAP instead of "none"; page on
+ * with `offset`. (An uncut answer reports "none", 9223372036854775807, as OpenZiti does.)
+ */
+export const LIST_ROW_CAP = 2000;
+/** Sources up to this many rows (or queries an index narrows) are run synchronously, in one go. */
+export const SYNC_SCAN_ROWS = 4096;
+/** Rows read or filtered between two yields to the event loop when a big source is scanned. */
+export const SCAN_CHUNK_ROWS = 1024;
+/** Tries at a chunked snapshot of a source that keeps changing before taking one in a single step. */
+const SNAPSHOT_ATTEMPTS = 3;
+
+export type ListParams = ListQueryParams;
+
+/** The list parameters of a request, as OpenZiti's list routes read them. */
+export function listParams(req: HttpRequest): ListParams {
   const q = req.query;
+  return {
+    filter: q.get('filter') ?? undefined,
+    sort: q.get('sort') ?? undefined,
+    limit: q.get('limit') ?? undefined,
+    offset: q.get('offset') ?? undefined,
+  };
+}
+
+function resolve(params: ListParams, symbols: SymbolTable): ResolvedListQuery {
   try {
-    const resolved = resolveListQuery(
-      {
-        filter: q.get('filter') ?? undefined,
-        sort: q.get('sort') ?? undefined,
-        limit: q.get('limit') ?? undefined,
-        offset: q.get('offset') ?? undefined,
-      },
-      symbols,
-    );
-    const { rows, totalCount } = executeQuery(source, resolved.compiled, {
-      limit: resolved.limit,
-      offset: resolved.offset,
-    });
-    return { rows, totalCount, limit: resolved.limit, offset: resolved.offset };
+    return resolveListQuery(params, symbols);
   } catch (err) {
     if (err instanceof QueryError) throw queryError(err);
     throw err;
   }
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((done) => setImmediate(done));
+
+/**
+ * The rows of a source in id order, read SCAN_CHUNK_ROWS at a time with a yield between chunks. A write that
+ * lands meanwhile (`version` moves) restarts the read, so the result is one consistent state; after
+ * SNAPSHOT_ATTEMPTS tries it is read in one step. Rows are immutable, so holding them is a snapshot.
+ */
+async function snapshot(source: RowSource<Row>, version: (() => number) | undefined): Promise<Row[]> {
+  if (version === undefined) return Array.from(source.scan());
+  for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+    const seen = version();
+    const rows: Row[] = [];
+    const it = source.scan()[Symbol.iterator]();
+    let complete = false;
+    while (version() === seen) {
+      for (let n = 0; n < SCAN_CHUNK_ROWS; n++) {
+        const next = it.next();
+        if (next.done === true) {
+          complete = true;
+          break;
+        }
+        rows.push(next.value);
+      }
+      if (complete) return rows;
+      await yieldToEventLoop();
+    }
+  }
+  return Array.from(source.scan());
+}
+
+/**
+ * Filters rows in chunks of SCAN_CHUNK_ROWS, yielding to the event loop between chunks, so one expensive
+ * filter (`icontains` over 100k rows) cannot hold every other request.
+ */
+async function filterInChunks(all: Row[], q: CompiledQuery): Promise<Row[]> {
+  const matches: Row[] = [];
+  const predicate = q.predicate;
+  for (let start = 0; start < all.length; start += SCAN_CHUNK_ROWS) {
+    if (start > 0) await yieldToEventLoop();
+    const end = Math.min(all.length, start + SCAN_CHUNK_ROWS);
+    for (let i = start; i < end; i++) if (predicate(all[i]!)) matches.push(all[i]!);
+  }
+  return matches;
+}
+
+const byId = (a: Row, b: Row): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * The rows that can still make the first `end` of a sort, in id order: each chunk's own first `end`, found with
+ * a yield between chunks (the first `end` overall are among them), so a sort over 100k matches runs in steps.
+ */
+async function candidatesInChunks(matches: Row[], q: CompiledQuery, end: number): Promise<Row[]> {
+  if (matches.length <= SCAN_CHUNK_ROWS) return matches;
+  const kept: Row[] = [];
+  for (let start = 0; start < matches.length; start += SCAN_CHUNK_ROWS) {
+    if (start > 0) await yieldToEventLoop();
+    const part = arraySource(matches.slice(start, start + SCAN_CHUNK_ROWS));
+    for (const row of executeQuery(part, q, { limit: end, offset: 0 }).rows) kept.push(row);
+  }
+  return kept.sort(byId);
+}
+
+function arraySource(rows: Row[]): RowSource<Row> {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return { size: rows.length, scan: () => rows, get: (id) => byId.get(id), idOf: (r) => r.id, lookup: () => undefined };
+}
+
+/**
+ * Runs list parameters over `source`; query errors become their HTTP errors. `limit=-1` is capped at
+ * LIST_ROW_CAP. Synchronous for small sources, index-narrowed queries and unfiltered listings in id order; a
+ * big source with a filter or a sort is read, filtered and sorted in chunks with yields to the event loop
+ * (snapshot, filterInChunks, candidatesInChunks), so the result is then a promise.
+ */
+export function runQuery(
+  params: ListParams,
+  symbols: SymbolTable,
+  source: RowSource<Row>,
+  version?: () => number,
+): ListResult | Promise<ListResult> {
+  const resolved = resolve(params, symbols);
+  const limit = resolved.limit < 0 || resolved.limit > LIST_ROW_CAP ? LIST_ROW_CAP : resolved.limit;
+  const offset = resolved.offset;
+  const q = resolved.compiled;
+  const finish = (rows: Row[], totalCount: number): ListResult => {
+    assert(rows.length <= LIST_ROW_CAP, 'a list response holds at most LIST_ROW_CAP rows');
+    const cut = totalCount > offset + rows.length;
+    return { rows, totalCount, limit: resolved.limit < 0 && !cut ? resolved.limit : limit, offset };
+  };
+  const page = (src: RowSource<Row>, compiled: CompiledQuery): ListResult => {
+    const { rows, totalCount } = executeQuery(src, compiled, { limit, offset });
+    return finish(rows, totalCount);
+  };
+  const unsortedAll = q.matchesAll && q.sort.length === 0;
+  if (source.size <= SYNC_SCAN_ROWS || q.indexHints.length > 0 || unsortedAll) return page(source, q);
+  return (async () => {
+    const all = await snapshot(source, version);
+    const matches = q.matchesAll ? all : await filterInChunks(all, q);
+    const everything: CompiledQuery = { ...q, predicate: () => true, matchesAll: true, indexHints: [] };
+    if (q.sort.length === 0) return page(arraySource(matches), everything);
+    const candidates = await candidatesInChunks(matches, everything, offset + limit);
+    return finish(executeQuery(arraySource(candidates), everything, { limit, offset }).rows, matches.length);
+  })();
+}
+
+/** Runs `filter`/`sort`/`limit`/`offset` of the request over `source` (see runQuery). */
+export function runList(
+  req: HttpRequest,
+  symbols: SymbolTable,
+  source: RowSource<Row>,
+  version?: () => number,
+): ListResult | Promise<ListResult> {
+  return runQuery(listParams(req), symbols, source, version);
+}
+
+/** Applies `f` to a value or to the value of a promise (keeps synchronous results synchronous). */
+export function mapResult<T, U>(v: T | Promise<T>, f: (t: T) => U): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
 }
 
 /**
@@ -121,7 +255,11 @@ interface Listable {
 }
 
 /** The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination. */
-export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: ReadonlySet<string>): ListResult {
+export function listQuery(
+  entity: Listable,
+  ctx: OpContext<unknown>,
+  only?: ReadonlySet<string>,
+): ListResult | Promise<ListResult> {
   const c = ctx.svc.store.collection(entity.name);
   let restrict: ReadonlySet<string> | undefined = only;
   if (entity.roleAttributesField) {
@@ -129,7 +267,8 @@ export function listQuery(entity: Listable, ctx: OpContext<unknown>, only?: Read
     const ids = roleFilterIds(c, entity.roleAttributesField, roles, ctx.req.query.get('roleSemantic'));
     if (ids) restrict = restrict ? new Set([...ids].filter((id) => restrict!.has(id))) : ids;
   }
-  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict));
+  const store = ctx.svc.store;
+  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict), () => store.appliedIndex);
 }
 
 const namesCache = new WeakMap<SymbolTable, string[]>();

@@ -64,6 +64,11 @@ export interface OpDef<B = unknown> {
   permission?: string;
   body?: Schema<B>;
   bodyName?: string;
+  /**
+   * Media types of request bodies the operation accepts (lower-case `type/subtype`); default
+   * `['application/json']`. A non-empty body of any other type is refused (415 UNSUPPORTED_MEDIA).
+   */
+  consumes?: readonly string[];
   /** An absent body is an error (go-swagger: "<bodyName> in body is required"). Default: true when `body` is set. */
   bodyRequired?: boolean;
   query?: readonly QueryParamDoc[];

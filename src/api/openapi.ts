@@ -66,6 +66,7 @@ export function buildOpenApi(api: ApiName, ops: OpDef<unknown>[], version: strin
     if (op.operationId) operation.operationId = op.operationId;
     if (op.description) operation.description = op.description;
     if (op.produces) operation.produces = op.produces;
+    if (op.consumes) operation.consumes = op.consumes; // the document's default is application/json
     if (parameters.length > 0) operation.parameters = parameters;
     paths[op.path] ??= {};
     paths[op.path]![op.method.toLowerCase()] = operation;

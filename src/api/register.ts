@@ -1,3 +1,4 @@
+import { contentTypeError, JSON_MEDIA_TYPE } from '../../http/content-type.js';
 import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { validate } from '../schema/validate.js';
@@ -73,7 +74,14 @@ function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confi
   return caller;
 }
 
+/** Media types an operation accepts when it declares none (OpenZiti's specs consume `application/json`). */
+const JSON_ONLY: readonly string[] = Object.freeze([JSON_MEDIA_TYPE]);
+
 function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
+  // every operation refuses a body of another media type, as go-openapi does (a browser cannot send a
+  // cross-origin `application/json` request without a preflight)
+  const typeError = contentTypeError(req, op.consumes ?? JSON_ONLY);
+  if (typeError !== null) throw typeError;
   if (!op.body) return undefined;
   const body = req.json();
   if (body === undefined) {

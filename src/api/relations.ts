@@ -1,7 +1,7 @@
 import type { RoleIndex } from '../../storage/role-index.js';
 import { listEnvelope } from '../model/common.js';
 import { type Entity, requireRow } from './entity.js';
-import { listQuery, listResponse } from './list.js';
+import { listQuery, listResponse, mapResult } from './list.js';
 import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
 
@@ -61,11 +61,8 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       handler: (ctx) => {
         const parentId = requireRow(parent, ctx.svc, ctx.params.id!).id;
         const only = relatedIds(ctx.svc, listed.name, rel.via, parentId);
-        const result = listQuery(listed, ctx, only);
-        return listResponse(
-          result,
-          (row) => listed.renderJsonFor(row, ctx.svc, ctx.caller),
-          listed.symbolTable(ctx.svc),
+        return mapResult(listQuery(listed, ctx, only), (result) =>
+          listResponse(result, (row) => listed.renderJsonFor(row, ctx.svc, ctx.caller), listed.symbolTable(ctx.svc)),
         );
       },
     });

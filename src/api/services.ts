@@ -104,8 +104,6 @@ export class Services {
       throw err;
     }
     if (!result.ok) {
-      if (result.error.code === 'REJECTED')
-        this.log('error', 'command rejected by an invariant', { error: result.error });
       // the input boundary should have made every string well-formed and bounded the nesting: say it did not
       if (result.error.code === 'UNSTORABLE')
         this.log('warn', 'command refused: it would not read back as written', {
@@ -113,7 +111,10 @@ export class Services {
           field: result.error.field,
           reason: result.error.reason,
         });
-      throw storeError(result.error);
+      const apiError = storeError(result.error);
+      // an invariant or an internal key collision: the details go to the log only
+      if (apiError.code === 'UNHANDLED') this.log('error', 'command rejected by the store', { error: result.error });
+      throw apiError;
     }
     return result.value;
   }

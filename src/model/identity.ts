@@ -311,13 +311,14 @@ export const identities = defineEntity({
     }
     if (typeof out.name === 'string' && out.name.trim() === '')
       throw fieldError('name', 'name must not be empty', out.name);
-    if ('roleAttributes' in body) out.roleAttributes = checkRoleAttributes('roleAttributes', body.roleAttributes);
-    if ('authPolicyId' in body || mode === 'create') {
+    if (Object.hasOwn(body, 'roleAttributes'))
+      out.roleAttributes = checkRoleAttributes('roleAttributes', body.roleAttributes);
+    if (Object.hasOwn(body, 'authPolicyId') || mode === 'create') {
       const id = (body.authPolicyId as string | null | undefined) || 'default';
       if (!svc.get('auth-policies', id)) throw fieldError('authPolicyId', `auth policy with id ${id} not found`, id);
       out.authPolicyId = id;
     }
-    if ('type' in body || mode === 'create') out.typeId = typeIdOf(body.type, mode, svc);
+    if (Object.hasOwn(body, 'type') || mode === 'create') out.typeId = typeIdOf(body.type, mode, svc);
     if (mode === 'create') {
       out.isDefaultAdmin = false;
       out.roleAttributes ??= [];

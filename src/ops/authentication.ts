@@ -50,8 +50,15 @@ function declaredStrings(schema: SchemaNode, value: Record<string, unknown>): Re
   return out;
 }
 
-/** Config type names or ids → ids of existing config types (unknown entries are ignored, as OpenZiti does). */
+/** `all` among the requested config types selects every config type; it is kept as is (OpenZiti does the same). */
+const ALL_CONFIG_TYPES = 'all';
+
+/**
+ * Config type names or ids → ids of existing config types (unknown entries are ignored, as OpenZiti's
+ * MapConfigTypeNamesToIds does); a list holding `all` becomes `["all"]`.
+ */
 function configTypeIds(svc: Services, values: string[] | undefined): string[] {
+  if (values?.includes(ALL_CONFIG_TYPES)) return [ALL_CONFIG_TYPES];
   const out = new Set<string>();
   for (const v of values ?? []) {
     if (svc.get('config-types', v)) out.add(v);

@@ -8,7 +8,7 @@ import type { EntityDef, Row } from '../../storage/types.js';
 import { createSymbolTable, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseSymbols, fieldSymbols } from '../api/entity.js';
 import { type ApiError, Errors, fieldError } from '../api/errors.js';
-import { collectionSource, listResponse, runList } from '../api/list.js';
+import { collectionSource, listResponse, mapResult, runList } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
 import { ok, okEmpty } from '../api/respond.js';
@@ -152,7 +152,7 @@ export function controllerOps(): OpDef<unknown>[] {
         const c = new Collection(CONTROLLER_DEF);
         c.load(controllerRows(ctx.svc).sort((a, b) => (a.id < b.id ? -1 : 1)));
         const table = controllerSymbols();
-        return listResponse(runList(ctx.req, table, collectionSource(c)), renderController, table);
+        return mapResult(runList(ctx.req, table, collectionSource(c)), (r) => listResponse(r, renderController, table));
       },
     }),
   ];

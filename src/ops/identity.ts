@@ -1,6 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import { createSymbolTable } from '../../storage/zitiql/index.js';
-import { filterableFields, runList } from '../api/list.js';
+import { filterableFields, mapResult, runQuery } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
 import { detailEnvelope, meta } from '../model/common.js';
@@ -8,8 +8,15 @@ import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
+/** `limit=-1`: no limit of its own (the list row cap still applies). */
+const NO_LIMIT = -1;
 
-/** Distinct role attributes in use by an entity type, as a ZitiQL-filterable list of strings. */
+/**
+ * Distinct role attributes in use by an entity type, as a ZitiQL-filterable list of strings. Like OpenZiti's
+ * role-attribute routes (`QueryRoleAttributes(queryOptions.Predicate)`), only `filter` is read: `sort`, `limit`
+ * and `offset` query parameters are ignored (the console sends `sort=name asc`), the filter's own `sort by`,
+ * `skip` and `limit` apply, and without a `limit` in the filter every attribute is listed (up to LIST_ROW_CAP).
+ */
 export function roleAttributeOp(
   path: string,
   operationId: string,
@@ -49,11 +56,13 @@ export function roleAttributeOp(
         lookup: (name: string, value: unknown) =>
           name === 'id' ? (rows.has(value as string) ? [value as string] : []) : undefined,
       };
-      const result = runList(req, symbols, source);
-      return listEnvelopeResponse(
-        result.rows.map((r) => JSON.stringify(r.id)),
-        { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
-        filterableFields(symbols),
+      const params = { filter: req.query.get('filter') ?? undefined, limit: String(NO_LIMIT) };
+      return mapResult(runQuery(params, symbols, source), (result) =>
+        listEnvelopeResponse(
+          result.rows.map((r) => JSON.stringify(r.id)),
+          { limit: result.limit, offset: result.offset, totalCount: result.totalCount },
+          filterableFields(symbols),
+        ),
       );
     },
   });

@@ -57,7 +57,11 @@ function versionJson(svc: Services): string {
   return json;
 }
 
-const SPEC_IDS: Record<string, ApiName> = { 'edge-client': 'client', 'edge-management': 'management' };
+/** Spec ids are looked up in a Map: an id such as `constructor` or `__proto__` must not reach Object.prototype. */
+const SPEC_IDS: ReadonlyMap<string, ApiName> = new Map([
+  ['edge-client', 'client'],
+  ['edge-management', 'management'],
+]);
 const SPEC_CREATED_AT = '2026-11-25T00:00:00.000Z';
 
 function specRow(id: string) {
@@ -178,7 +182,7 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<unknown
         200: { description: 'A single specification', schema: detailEnvelope('detailSpecEnvelope', specDetail) },
       },
       handler: ({ params }) => {
-        if (!SPEC_IDS[params.id!])
+        if (!SPEC_IDS.has(params.id!))
           throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `spec with id ${params.id} not found` });
         return ok(specRow(params.id!));
       },
@@ -194,7 +198,7 @@ export function informationalOps(specs: (api: ApiName) => string): OpDef<unknown
       access: 'none',
       responses: { 200: { description: 'The specification document' } },
       handler: ({ params }) => {
-        const api = SPEC_IDS[params.id!];
+        const api = SPEC_IDS.get(params.id!);
         if (!api) throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `spec with id ${params.id} not found` });
         return jsonSpec(api);
       },

@@ -54,7 +54,7 @@ function valueAt(root: unknown, path: string): unknown {
   if (!path) return root;
   let cur: unknown = root;
   for (const p of path.split('.')) {
-    if (cur === null || typeof cur !== 'object') return undefined;
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, p)) return undefined;
     cur = (cur as Record<string, unknown>)[p];
   }
   return cur;

@@ -1,5 +1,6 @@
 /** Bad input of every kind gets OpenZiti's error envelope with the right code and status, and changes nothing. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_DEFINITIONS } from '../../http/errors.js';
 import { conformant } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -174,7 +175,7 @@ describe('request bodies', () => {
     expectError(r, 413, 'REQUEST_ENTITY_TOO_LARGE');
   });
 
-  it('random garbage against real and missing ids never produces a 5xx', async () => {
+  it('random garbage against real and missing ids: the envelope and the code of the fault, never a 5xx', async () => {
     let seed = 7;
     const rnd = (n: number) => {
       seed = (seed * 16807) % 2147483647;
@@ -229,16 +230,66 @@ describe('request bodies', () => {
       authenticators: ['method', 'identityId', 'username', 'password', 'certPem', 'tags'],
     };
     const ids: Record<string, string[]> = { identities: [target, 'ghost'], authenticators: [auth, 'ghost'] };
+    // what may legitimately go wrong, per entity (the request faults the fuzzer can produce), and the fields a
+    // request must carry (a fault may name one of those although the body does not)
+    const codes: Record<string, string[]> = {
+      identities: ['COULD_NOT_VALIDATE', 'NOT_FOUND', 'ENTITY_CAN_NOT_BE_UPDATED'],
+      authenticators: [
+        'COULD_NOT_VALIDATE',
+        'NOT_FOUND',
+        'INVALID_AUTHENTICATOR_PROPERTIES',
+        'INVALID_CERT_PEM',
+        'CAN_NOT_UPDATE_AUTHENTICATOR',
+        'MAX_AUTHENTICATOR_METHODS_REACHED',
+      ],
+    };
+    const required: Record<string, string[]> = {
+      'POST identities': ['identity', 'name', 'type', 'isAdmin'],
+      'PUT identities': ['identity', 'name', 'type', 'isAdmin'],
+      'PATCH identities': ['identity'],
+      'POST authenticators': ['authenticator', 'method', 'identityId', 'username', 'password', 'certPem'],
+      'PUT authenticators': ['authenticator', 'username', 'password'],
+      'PATCH authenticators': ['authenticator'],
+    };
+    const seen = new Map<string, number>();
     for (let i = 0; i < 300; i++) {
       const entity = rnd(2) ? 'identities' : 'authenticators';
       const body: Record<string, unknown> = {};
       for (let k = 0; k < 1 + rnd(5); k++) body[keys[entity]![rnd(keys[entity]!.length)]!] = values[rnd(values.length)];
       const method = ['POST', 'PUT', 'PATCH'][rnd(3)]!;
-      const url = method === 'POST' ? `${srv.mgmt}/${entity}` : `${srv.mgmt}/${entity}/${ids[entity]![rnd(2)]}`;
+      const id = method === 'POST' ? null : ids[entity]![rnd(2)]!;
+      const url = id === null ? `${srv.mgmt}/${entity}` : `${srv.mgmt}/${entity}/${id}`;
       const r = await call(method, url, { token, body });
-      expect(r.status, `${method} ${url} ${JSON.stringify(body)} → ${r.text}`).toBeLessThan(500);
-      expect(r.body.error ?? r.body.data).toBeDefined();
+      const what = `${method} ${url} ${JSON.stringify(body)} → ${r.text}`;
+      if (r.status < 300) {
+        expect(r.status, what).toBe(method === 'POST' ? 201 : 200);
+        expect(id, what).not.toBe('ghost');
+        if (method === 'POST') expect(r.body.data.id, what).toMatch(/\S/);
+        else expect(r.body, what).toEqual({ data: {}, meta: {} });
+        seen.set(String(r.status), (seen.get(String(r.status)) ?? 0) + 1);
+        continue;
+      }
+      // an error: the full envelope, a code of this entity's faults, and the status that code has
+      expectError(r, r.status, r.body?.error?.code);
+      const code: string = r.body.error.code;
+      expect(codes[entity], what).toContain(code);
+      expect(r.status, what).toBe(ERROR_DEFINITIONS[code as keyof typeof ERROR_DEFINITIONS][0]);
+      seen.set(code, (seen.get(code) ?? 0) + 1);
+      if (code === 'NOT_FOUND') {
+        // only the missing id is missing, and the cause says which
+        expect(id, what).toBe('ghost');
+        expect(r.body.error.cause.message, what).toBe(
+          `${entity === 'identities' ? 'identity' : 'authenticator'} with id ghost not found`,
+        );
+      } else if (r.body.error.cause?.field !== undefined) {
+        // a field fault names a field of this body, or one the operation requires
+        const field = String(r.body.error.cause.field).split('.')[0]!;
+        expect([...Object.keys(body), ...required[`${method} ${entity}`]!], what).toContain(field);
+      }
     }
+    // the (seeded) fuzzer reached successes and the main faults
+    for (const expected of ['200', 'COULD_NOT_VALIDATE', 'NOT_FOUND'])
+      expect(seen.get(expected), expected).toBeGreaterThan(0);
   });
 
   it('a flood of password checks is bounded: 429 beyond the gate, never 5xx', async () => {
@@ -324,6 +375,24 @@ describe('routing and access', () => {
       401,
       'UNAUTHORIZED',
     );
+    // nor edit or demote an admin that is not the default admin (the guard on the existing row)
+    const otherAdmin = await call('POST', `${srv.mgmt}/identities`, {
+      token,
+      body: { name: 'second-admin', type: 'User', isAdmin: true },
+    });
+    const otherAdminUrl = `${srv.mgmt}/identities/${otherAdmin.body.data.id}`;
+    expectError(await call('PATCH', otherAdminUrl, { token: t, body: { isAdmin: false } }), 401, 'UNAUTHORIZED');
+    expectError(await call('PATCH', otherAdminUrl, { token: t, body: { name: 'renamed' } }), 401, 'UNAUTHORIZED');
+    expectError(
+      await call('PUT', otherAdminUrl, { token: t, body: { name: 'second-admin', type: 'User', isAdmin: false } }),
+      401,
+      'UNAUTHORIZED',
+    );
+    expect((await call('GET', otherAdminUrl, { token })).body.data).toMatchObject({
+      name: 'second-admin',
+      isAdmin: true,
+    });
+    expect((await call('DELETE', otherAdminUrl, { token })).status).toBe(200);
     const admin = (await call('GET', `${srv.mgmt}/current-identity`, { token })).body.data;
     const adminAuth = admin.authenticators.updb.id;
     expectError(
@@ -520,7 +589,12 @@ describe('lists: filters and pagination', () => {
       query: 'filter=' + encodeURIComponent('id contains "d"'),
     });
     expect(r.body.data).toEqual(['odd']);
-    const all = await call('GET', `${srv.mgmt}/identity-role-attributes?limit=2`, { token });
+    // only the filter counts here (OpenZiti ignores limit, offset and sort on role-attribute listings)
+    const all = await call(
+      'GET',
+      `${srv.mgmt}/identity-role-attributes?limit=1&filter=${encodeURIComponent('true limit 2')}`,
+      { token },
+    );
     expect(all.body.data).toEqual(['even', 'every']);
     expect(all.body.meta.pagination.totalCount).toBeGreaterThanOrEqual(3);
   });

@@ -6,7 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/server.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'keel.js');
@@ -17,6 +17,9 @@ interface Running {
   stdout: string;
   exited: Promise<{ code: number | null; signal: string | null }>;
 }
+
+/** Controllers started and not yet seen to exit: a failing test leaves none running (see afterEach). */
+const live = new Set<Running>();
 
 async function startKeel(
   dataDir: string,
@@ -33,6 +36,9 @@ async function startKeel(
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
+  const running: Running = { child, base: '', stdout: '', exited };
+  live.add(running);
+  void exited.then(() => live.delete(running));
   const base = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`keel did not start: ${stdout}\n${stderr}`)), 20_000);
     child.stdout!.on('data', (d) => {
@@ -45,7 +51,9 @@ async function startKeel(
     });
     void exited.then(() => reject(new Error(`keel exited early: ${stdout}\n${stderr}`)));
   });
-  return { child, base, stdout, exited };
+  running.base = base;
+  running.stdout = stdout;
+  return running;
 }
 
 async function loginAs(base: string, password: string): Promise<string> {
@@ -66,6 +74,12 @@ describe('keel run', () => {
     expect(existsSync(join(import.meta.dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))).toBe(true);
     dir = mkdtempSync(join(tmpdir(), 'keel-cli-'));
   }, 120_000);
+  // the `finally` of every test: whatever it started and did not stop (it failed half-way) is stopped here
+  afterEach(async () => {
+    const left = [...live];
+    for (const r of left) r.child.kill('SIGKILL');
+    await Promise.all(left.map((r) => r.exited));
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('first start generates and prints the admin password; a second start reuses the data; SIGTERM exits 0', async () => {

@@ -1,36 +1,14 @@
-import { expect } from 'vitest';
+/**
+ * `conformant()`: calls a spec operation by its path template. The check itself is `call()`'s (spec-check.ts):
+ * every response to a spec operation is validated, however the test reaches it.
+ */
 import { call, type Res } from './server.js';
-import { responseDefinition, responseStatuses, SPEC_AVAILABLE, type SpecName, schemaValidator } from './spec.js';
+import type { SpecName } from './spec.js';
+
+export { exercised, exercisedStatuses, undeclared } from './spec-check.js';
 
 const BASES: Record<SpecName, string> = { client: '/edge/client/v1', management: '/edge/management/v1' };
 
-/**
- * Error statuses OpenZiti's controller returns for an operation although the spec does not list them, each with
- * the reason. Anything else undeclared fails the check.
- */
-const UNDECLARED_OK: Record<string, string> = {
-  '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
-  '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
-  '404 GET /config-types/{id}/configs': 'unknown config type: association lists load their parent first (404)',
-};
-
-/**
- * Operations whose conformance calls live in their own test file (by path): the main conformance suite leaves
- * them to that file, which checks that it calls every one of them.
- */
-export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
-  { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
-];
-
-export const undeclared = new Set<string>();
-
-/** Operations exercised by the conformance tests (spec, method, path template), to report coverage. */
-export const exercised = new Set<string>();
-
-/**
- * Calls an operation and checks the response against OpenZiti's spec: the status is one the spec declares for it,
- * and the body validates against the schema declared for that status (errors against apiErrorEnvelope).
- */
 export async function conformant(
   spec: SpecName,
   method: string,
@@ -47,34 +25,13 @@ export async function conformant(
 ): Promise<Res> {
   let path = template;
   for (const [k, v] of Object.entries(opts.params ?? {})) path = path.replace(`{${k}}`, encodeURIComponent(v));
-  const url = `${root}${BASES[spec]}${path}${opts.query ? `?${opts.query}` : ''}`;
-  const res = await call(method, url, opts);
-  exercised.add(`${spec} ${method} ${template}`);
-  if (!SPEC_AVAILABLE) return res;
-  let definition: string | null;
-  if (res.status >= 400) {
-    definition = 'apiErrorEnvelope';
-    const declared = responseStatuses(spec, method, template);
-    const key = `${res.status} ${method} ${template}`;
-    if (!declared.includes(res.status)) {
-      undeclared.add(key);
-      expect(
-        UNDECLARED_OK[key],
-        `${spec}: ${key} is not a status the spec declares (${declared.join(', ')})`,
-      ).toBeDefined();
-    }
-  } else {
-    definition = responseDefinition(spec, method, template, res.status);
-    if (definition === null) {
-      throw new Error(
-        `${spec}.yml declares no ${res.status} response with a schema for ${method} ${template}: ${res.text}`,
-      );
-    }
-  }
-  const errors = schemaValidator(spec, definition)(res.body);
-  expect(
-    errors,
-    `${method} ${template} → ${res.status} does not match ${definition}:\n${errors}\nbody: ${res.text.slice(0, 2000)}`,
-  ).toBeNull();
-  return res;
+  return call(method, `${root}${BASES[spec]}${path}${opts.query ? `?${opts.query}` : ''}`, opts);
 }
+
+/**
+ * Operations whose conformance calls live in their own test file (by path): the main conformance suite leaves
+ * them to that file, which checks that it calls every one of them.
+ */
+export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
+  { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
+];

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller, type ControllerOptions } from '../../src/controller.js';
+import { checkResponse } from './spec-check.js';
 
 export const ADMIN_PASSWORD = 'admin-test-password';
 
@@ -46,7 +47,11 @@ export interface Res {
   text: string;
 }
 
-/** A tiny JSON client: `call(method, url, {body, token, headers, raw})`. */
+/**
+ * A tiny JSON client: `call(method, url, {body, token, headers, raw})`. Every response to an operation OpenZiti's
+ * spec declares is checked against it (status and body schema, see spec-check.ts), so any test calling the API
+ * through here is also a conformance test.
+ */
 export async function call(
   method: string,
   url: string,
@@ -68,7 +73,9 @@ export async function call(
   } catch {
     parsed = undefined;
   }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  const out = { status: res.status, headers: res.headers, body: parsed, text };
+  checkResponse(method, url, out);
+  return out;
 }
 
 export async function login(base: string, username = 'admin', password = ADMIN_PASSWORD): Promise<string> {

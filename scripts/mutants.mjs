@@ -1,0 +1,432 @@
+#!/usr/bin/env node
+// `npm run mutants [-- id ...] [--strict] [--no-baseline] [--verbose]`: breaks one safety rule at a time in a temporary copy
+// of the repository and runs only the tests that should notice. Every mutant must be killed (its tests fail);
+// a surviving mutant means a rule no test protects, and the run fails.
+//
+// Each mutant is an exact search/replace on one file. The search text must occur exactly once in that file, or
+// the run fails before anything else: the list stays true as the code moves. See README.md, "Mutants".
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+/** A mutant whose tests run longer than this is counted as killed (it hangs the system under test). */
+const TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * The curated mutants. `tests`: vitest file filters (a folder takes every test file under it). `pending`: the
+ * test that kills it lands with another change; while pending, a survivor is reported but does not fail the run
+ * (`--strict` makes it fail). Remove `pending` once the killing test is in.
+ */
+export const MUTANTS = [
+  // storage and durability
+  {
+    id: 'store-batch-unsynced',
+    file: 'storage/store.ts',
+    search: 'await this.db.batch(ops, { sync: opts.sync });',
+    replace: 'await this.db.batch(ops, { sync: false });',
+    tests: ['test/storage/power-loss.test.ts'],
+  },
+  {
+    id: 'store-unique-index',
+    file: 'storage/apply.ts',
+    search:
+      'const holders = this.txn.lookup(def.name, field, v).filter((x) => x !== row.id);\n          if (holders.length > 0) {',
+    replace:
+      'const holders = this.txn.lookup(def.name, field, v).filter((x) => x !== row.id);\n          if (holders.length < 0) {',
+    tests: ['test/storage/store.test.ts'],
+  },
+  {
+    id: 'raft-log-unsynced',
+    file: 'raft/storage/level-log.ts',
+    search:
+      '    await this.db.batch(ops, { sync: true });\n    this.stateDirty = false;\n\n    if (snapshot !== null) {',
+    replace:
+      '    await this.db.batch(ops, { sync: false });\n    this.stateDirty = false;\n\n    if (snapshot !== null) {',
+    tests: ['raft/storage/level-log.power-loss.test.ts'],
+  },
+  // Raft protocol and driver
+  {
+    id: 'raft-vote-log-check',
+    file: 'raft/core/raft.ts',
+    search: 'if (canVote && this.candidateLogUpToDate(m.index, m.logTerm)) {',
+    replace: 'if (canVote) {',
+    tests: ['raft/core/election.test.ts'],
+  },
+  {
+    id: 'raft-send-before-persist',
+    file: 'raft/node.ts',
+    search:
+      '    // 1. Persist (one synced batch).\n' +
+      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
+    replace:
+      '    this.send(rd.messages);\n' +
+      '    rd = { ...rd, messages: [] };\n' +
+      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
+    tests: ['raft/node.test.ts'],
+    pending: "the driver's persist-before-send check in the test transport (issue 7 item 3, another branch) kills it",
+  },
+  {
+    id: 'checker-election-safety',
+    file: 'raft/sim/checker.ts',
+    search: "if (prior !== id) this.violation('election-safety',",
+    replace: "if (prior !== id && false) this.violation('election-safety',",
+    tests: ['raft/sim/broken.test.ts'],
+    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
+  },
+  {
+    id: 'checker-log-matching',
+    file: 'raft/sim/checker.ts',
+    search: '} else if (seen.dataHash !== dataHash || seen.prevTerm !== prevTerm) {',
+    replace: '} else if (false) {',
+    tests: ['raft/sim/broken.test.ts'],
+    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
+  },
+  {
+    id: 'checker-exactly-once',
+    file: 'raft/sim/checker.ts',
+    search: "else if (at !== index)\n      this.violation('exactly-once',",
+    replace: "else if (false)\n      this.violation('exactly-once',",
+    tests: ['raft/sim/broken.test.ts'],
+    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
+  },
+  // sessions
+  {
+    id: 'session-expiry',
+    file: 'src/auth/sessions.ts',
+    search: 'if (this.svc.clock.now() > this.expiresAtMs(session)) return null;',
+    replace: '',
+    tests: ['test/api/sessions.test.ts'],
+  },
+  {
+    id: 'login-password-check',
+    file: 'src/ops/authentication.ts',
+    search: 'if (!(await verifyPassword(authenticator.password as string, password))) return null;',
+    replace: '',
+    tests: ['test/api/conformance.test.ts'],
+  },
+  // access: the route guard
+  {
+    id: 'route-missing-token',
+    file: 'src/api/register.ts',
+    search: "if (!token) throw unauthorized('missing');",
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'route-invalid-token',
+    file: 'src/api/register.ts',
+    search: "if (!caller) throw unauthorized('invalid');",
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'route-partial-session',
+    file: 'src/api/register.ts',
+    search: "if (partial && op.access !== 'partial') throw unauthorized('forbidden');",
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'route-admin-access',
+    file: 'src/api/register.ts',
+    search: "if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');",
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'admin-access-isadmin',
+    file: 'src/api/register.ts',
+    search: 'if (identity.isAdmin === true) return true;',
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'admin-access-readonly-writes',
+    file: 'src/api/register.ts',
+    search: "if (action === 'read' && perms.includes('admin_readonly')) return true;",
+    replace: "if (perms.includes('admin_readonly')) return true;",
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'admin-access-action',
+    file: 'src/api/register.ts',
+    search: 'return perms.includes(op.permission) || perms.includes(',
+    replace: 'return perms.some((p) => p.startsWith(op.permission!)) || perms.includes(',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'admin-access-permission',
+    file: 'src/api/register.ts',
+    search: 'return perms.includes(op.permission) || perms.includes(',
+    replace: 'return perms.length > 0 || perms.includes(',
+    tests: ['test/api/authz.test.ts'],
+  },
+  // access: identity and authenticator write guards
+  {
+    id: 'identity-existing-admin',
+    file: 'src/model/identity.ts',
+    search: '(Array.isArray(body.permissions) && body.permissions.length > 0) ||\n        existing?.isAdmin',
+    replace: '(Array.isArray(body.permissions) && body.permissions.length > 0)',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'identity-make-admin',
+    file: 'src/model/identity.ts',
+    search: 'body.isAdmin === true ||',
+    replace: 'false ||',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'identity-grant-permissions',
+    file: 'src/model/identity.ts',
+    search: '(Array.isArray(body.permissions) && body.permissions.length > 0) ||',
+    replace: 'false ||',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'identity-delete-admin',
+    file: 'src/model/identity.ts',
+    search: "if (row.isAdmin && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');",
+    replace: '',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'identity-delete-default-admin',
+    file: 'src/model/identity.ts',
+    search: '    if (row.isDefaultAdmin) {\n      throw Errors.ENTITY_CAN_NOT_BE_DELETED(',
+    replace: '    if (row.isDefaultAdmin && false) {\n      throw Errors.ENTITY_CAN_NOT_BE_DELETED(',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'identity-demote-default-admin',
+    file: 'src/model/identity.ts',
+    search: 'if (existing?.isDefaultAdmin && out.isAdmin === false) {',
+    replace: 'if (false) {',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'authenticator-write-admin-target',
+    file: 'src/model/authenticator.ts',
+    search:
+      "if (caller && caller.identity.isAdmin !== true && svc.get('identities', targetId)?.isAdmin === true) {\n      throw unauthorized('forbidden');",
+    replace: "if (false) {\n      throw unauthorized('forbidden');",
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'authenticator-delete-admin-target',
+    file: 'src/model/authenticator.ts',
+    search: "svc.get('identities', row.identityId as string)?.isAdmin === true\n    ) {",
+    replace: 'false\n    ) {',
+    tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'redact-for-non-admins',
+    file: 'src/api/entity.ts',
+    search: 'if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);',
+    replace: 'return entity.renderJson(row, svc);',
+    tests: ['test/api/authz.test.ts'],
+  },
+];
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function git(args) {
+  const r = spawnSync('git', args, { cwd: REPO, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+function occurrences(text, search) {
+  let n = 0;
+  for (let at = text.indexOf(search); at !== -1; at = text.indexOf(search, at + 1)) n++;
+  return n;
+}
+
+/** Every mutant's search text occurs exactly once in its file (fail before running anything otherwise). */
+function checkList(mutants) {
+  const problems = [];
+  const ids = new Set();
+  for (const m of mutants) {
+    if (ids.has(m.id)) problems.push(`${m.id}: duplicate id`);
+    ids.add(m.id);
+    const path = join(REPO, m.file);
+    if (!existsSync(path)) {
+      problems.push(`${m.id}: ${m.file} does not exist`);
+      continue;
+    }
+    const n = occurrences(readFileSync(path, 'utf8'), m.search);
+    if (n !== 1) problems.push(`${m.id}: the search text occurs ${n} times in ${m.file} (must be exactly once)`);
+    if (m.search === m.replace) problems.push(`${m.id}: the replacement changes nothing`);
+    if (!Array.isArray(m.tests) || m.tests.length === 0) problems.push(`${m.id}: no tests named`);
+    for (const t of m.tests ?? []) if (!existsSync(join(REPO, t))) problems.push(`${m.id}: no test path ${t}`);
+  }
+  return problems;
+}
+
+/** A copy of the working tree (tracked and untracked-but-not-ignored files) beside links to what tests need. */
+function makeWorkspace(root, name) {
+  const dir = join(root, name, 'keel');
+  mkdirSync(dir, { recursive: true });
+  const files = git(['ls-files', '-z', '--cached', '--others', '--exclude-standard']).split('\0').filter(Boolean);
+  for (const f of files) {
+    const from = join(REPO, f);
+    if (!existsSync(from)) continue; // deleted in the working tree
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    cpSync(from, join(dir, f));
+  }
+  symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  // the API tests read OpenZiti's published spec from a folder beside the repository: link the same one
+  const beside = join(REPO, '..', 'shared');
+  if (existsSync(beside)) symlinkSync(realpathSync(beside), join(root, name, 'shared'), 'dir');
+  return dir;
+}
+
+function runTests(dir, tests, workers = 1) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(
+      process.execPath,
+      [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tests, '--bail=1', `--maxWorkers=${workers}`],
+      {
+        cwd: dir,
+        env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      process.kill(-child.pid, 'SIGKILL');
+    }, TIMEOUT_MS);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, timedOut, output, ms: Date.now() - started });
+    });
+  });
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const strict = args.includes('--strict');
+  const baseline = !args.includes('--no-baseline');
+  const verbose = args.includes('--verbose');
+  const only = args.filter((a) => !a.startsWith('--'));
+  const unknown = only.filter((id) => !MUTANTS.some((m) => m.id === id));
+  if (unknown.length > 0) {
+    console.error(`unknown mutant ids: ${unknown.join(', ')}\nknown: ${MUTANTS.map((m) => m.id).join(', ')}`);
+    process.exit(2);
+  }
+  const mutants = only.length > 0 ? MUTANTS.filter((m) => only.includes(m.id)) : MUTANTS;
+  const problems = checkList(MUTANTS);
+  if (problems.length > 0) {
+    console.error(`the mutant list is out of date:\n  ${problems.join('\n  ')}`);
+    process.exit(2);
+  }
+
+  const slots = Math.max(1, Math.min(availableParallelism(), mutants.length));
+  const root = mkdtempSync(join(tmpdir(), 'keel-mutants-'));
+  const started = Date.now();
+  try {
+    const workspaces = Array.from({ length: slots }, (_, i) => makeWorkspace(root, `w${i}`));
+
+    if (baseline) {
+      // The same tests must pass without any mutation, or a "killed" mutant proves nothing.
+      const tests = [...new Set(mutants.flatMap((m) => m.tests))];
+      process.stdout.write(`baseline: ${tests.length} test paths without mutations … `);
+      const r = await runTests(workspaces[0], tests, slots); // nothing else runs yet: every core
+      if (r.code !== 0) {
+        console.log('FAILED');
+        console.error(r.output.slice(-6000));
+        console.error('the tests fail without any mutation: fix them first');
+        process.exitCode = 1;
+        return;
+      }
+      console.log(`ok (${(r.ms / 1000).toFixed(1)} s)`);
+    }
+
+    const results = [];
+    let next = 0;
+    const worker = async (dir) => {
+      while (next < mutants.length) {
+        const m = mutants[next++];
+        const path = join(dir, m.file);
+        const original = readFileSync(path, 'utf8');
+        writeFileSync(
+          path,
+          original.replace(m.search, () => m.replace),
+        );
+        try {
+          const r = await runTests(dir, m.tests);
+          const killed = r.code !== 0 || r.timedOut;
+          results.push({ m, killed, timedOut: r.timedOut, ms: r.ms });
+          console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id} (${(r.ms / 1000).toFixed(1)} s)`);
+          if (verbose && killed) {
+            // what noticed: the first failing tests
+            const lines = r.output.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+            const failed = lines.filter((l) => /^\s*(×|FAIL)|Error/.test(l));
+            for (const l of (failed.length > 0 ? failed : lines.slice(-15)).slice(0, 15))
+              console.log(`           ${l.trim()}`);
+          }
+        } finally {
+          writeFileSync(path, original);
+        }
+      }
+    };
+    await Promise.all(workspaces.map(worker));
+
+    results.sort((a, b) => mutants.indexOf(a.m) - mutants.indexOf(b.m));
+    const rows = results.map(({ m, killed, timedOut, ms }) => [
+      m.id,
+      m.file,
+      killed ? (timedOut ? 'killed (timeout)' : 'killed') : m.pending ? 'survived: PENDING' : 'SURVIVED',
+      `${(ms / 1000).toFixed(1)} s`,
+      m.tests.join(' '),
+    ]);
+    const head = ['mutant', 'file', 'result', 'time', 'tests'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+    const line = (cells) =>
+      cells
+        .map((c, i) => c.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd();
+    console.log(`\n${line(head)}\n${line(widths.map((w) => '-'.repeat(w)))}`);
+    for (const r of rows) console.log(line(r));
+
+    const survivors = results.filter((r) => !r.killed && (strict || !r.m.pending));
+    const pending = results.filter((r) => !r.killed && r.m.pending);
+    const stale = results.filter((r) => r.killed && r.m.pending);
+    for (const r of pending) console.log(`\npending survivor ${r.m.id}: ${r.m.pending}`);
+    for (const r of stale) console.log(`\n${r.m.id} is killed now: remove its \`pending\` mark`);
+    const total = ((Date.now() - started) / 1000).toFixed(0);
+    console.log(
+      `\n${results.filter((r) => r.killed).length}/${results.length} killed, ${pending.length} pending, in ${total} s on ${slots} workers`,
+    );
+    if (survivors.length > 0) {
+      console.error(
+        `surviving mutants (no test notices these rules broken): ${survivors.map((r) => r.m.id).join(', ')}`,
+      );
+      process.exitCode = 1;
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,130 @@
+/**
+ * Checks any HTTP response of the API against OpenZiti's published spec: the shared `call()` helper passes every
+ * response through `checkResponse`, so every test that talks HTTP to an operation the spec declares is a
+ * conformance test too. The concrete URL is mapped to the spec's path template (`/identities/abc` →
+ * `/identities/{id}`); URLs that name no spec operation (unknown paths, wrong methods, Keel's own endpoints) are
+ * left alone.
+ */
+import {
+  responseDefinition,
+  responseStatuses,
+  SPEC_AVAILABLE,
+  type SpecName,
+  schemaValidator,
+  specOperations,
+} from './spec.js';
+
+const BASES: [string, SpecName][] = [
+  ['/edge/client/v1', 'client'],
+  ['/edge/management/v1', 'management'],
+];
+
+/**
+ * Statuses Keel returns for an operation although the spec does not declare them, each with its reason. The key
+ * is `<status> <METHOD> <template>`, or `<status> *` for every operation. Anything else undeclared fails.
+ */
+export const UNDECLARED_OK: Record<string, string> = {
+  '404 GET /config-types/{id}/configs': 'unknown config type: association lists load their parent first (404)',
+  '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
+  '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
+  '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
+  '408 *':
+    'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
+  '414 *': 'the HTTP layer refuses a request target over 64 KiB (URI_TOO_LONG) before any operation',
+  '415 *':
+    'a body that is not application/json (UNSUPPORTED_MEDIA, as go-openapi answers; OpenZiti turns it into a 500)',
+  '431 *': 'the node engine refuses a request line plus headers over 80 KiB before any operation',
+  '413 *': 'the 1 MiB body limit of the HTTP layer applies before any operation (REQUEST_ENTITY_TOO_LARGE)',
+  '429 *': 'the HTTP layer refuses requests beyond --max-connections before any operation (SERVER_TOO_MANY_REQUESTS)',
+};
+
+/**
+ * Successful responses whose body is not the schema the spec declares, each with its reason.
+ */
+export const BODY_EXEMPT: Record<string, string> = {
+  '200 GET /.well-known/est/cacerts': 'a PKCS#7 certs-only store in base64 (application/pkcs7-mime), not JSON',
+  '200 GET /specs/{id}/spec':
+    "the document itself, as OpenZiti's spec_router.go DetailBody writes it (Produce(spec.body)), not the envelope around a string its spec declares",
+};
+
+/** `<spec> <METHOD> <template>` of every operation whose response was checked. */
+export const exercised = new Set<string>();
+/** `<spec> <METHOD> <template> <status>`: conformance is tracked per operation and status. */
+export const exercisedStatuses = new Set<string>();
+/** Undeclared statuses seen (allow-listed ones; others fail at once). */
+export const undeclared = new Set<string>();
+
+interface Template {
+  method: string;
+  template: string;
+  regex: RegExp;
+  params: number;
+}
+const templates = new Map<SpecName, Template[]>();
+
+function templatesOf(spec: SpecName): Template[] {
+  let list = templates.get(spec);
+  if (list) return list;
+  list = specOperations(spec).map(({ method, path }) => ({
+    method,
+    template: path,
+    regex: new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    params: (path.match(/\{/g) ?? []).length,
+  }));
+  // a literal segment wins over a parameter (`/identities/x` vs `/identity-types`): fewer parameters first
+  list.sort((a, b) => a.params - b.params);
+  templates.set(spec, list);
+  return list;
+}
+
+/** The spec operation a request names, or null. Follows the server's aliases: `/` and `/version` → client. */
+export function specOperationOf(method: string, url: string): { spec: SpecName; template: string } | null {
+  let path = new URL(url).pathname;
+  if (path === '/' || path === '/version') path = `/edge/client/v1/version`;
+  for (const [base, spec] of BASES) {
+    if (path !== base && !path.startsWith(`${base}/`)) continue;
+    const rest = path.slice(base.length) || '/';
+    const found = templatesOf(spec).find((t) => t.method === method && t.regex.test(rest));
+    return found ? { spec, template: found.template } : null;
+  }
+  return null;
+}
+
+export interface CheckedResponse {
+  status: number;
+  body: unknown;
+  text: string;
+}
+
+/**
+ * Checks one response against the spec (a no-op for URLs that name no spec operation): its status is one the
+ * spec declares for the operation (or is allow-listed above), and its body validates against the schema declared
+ * for that status (errors against `apiErrorEnvelope`). Throws with the details otherwise.
+ */
+export function checkResponse(method: string, url: string, res: CheckedResponse): void {
+  if (!SPEC_AVAILABLE) return;
+  const op = specOperationOf(method.toUpperCase(), url);
+  if (!op) return;
+  const { spec, template } = op;
+  const key = `${res.status} ${method} ${template}`;
+  exercised.add(`${spec} ${method} ${template}`);
+  exercisedStatuses.add(`${spec} ${method} ${template} ${res.status}`);
+  const declared = responseStatuses(spec, method, template);
+  if (!declared.includes(res.status)) {
+    if (!UNDECLARED_OK[key] && !UNDECLARED_OK[`${res.status} *`]) {
+      throw new Error(`${spec}: ${key} is not a status the spec declares (${declared.join(', ')}): ${res.text}`);
+    }
+    undeclared.add(key);
+  }
+  if (BODY_EXEMPT[key]) return;
+  const definition = res.status >= 400 ? 'apiErrorEnvelope' : responseDefinition(spec, method, template, res.status);
+  if (definition === null) {
+    throw new Error(`${spec}.yml declares no ${res.status} response with a schema for ${method} ${template}`);
+  }
+  const errors = schemaValidator(spec, definition)(res.body);
+  if (errors !== null) {
+    throw new Error(
+      `${spec}: ${method} ${url} → ${res.status} does not match ${definition}:\n${errors}\nbody: ${res.text.slice(0, 2000)}`,
+    );
+  }
+}
