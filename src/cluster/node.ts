@@ -52,6 +52,8 @@ const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
 /** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
 const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
+/** How long a forward waits for the leader's answer (it answers once it accepted the entry, not once applied). */
+const FORWARD_TIMEOUT_MS = 3_000;
 
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
@@ -271,7 +273,7 @@ export class ClusterNode {
     if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
     return withTimeout(
       client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
-      PEER_CALL_TIMEOUT_MS,
+      FORWARD_TIMEOUT_MS,
       `forward to ${leader}`,
     );
   }

@@ -9,7 +9,10 @@ import type { StoreStateMachine } from './state-machine.js';
 export interface RaftProposerOptions {
   /** How long a proposal waits for a leader to appear before 503 `no-leader`. */
   leaderWait_ms: number;
-  /** How long a proposal waits for its entry to be applied here before `unknown-outcome`. */
+  /**
+   * A proposal's whole budget (finding the leader, forwarding, waiting for its entry to be applied here); past it
+   * the answer is `unknown-outcome`. Below the HTTP layer's 10 s handler timeout, so the client gets this answer.
+   */
   applyTimeout_ms: number;
   /** Bound on submission attempts (a leader that moves, or refuses while it hands leadership over). */
   maxAttempts: number;
@@ -23,6 +26,9 @@ export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
 
 /** Sends a proposal's bytes to the current leader (tRPC `forward`); rejects when the outcome is unknown. */
 export type Forwarder = (leader: string, data: Uint8Array) => Promise<ForwardResult>;
+
+/** Even a proposal that spent its budget finding the leader waits this long for its entry. */
+const MIN_APPLY_WAIT_MS = 500;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
@@ -58,16 +64,20 @@ export class RaftProposer implements Proposer {
     if (!encoded.ok) return encoded.result;
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
     const data = encodeLogged({ rid, cmd: encoded.cmd });
+    const started_ms = Date.now();
     const waiter = this.sm.wait(rid);
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
     let timer: NodeJS.Timeout | undefined;
     try {
       const to = await this.submit(data);
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          this.log('write not applied in time: outcome unknown', { rid, submittedTo: to });
-          reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
-        }, this.opts.applyTimeout_ms);
+        timer = setTimeout(
+          () => {
+            this.log('write not applied in time: outcome unknown', { rid, submittedTo: to });
+            reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
+          },
+          Math.max(MIN_APPLY_WAIT_MS, this.opts.applyTimeout_ms - (Date.now() - started_ms)),
+        );
       });
       return await Promise.race([waiter.promise, timeout]);
     } finally {
