@@ -3,6 +3,7 @@
  *   http   read path of one node vs a bare uWebSockets.js app (bench/http/run.ts)
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
+ *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd, and failover (bench/cluster.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -14,7 +15,10 @@ if (name === 'http') {
 } else if (name === 'policy') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./policy.js');
+} else if (name === 'cluster') {
+  const { main } = await import('./cluster.js');
+  await main(rest);
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy> [options]');
+  console.error('usage: npm run bench -- <http|raft|policy|cluster> [options]');
   process.exit(2);
 }

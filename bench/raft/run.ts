@@ -45,7 +45,7 @@ export function parseArgs(argv: string[]): BenchOptions {
   return opts;
 }
 
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: n },

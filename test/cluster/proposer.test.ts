@@ -24,8 +24,18 @@ async function store(): Promise<Store> {
 }
 
 /** A node whose propose() is scripted; `leaderId()` as given. */
+/** The term this node sees, and what its read barrier does. */
+const raftState = { term: 1, readIndex: async () => 0 };
+
+/** A node whose propose() is scripted; `leaderId()` as given, the term and read barrier from raftState. */
 function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Promise<unknown>): RaftNode {
-  return { id: 'me', leaderId: leader, propose } as unknown as RaftNode;
+  return {
+    id: 'me',
+    leaderId: leader,
+    propose,
+    status: () => ({ term: raftState.term }),
+    readIndex: () => raftState.readIndex(),
+  } as unknown as RaftNode;
 }
 
 const OPTS = { leaderWait_ms: 300, applyTimeout_ms: 300, maxAttempts: 20 };
@@ -81,7 +91,53 @@ describe('RaftProposer', () => {
     await s.close();
   });
 
-  it('never re-sends a forward whose outcome is unknown: it waits, then answers unknown-outcome', async () => {
+  it('sends again a forward without an answer once a later leader shows the entry was not committed', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    const sent: string[] = [];
+    let leader = 'old';
+    const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
+      sent.push(to);
+      if (to === 'old') {
+        // the old leader dies with the entry; a new leader is elected in a later term
+        setTimeout(() => {
+          leader = 'new';
+          raftState.term = 2;
+        }, 20);
+        throw new Error('connection closed');
+      }
+      setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
+      return { ok: true };
+    };
+    raftState.term = 1;
+    let reads = 0;
+    raftState.readIndex = async () => {
+      reads++;
+      return 0;
+    };
+    try {
+      const p = new RaftProposer(
+        fakeNode(
+          () => leader,
+          () => Promise.reject(new Error('x')),
+        ),
+        sm,
+        forward,
+        undefined,
+        { ...OPTS, applyTimeout_ms: 2_000 },
+      );
+      expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
+      expect(sent).toEqual(['old', 'new']);
+      expect(reads).toBe(1);
+      expect(s.collection('policies').size).toBe(1);
+    } finally {
+      raftState.term = 1;
+      raftState.readIndex = async () => 0;
+      await s.close();
+    }
+  });
+
+  it('never re-sends a forward whose outcome is unknown while no later leader says otherwise', async () => {
     const s = await store();
     const sm = new StoreStateMachine(s);
     let forwards = 0;
