@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RaftError, type RaftNode } from '../../raft/index.js';
 import { decodeLogged, encodeLogged } from '../../src/cluster/codec.js';
 import type { ForwardResult } from '../../src/cluster/peer-api.js';
-import { proposeOnLeader, RaftProposer } from '../../src/cluster/raft-proposer.js';
+import { proposeOnLeader, RaftProposer, type RaftProposerOptions } from '../../src/cluster/raft-proposer.js';
 import { StoreStateMachine } from '../../src/cluster/state-machine.js';
 import { ProposalError } from '../../storage/proposer.js';
 import { Schema } from '../../storage/schema.js';
@@ -36,6 +36,22 @@ function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Pr
     status: () => ({ term: raftState.term }),
     readIndex: () => raftState.readIndex(),
   } as unknown as RaftNode;
+}
+
+/** A proposer on a node that is never the leader (its own propose() refuses), forwarding with `forward`. */
+function follower(
+  leader: () => string | null,
+  sm: StoreStateMachine,
+  forward: (to: string, data: Uint8Array) => Promise<ForwardResult>,
+  opts: RaftProposerOptions = OPTS,
+): RaftProposer {
+  return new RaftProposer(
+    fakeNode(leader, () => Promise.reject(new Error('not the leader here'))),
+    sm,
+    forward,
+    undefined,
+    opts,
+  );
 }
 
 const OPTS = { leaderWait_ms: 300, applyTimeout_ms: 300, maxAttempts: 20 };
@@ -74,16 +90,7 @@ describe('RaftProposer', () => {
       setTimeout(() => void sm.apply([{ index: ++index, term: 1, type: 'normal', data }]), 5);
       return { ok: true };
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => 'leader',
-        () => Promise.reject(new Error('not here')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => 'leader', sm, forward, OPTS);
     expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
     const dup = await p.propose(create('policies', 'b', { name: 'A' }));
     expect(dup).toMatchObject({ ok: false, error: { code: 'UNIQUE' } });
@@ -116,16 +123,7 @@ describe('RaftProposer', () => {
       return 0;
     };
     try {
-      const p = new RaftProposer(
-        fakeNode(
-          () => leader,
-          () => Promise.reject(new Error('x')),
-        ),
-        sm,
-        forward,
-        undefined,
-        { ...OPTS, applyTimeout_ms: 2_000 },
-      );
+      const p = follower(() => leader, sm, forward, { ...OPTS, applyTimeout_ms: 2_000 });
       expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
       expect(sent).toEqual(['old', 'new']);
       expect(reads).toBe(1);
@@ -145,16 +143,7 @@ describe('RaftProposer', () => {
       forwards++;
       throw new Error('connection closed');
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => 'leader',
-        () => Promise.reject(new Error('x')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => 'leader', sm, forward, OPTS);
     const err = await p.propose(create('policies', 'a', { name: 'A' })).catch((e) => e);
     expect(err).toBeInstanceOf(ProposalError);
     expect(err.code).toBe('unknown-outcome');
@@ -177,16 +166,7 @@ describe('RaftProposer', () => {
       setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
       return { ok: true };
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => leader,
-        () => Promise.reject(new Error('x')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => leader, sm, forward, OPTS);
     expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
     expect(sent).toEqual(['old', 'new']);
     await s.close();
@@ -195,26 +175,17 @@ describe('RaftProposer', () => {
   it('answers no-leader when no leader appears in time; overloaded when the leader refuses for load', async () => {
     const s = await store();
     const sm = new StoreStateMachine(s);
-    const none = new RaftProposer(
-      fakeNode(
-        () => null,
-        () => Promise.reject(new Error('x')),
-      ),
+    const none = follower(
+      () => null,
       sm,
       async () => ({ ok: true }),
-      undefined,
       OPTS,
     );
     await expect(none.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'no-leader' });
-    const busy = new RaftProposer(
-      fakeNode(
-        () => 'l',
-        () => Promise.reject(new Error('x')),
-      ),
+    const busy = follower(
+      () => 'l',
       sm,
       async () => ({ ok: false, code: 'overloaded' }),
-      undefined,
-      OPTS,
     );
     await expect(busy.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'overloaded' });
     await s.close();
