@@ -4,6 +4,7 @@
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
  *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd, and failover (bench/cluster.ts)
+ *   auth   password logins per second beside the raw argon2id verify rate (bench/auth.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -18,7 +19,10 @@ if (name === 'http') {
 } else if (name === 'cluster') {
   const { main } = await import('./cluster.js');
   await main(rest);
+} else if (name === 'auth') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./auth.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy|cluster> [options]');
+  console.error('usage: npm run bench -- <http|raft|policy|auth|cluster> [options]');
   process.exit(2);
 }

@@ -3,7 +3,7 @@
 /** To read membership changes (and their context) from `conf` entries handed to StateMachine.apply. */
 export { decodeConfChange } from './core/raft.js';
 export { decodeAddresses as decodeConfAddresses } from './node/conf-context.js';
-
+export { chunksOf, collectSnapshot } from './node/snapshot-stream.js';
 export {
   type NodeStatus,
   type ProposalResult,
@@ -11,6 +11,7 @@ export {
   type RaftErrorCode,
   RaftNode,
   type RaftNodeOptions,
+  type SnapshotChunks,
   type StateMachine,
 } from './node.js';
 export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';

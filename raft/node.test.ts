@@ -3,15 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftInvariantError } from './core/raft.js';
-import { RaftError, RaftNode, type RaftNodeOptions, type StateMachine } from './node.js';
+import type { SnapshotChunks } from './node/state-machine.js';
+import { RaftError, type RaftErrorCode, RaftNode, type RaftNodeOptions, type StateMachine } from './node.js';
 import { SeededRandom } from './random.js';
 import type { DurableLog, PersistBatch } from './storage/durable-log.js';
 import { LevelLog } from './storage/level-log.js';
 import { MemoryDurableLog } from './storage/memory-durable-log.js';
 import { PowerLossDisk } from './storage/power-loss-testkit.js';
 import { MemoryNetwork, type MemoryTransport } from './transport/memory.js';
+import { PersistCheckingTransport, type PersistCheckOptions } from './transport/persist-check-testkit.js';
 import { WebSocketTransport } from './transport/websocket.js';
-import type { Entry, Message, NodeId, Snapshot } from './types.js';
+import type { Entry, Message, NodeId, Snapshot, SnapshotMeta } from './types.js';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -40,6 +42,40 @@ class TestMachine implements StateMachine {
     this.applied = s.applied;
     this.entries = s.entries;
     this.restores++;
+  }
+}
+
+/**
+ * The same machine through the streaming snapshot interface only: snapshot()/restore() throw, so the node must use
+ * snapshotStream/restoreStream. Snapshots are produced in 7-byte chunks (with the size announced or not).
+ */
+class StreamingMachine extends TestMachine {
+  streamedOut = 0;
+  restoreChunks = 0;
+  constructor(private readonly announceSize: boolean) {
+    super();
+  }
+  override snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    throw new Error('snapshot() called on a streaming machine');
+  }
+  override restore(): Promise<void> {
+    throw new Error('restore() called on a streaming machine');
+  }
+  async snapshotStream(): Promise<SnapshotChunks> {
+    const { index, data } = await super.snapshot();
+    this.streamedOut++;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      for (let off = 0; off < data.byteLength; off += 7) yield data.slice(off, off + 7);
+    }
+    return { index, chunks: chunks(), ...(this.announceSize ? { size_bytes: data.byteLength } : {}) };
+  }
+  async restoreStream(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    const parts: Uint8Array[] = [];
+    for await (const c of chunks) {
+      parts.push(c);
+      this.restoreChunks++;
+    }
+    await super.restore({ meta, data: Buffer.concat(parts) });
   }
 }
 
@@ -78,12 +114,40 @@ async function waitFor(cond: () => boolean, timeout_ms = 10_000, what = 'conditi
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Asserts that `p` rejects with a RaftError of `code` (and `fields`); a resolution or any other error fails. */
+async function expectRaftError(
+  p: Promise<unknown>,
+  code: RaftErrorCode,
+  fields: Record<string, unknown> = {},
+): Promise<RaftError> {
+  const outcome = await p.then(
+    (value: unknown) => ({ settled: 'resolved' as const, value }),
+    (error: unknown) => ({ settled: 'rejected' as const, error }),
+  );
+  if (outcome.settled === 'resolved')
+    expect.fail(`expected a RaftError ${code}, it resolved with ${String(outcome.value)}`);
+  expect(outcome.error).toBeInstanceOf(RaftError);
+  expect(outcome.error).toMatchObject({ code, ...fields });
+  return outcome.error as RaftError;
+}
+
 interface Member {
   node: RaftNode;
   log: DurableLog;
   sm: TestMachine;
   /** The in-memory transport (MemCluster members only). */
   mem?: MemoryTransport;
+}
+
+/**
+ * Persist before send, checked at every send of every test (persist-check-testkit.ts): what a message asserts
+ * must already be durable at its sender. afterEach fails the test on any violation.
+ */
+const persistViolations: string[] = [];
+const PERSIST_RULES: PersistCheckOptions = { leaderAppendsBeforePersist: true };
+
+function checked(transport: MemoryTransport | WebSocketTransport, log: DurableLog): PersistCheckingTransport {
+  return new PersistCheckingTransport(transport, log, persistViolations, PERSIST_RULES);
 }
 
 const FAST = { tick_ms: 10, electionTicks: 10, heartbeatTicks: 1 } satisfies Partial<RaftNodeOptions>;
@@ -96,6 +160,7 @@ class MemCluster {
   constructor(
     ids: NodeId[],
     private readonly extra: Partial<RaftNodeOptions> = {},
+    private readonly machine: () => TestMachine = () => new TestMachine(),
   ) {
     this.ids = [...ids];
   }
@@ -109,12 +174,12 @@ class MemCluster {
     opts: { log?: DurableLog; sm?: TestMachine; bootstrap?: boolean; extra?: Partial<RaftNodeOptions> } = {},
   ): Promise<Member> {
     const log = opts.log ?? new MemoryDurableLog(1);
-    const sm = opts.sm ?? new TestMachine();
+    const sm = opts.sm ?? this.machine();
     const transport = this.net.join(id);
     const node = await RaftNode.start({
       id,
       log,
-      transport,
+      transport: checked(transport, log),
       stateMachine: sm,
       applied: sm.applied,
       peers: this.peers(),
@@ -227,6 +292,8 @@ let cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const fn of cleanup.reverse()) await fn();
   cleanup = [];
+  const found = persistViolations.splice(0);
+  expect(found, 'messages sent before what they assert was durable').toEqual([]);
 });
 
 describe('RaftNode over the in-memory transport', () => {
@@ -238,10 +305,7 @@ describe('RaftNode over the in-memory transport', () => {
     const follower = [...c.members.values()].find((m) => m.node !== leader)!;
     await waitFor(() => follower.node.leaderId() === leader.id, 10_000, 'the follower to know the leader');
     // A follower refuses, naming the leader to forward to.
-    await expect(follower.node.propose(enc.encode('x'))).rejects.toMatchObject({
-      code: 'not-leader',
-      leader: leader.id,
-    });
+    await expectRaftError(follower.node.propose(enc.encode('x')), 'not-leader', { leader: leader.id });
 
     const r = await leader.propose(enc.encode('hello'));
     expect(r.index).toBeGreaterThan(0);
@@ -277,7 +341,7 @@ describe('RaftNode over the in-memory transport', () => {
     for (const id of c.ids) await c.start(id);
     const leader = await c.waitLeader();
     const pending = Array.from({ length: 10 }, (_, i) => leader.propose(enc.encode(`p${i}`)));
-    await expect(leader.propose(enc.encode('over'))).rejects.toMatchObject({ code: 'too-many-pending' });
+    await expectRaftError(leader.propose(enc.encode('over')), 'too-many-pending');
     await Promise.all(pending);
     // Cut the leader off: its proposals cannot commit; stopping rejects them.
     c.net.isolate(leader.id, c.ids);
@@ -302,9 +366,9 @@ describe('RaftNode over the in-memory transport', () => {
     c.net.isolate(leader.id, c.ids);
     const cut = leader.propose(enc.encode('cut-off'));
     // Check-quorum makes the isolated leader step down; its uncommitted proposal's fate is unknown to it.
-    await expect(cut).rejects.toMatchObject({ code: 'leadership-lost' });
+    await expectRaftError(cut, 'leadership-lost');
     expect(leader.isLeader()).toBe(false);
-    await expect(leader.readIndex()).rejects.toMatchObject({ code: 'timeout' });
+    await expectRaftError(leader.readIndex(), 'timeout');
     // The majority side elected another leader meanwhile and keeps working.
     const other = c.ids.find((id) => id !== leader.id)!;
     await waitFor(() => c.leader() !== null && c.leader()!.id !== leader.id, 10_000, 'a new leader');
@@ -442,17 +506,18 @@ describe('RaftNode over the in-memory transport', () => {
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('first'));
     // An entry that could never be sent in one append message is refused up front.
-    await expect(leader.propose(new Uint8Array(4096 - 16 + 1))).rejects.toMatchObject({ code: 'too-large' });
-    await expect(
+    await expectRaftError(leader.propose(new Uint8Array(4096 - 16 + 1)), 'too-large');
+    await expectRaftError(
       leader.proposeConf({ changes: [{ type: 'addLearner', node: 'x' }], context: new Uint8Array(5000) }),
-    ).rejects.toMatchObject({ code: 'too-large' });
+      'too-large',
+    );
     // Cut the followers off: nothing commits any more.
     for (const id of c.ids) if (id !== leader.id) c.net.isolate(id, c.ids);
     const outcome = (p: Promise<unknown>): Promise<string> =>
       Promise.race([
         p.then(
           () => 'applied',
-          (e: RaftError) => e.code,
+          (e: unknown) => (e instanceof RaftError ? e.code : `not a RaftError: ${String(e)}`),
         ),
         sleep(20).then(() => 'pending'),
       ]);
@@ -479,12 +544,12 @@ describe('RaftNode over the in-memory transport', () => {
     const leader = c.leader()!;
     await leader.addLearner('d', 'mem:d');
     expect(leader.status().conf.learners).toEqual(['d']);
-    await expect(leader.promote('d', undefined, 200)).rejects.toMatchObject({ code: 'not-caught-up' });
+    await expectRaftError(leader.promote('d', undefined, 200), 'not-caught-up');
     // Not a voter: the quorum is still 2 of 3 and the cluster still commits without d.
     expect(leader.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
     await leader.propose(enc.encode('still-3'));
     // A node that is not even a learner is refused too.
-    await expect(leader.promote('zz')).rejects.toMatchObject({ code: 'not-caught-up' });
+    await expectRaftError(leader.promote('zz'), 'not-caught-up');
     // promote() waits for the catch-up: issued while d is still cut off, it succeeds once d has caught up.
     const promoted = leader.promote('d');
     await sleep(50);
@@ -544,7 +609,8 @@ describe('RaftNode over the in-memory transport', () => {
     const f = [...c.members.values()].find((m) => m.node !== leader)!;
     const fatal: Error[] = [];
     f.node.onFatal((e) => fatal.push(e));
-    const read = f.node.readIndex().catch((e: RaftError) => e);
+    // Answered only through the network (asynchronous), so it is still waiting when the heartbeat arrives below.
+    const read = f.node.readIndex();
     const st = f.node.status();
     // Well-formed, but commits beyond this node's log: its log was lost or the leader is broken. Fatal.
     f.mem!.receive({
@@ -562,9 +628,8 @@ describe('RaftNode over the in-memory transport', () => {
     expect(fatal).toHaveLength(1);
     expect(fatal[0]).toBeInstanceOf(RaftInvariantError);
     expect(f.node.status().stopped).toBe(true);
-    const err = await read;
-    if (err instanceof RaftError) expect(err.code).toBe('fatal'); // unless it was answered before the heartbeat
-    await expect(f.node.propose(enc.encode('y'))).rejects.toMatchObject({ code: 'fatal' });
+    await expectRaftError(read, 'fatal');
+    await expectRaftError(f.node.propose(enc.encode('y')), 'fatal');
     // The other two go on.
     await leader.propose(enc.encode('z'));
   });
@@ -592,7 +657,7 @@ describe('RaftNode over the in-memory transport', () => {
     const leaderFatal: Error[] = [];
     leader.onFatal((e) => leaderFatal.push(e));
     logs.get(leader.id)!.failWrites = true;
-    await expect(leader.propose(enc.encode('w'))).rejects.toMatchObject({ code: 'fatal' });
+    await expectRaftError(leader.propose(enc.encode('w')), 'fatal');
     expect(leaderFatal[0]?.message).toBe('disk write failed');
     expect(leader.status().stopped).toBe(true);
 
@@ -626,30 +691,39 @@ describe('RaftNode over the in-memory transport', () => {
     expectAllApplied(c.members.values(), new Map([...acked, ...more]));
   }, 20_000);
 
-  it('catches up a new learner by snapshot, then promotes it to voter', async () => {
-    const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 });
-    cleanup.push(() => c.stopAll());
-    for (const id of ['a', 'b', 'c']) await c.start(id);
-    await c.waitLeader();
-    const acked = await proposeMany(c, 'pre', 80, 8);
-    const leader = c.leader()!;
-    expect(leader.status().firstIndex).toBeGreaterThan(1); // compacted: d cannot be served from the log
-    const d = await c.start('d', { bootstrap: false });
-    await leader.addLearner('d', 'mem:d');
-    await waitFor(() => d.sm.applied >= leader.status().commit, 10_000, 'learner catch-up');
-    expect(d.sm.restores).toBe(1);
-    expect(leader.status().conf.learners).toEqual(['d']);
-    await leader.promote('d', undefined, 10_000);
-    expect(leader.status().conf.voters.sort()).toEqual(['a', 'b', 'c', 'd']);
-    const more = await proposeMany(c, 'post', 10, 2);
-    await converge([...c.members.values()]);
-    expectAllApplied(c.members.values(), new Map([...acked, ...more]));
-    // The new member's address travelled in the conf change: every member knows it now.
-    for (const id of ['a', 'b', 'c']) expect(c.get(id).log.appliedConf().addresses.d).toBe('mem:d');
-    // And removal works too.
-    await c.leader()!.removeNode('d');
-    expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
-  }, 20_000);
+  for (const [how, machine] of [
+    ['', () => new TestMachine()],
+    [' (streaming snapshots, size announced)', () => new StreamingMachine(true)],
+    [' (streaming snapshots, size unknown)', () => new StreamingMachine(false)],
+  ] as const)
+    it(`catches up a new learner by snapshot, then promotes it to voter${how}`, async () => {
+      const c = new MemCluster(['a', 'b', 'c', 'd'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 }, machine);
+      cleanup.push(() => c.stopAll());
+      for (const id of ['a', 'b', 'c']) await c.start(id);
+      await c.waitLeader();
+      const acked = await proposeMany(c, 'pre', 80, 8);
+      const leader = c.leader()!;
+      expect(leader.status().firstIndex).toBeGreaterThan(1); // compacted: d cannot be served from the log
+      const d = await c.start('d', { bootstrap: false });
+      await leader.addLearner('d', 'mem:d');
+      await waitFor(() => d.sm.applied >= leader.status().commit, 10_000, 'learner catch-up');
+      expect(d.sm.restores).toBe(1);
+      if (d.sm instanceof StreamingMachine) {
+        expect(d.sm.restoreChunks).toBeGreaterThan(0);
+        expect((c.get(leader.id).sm as StreamingMachine).streamedOut).toBeGreaterThan(0);
+      }
+      expect(leader.status().conf.learners).toEqual(['d']);
+      await leader.promote('d', undefined, 10_000);
+      expect(leader.status().conf.voters.sort()).toEqual(['a', 'b', 'c', 'd']);
+      const more = await proposeMany(c, 'post', 10, 2);
+      await converge([...c.members.values()]);
+      expectAllApplied(c.members.values(), new Map([...acked, ...more]));
+      // The new member's address travelled in the conf change: every member knows it now.
+      for (const id of ['a', 'b', 'c']) expect(c.get(id).log.appliedConf().addresses.d).toBe('mem:d');
+      // And removal works too.
+      await c.leader()!.removeNode('d');
+      expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
+    }, 20_000);
 });
 
 describe('RaftNode with LevelDB logs across power losses', () => {
@@ -744,10 +818,10 @@ describe('RaftNode message-size limits over WebSockets', () => {
       for (const n of nodes) await n.stop();
       for (const t of transports) await t.close();
     });
-    const opts = (i: number): RaftNodeOptions => ({
+    const opts = (i: number, log = new MemoryDurableLog(0)): RaftNodeOptions => ({
       id: ids[i]!,
-      log: new MemoryDurableLog(0),
-      transport: transports[i]!,
+      log,
+      transport: checked(transports[i]!, log),
       stateMachine: new TestMachine(),
       applied: 0,
       peers,
@@ -765,7 +839,7 @@ describe('RaftNode message-size limits over WebSockets', () => {
     await waitFor(() => nodes.some((n) => n.isLeader()), 10_000, 'a leader');
     const leader = nodes.find((n) => n.isLeader())!;
     await leader.propose(new Uint8Array(10));
-    await expect(leader.propose(new Uint8Array(100 * 1024))).rejects.toMatchObject({ code: 'too-large' });
+    await expectRaftError(leader.propose(new Uint8Array(100 * 1024)), 'too-large');
     // The largest proposal allowed goes through (one append of maxMsgBytes fits a frame), and so does the next.
     const big = await leader.propose(new Uint8Array(32 * 1024 - 16));
     const next = await leader.propose(new Uint8Array(10));
@@ -803,7 +877,7 @@ describe('RaftNode over WebSockets with LevelDB logs', () => {
       const node = await RaftNode.start({
         id,
         log,
-        transport,
+        transport: checked(transport, log),
         stateMachine: sm,
         applied: 0,
         peers: joining ? { ...addresses, [id]: `127.0.0.1:${ports.get(id)}` } : addresses,

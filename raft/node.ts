@@ -4,8 +4,11 @@
  *
  * Ready processing, one Ready at a time (the next Ready is taken only after advance()):
  *   1. persist snapshot + entries + hard state in one synced write (group commit: every proposal that arrived
- *      while the previous write was in flight lands in this Ready, so one fsync covers them all);
- *   2. send messages (only after step 1 is durable);
+ *      while the previous write was in flight lands in this Ready, so one fsync covers them all). A leader's
+ *      appends, heartbeats and snapshot chunks leave before this write starts (core/early-send.ts): the core
+ *      counts the leader's own entries only once advance() reports them durable, so the leader's fsync overlaps
+ *      its followers';
+ *   2. send the other messages (votes, acknowledgements, read answers: only after step 1 is durable);
  *   3. apply: install a snapshot if any, then membership changes (recorded in the log before the application
  *      sees the entries), then the committed entries through StateMachine.apply;
  *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
@@ -16,6 +19,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
+import { splitMessages } from './core/early-send.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
 import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
@@ -23,6 +27,7 @@ import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
+import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
 import type { DurableLog } from './storage/durable-log.js';
@@ -43,7 +48,7 @@ import {
 
 export { RaftError, type RaftErrorCode } from './node/errors.js';
 export type { ProposalResult } from './node/proposals.js';
-export type { StateMachine } from './node/state-machine.js';
+export type { SnapshotChunks, StateMachine } from './node/state-machine.js';
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -153,6 +158,8 @@ export class RaftNode {
   private role: Role = 'follower';
   private leader: NodeId | null = null;
   private lastSnapshotIndex: number;
+  /** The term on disk (term changes are always synced): a leader's messages of this term may leave early. */
+  private durableTerm: number;
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
@@ -179,6 +186,7 @@ export class RaftNode {
     this.snapshotEvery = opts.snapshotEvery_entries ?? 10_000;
     this.snapshotKeep = opts.snapshotKeep_entries ?? 1_000;
     this.lastSnapshotIndex = Math.max(applied, opts.log.snapshot()?.meta.index ?? 0);
+    this.durableTerm = opts.log.initialState().hardState.term;
     this.maxMsgBytes = opts.maxMsgBytes ?? DEFAULT_MAX_MSG_BYTES;
     this.promoteTimeout_ms = opts.promoteTimeout_ms ?? 10 * this.electionTicks * this.tick_ms;
     if (!(this.tick_ms > 0)) throw new RangeError('raft: tick_ms must be positive');
@@ -235,7 +243,7 @@ export class RaftNode {
       throw new RangeError('raft: applied must be a non-negative integer');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
-      await opts.stateMachine.restore(snap);
+      await restoreSnapshot(opts.stateMachine, snap);
       applied = snap.meta.index;
     }
     const hs = log.initialState().hardState;
@@ -528,18 +536,26 @@ export class RaftNode {
   private async handleReady(rd: Ready): Promise<void> {
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
-    // 1. Persist (one synced batch).
+    // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
+    const { beforePersist, afterPersist } = splitMessages(rd, this.durableTerm);
+    this.send(beforePersist);
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
       await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
       if (this.stopped) return;
+      if (rd.hardState !== null) {
+        if (rd.hardState.term < this.durableTerm) {
+          throw new Error(`raft: persisted term ${rd.hardState.term} below the durable term ${this.durableTerm}`);
+        }
+        this.durableTerm = rd.hardState.term;
+      }
     }
 
-    // 2. Send, only now that everything they depend on is durable.
-    this.send(rd.messages);
+    // 2. Send the rest, only now that everything they depend on is durable.
+    this.send(afterPersist);
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
-      await this.sm.restore(rd.snapshot);
+      await restoreSnapshot(this.sm, rd.snapshot);
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
       this.proposals.skippedThrough(this.applied);
@@ -657,7 +673,7 @@ export class RaftNode {
   private async maybeSnapshot(): Promise<void> {
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
-    const { index, data } = await this.sm.snapshot();
+    const { index, data } = await takeSnapshot(this.sm);
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
     const recorded = this.log.appliedConf();

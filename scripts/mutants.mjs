@@ -128,7 +128,7 @@ export const MUTANTS = [
   {
     id: 'route-invalid-token',
     file: 'src/api/register.ts',
-    search: "if (!caller) throw unauthorized('invalid');",
+    search: "    throw unauthorized('invalid');\n",
     replace: '',
     tests: ['test/api/authz.test.ts'],
   },
@@ -176,11 +176,19 @@ export const MUTANTS = [
   },
   // access: identity and authenticator write guards
   {
-    id: 'identity-existing-admin',
-    file: 'src/model/identity.ts',
-    search: '(Array.isArray(body.permissions) && body.permissions.length > 0) ||\n        existing?.isAdmin',
-    replace: '(Array.isArray(body.permissions) && body.permissions.length > 0)',
+    id: 'guard-admin-target',
+    file: 'src/model/preconditions.ts',
+    search:
+      "  if (!caller || caller.identity.isAdmin === true) return [];\n  if (targetIsAdmin) throw unauthorized('forbidden');\n  return [targetNotAdmin(targetId)];",
+    replace: '  return [];',
     tests: ['test/api/authz.test.ts'],
+  },
+  {
+    id: 'apply-precondition-ne',
+    file: 'storage/apply.ts',
+    search: ': row?.[e.field] !== e.value;',
+    replace: ': true;',
+    tests: ['test/api/preconditions.test.ts', 'test/storage/'],
   },
   {
     id: 'identity-make-admin',
@@ -192,15 +200,15 @@ export const MUTANTS = [
   {
     id: 'identity-grant-permissions',
     file: 'src/model/identity.ts',
-    search: '(Array.isArray(body.permissions) && body.permissions.length > 0) ||',
-    replace: 'false ||',
+    search: '(Array.isArray(body.permissions) && body.permissions.length > 0);',
+    replace: 'false;',
     tests: ['test/api/authz.test.ts'],
   },
   {
     id: 'identity-delete-admin',
     file: 'src/model/identity.ts',
-    search: "if (row.isAdmin && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');",
-    replace: '',
+    search: 'const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);',
+    replace: 'const expect: Expect[] = [];',
     tests: ['test/api/authz.test.ts'],
   },
   {
@@ -220,16 +228,15 @@ export const MUTANTS = [
   {
     id: 'authenticator-write-admin-target',
     file: 'src/model/authenticator.ts',
-    search:
-      "if (caller && caller.identity.isAdmin !== true && svc.get('identities', targetId)?.isAdmin === true) {\n      throw unauthorized('forbidden');",
-    replace: "if (false) {\n      throw unauthorized('forbidden');",
+    search: "expect.push(...guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId));",
+    replace: '',
     tests: ['test/api/authz.test.ts'],
   },
   {
     id: 'authenticator-delete-admin-target',
     file: 'src/model/authenticator.ts',
-    search: "svc.get('identities', row.identityId as string)?.isAdmin === true\n    ) {",
-    replace: 'false\n    ) {',
+    search: "return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);",
+    replace: 'return [];',
     tests: ['test/api/authz.test.ts'],
   },
   {

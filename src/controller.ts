@@ -24,6 +24,7 @@ import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
+import { mfaOps } from './ops/mfa.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
@@ -84,6 +85,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...authenticationOps(),
     ...identityOps(),
     ...controllerOps(),
+    ...mfaOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

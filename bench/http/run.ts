@@ -11,47 +11,15 @@
  *
  * Servers run in child processes; the load generator (autocannon) runs here, so on two cores each side has one.
  */
-import { type ChildProcess, execFile, fork } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 // @ts-expect-error autocannon ships no type declarations
 import autocannon from 'autocannon';
+import { spawnChild, stopChild } from '../child.js';
 
 const here = import.meta.dirname;
 const execFileAsync = promisify(execFile);
-
-interface Child {
-  proc: ChildProcess;
-  port: number;
-  lines: string[];
-}
-
-function spawnChild(script: string, args: string[]): Promise<Child> {
-  const proc = fork(join(here, script), args, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
-  const lines: string[] = [];
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    proc.stdout!.on('data', (d) => {
-      buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        lines.push(line);
-        const m = /^READY (\d+)/.exec(line);
-        if (m) resolve({ proc, port: Number(m[1]), lines });
-      }
-    });
-    proc.on('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
-}
-
-async function stopChild(c: Child): Promise<void> {
-  const done = new Promise((r) => c.proc.once('exit', r));
-  c.proc.kill('SIGTERM');
-  await done;
-}
 
 interface Measure {
   rps: number;
@@ -178,7 +146,7 @@ async function main(): Promise<void> {
     `Keel read benchmark — ${new Date().toISOString()}, node ${process.version}, ${duration_s}s per point, load: ${WRK ? 'wrk -t1' : 'autocannon'}`,
   );
 
-  const keel = await spawnChild('keel-child.js', []);
+  const keel = await spawnChild('keel-child.js', [], here);
   const token = await login(keel.port);
   const auth = { 'zt-session': token };
   const targets = [
@@ -198,7 +166,7 @@ async function main(): Promise<void> {
   for (const t of targets) {
     const url = `http://127.0.0.1:${keel.port}${t.path}`;
     const size = (await (await fetch(url, { headers: auth })).text()).length;
-    const bare = await spawnChild('bare-child.js', [String(size)]);
+    const bare = await spawnChild('bare-child.js', [String(size)], here);
     console.log(`\n${t.name}  (response ${size} bytes; baseline: bare uWebSockets.js, static ${size}-byte JSON)`);
     for (const c of concurrencies) {
       const k = await load(url, c, duration_s, auth);
@@ -225,7 +193,7 @@ async function main(): Promise<void> {
 
   const n = Number(values.identities);
   if (n > 0) {
-    const big = await spawnChild('keel-child.js', ['--identities', String(n)]);
+    const big = await spawnChild('keel-child.js', ['--identities', String(n)], here);
     const loaded = big.lines.find((l) => l.startsWith('LOADED'))!.split(' ');
     console.log(`\n${n} identities: preload ${loaded[2]} ms; controller cold start with them ${loaded[3]} ms`);
     const t = { 'zt-session': await login(big.port) };

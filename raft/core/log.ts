@@ -50,6 +50,14 @@ export class RaftLog {
     throw new UnavailableError(index);
   }
 
+  /**
+   * Last index of the durable prefix of this log: entries below the unstable offset were persisted and advanced
+   * (entries handed out in the outstanding Ready are not durable yet).
+   */
+  durableLastIndex(): number {
+    return this.unstable.offset - 1;
+  }
+
   lastTerm(): number {
     const t = this.termOrNull(this.lastIndex());
     assert(t !== null, `log: no term for last index ${this.lastIndex()}`);

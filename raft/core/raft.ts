@@ -370,7 +370,10 @@ export class RaftCore {
     assert(this.outstanding === rd, 'advance() with a Ready that is not the outstanding one');
     this.outstanding = null;
     const lastEntry = rd.entries[rd.entries.length - 1];
-    if (lastEntry) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    if (lastEntry) {
+      this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+      this.selfAck();
+    }
     let applied = this.log.applied;
     if (rd.snapshot) {
       this.log.unstable.stableSnapTo(rd.snapshot.meta.index);
@@ -398,6 +401,21 @@ export class RaftCore {
       this.pendingConfIndex = e.index;
       this.bcastAppend();
     }
+  }
+
+  /**
+   * The leader's own entries became durable (etcd's MsgStorageAppendResp to itself): its match advances to its
+   * durable last index, which may commit. Until then a leader's entries count toward no quorum, so the driver may
+   * send its appends while its own write is in flight (one fsync of latency per write, not two) and the commit
+   * index never runs ahead of what a quorum, the leader included only once durable, has persisted.
+   */
+  private selfAck(): void {
+    if (this.state !== 'leader') return;
+    const durable = this.log.durableLastIndex();
+    assert(durable <= this.log.lastIndex(), `durable index ${durable} beyond last index ${this.log.lastIndex()}`);
+    const self = this.tracker.progress.get(this.id);
+    if (self === undefined || !self.maybeUpdate(durable)) return;
+    if (this.leaderMaybeCommit()) this.bcastAppend();
   }
 
   /** Tells the leader that the last message to `id` could not be delivered. */
@@ -521,7 +539,7 @@ export class RaftCore {
     const last = this.log.lastIndex();
     for (const [id, pr] of this.tracker.progress) {
       pr.resetState('probe');
-      pr.match = id === this.id ? last : 0;
+      pr.match = id === this.id ? this.log.durableLastIndex() : 0;
       pr.next = last + 1;
       pr.recentActive = false;
     }
@@ -1048,10 +1066,8 @@ export class RaftCore {
       return false;
     }
     this.uncommittedBytes += bytes;
-    const li = this.log.append(ents);
-    const self = this.tracker.progress.get(this.id);
-    if (self) self.maybeUpdate(li);
-    this.leaderMaybeCommit();
+    this.log.append(ents);
+    // The leader's own match moves only once these entries are durable (advance): see selfAck().
     return true;
   }
 
@@ -1152,17 +1168,19 @@ export class RaftCore {
   }
 
   private leaderReadIndex(req: ReadRequest, local: boolean): void {
-    if (this.tracker.isSingleton() && this.tracker.config.incoming.has(this.id)) {
-      this.respondToRead(req, this.log.committed);
-      return;
-    }
     if (!this.committedEntryInCurrentTerm()) {
-      // Our commit index may lag entries committed by earlier leaders: wait for our first commit.
+      // Our commit index may lag entries committed by earlier leaders (or, for a single voter restarted with a
+      // lazily written commit index, by itself): wait for our first commit. A leader counts its own entries only
+      // once durable, so even a single voter commits its noop one write after its election.
       if (this.pendingReadIndex.length >= this.maxPendingReadIndex) {
         if (local) throw new ProposalDroppedError('too many pending read-index requests', this.lead);
         return;
       }
       this.pendingReadIndex.push(req);
+      return;
+    }
+    if (this.tracker.isSingleton() && this.tracker.config.incoming.has(this.id)) {
+      this.respondToRead(req, this.log.committed);
       return;
     }
     this.startReadIndex(req, local);
@@ -1182,7 +1200,7 @@ export class RaftCore {
     if (this.pendingReadIndex.length === 0 || !this.committedEntryInCurrentTerm()) return;
     const reqs = this.pendingReadIndex;
     this.pendingReadIndex = [];
-    for (const req of reqs) this.startReadIndex(req, false);
+    for (const req of reqs) this.leaderReadIndex(req, false);
   }
 
   private respondToRead(req: ReadRequest, index: number): void {

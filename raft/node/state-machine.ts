@@ -1,4 +1,15 @@
-import type { Entry, Snapshot } from '../types.js';
+import type { Entry, Snapshot, SnapshotMeta } from '../types.js';
+
+/** A snapshot produced as a stream: the state as of `index`, in chunks read one after another. */
+export interface SnapshotChunks {
+  index: number;
+  /**
+   * Total size of the chunks, when known before reading them: the node then assembles them into one buffer of
+   * exactly this size (no second copy while reading). A stream that yields a different total is rejected.
+   */
+  size_bytes?: number;
+  chunks: AsyncIterable<Uint8Array>;
+}
 
 /**
  * The application's replicated state machine, driven by RaftNode.
@@ -9,9 +20,21 @@ import type { Entry, Snapshot } from '../types.js';
  * - snapshot(): capture the state as of the last applied entry (never called while apply is running) and
  *   return it with that index. Used for log compaction and to catch up lagging or new members.
  * - restore(snap): replace the whole state with a snapshot's data (applied index becomes snap.meta.index).
+ *
+ * The streaming forms are optional and preferred when present: a store with millions of rows encodes them chunk
+ * by chunk as it reads them (snapshotStream) and writes them batch by batch as they are handed over
+ * (restoreStream), instead of holding every row and the whole encoding at once. `snapshot` and `restore` are
+ * still required (the simplest machines implement only those).
  */
 export interface StateMachine {
   apply(entries: Entry[]): Promise<void> | void;
   snapshot(): Promise<{ index: number; data: Uint8Array }>;
   restore(snap: Snapshot): Promise<void>;
+  /** Streaming form of snapshot(): same contract, the data as a sequence of chunks (concatenated = the data). */
+  snapshotStream?(): Promise<SnapshotChunks>;
+  /**
+   * Streaming form of restore(): replace the whole state with the snapshot whose data is the concatenation of
+   * `chunks` (each at most the log's snapshot chunk size). Applied index becomes `meta.index`.
+   */
+  restoreStream?(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void>;
 }

@@ -4,7 +4,7 @@
  * and checks.test.ts.
  */
 import { RaftCore } from '../core/raft.js';
-import type { CoreOptions, Entry, HardState, Message, Ready } from '../types.js';
+import type { CoreOptions, Message, Ready } from '../types.js';
 
 /** Grants votes without the log up-to-date check (breaks leader completeness). */
 export class NoLogCheckVoteCore extends RaftCore {
@@ -28,34 +28,57 @@ export class PreviousTermCommitCore extends RaftCore {
 }
 
 /**
- * A leader that exposes its entries before its own write of them is durable, like a driver that sends and
- * applies before persisting (review finding 1): each Ready hands the disk the leader's entries and hard state
- * of the previous Ready, while its messages and committed entries go out at once. It matters when the leader
- * alone can commit (a single voter). Caught by the commit-durability check at exposure.
+ * A leader that counts its own entries toward a commit as soon as it appends them (etcd's rule with synchronous
+ * writes), while the driver sends its appends before its own write is durable: a commit can then rest on a copy
+ * that a crash of the leader loses. Caught by the commit-durability check when the leader decides such a commit.
  */
-export class LateLeaderWriteCore extends RaftCore {
-  private late: Entry[] = [];
-  private lateHard: HardState | null = null;
+export class SelfAckAtAppendCore extends RaftCore {
+  override ready(): Ready {
+    if (this.basicStatus().role === 'leader') {
+      this.tracker.progress.get(this.id)?.maybeUpdate(this.log.lastIndex());
+      // The commit rule is private: reach it the way only a test may.
+      (this as unknown as { leaderMaybeCommit(): boolean }).leaderMaybeCommit();
+    }
+    return super.ready();
+  }
+}
 
+/**
+ * A leader-transfer target that takes over in the current term instead of campaigning in a new one (a
+ * "handover" without an election): the old leader still leads that term. Caught by election safety (two leaders
+ * of one term) at the step that makes it leader, before any vote, log or commit check can see it.
+ */
+export class SameTermTakeoverCore extends RaftCore {
+  override step(m: Message): void {
+    const s = this.basicStatus();
+    if (m.type !== 'timeoutNow' || m.term !== s.term || s.role !== 'follower') {
+      super.step(m);
+      return;
+    }
+    // The seams are private: reach them the way only a test may.
+    const core = this as unknown as { state: string; becomeLeader(): void; bcastAppend(): void };
+    core.state = 'candidate';
+    core.becomeLeader();
+    core.bcastAppend();
+  }
+}
+
+/**
+ * A leader that writes its entries to disk through a codec that differs from the wire's (a stray trailing byte on
+ * every non-empty proposal): its durable copy of an entry differs from the copy its followers persist. Caught by log
+ * matching (one content per index and term) when the second copy becomes durable; nothing is applied before, since
+ * an entry commits only once durable on the leader and on the followers that count for it.
+ */
+export class LeaderDiskCodecCore extends RaftCore {
   override ready(): Ready {
     const rd = super.ready();
-    const leading = this.basicStatus().role === 'leader';
-    if (!leading && this.late.length === 0 && this.lateHard === null) return rd;
-    const entries = rd.entries;
-    const hardState = rd.hardState;
-    if (leading) {
-      rd.entries = this.late;
-      rd.hardState = this.lateHard;
-      this.late = entries;
-      this.lateHard = hardState;
-    } else {
-      // Not leading any more: flush, letting the current entries overwrite a conflicting suffix.
-      const first = entries[0]?.index ?? Number.POSITIVE_INFINITY;
-      rd.entries = this.late.filter((e) => e.index < first).concat(entries);
-      rd.hardState = hardState ?? this.lateHard;
-      this.late = [];
-      this.lateHard = null;
-    }
+    if (this.basicStatus().role !== 'leader') return rd;
+    rd.entries = rd.entries.map((e) => {
+      if (e.type !== 'normal' || e.data.byteLength === 0) return e;
+      const data = new Uint8Array(e.data.byteLength + 1);
+      data.set(e.data);
+      return { ...e, data };
+    });
     return rd;
   }
 }
@@ -77,6 +100,8 @@ export const brokenCores = {
   noLogCheckVote: (o: CoreOptions) => new NoLogCheckVoteCore(o),
   staleVoteCounting: (o: CoreOptions) => new StaleVoteCountingCore(o),
   previousTermCommit: (o: CoreOptions) => new PreviousTermCommitCore(o),
-  lateLeaderWrite: (o: CoreOptions) => new LateLeaderWriteCore(o),
+  selfAckAtAppend: (o: CoreOptions) => new SelfAckAtAppendCore(o),
   ignoreLearnerAcks: (o: CoreOptions) => new IgnoreLearnerAcksCore(o),
+  sameTermTakeover: (o: CoreOptions) => new SameTermTakeoverCore(o),
+  leaderDiskCodec: (o: CoreOptions) => new LeaderDiskCodecCore(o),
 };

@@ -6,7 +6,8 @@
  * - election quorum: a leader of term T was elected by a (joint) quorum of voters that durably voted for
  *   it in term T;
  * - commit quorum (Raft §5.4.2): when a leader of term T advances its commit index to c, a (joint) quorum of
- *   voters holds an entry of term T at an index >= c (the leader's own copy may still be in memory);
+ *   voters durably holds an entry of term T at an index >= c (the leader's own copy counts only once synced: it
+ *   sends its entries while writing them);
  * - commit durability at exposure: a commit index leaves a node (in a message, a persisted hard state, a
  *   read index, or an applied entry) only once a (joint) quorum of the configuration the leader of term T
  *   counted under durably (synced) holds an entry of term T at an index >= it, so every later leader has it;
@@ -153,10 +154,12 @@ export class Checker {
       const seen = this.logEntries.get(key);
       if (seen === undefined) {
         this.logEntries.set(key, { dataHash, prevTerm });
-      } else if (seen.dataHash !== dataHash || seen.prevTerm !== prevTerm) {
+      } else if (seen.dataHash !== dataHash) {
+        this.violation('log-matching', `${id} holds a different entry at (index ${e.index}, term ${e.term})`);
+      } else if (seen.prevTerm !== prevTerm) {
         this.violation(
           'log-matching',
-          `${id} holds a different entry at (index ${e.index}, term ${e.term}) or a different predecessor term (${prevTerm} vs ${seen.prevTerm})`,
+          `${id} holds (index ${e.index}, term ${e.term}) after term ${prevTerm}, another log after term ${seen.prevTerm}`,
         );
       }
       prevTerm = e.term;
@@ -186,8 +189,8 @@ export class Checker {
 
   /**
    * The leader `id` of `term` advanced its commit index to `commit` under `conf`; `holds(v)` tells whether
-   * voter v holds an entry of `term` at an index >= commit (durably, except the leader's own log, which may
-   * not be synced yet: exposure is checked separately). Records the decision for the exposure check.
+   * voter v durably holds an entry of `term` at an index >= commit (the leader included). Records the decision
+   * for the exposure check.
    */
   onCommitDecision(id: NodeId, term: number, commit: number, conf: ConfState, holds: (v: NodeId) => boolean): void {
     if (!this.jointQuorum(conf, holds)) {

@@ -19,8 +19,8 @@ function firstViolation(factory: CoreFactory): { seed: number; kind: string | nu
 describe('the simulator checks durability at exposure and convergence', () => {
   const cases: [string, CoreFactory, string][] = [
     [
-      'a single-voter leader exposing its commit before its own write is durable',
-      brokenCores.lateLeaderWrite,
+      'a leader counting its own entries before they are durable while it sends them',
+      brokenCores.selfAckAtAppend,
       'commit-durability',
     ],
     ['a leader stalling its learners', brokenCores.ignoreLearnerAcks, 'convergence'],

@@ -14,6 +14,7 @@
 
 import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
+import { splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
 import { copyConfState, emptyConfState, MemoryLog } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
@@ -56,6 +57,12 @@ export interface SimOptions {
   verbose?: (line: string) => void;
   /** Overrides the length of the chaos phase (simulated ms). */
   chaosMs?: number;
+  /**
+   * Deliberately broken client behaviour, for the checker's proof (tests only): `blindRetry` re-proposes, under
+   * the same proposal id, every proposal whose outcome became unknown (its leader stepped down or crashed
+   * before applying it), as a client that retries a forward without knowing whether it committed would.
+   */
+  brokenClient?: 'blindRetry';
 }
 
 export interface SimStats {
@@ -76,7 +83,7 @@ export interface SimStats {
   recoveryElectionTimeouts: number;
   /** Time from that acknowledgement until every member applied every acknowledged entry, in election timeouts. */
   convergenceElectionTimeouts: number;
-  /** Commit decisions of a leader whose configuration had a single voter (commit at append). */
+  /** Commit decisions of a leader whose configuration had a single voter (commit once its own write is durable). */
   singleVoterCommits: number;
   /** Reads issued on a leader whose configuration had a single voter (answered without a heartbeat round). */
   singleVoterReads: number;
@@ -86,6 +93,8 @@ export interface SimStats {
   commitsRaised: number;
   /** Restarts from an application state ahead of the snapshot. */
   appAheadRestarts: number;
+  /** Crashes of a leader whose own write was in flight after its appends had left (its unsynced entries lost). */
+  leaderWritesLost: number;
 }
 
 /** All counters at zero. */
@@ -109,6 +118,7 @@ export function emptyStats(): SimStats {
     singleVoterCommits: 0,
     singleVoterReads: 0,
     commitsLost: 0,
+    leaderWritesLost: 0,
     commitsRaised: 0,
     appAheadRestarts: 0,
   };
@@ -126,6 +136,8 @@ export interface SimResult {
 
 const TRACE_LINES = 60;
 const MAX_EVENTS_QUEUED = 2_000_000;
+/** brokenClient 'blindRetry': bound on proposal ids waiting to be re-proposed. */
+const MAX_UNKNOWN_OUTCOMES = 1024;
 /**
  * After the chaos phase a fresh proposal must be acknowledged within this many election timeouts, plus the
  * worst-case time to re-replicate the whole log under the seed's flow control (see catchUpMs).
@@ -161,6 +173,10 @@ class SimNode {
   /** Incremented on every crash: events of an earlier incarnation are ignored. */
   inc = 0;
   pending: Ready | null = null;
+  /** The pending Ready's messages that wait for its write (the others left when it was taken). */
+  pendingMessages: Message[] = [];
+  /** Some of the pending Ready's messages left before its write (a leader's appends). */
+  pendingEarly = false;
   sm: SmState;
   /** The hard state on the (synced) disk. */
   persistedHard: HardState;
@@ -220,6 +236,8 @@ class Simulation {
   private nextPid = 1;
   private nextReadId = 1;
   private readonly reads = new Map<number, { node: SimNode; commitAtIssue: number }>();
+  /** brokenClient 'blindRetry': proposal ids whose outcome became unknown, re-proposed as they are (bounded). */
+  private readonly unknownOutcome: number[] = [];
   private livenessDeadline = 0;
   private convergenceDeadline = 0;
   private convergenceStartMs = 0;
@@ -453,6 +471,7 @@ class Simulation {
     n.core = this.opts.coreFactory ? this.opts.coreFactory(opts) : new RaftCore(opts);
     n.alive = true;
     n.pending = null;
+    n.pendingMessages = [];
     n.checkedCommit = 0;
     n.decidedCommit = 0;
     n.leaderTerm = -1;
@@ -465,9 +484,12 @@ class Simulation {
   private crash(n: SimNode): void {
     this.traceEvent(() => `${n.id} CRASH (pending write lost: ${n.pending !== null})`);
     if (n.writtenHard.commit > n.persistedHard.commit) this.stats.commitsLost++;
+    this.outcomeUnknown(n);
+    if (n.pending !== null && n.pending.entries.length > 0 && n.pendingEarly) this.stats.leaderWritesLost++;
     n.alive = false;
     n.core = null;
     n.pending = null;
+    n.pendingMessages = [];
     n.inc++;
     this.stats.crashes++;
   }
@@ -479,6 +501,7 @@ class Simulation {
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
     const wasLeader = n.lastRole === 'leader';
     n.lastRole = s.role;
+    if (wasLeader && s.role !== 'leader') this.outcomeUnknown(n);
     if (s.role === 'leader') {
       if (this.checker.onLeader(n.id, s.term, core, s.lastIndex)) {
         this.checker.checkElectionQuorum(n.id, s.term, core.status({ progress: false }).conf);
@@ -495,9 +518,30 @@ class Simulation {
       n.checkedCommit = commit;
     }
     if (n.pending === null && core.hasReady()) {
-      n.pending = core.ready();
+      const rd = core.ready();
+      n.pending = rd;
+      // Like the driver: a leader's replication traffic leaves before the write starts (its fsync overlaps the
+      // followers'); a crash before the sync event loses the leader's unsynced entries.
+      const { beforePersist, afterPersist } = splitMessages(rd, n.persistedHard.term);
+      n.pendingMessages = afterPersist;
+      n.pendingEarly = beforePersist.length > 0;
       const delay = this.p.diskMaxMs > 0 ? this.rng.int(this.p.diskMaxMs + 1) : 0;
       this.schedule({ kind: 'sync', node: n, inc: n.inc, time: this.now + delay, seq: 0 });
+      if (beforePersist.length > 0) {
+        this.traceEvent(() => `${n.id} sends ${beforePersist.length} before its write`);
+        this.exposeMessages(n, beforePersist);
+        for (const m of beforePersist) this.send(m);
+      }
+    }
+  }
+
+  /** Every commit index the messages expose must be durable on a quorum already. */
+  private exposeMessages(n: SimNode, messages: Message[]): void {
+    for (const m of messages) {
+      if ((m.type === 'append' || m.type === 'heartbeat') && m.commit > 0) this.exposeCommit(n, m.commit, m.type);
+      else if (m.type === 'readIndexResp') this.exposeCommit(n, m.index, 'read index');
+      else if ((m.type === 'voteResp' || m.type === 'preVoteResp') && m.reject)
+        this.exposeCommit(n, m.index, 'vote hint');
     }
   }
 
@@ -513,24 +557,11 @@ class Simulation {
     n.decidedCommit = basic.commit;
     if (n.leaderTerm !== basic.term || (basic.role !== 'leader' && !wasLeader)) return;
     const s = core.status({ progress: false });
-    // The leader may count its own entries before they are synced (etcd does); exposing the commit index must
-    // wait until they are (see exposeCommit).
+    // The leader counts its own entries only once they are synced, like every other voter's.
     this.checker.onCommitDecision(n.id, s.term, s.commit, s.conf, (v) =>
-      v === n.id
-        ? this.logHoldsTermAtOrAfter(core, s.lastIndex, s.term, s.commit)
-        : this.diskHoldsTermAtOrAfter(v, s.term, s.commit),
+      this.diskHoldsTermAtOrAfter(v, s.term, s.commit),
     );
     if (isSingleVoter(s.conf)) this.stats.singleVoterCommits++;
-  }
-
-  /** The leader's own (possibly not yet durable) log has an entry of `term` at an index >= `from`. */
-  private logHoldsTermAtOrAfter(core: RaftCore, lastIndex: number, term: number, from: number): boolean {
-    for (let i = lastIndex; i >= from; i--) {
-      const t = core.termAt(i);
-      if (t === null || t < term) return false;
-      if (t === term) return true;
-    }
-    return false;
   }
 
   /** Checks that commit index `commit`, about to leave node `n`, is durable on a quorum (Checker.checkExposure). */
@@ -556,11 +587,13 @@ class Simulation {
   /** The pending Ready's write becomes durable: persist, send, apply, advance. */
   private sync(n: SimNode): void {
     const rd = n.pending as Ready;
+    const messages = n.pendingMessages;
     const core = this.coreOf(n);
     n.pending = null;
+    n.pendingMessages = [];
     this.traceEvent(
       () =>
-        `${n.id} sync entries=${rd.entries.length} committed=${rd.committed.length} msgs=${rd.messages.length}` +
+        `${n.id} sync entries=${rd.entries.length} committed=${rd.committed.length} msgs=${messages.length}` +
         `${rd.snapshot ? ` snapshot@${rd.snapshot.meta.index}` : ''}${rd.hardState ? ` hs=${JSON.stringify(rd.hardState)}` : ''}`,
     );
     // 1. persist
@@ -572,18 +605,13 @@ class Simulation {
     // Every commit index this Ready exposes (written, sent, read or applied) must be durable on a quorum now
     // that its entries are.
     if (rd.hardState) this.exposeCommit(n, rd.hardState.commit, 'hard state');
-    for (const m of rd.messages) {
-      if ((m.type === 'append' || m.type === 'heartbeat') && m.commit > 0) this.exposeCommit(n, m.commit, m.type);
-      else if (m.type === 'readIndexResp') this.exposeCommit(n, m.index, 'read index');
-      else if ((m.type === 'voteResp' || m.type === 'preVoteResp') && m.reject)
-        this.exposeCommit(n, m.index, 'vote hint');
-    }
+    this.exposeMessages(n, messages);
     for (const rs of rd.readStates) this.exposeCommit(n, rs.index, 'read state');
     const lastCommitted = rd.committed[rd.committed.length - 1];
     if (lastCommitted) this.exposeCommit(n, lastCommitted.index, 'applied');
     this.persistHardState(n, rd);
     // 2. send
-    for (const m of rd.messages) {
+    for (const m of messages) {
       if (m.type === 'voteResp' && !m.reject) this.checker.onSendVoteGrant(n.id, m.to, m.term, n.persistedHard);
       this.send(m);
     }
@@ -781,8 +809,16 @@ class Simulation {
     this.propose(target);
   }
 
+  /** A proposal of `n` still pending is not known to have failed: a correct client never re-proposes it. */
+  private outcomeUnknown(n: SimNode): void {
+    if (this.opts.brokenClient !== 'blindRetry') return;
+    for (const pp of n.proposals.values()) {
+      if (this.unknownOutcome.length < MAX_UNKNOWN_OUTCOMES) this.unknownOutcome.push(pp.pid);
+    }
+  }
+
   private propose(n: SimNode): boolean {
-    const pid = this.nextPid++;
+    const pid = this.unknownOutcome.shift() ?? this.nextPid++;
     const data = encodeProposal(pid, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0);
     try {
       const core = this.coreOf(n);

@@ -31,6 +31,7 @@ describe('raft simulation', () => {
         commitsLost: 0,
         commitsRaised: 0,
         appAheadRestarts: 0,
+        leaderWritesLost: 0,
       };
       for (let seed = from; seed <= to; seed++) {
         const r = runSimulation({ seed });

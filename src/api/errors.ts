@@ -19,6 +19,8 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
   // apierror.NewAuthenticatorMethodMax() / NewCertInUse(): no cause
   ['MAX_AUTHENTICATOR_METHODS_REACHED', () => undefined],
   ['CERT_IN_USE', () => undefined],
+  // apierror.NewMfaExistsError(): an identity has one MFA enrolment
+  ['MFA_EXISTS', () => undefined],
   // the enrollment's method is the part of its method key after the identity id
   [
     'ENROLLMENT_EXISTS',
@@ -42,11 +44,16 @@ export function storeError(e: StoreError): ApiError {
   // A precondition about the caller's rights answers like the handler's own check would have.
   if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode !== undefined) {
-    const cause = CONFLICT_CAUSES.get(e.apiCode);
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
     // an unknown API code is a declaration bug: answer without detail
-    if (cause === undefined || factory === undefined) return Errors.UNHANDLED();
-    return factory(cause(e));
+    if (factory === undefined) return Errors.UNHANDLED();
+    // a unique-index conflict names internal keys in its reason: only the envelope chosen for it goes out
+    if (e.code === 'UNIQUE') {
+      const cause = CONFLICT_CAUSES.get(e.apiCode);
+      return cause === undefined ? Errors.UNHANDLED() : factory(cause(e));
+    }
+    // a code a command chose on purpose (a custom command's refusal): its reason is written for the client
+    return factory({ field: e.field ?? '', reason: e.reason, value: e.value });
   }
   switch (e.code) {
     case 'NOT_FOUND':

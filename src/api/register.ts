@@ -1,6 +1,7 @@
 import { contentTypeError, JSON_MEDIA_TYPE } from '../../http/content-type.js';
 import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { isDisabled } from '../model/identity.js';
 import { validate } from '../schema/validate.js';
 import { Errors, unauthorized, validationError } from './errors.js';
 import type { ApiName, Caller, OpDef } from './op.js';
@@ -68,6 +69,8 @@ function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confi
     if (!confirmed && svc.cluster !== null && svc.sessions.isUnknown(token)) throw new UnknownTokenError();
     throw unauthorized('invalid');
   }
+  // a disable ends the identity's sessions in apply; this also covers a login that raced with it
+  if (caller.identity.disabledAt && isDisabled(caller.identity, svc.clock.now())) throw unauthorized('invalid');
   const partial = caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true;
   if (partial && op.access !== 'partial') throw unauthorized('forbidden');
   if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');

@@ -1,5 +1,8 @@
+import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
-import { s } from '../schema/s.js';
+import { Errors, fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
+import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { tags } from './common.js';
 
 const primaryCert = s.named(
@@ -56,6 +59,8 @@ export type AuthPolicyPrimary = {
   extJwt: { allowed: boolean; allowedSigners: string[] | null };
 };
 
+export const DEFAULT_AUTH_POLICY_ID = 'default';
+
 /** The default auth policy (REFERENCE §7), created at initialisation with id `default`. */
 export const DEFAULT_AUTH_POLICY = {
   name: 'Default',
@@ -75,6 +80,81 @@ export const DEFAULT_AUTH_POLICY = {
   secondary: { requireTotp: false, requireExtJwtSigner: null },
 };
 
+/** Bounds of the policy's numbers (a password is 5 to 100 characters long whatever the policy says). */
+export const MIN_PASSWORD_LENGTH = 5;
+export const MAX_PASSWORD_LENGTH = 100;
+/** A lockout longer than a year is an indefinite one in disguise: say 0. */
+const MAX_LOCKOUT_MINUTES = 525_600;
+const MAX_ATTEMPTS = 1_000_000;
+const MAX_ALLOWED_SIGNERS = 100;
+
+/** A PATCH's sub-object: every property optional and nullable (null = leave unchanged), the object itself too. */
+const nullableObj = (name: string, x: SchemaNode): Schema<Record<string, unknown> | null> => ({
+  ...x,
+  name,
+  nullable: true,
+  required: [],
+  properties: Object.fromEntries(Object.entries(x.properties ?? {}).map(([k, v]) => [k, { ...v, nullable: true }])),
+});
+const primaryPatch = s.named(
+  'authPolicyPrimaryPatch',
+  s.obj({
+    cert: nullableObj('authPolicyPrimaryCertPatch', primaryCert),
+    extJwt: nullableObj('authPolicyPrimaryExtJwtPatch', primaryExtJwt),
+    updb: nullableObj('authPolicyPrimaryUpdbPatch', primaryUpdb),
+  }),
+);
+const secondaryPatch = nullableObj('authPolicySecondaryPatch', secondary);
+
+type Secondary = { requireTotp: boolean; requireExtJwtSigner: string | null };
+
+/** Copies the non-null values of `patch` over `base` (a PATCH's null means "leave unchanged"). */
+function merge<T extends object>(base: T, patch: Partial<Record<keyof T, unknown>> | null | undefined): T {
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch ?? {})) if (v !== null && v !== undefined) out[k] = v;
+  return out as T;
+}
+
+function checkRange(field: string, value: number, min: number, max: number): void {
+  if (value < min || value > max) throw fieldError(field, `must be between ${min} and ${max}`, value);
+}
+
+/** The entity of external JWT signers, once it is declared (policies name signers by id). */
+const SIGNERS = 'external-jwt-signers';
+
+function checkSigner(svc: Services, field: string, id: string): void {
+  const known = svc.store.schema.defs.has(SIGNERS) && svc.store.get(SIGNERS, id) !== undefined;
+  if (!known) throw fieldError(field, `external jwt signer with id ${id} not found`, id);
+}
+
+/** The checks of a whole policy (after a PATCH is merged): number ranges; named signers must exist. */
+function checkPolicy(svc: Services, primary: AuthPolicyPrimary, sec: Secondary): void {
+  const u = primary.updb;
+  checkRange('primary.updb.minPasswordLength', u.minPasswordLength, MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH);
+  checkRange('primary.updb.maxAttempts', u.maxAttempts, 0, MAX_ATTEMPTS);
+  checkRange('primary.updb.lockoutDurationMinutes', u.lockoutDurationMinutes, 0, MAX_LOCKOUT_MINUTES);
+  const signers = primary.extJwt.allowedSigners ?? [];
+  if (signers.length > MAX_ALLOWED_SIGNERS) {
+    throw fieldError('primary.extJwt.allowedSigners', `at most ${MAX_ALLOWED_SIGNERS} signers`, signers.length);
+  }
+  for (const id of signers) checkSigner(svc, 'primary.extJwt.allowedSigners', id);
+  if (sec.requireExtJwtSigner) checkSigner(svc, 'secondary.requireExtJwtSigner', sec.requireExtJwtSigner);
+}
+
+/** Whether the identity's policy allows a primary method (`extJwt` with the signer that issued the token). */
+export function isPrimaryAllowed(
+  policy: Row | undefined,
+  method: 'updb' | 'cert' | 'extJwt',
+  signerId?: string,
+): boolean {
+  const primary = policy?.primary as AuthPolicyPrimary | undefined;
+  if (primary?.[method].allowed !== true) return false;
+  if (method !== 'extJwt') return true;
+  const allowed = primary.extJwt.allowedSigners;
+  // no list (or an empty one) allows every signer
+  return !allowed || allowed.length === 0 || (signerId !== undefined && allowed.includes(signerId));
+}
+
 export const authPolicies = defineEntity({
   name: 'auth-policies',
   type: 'authPolicy',
@@ -83,7 +163,7 @@ export const authPolicies = defineEntity({
   plural: 'AuthPolicies',
   permission: 'auth-policy',
   fields: {
-    name: { type: 'string', unique: true },
+    name: { type: 'string', unique: true, body: s.str(), api: true },
     primary: { type: 'object' },
     secondary: { type: 'object' },
   },
@@ -95,15 +175,52 @@ export const authPolicies = defineEntity({
     'authPolicyCreate',
     s.obj({ name: s.str(), primary, secondary, tags }, ['name', 'primary', 'secondary']),
   ),
-  // Create, update and patch of auth policies belong to the auth-policy work; only reads are served for now.
-  operations: { create: false, update: false, patch: false, delete: false },
+  update: s.named(
+    'authPolicyUpdate',
+    s.obj({ name: s.str(), primary, secondary, tags }, ['name', 'primary', 'secondary']),
+  ),
+  patch: s.named(
+    'authPolicyPatch',
+    s.obj({ name: s.nullable(s.str()), primary: primaryPatch, secondary: secondaryPatch, tags }),
+  ),
   toApi: (row) => {
     const primary = row.primary as AuthPolicyPrimary;
     // the spec requires an array: a policy without signer restrictions lists none
     return {
-      name: row.name,
       primary: { ...primary, extJwt: { ...primary.extJwt, allowedSigners: primary.extJwt.allowedSigners ?? [] } },
       secondary: row.secondary,
     };
+  },
+  fromApi(body, { mode, existing, copied, svc }) {
+    const out: Record<string, unknown> = { ...copied };
+    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
+    let p = body.primary as AuthPolicyPrimary;
+    let sec = body.secondary as Secondary;
+    if (mode === 'patch') {
+      const old = existing!.primary as AuthPolicyPrimary;
+      const bp = (body.primary ?? {}) as Partial<Record<keyof AuthPolicyPrimary, Record<string, unknown> | null>>;
+      p = {
+        cert: merge(old.cert, bp.cert),
+        updb: merge(old.updb, bp.updb),
+        extJwt: merge(old.extJwt, bp.extJwt),
+      };
+      sec = merge(existing!.secondary as Secondary, body.secondary as Record<string, unknown> | null);
+    }
+    checkPolicy(svc, p, sec);
+    out.primary = {
+      cert: { allowed: p.cert.allowed, allowExpiredCerts: p.cert.allowExpiredCerts },
+      updb: { ...p.updb },
+      extJwt: { allowed: p.extJwt.allowed, allowedSigners: p.extJwt.allowedSigners ?? null },
+    };
+    out.secondary = { requireTotp: sec.requireTotp, requireExtJwtSigner: sec.requireExtJwtSigner ?? null };
+    return out;
+  },
+  beforeDelete(row) {
+    if (row.id === DEFAULT_AUTH_POLICY_ID) {
+      throw Errors.ENTITY_CAN_NOT_BE_DELETED({
+        code: 'UNHANDLED',
+        message: 'the default auth policy cannot be deleted',
+      });
+    }
   },
 });

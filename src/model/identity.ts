@@ -189,6 +189,8 @@ const identityFields = {
   permissions: { type: 'string', set: true, body: permissions, api: true, default: [] },
   disabledAt: { type: 'datetime' },
   disabledUntil: { type: 'datetime' },
+  /** Failed password logins since the last success, counted only under a policy with `maxAttempts` (lockout.ts). */
+  failedLoginAttempts: { type: 'number', filter: false },
   envInfo: { type: 'object', api: true, default: {} },
   sdkInfo: { type: 'object', api: true, default: {} },
 } as const satisfies EntityFields;

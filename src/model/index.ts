@@ -1,4 +1,5 @@
 import { Schema } from '../../storage/schema.js';
+import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
@@ -7,6 +8,7 @@ import { configTypes } from './config-type.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { identities } from './identity.js';
 import { identityTypes } from './identity-type.js';
+import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -19,13 +21,22 @@ export const ENTITIES = [
   configs,
   enrollments,
   controllerKeys,
+  mfas,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */
 export type EntityName = (typeof ENTITIES)[number]['name'];
 
 /** Named deterministic state transitions beyond plain create/update/delete. */
-export const CUSTOM_COMMANDS = { touchSessions, expireSessions };
+export const CUSTOM_COMMANDS = {
+  touchSessions,
+  expireSessions,
+  disableIdentity,
+  enableIdentity,
+  recordFailedLogin,
+  useRecoveryCode,
+  useTotp,
+};
 
 export function buildSchema(): Schema {
   return new Schema(

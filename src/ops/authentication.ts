@@ -3,9 +3,10 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
-import type { AuthPolicyPrimary } from '../model/auth-policy.js';
+import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
@@ -70,6 +71,7 @@ function configTypeIds(svc: Services, values: string[] | undefined): string[] {
 async function passwordLogin(
   svc: Services,
   body: { username?: unknown; password?: unknown } | undefined,
+  source: string,
 ): Promise<{ identity: Row; authenticator: Row } | null> {
   const username = body?.username;
   const password = body?.password;
@@ -77,14 +79,18 @@ async function passwordLogin(
   const ids = svc.store.lookup('authenticators', 'username', username);
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
   if (authenticator?.method !== 'updb') {
-    await verifyAgainstDummy(password);
+    await verifyAgainstDummy(password, { source });
     return null;
   }
-  if (!(await verifyPassword(authenticator.password as string, password))) return null;
+  const owner = svc.get('identities', authenticator.identityId as string);
+  const admin = owner?.isAdmin === true;
+  if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {
+    if (owner) await onFailedPassword(svc, owner);
+    return null;
+  }
   const identity = svc.get('identities', authenticator.identityId as string);
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
-  if ((policy?.primary as AuthPolicyPrimary | undefined)?.updb?.allowed === false) return null;
+  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId as string), 'updb')) return null;
   return { identity, authenticator };
 }
 
@@ -115,7 +121,7 @@ export function authenticationOps(): OpDef<unknown>[] {
           // cert and ext-jwt need the PKI and external signers; until then they are refused like an unknown method.
           throw Errors.INVALID_AUTH_METHOD();
         }
-        const login = await passwordLogin(svc, body);
+        const login = await passwordLogin(svc, body, req.remoteAddress);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();
@@ -143,8 +149,9 @@ export function authenticationOps(): OpDef<unknown>[] {
             },
           },
         ];
-        if (body?.envInfo || body?.sdkInfo) {
-          const set: Record<string, unknown> = {};
+        const reset = resetFailedLogins(identity);
+        if (body?.envInfo || body?.sdkInfo || reset) {
+          const set: Record<string, unknown> = { ...reset };
           if (body.envInfo) set.envInfo = declaredStrings(envInfo, body.envInfo);
           if (body.sdkInfo) set.sdkInfo = declaredStrings(sdkInfo, body.sdkInfo);
           ops.push({ op: 'update', entity: 'identities', id: identity.id, set, at, system: true });

@@ -6,6 +6,7 @@ import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js'
 import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
 import { s } from '../schema/s.js';
+import { identityStatusOps } from './identity-status.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 /** `limit=-1`: no limit of its own (the list row cap still applies). */
@@ -94,5 +95,6 @@ export function identityOps(): OpDef<unknown>[] {
       'roleAttributes',
       'identity',
     ),
+    ...identityStatusOps(),
   ];
 }

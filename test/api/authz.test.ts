@@ -328,7 +328,108 @@ function rows(): Row[] {
       expect: adminOnly(200),
     })),
   );
+  // identity status (disable/enable): identity permission holders may, like the other identity writes
+  out.push(
+    ...forTargets((target) => ({
+      op: `${m} POST /identities/{id}/disable`,
+      target,
+      prepare: async () => ({ id: (await identity(target)).id, body: { durationMinutes: 0 } }),
+      // nobody disables the default admin (400); only admins act on admins
+      expect:
+        target === 'plain'
+          ? identityWrite(200)
+          : target === 'admin'
+            ? adminOnly(200)
+            : `400 ${adminOnly(200).slice(4)}`,
+    })),
+    ...forTargets((target) => ({
+      op: `${m} POST /identities/{id}/enable`,
+      target,
+      prepare: async () => ({ id: (await identity(target)).id }),
+      expect: target === 'plain' ? identityWrite(200) : adminOnly(200),
+    })),
+    ...forTargets((target) => ({
+      op: `${m} DELETE /identities/{id}/mfa`,
+      target,
+      prepare: async () => ({ id: (await identity(target)).id }),
+      // the targets have no MFA (404) — once the route and the admin-target guard let the caller through
+      expect: target === 'plain' ? identityWrite(404) : adminOnly(404),
+    })),
+  );
+
+  // auth policies: admins (and the auth-policy permissions)
+  const authPolicy = async () => (await adminCall('POST', '/auth-policies', policyBody())).data.id;
+  out.push(
+    { op: `${m} POST /auth-policies`, prepare: async () => ({ body: policyBody() }), expect: adminOnly(201) },
+    {
+      op: `${m} PUT /auth-policies/{id}`,
+      prepare: async () => ({ id: await authPolicy(), body: policyBody() }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH /auth-policies/{id}`,
+      prepare: async () => ({ id: await authPolicy(), body: { tags: { x: 1 } } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} DELETE /auth-policies/{id}`,
+      prepare: async () => ({ id: await authPolicy() }),
+      expect: adminOnly(200),
+    },
+  );
+
+  // MFA self-service, for callers without an MFA enrolment (enrolment itself comes last: it changes the caller):
+  // every session may call them (MFA-pending ones included, except totp-token), and finds nothing to act on
+  const NO_MFA = (s: number) => `${s} ${s} ${s} ${s} ${s} ${s} 401 401`;
+  for (const api of ['client', 'management'] as const) {
+    out.push(
+      { op: `${api} GET /current-identity/mfa`, expect: NO_MFA(404) },
+      { op: `${api} GET /current-identity/mfa/qr-code`, expect: NO_MFA(404) },
+      {
+        op: `${api} POST /current-identity/mfa/verify`,
+        prepare: async () => ({ body: { code: '123456' } }),
+        expect: NO_MFA(404),
+      },
+      { op: `${api} GET /current-identity/mfa/recovery-codes`, expect: NO_MFA(404) },
+      {
+        op: `${api} POST /current-identity/mfa/recovery-codes`,
+        prepare: async () => ({ body: { code: '123456' } }),
+        expect: NO_MFA(404),
+      },
+      { op: `${api} DELETE /current-identity/mfa`, expect: NO_MFA(404) },
+      { op: `${api} POST /authenticate/mfa`, prepare: async () => ({ body: { code: '123456' } }), expect: NO_MFA(409) },
+      {
+        op: `${api} POST /current-api-session/totp-token`,
+        prepare: async () => ({ body: { code: '123456' } }),
+        expect: `${FULL_SESSION.slice(0, 19).replaceAll('200', '409')} 401 401 401`,
+      },
+    );
+  }
+  // the first enrolment of each caller succeeds; the second API finds it started (409 MFA_EXISTS)
+  out.push({ op: 'client POST /current-identity/mfa', expect: NO_MFA(201) });
+  out.push({ op: 'management POST /current-identity/mfa', expect: NO_MFA(409) });
   return out;
+}
+
+/** A fresh auth policy body (every field the spec requires). */
+function policyBody(): Record<string, unknown> {
+  return {
+    name: uniq('policy'),
+    primary: {
+      cert: { allowed: true, allowExpiredCerts: false },
+      extJwt: { allowed: false, allowedSigners: [] },
+      updb: {
+        allowed: true,
+        lockoutDurationMinutes: 0,
+        maxAttempts: 0,
+        minPasswordLength: 5,
+        requireMixedCase: false,
+        requireNumberChar: false,
+        requireSpecialChar: false,
+      },
+    },
+    secondary: { requireTotp: false },
+  };
 }
 
 /** After the default admin's authenticator was deleted (by an admin): give it back, then refresh `root`. */

@@ -3,7 +3,7 @@
  * schemas), and their error cases.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COVERED_IN_OWN_FILES, conformant, exercised } from '../support/conformance.js';
+import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
@@ -14,13 +14,10 @@ beforeAll(async () => {
   token = await login(srv.base);
 });
 afterAll(async () => {
-  const own = COVERED_IN_OWN_FILES.find((c) => c.file === 'test/api/configs.test.ts')!;
-  const served = srv.ctl.ops
-    .filter((o) => own.paths.test(o.path))
-    .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+  const { served, missing } = ownOperations('test/api/configs.test.ts', srv.ctl.ops);
   await srv.stop();
   expect(served.length).toBeGreaterThan(10);
-  expect(served.filter((k) => !exercised.has(k))).toEqual([]);
+  expect(missing).toEqual([]);
 });
 
 const M = 'management' as const;

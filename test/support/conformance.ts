@@ -4,6 +4,7 @@
  */
 import { call, type Res } from './server.js';
 import type { SpecName } from './spec.js';
+import { exercised } from './spec-check.js';
 
 export { exercised, exercisedStatuses, undeclared } from './spec-check.js';
 
@@ -34,4 +35,26 @@ export async function conformant(
  */
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
+  { file: 'test/api/auth-policies.test.ts', paths: /^\/auth-policies(\/|$)/ },
+  {
+    file: 'test/api/mfa.test.ts',
+    paths: /^\/(current-identity\/mfa|authenticate\/mfa|current-api-session\/totp-token|identities\/\{id\}\/mfa)/,
+  },
+  { file: 'test/api/lockout.test.ts', paths: /^\/identities\/\{id\}\/(disable|enable)$/ },
 ];
+
+/**
+ * The operations (`api METHOD path`) a file of COVERED_IN_OWN_FILES owns among those served, and those of them it
+ * has not called (through `conformant` or `call`).
+ */
+export function ownOperations(
+  file: string,
+  ops: { path: string; method: string; apis: readonly string[] }[],
+): { served: string[]; missing: string[] } {
+  const own = COVERED_IN_OWN_FILES.find((c) => c.file === file);
+  if (!own) throw new Error(`${file} is not listed in COVERED_IN_OWN_FILES`);
+  const served = ops
+    .filter((o) => own.paths.test(o.path))
+    .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+  return { served, missing: served.filter((k) => !exercised.has(k)) };
+}

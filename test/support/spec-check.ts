@@ -24,6 +24,18 @@ const BASES: [string, SpecName][] = [
  * is `<status> <METHOD> <template>`, or `<status> *` for every operation. Anything else undeclared fails.
  */
 export const UNDECLARED_OK: Record<string, string> = {
+  '409 DELETE /auth-policies/{id}': 'a policy identities use (REFERENCE §7: CAN_NOT_DELETE_REFERENCED_ENTITY)',
+  '400 POST /identities/{id}/disable': 'a body that does not validate (the controller answers COULD_NOT_VALIDATE)',
+  '400 POST /current-identity/mfa/verify': 'MFA_INVALID_TOKEN: a wrong code (controller apierror)',
+  '409 POST /current-identity/mfa/verify': 'MFA_EXISTS: the enrollment is already verified',
+  '400 GET /current-identity/mfa/recovery-codes': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 POST /current-identity/mfa/recovery-codes': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 DELETE /current-identity/mfa': 'MFA_INVALID_TOKEN: a wrong code',
+  '400 POST /authenticate/mfa': 'MFA_INVALID_TOKEN: a wrong code',
+  '409 POST /authenticate/mfa': 'MFA_NOT_ENROLLED: the identity has no verified MFA',
+  '400 POST /current-api-session/totp-token': 'MFA_INVALID_TOKEN: a wrong code',
+  '409 POST /current-api-session/totp-token': 'MFA_NOT_ENROLLED: the identity has no verified MFA',
+  '401 GET /current-identity/mfa/qr-code': 'no session (the spec declares only 404 for it)',
   '404 GET /config-types/{id}/configs': 'unknown config type: association lists load their parent first (404)',
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
@@ -42,6 +54,7 @@ export const UNDECLARED_OK: Record<string, string> = {
  * Successful responses whose body is not the schema the spec declares, each with its reason.
  */
 export const BODY_EXEMPT: Record<string, string> = {
+  '200 GET /current-identity/mfa/qr-code': 'a PNG image (image/png), as the spec produces, not JSON',
   '200 GET /.well-known/est/cacerts': 'a PKCS#7 certs-only store in base64 (application/pkcs7-mime), not JSON',
   '200 GET /specs/{id}/spec':
     "the document itself, as OpenZiti's spec_router.go DetailBody writes it (Produce(spec.body)), not the envelope around a string its spec declares",

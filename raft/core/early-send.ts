@@ -1,0 +1,32 @@
+/**
+ * Which of a Ready's messages may leave before the Ready's write is durable (the leader's fsync overlapping its
+ * followers', Raft thesis §10.2.1; etcd's asynchronous storage writes).
+ *
+ * Only a leader's replication traffic (`append`, `heartbeat`, `snapshot`) may go early, and only when the term it
+ * speaks for is durable already (a leader elected in this very Ready, a single voter, must first persist its term
+ * and vote, or a restart could lead the same term again with other entries). The core counts the leader's own
+ * entries toward a commit only once the driver has advanced the Ready that carries them, so the commit index these
+ * messages carry is durable on a quorum. Everything else — votes, grants, acknowledgements, read answers — asserts
+ * state that must be durable first, and waits.
+ */
+import type { Message, Ready } from '../types.js';
+
+const EARLY_TYPES: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
+
+export interface SplitMessages {
+  /** May be sent while the Ready's write is in flight. */
+  beforePersist: Message[];
+  /** Must wait until the Ready's write is durable. */
+  afterPersist: Message[];
+}
+
+/** Splits `rd.messages`; `durableTerm` is the term on disk before this Ready's write. */
+export function splitMessages(rd: Ready, durableTerm: number): SplitMessages {
+  const beforePersist: Message[] = [];
+  const afterPersist: Message[] = [];
+  for (const m of rd.messages) {
+    if (EARLY_TYPES.has(m.type) && m.term <= durableTerm) beforePersist.push(m);
+    else afterPersist.push(m);
+  }
+  return { beforePersist, afterPersist };
+}

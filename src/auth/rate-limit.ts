@@ -1,0 +1,110 @@
+import { availableParallelism } from 'node:os';
+import { Errors } from '../../http/errors.js';
+
+/**
+ * The authentication rate limiter: a gate in front of expensive credential checks (argon2) with a bounded,
+ * adaptive queue and per-source fairness.
+ *
+ * - At most `maxInFlight` checks run at once; the others wait in a queue per source (client address), served
+ *   round robin, so one flooding client cannot starve the others.
+ * - The queue is bounded twice: by `maxWaiting` overall and `maxWaitingPerSource` per source, and adaptively by
+ *   the time a newcomer would wait: the gate keeps a moving average of how long a check takes and refuses
+ *   (429 `SERVER_TOO_MANY_REQUESTS`, as OpenZiti's adaptive auth limiter does) when the queue ahead would take
+ *   longer than `targetWait_ms`. Under a flood the excess gets 429 at once instead of a slow 401 or a timeout.
+ */
+export interface GateOptions {
+  maxInFlight: number;
+  maxWaiting: number;
+  maxWaitingPerSource: number;
+  /** A newcomer is refused when the checks queued ahead of it would take longer than this. */
+  targetWait_ms: number;
+}
+
+/** Weight of the newest sample in the moving average of a check's duration. */
+const EWMA_WEIGHT = 0.2;
+/** The first estimate of a check's duration, before any was measured. */
+const INITIAL_SERVICE_MS = 50;
+
+export class FairGate {
+  private inFlight = 0;
+  private waiting = 0;
+  /** Waiters per source; the Map's order is the round-robin order (a served source moves to the end). */
+  private readonly queues = new Map<string, (() => void)[]>();
+  private service_ms = INITIAL_SERVICE_MS;
+
+  constructor(private readonly opts: GateOptions) {
+    if (!(opts.maxInFlight >= 1 && opts.maxWaiting >= 0 && opts.maxWaitingPerSource >= 1)) {
+      throw new RangeError('FairGate: bad bounds');
+    }
+  }
+
+  /** How many may wait now: the hard bound, lowered to what can be served within `targetWait_ms`. */
+  capacity(): number {
+    const servable = Math.floor((this.opts.targetWait_ms * this.opts.maxInFlight) / this.service_ms);
+    return Math.max(1, Math.min(this.opts.maxWaiting, servable));
+  }
+
+  stats(): { inFlight: number; waiting: number; service_ms: number; capacity: number } {
+    return { inFlight: this.inFlight, waiting: this.waiting, service_ms: this.service_ms, capacity: this.capacity() };
+  }
+
+  async run<T>(source: string, work: () => Promise<T>): Promise<T> {
+    if (this.inFlight < this.opts.maxInFlight && this.waiting === 0) {
+      this.inFlight++;
+    } else {
+      const queue = this.queues.get(source);
+      if (this.waiting >= this.capacity() || (queue?.length ?? 0) >= this.opts.maxWaitingPerSource) {
+        throw Errors.SERVER_TOO_MANY_REQUESTS();
+      }
+      // the slot is handed over by `release` (inFlight stays counted for us)
+      await new Promise<void>((resolve) => {
+        if (queue) queue.push(resolve);
+        else this.queues.set(source, [resolve]);
+        this.waiting++;
+      });
+    }
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.service_ms += EWMA_WEIGHT * (performance.now() - started - this.service_ms);
+      this.release();
+    }
+  }
+
+  /** Passes the slot to the next source in round-robin order, or frees it. */
+  private release(): void {
+    for (const [source, queue] of this.queues) {
+      const next = queue.shift()!;
+      this.queues.delete(source);
+      if (queue.length > 0) this.queues.set(source, queue); // to the end of the round
+      this.waiting--;
+      if (!(this.waiting >= 0)) throw new Error('FairGate: waiting count went negative');
+      next();
+      return;
+    }
+    this.inFlight--;
+    if (!(this.inFlight >= 0)) throw new Error('FairGate: in-flight count went negative');
+  }
+}
+
+/**
+ * Ordinary logins may keep every core busy with argon2 (full login throughput), but at most 3 checks: libuv's
+ * pool has 4 threads, and the 4th is the admin lane's, so an admin's check never waits for a thread.
+ */
+export const LOGIN_IN_FLIGHT = Math.max(1, Math.min(3, availableParallelism()));
+
+/**
+ * The two lanes of password checks. libuv runs argon2 on its thread pool (4 threads by default): logins share
+ * three of them, and a login whose username resolves to an admin's updb authenticator has a lane of its own (one
+ * check at a time, a short queue), so an admin gets in promptly during a flood of bad logins — OpenZiti likewise
+ * lets admins bypass its auth limiter. Someone flooding with an admin's username fills only the admin lane
+ * (429s there), never the other logins' lane.
+ */
+export const loginGate = new FairGate({
+  maxInFlight: LOGIN_IN_FLIGHT,
+  maxWaiting: 64,
+  maxWaitingPerSource: 16,
+  targetWait_ms: 1_000,
+});
+export const adminGate = new FairGate({ maxInFlight: 1, maxWaiting: 4, maxWaitingPerSource: 4, targetWait_ms: 1_000 });
