@@ -162,10 +162,21 @@ export function writeLoad(targets: () => NodeProcess[], token: () => string, pre
   };
 }
 
-/** Every identity name on a node that starts with `prefix` (limit none). */
+const PAGE = 500;
+/** Bound on pages read (the API caps the offset at 100 000). */
+const MAX_PAGES = 200;
+
+/** Every identity name on a node that contains `prefix`, page by page. */
 export async function namesOn(n: NodeProcess, token: string, prefix: string): Promise<string[]> {
   const filter = encodeURIComponent(`name contains "${prefix}"`);
-  const r = await call('GET', `${mgmt(n)}/identities?filter=${filter}&limit=-1`, { token });
-  if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
-  return (r.body.data as { name: string }[]).map((x) => x.name);
+  const names: string[] = [];
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const url = `${mgmt(n)}/identities?filter=${filter}&limit=${PAGE}&offset=${page * PAGE}`;
+    const r = await call('GET', url, { token });
+    if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
+    const data = r.body.data as { name: string }[];
+    names.push(...data.map((x) => x.name));
+    if (data.length < PAGE) return names;
+  }
+  throw new Error(`more than ${MAX_PAGES * PAGE} names`);
 }
