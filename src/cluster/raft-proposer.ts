@@ -32,6 +32,8 @@ const MIN_APPLY_WAIT_MS = 500;
 /** Bound on sending one command again after its earlier copy was shown never to commit. */
 const MAX_RESENDS = 3;
 const NOT_COMMITTED = Symbol('not-committed');
+/** How often a forward in flight checks whether this node still follows the leader it was sent to. */
+const LEADER_CHECK_MS = 25;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
@@ -144,7 +146,7 @@ export class RaftProposer implements Proposer {
         r = await proposeOnLeader(this.node, data);
       } else {
         try {
-          r = await this.forward(leader, data);
+          r = await this.forwardWhileLeader(leader, data);
         } catch (err) {
           // sent, but no answer: the leader may have proposed it (see propose)
           this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
@@ -157,6 +159,23 @@ export class RaftProposer implements Proposer {
       await sleep(25);
     }
     throw new ProposalError('no-leader', 'the leader kept changing', 2);
+  }
+
+  /**
+   * The forward, given up (as "no answer") as soon as this node follows another leader: a dead leader's socket may
+   * not report its death before the forward's own timeout, while the election already moved on.
+   */
+  private forwardWhileLeader(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const moved = new Promise<never>((_, reject) => {
+      const check = () => {
+        const now = this.node.leaderId();
+        if (now !== null && now !== leader) reject(new Error(`leadership moved from ${leader} to ${now}`));
+        else timer = setTimeout(check, LEADER_CHECK_MS);
+      };
+      timer = setTimeout(check, LEADER_CHECK_MS);
+    });
+    return Promise.race([this.forward(leader, data), moved]).finally(() => clearTimeout(timer));
   }
 
   /** Throws the definite errors of a refusal; returns when it only says "not the leader" (try the next one). */

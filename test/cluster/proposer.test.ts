@@ -98,7 +98,12 @@ describe('RaftProposer', () => {
     await s.close();
   });
 
-  it('sends again a forward without an answer once a later leader shows the entry was not committed', async () => {
+  /**
+   * The leader 'old' dies with a forward: `oldAnswer` is what the forward to it does (fails, or never answers);
+   * 20 ms later this node follows 'new' in term 2, which applies what it is sent. The proposal must succeed,
+   * having sent the command to 'old' and then to 'new' (after a read barrier showed it was not committed).
+   */
+  async function leaderDiesWithForward(oldAnswer: () => Promise<ForwardResult>): Promise<void> {
     const s = await store();
     const sm = new StoreStateMachine(s);
     const sent: string[] = [];
@@ -106,12 +111,11 @@ describe('RaftProposer', () => {
     const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
       sent.push(to);
       if (to === 'old') {
-        // the old leader dies with the entry; a new leader is elected in a later term
         setTimeout(() => {
           leader = 'new';
           raftState.term = 2;
         }, 20);
-        throw new Error('connection closed');
+        return oldAnswer();
       }
       setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
       return { ok: true };
@@ -133,7 +137,16 @@ describe('RaftProposer', () => {
       raftState.readIndex = async () => 0;
       await s.close();
     }
-  });
+  }
+
+  it('sends again a forward without an answer once a later leader shows the entry was not committed', () =>
+    leaderDiesWithForward(async () => {
+      throw new Error('connection closed');
+    }));
+
+  it('stops waiting for a forward once another leader is followed (a dead leader may never answer)', () =>
+    // no answer, no error: the socket has not noticed the death
+    leaderDiesWithForward(() => new Promise(() => {})));
 
   it('never re-sends a forward whose outcome is unknown while no later leader says otherwise', async () => {
     const s = await store();
