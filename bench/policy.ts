@@ -14,13 +14,9 @@ import { Collection } from '../storage/collection.js';
 import type { Change, PublishedState } from '../storage/derived.js';
 import { parseRoles, RoleIndex, rolesMatch } from '../storage/role-index.js';
 import type { EntityDef, Row } from '../storage/types.js';
+import { benchOptions } from './options.js';
 
-const args = process.argv.slice(2);
-const quick = args.includes('--quick');
-const opt = (name: string, dflt: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
+const { quick, opt } = benchOptions(process.argv.slice(2));
 const N = opt('--identities', quick ? 20_000 : 100_000);
 const P = opt('--policies', quick ? 500 : 2_000);
 const HOT = Math.min(10_000, Math.floor(N / 4));

@@ -2,9 +2,10 @@
  * Benchmark entry: `npm run bench -- <name> [options]`.
  *   http   read path of one node vs a bare uWebSockets.js app (bench/http/run.ts)
  *   raft   the Raft library: three processes over WebSockets with the LevelDB log, vs etcd (bench/raft/run.ts)
+ *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd cluster, and failover (bench/cluster/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
- *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd, and failover (bench/cluster.ts)
  *   auth   password logins per second beside the raw argon2id verify rate (bench/auth.ts)
+ *   access the policy engine on a real store: load, an identity's services, a policy change (bench/access.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -13,16 +14,19 @@ if (name === 'http') {
 } else if (name === 'raft') {
   const { main } = await import('./raft/run.js');
   await main(rest);
+} else if (name === 'cluster') {
+  const { main } = await import('./cluster/run.js');
+  await main(rest);
 } else if (name === 'policy') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./policy.js');
-} else if (name === 'cluster') {
-  const { main } = await import('./cluster.js');
-  await main(rest);
 } else if (name === 'auth') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./auth.js');
+} else if (name === 'access') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./access.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|policy|auth|cluster> [options]');
+  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access> [options]');
   process.exit(2);
 }

@@ -69,14 +69,9 @@ export const MUTANTS = [
     id: 'raft-send-before-persist',
     file: 'raft/node.ts',
     search:
-      '    // 1. Persist (one synced batch).\n' +
-      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
-    replace:
-      '    this.send(rd.messages);\n' +
-      '    rd = { ...rd, messages: [] };\n' +
-      '    if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {',
+      '    const { beforePersist, afterPersist } = splitMessages(rd, this.durableTerm);\n    this.send(beforePersist);',
+    replace: '    this.send(rd.messages);\n    const afterPersist: Message[] = [];',
     tests: ['raft/node.test.ts'],
-    pending: "the driver's persist-before-send check in the test transport (issue 7 item 3, another branch) kills it",
   },
   {
     id: 'checker-election-safety',
@@ -84,15 +79,13 @@ export const MUTANTS = [
     search: "if (prior !== id) this.violation('election-safety',",
     replace: "if (prior !== id && false) this.violation('election-safety',",
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   {
     id: 'checker-log-matching',
     file: 'raft/sim/checker.ts',
-    search: '} else if (seen.dataHash !== dataHash || seen.prevTerm !== prevTerm) {',
+    search: '} else if (seen.dataHash !== dataHash) {',
     replace: '} else if (false) {',
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   {
     id: 'checker-exactly-once',
@@ -100,7 +93,6 @@ export const MUTANTS = [
     search: "else if (at !== index)\n      this.violation('exactly-once',",
     replace: "else if (false)\n      this.violation('exactly-once',",
     tests: ['raft/sim/broken.test.ts'],
-    pending: 'a broken core that only this check catches (issue 7 item 4, another branch) kills it',
   },
   // sessions
   {
@@ -113,8 +105,8 @@ export const MUTANTS = [
   {
     id: 'login-password-check',
     file: 'src/ops/authentication.ts',
-    search: 'if (!(await verifyPassword(authenticator.password as string, password))) return null;',
-    replace: '',
+    search: 'if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {',
+    replace: 'if (false) {',
     tests: ['test/api/conformance.test.ts'],
   },
   // access: the route guard
@@ -245,6 +237,52 @@ export const MUTANTS = [
     search: 'if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);',
     replace: 'return entity.renderJson(row, svc);',
     tests: ['test/api/authz.test.ts'],
+  },
+  // access model: the policy engine's role semantics (REFERENCE §5), incremental and from scratch
+  {
+    id: 'roles-allof-as-anyof',
+    file: 'storage/role-index.ts',
+    search: 'return p.anyOf ? p.attrs.some((a) => attrs.has(a)) : p.attrs.every((a) => attrs.has(a));',
+    replace: 'return p.attrs.some((a) => attrs.has(a));',
+    tests: ['test/storage/role-index.test.ts', 'test/api/policies.test.ts'],
+  },
+  {
+    id: 'roles-index-allof-as-anyof',
+    file: 'storage/role-index.ts',
+    search: '    if (p.anyOf) {\n      for (const set of sets) for (const id of set) out.add(id);',
+    replace: '    if (true) {\n      for (const set of sets) for (const id of set) out.add(id);',
+    tests: ['test/storage/role-index.test.ts', 'test/api/policies.test.ts'],
+  },
+  // identity security: lockout, single-use TOTP, disabled identities' sessions
+  {
+    id: 'lockout-never',
+    file: 'src/auth/lockout.ts',
+    search: '  if (attempts < rule.maxAttempts) {',
+    replace: '  if (true) {',
+    tests: ['test/api/lockout.test.ts'],
+  },
+  {
+    id: 'totp-reuse',
+    file: 'src/model/mfa.ts',
+    search: 'if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {',
+    replace: 'if (mfa?.isVerified !== true) {',
+    tests: ['test/api/mfa.test.ts'],
+  },
+  {
+    id: 'disabled-identity-session',
+    file: 'src/api/register.ts',
+    search:
+      "if (caller.identity.disabledAt && isDisabled(caller.identity, svc.clock.now())) throw unauthorized('invalid');",
+    replace: '',
+    tests: ['test/api/lockout.test.ts'],
+  },
+  // cluster: replaying the log applies each entry once (entries at or below the store's applied index are skipped)
+  {
+    id: 'cluster-replay-twice',
+    file: 'src/cluster/state-machine.ts',
+    search: '      if (e.index <= this.store.appliedIndex) continue;',
+    replace: '',
+    tests: ['test/cluster/state-machine.test.ts'],
   },
 ];
 

@@ -19,8 +19,10 @@ import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
+import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { externalJwtSignerOps } from './ops/external-jwt-signers.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
@@ -83,9 +85,11 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...informationalOps(specs),
     ...wellKnownOps(cacerts),
     ...authenticationOps(),
+    ...externalJwtSignerOps(),
     ...identityOps(),
     ...controllerOps(),
     ...mfaOps(),
+    ...accessOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

@@ -145,6 +145,15 @@ class Context implements ApplyContext {
         }
       }
     }
+    // policies naming the row by `@id` stop naming it
+    const ref = `@${id}`;
+    for (const r of this.schema.roleReferrers.get(entity) ?? []) {
+      for (const pid of this.txn.lookup(r.entity, r.field, ref).sort()) {
+        const policy = this.txn.get(r.entity, pid)!;
+        const roles = (policy[r.field] as string[]).filter((x) => x !== ref);
+        this.txn.put(r.entity, { ...policy, [r.field]: roles, updatedAt: at });
+      }
+    }
     this.txn.del(entity, id);
   }
 
@@ -173,12 +182,38 @@ class Context implements ApplyContext {
     }
   }
 
+  /** Every `@id` a role list gains names an existing row (OpenZiti: "no <type> found with the given ids"). */
+  private checkRoleIds(
+    def: EntityDef,
+    row: Row,
+    field: string,
+    target: string,
+    values: unknown[],
+    before: Set<unknown>,
+  ): void {
+    const missing: string[] = [];
+    for (const v of values) {
+      if (before.has(v) || typeof v !== 'string' || !v.startsWith('@')) continue;
+      if (!this.txn.get(target, v.slice(1))) missing.push(v.slice(1));
+    }
+    if (missing.length === 0) return;
+    fail({
+      code: 'REF_NOT_FOUND',
+      entity: def.name,
+      id: row.id,
+      field,
+      value: missing,
+      reason: `no ${target} found with the given ids`,
+    });
+  }
+
   /** Reference and uniqueness checks for a row about to be written (old = its previous version). */
   private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
     for (const [field, f] of Object.entries(def.fields)) {
       const values = indexValues(row, field);
       if (values.length === 0) continue;
       const before = new Set(indexValues(old, field));
+      if (f.roles) this.checkRoleIds(def, row, field, f.roles.entity, values, before);
       if (f.ref) {
         const target = this.schema.def(f.ref.entity);
         for (const v of values) {

@@ -149,12 +149,15 @@ export class RoleIndex implements DerivedIndex {
     for (const id of p.ids) if (c.get(id)) out.add(id);
     if (p.attrs.length === 0) return out;
     const field = this.spec.target.attributesField;
-    const sets = p.attrs.map((a) => c.lookup(field, a) as ReadonlySet<string> | undefined);
+    // an attribute no row holds looks up as an empty array, not a set
+    const sets = p.attrs.map((a): ReadonlySet<string> => {
+      const ids = c.lookup(field, a);
+      return ids instanceof Set ? ids : new Set(ids ?? EMPTY);
+    });
     if (p.anyOf) {
-      for (const set of sets) for (const id of set ?? EMPTY) out.add(id);
+      for (const set of sets) for (const id of set) out.add(id);
     } else {
-      const present = sets.map((set) => set ?? EMPTY).sort((a, b) => a.size - b.size);
-      const [smallest, ...rest] = present;
+      const [smallest, ...rest] = sets.sort((a, b) => a.size - b.size);
       for (const id of smallest!) if (rest.every((set) => set.has(id))) out.add(id);
     }
     assert(out.size <= MAX_MATCHED, `${this.name}: ${out.size} matches exceed ${MAX_MATCHED}`);

@@ -30,6 +30,8 @@ export interface Referrer {
 export class Schema {
   readonly defs = new Map<string, EntityDef>();
   readonly referrers = new Map<string, Referrer[]>();
+  /** entity → the policy role fields naming its rows by `@id` (FieldDef.roles). */
+  readonly roleReferrers = new Map<string, { entity: string; field: string }[]>();
   readonly custom = new Map<string, CustomCommand>();
 
   constructor(
@@ -44,6 +46,13 @@ export class Schema {
     }
     for (const def of defs) {
       for (const [field, f] of Object.entries(def.fields)) {
+        if (f.roles) {
+          assert(this.defs.has(f.roles.entity), `${def.name}.${field} names unknown entity ${f.roles.entity}`);
+          assert(f.set && f.index, `${def.name}.${field}: a role list must be an indexed set`);
+          const list = this.roleReferrers.get(f.roles.entity) ?? [];
+          list.push({ entity: def.name, field });
+          this.roleReferrers.set(f.roles.entity, list);
+        }
         if (!f.ref) continue;
         assert(this.defs.has(f.ref.entity), `${def.name}.${field} references unknown entity ${f.ref.entity}`);
         const list = this.referrers.get(f.ref.entity) ?? [];

@@ -32,6 +32,12 @@ export interface FieldDef {
   filter?: false;
   /** Error code the API reports when `unique` is violated (default: a field validation error). */
   conflictCode?: string;
+  /**
+   * A policy role list (`#attr`, `@id`, `#all`) naming rows of `entity` by `@id`: every `@id` a write adds must
+   * exist, and deleting the row removes its `@id` from the lists naming it (OpenZiti's deleteEntityReferences).
+   * The field must be an indexed set.
+   */
+  roles?: { entity: string };
 }
 
 export interface EntityDef {

@@ -202,6 +202,11 @@ export class EtcdCluster {
     }
   }
 
+  /** Synchronous last resort (an aborted run's exit): SIGKILL every member still running. */
+  killNow(): void {
+    for (const p of this.procs) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  }
+
   async stop(): Promise<void> {
     await Promise.all(
       this.procs.map(

@@ -62,11 +62,11 @@ export async function freePorts(n: number): Promise<number[]> {
   return ports;
 }
 
-function fmt(n: number, digits = 0): string {
+export function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toFixed(digits) : '-';
 }
 
-function row(cells: string[], widths: number[]): string {
+export function row(cells: string[], widths: number[]): string {
   return cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
 }
 

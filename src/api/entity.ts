@@ -1,4 +1,5 @@
 import type { HttpResponse } from '../../http/types.js';
+import type { DerivedIndexFactory } from '../../storage/derived.js';
 import type { Command, EntityDef, Expect, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
@@ -116,8 +117,14 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   roleAttributesField?: string;
   /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
   relations?: RelationSpec[];
+  /** Derived indexes this declaration owns (e.g. a policy's role indexes), added to the store schema. */
+  derived?: readonly DerivedIndexFactory[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
+  /** Further commands applied atomically with an update or patch (`set`: the stored fields it changes). */
+  alsoOnUpdate?(row: RowOf<F>, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  /** Further commands applied atomically with a delete, before it (e.g. what the row created for itself). */
+  alsoOnDelete?(row: RowOf<F>, svc: Services, at: string): Command[];
   /**
    * Refuses a delete the store's generic rules would allow (throw an ApiError); returns the conditions the
    * delete relies on, re-checked inside apply (see WriteContext.expect).
@@ -133,7 +140,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
 }
 
 /** The row-typed hooks of a spec, as the generic machinery calls them (with any row of the collection). */
-type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links';
+type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links' | 'alsoOnUpdate' | 'alsoOnDelete';
 
 export interface Entity<N extends string = string, F extends EntityFields = EntityFields>
   extends Omit<EntitySpec<N, F>, RowHooks> {
@@ -142,6 +149,8 @@ export interface Entity<N extends string = string, F extends EntityFields = Enti
   beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
   cacheable?(row: Row): boolean;
   links?(row: Row): Record<string, { href: string }>;
+  alsoOnUpdate?(row: Row, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  alsoOnDelete?(row: Row, svc: Services, at: string): Command[];
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
@@ -221,6 +230,8 @@ export function defineEntity<const N extends string, const F extends EntityField
     beforeDelete: typed(spec.beforeDelete),
     cacheable: typed(spec.cacheable),
     links: typed(spec.links),
+    alsoOnUpdate: typed(spec.alsoOnUpdate),
+    alsoOnDelete: typed(spec.alsoOnDelete),
     def,
     symbolTable(svc) {
       let table = symbolTables.get(svc);
@@ -452,7 +463,9 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
           const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
           const set = await toStored(entity, ctx.body, w);
           const at = ctx.svc.nowIso();
-          await ctx.svc.write({ op: 'update', entity: entity.name, id: existing.id, set, at, ...withExpect(w.expect) });
+          const cmd: Command = { op: 'update', entity: entity.name, id: existing.id, set, at, ...withExpect(w.expect) };
+          const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at) ?? [];
+          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return okEmpty();
         },
       }),
@@ -478,7 +491,10 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
             ? entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)
             : undefined;
           const at = ctx.svc.nowIso();
-          await ctx.svc.write({ op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) });
+          const cmd: Command = { op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) };
+          const row = entity.alsoOnDelete ? getRow(entity, ctx.svc, ctx.params.id!) : undefined;
+          const extra = row ? entity.alsoOnDelete!(row, ctx.svc, at) : [];
+          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [...extra, cmd] } : cmd);
           return okEmpty();
         },
       }),

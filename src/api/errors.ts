@@ -37,7 +37,7 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
  * index on <store> store"). Any other unique field (tokens, internal keys) colliding is an internal fault: no
  * detail (a token value is a secret) reaches the client.
  */
-const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', 'externalId', 'fingerprint']);
+const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', 'externalId', 'fingerprint', 'kid']);
 
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {

@@ -71,7 +71,9 @@ function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confi
   }
   // a disable ends the identity's sessions in apply; this also covers a login that raced with it
   if (caller.identity.disabledAt && isDisabled(caller.identity, svc.clock.now())) throw unauthorized('invalid');
-  const partial = caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true;
+  const partial =
+    (caller.session.isMfaRequired === true && caller.session.isMfaComplete !== true) ||
+    typeof caller.session.extJwtPending === 'string';
   if (partial && op.access !== 'partial') throw unauthorized('forbidden');
   if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');
   return caller;

@@ -1,6 +1,8 @@
 import type { RoleIndex } from '../../storage/role-index.js';
+import type { Row } from '../../storage/types.js';
 import { listEnvelope } from '../model/common.js';
 import { type Entity, requireRow } from './entity.js';
+import { fieldError } from './errors.js';
 import { listQuery, listResponse, mapResult } from './list.js';
 import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
@@ -9,11 +11,19 @@ import type { Services } from './services.js';
  * Where the ids of a relation come from:
  * - `ref`: a stored reference — the listed rows whose `ref` field holds the parent's id
  *   (`/identities/{id}/authenticators`: authenticators.identityId);
+ * - `field`: the ids the parent row holds in one of its fields (`/services/{id}/configs`: services.configs);
  * - `index`: a derived role index (storage/role-index.ts) — `targets` lists what a policy matches
  *   (`/service-policies/{id}/identities`), `policies` the policies matching an entity
- *   (`/identities/{id}/service-policies`).
+ *   (`/identities/{id}/service-policies`);
+ * - `through`: two role indexes of the same policies — the targets on the far side of the policies that match
+ *   the parent (`/identities/{id}/services`: the services of the service policies matching the identity). With
+ *   `policyType`, the query parameter `policyType=dial|bind` keeps the policies whose `type` is Dial / Bind.
  */
-export type RelationSource = { ref: string } | { index: string; side: 'targets' | 'policies' };
+export type RelationSource =
+  | { ref: string }
+  | { field: string }
+  | { index: string; side: 'targets' | 'policies' }
+  | { through: { policies: string; targets: string }; policyType?: boolean };
 
 /** An association list of an entity: `GET /<entity>/{id}/<path>`, served with the list's filter, sort and paging. */
 export interface RelationSpec {
@@ -31,9 +41,43 @@ export interface RelationSpec {
   permission?: string;
 }
 
-/** The ids related to `parentId` through `via`. */
-export function relatedIds(svc: Services, listed: string, via: RelationSource, parentId: string): ReadonlySet<string> {
+/** The far-side targets of the policies matching `id` (policies kept by `keep`), through two role indexes. */
+export function targetsThrough(
+  svc: Services,
+  through: { policies: string; targets: string },
+  id: string,
+  keep?: (policyId: string) => boolean,
+): Set<string> {
+  const near = svc.store.derived.get<RoleIndex>(through.policies);
+  const far = svc.store.derived.get<RoleIndex>(through.targets);
+  const out = new Set<string>();
+  for (const p of near.policiesOf(id)) {
+    if (keep && !keep(p)) continue;
+    for (const t of far.targetsOf(p)) out.add(t);
+  }
+  return out;
+}
+
+const POLICY_TYPES: Record<string, string> = { dial: 'Dial', bind: 'Bind' };
+
+/** The ids related to `parent` through `via` (`policyType`: the request's `policyType` parameter, if any). */
+export function relatedIds(
+  svc: Services,
+  listed: string,
+  via: RelationSource,
+  parent: Row,
+  policyType?: string | null,
+): ReadonlySet<string> {
+  const parentId = parent.id;
   if ('ref' in via) return new Set(svc.store.lookup(listed, via.ref, parentId));
+  if ('field' in via) return new Set((parent[via.field] as string[] | null | undefined) ?? []);
+  if ('through' in via) {
+    const type = via.policyType && policyType ? POLICY_TYPES[policyType.toLowerCase()] : undefined;
+    if (via.policyType && policyType && !type) throw fieldError('policyType', 'must be dial or bind', policyType);
+    const policies = svc.store.derived.get<RoleIndex>(via.through.policies).spec.policy.entity;
+    const keep = type ? (p: string) => svc.store.get(policies, p)?.type === type : undefined;
+    return targetsThrough(svc, via.through, parentId, keep);
+  }
   const idx = svc.store.derived.get<RoleIndex>(via.index);
   return via.side === 'targets' ? idx.targetsOf(parentId) : idx.policiesOf(parentId);
 }
@@ -51,7 +95,10 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       summary: rel.summary ?? `List the ${listed.plural.toLowerCase()} of a ${parent.type}`,
       access: rel.access ?? 'admin',
       permission: rel.permission ?? parent.permission,
-      query: LIST_QUERY,
+      query:
+        'through' in rel.via && rel.via.policyType
+          ? [...LIST_QUERY, { name: 'policyType', type: 'string', enum: ['dial', 'bind'] }]
+          : LIST_QUERY,
       responses: {
         200: {
           description: `A list of ${listed.plural.toLowerCase()}`,
@@ -59,10 +106,10 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
         },
       },
       handler: (ctx) => {
-        const parentId = requireRow(parent, ctx.svc, ctx.params.id!).id;
-        const only = relatedIds(ctx.svc, listed.name, rel.via, parentId);
+        const row = requireRow(parent, ctx.svc, ctx.params.id!);
+        const only = relatedIds(ctx.svc, listed.name, rel.via, row, ctx.req.query.get('policyType'));
         return mapResult(listQuery(listed, ctx, only), (result) =>
-          listResponse(result, (row) => listed.renderJsonFor(row, ctx.svc, ctx.caller), listed.symbolTable(ctx.svc)),
+          listResponse(result, (r) => listed.renderJsonFor(r, ctx.svc, ctx.caller), listed.symbolTable(ctx.svc)),
         );
       },
     });

@@ -64,20 +64,31 @@ export class SessionService {
   }
 
   authQueries(row: Row): unknown[] {
-    if (row.isMfaRequired && !row.isMfaComplete) {
-      return [
-        {
-          format: 'numeric',
-          httpMethod: 'POST',
-          httpUrl: './authenticate/mfa',
-          maxLength: 8,
-          minLength: 4,
-          provider: 'ziti',
-          typeId: 'MFA',
-        },
-      ];
+    const out: unknown[] = [];
+    if (typeof row.extJwtPending === 'string') {
+      const signer = this.svc.store.get('external-jwt-signers', row.extJwtPending);
+      out.push({
+        httpMethod: 'POST',
+        httpUrl: (signer?.externalAuthUrl as string | null | undefined) ?? '',
+        id: row.extJwtPending,
+        clientId: (signer?.clientId as string | null | undefined) ?? '',
+        scopes: (signer?.scopes as string[] | undefined) ?? [],
+        provider: 'url',
+        typeId: 'EXT-JWT',
+      });
     }
-    return [];
+    if (row.isMfaRequired && !row.isMfaComplete) {
+      out.push({
+        format: 'numeric',
+        httpMethod: 'POST',
+        httpUrl: './authenticate/mfa',
+        maxLength: 8,
+        minLength: 4,
+        provider: 'ziti',
+        typeId: 'MFA',
+      });
+    }
+    return out;
   }
 
   /** The live session and identity for a token, or null (unknown, expired, or the identity is gone). */

@@ -113,6 +113,8 @@ export const apiSessions = defineEntity({
     configTypes: { type: 'string', set: true },
     isMfaRequired: { type: 'bool' },
     isMfaComplete: { type: 'bool' },
+    /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
+    extJwtPending: { type: 'string', filter: false },
     lastActivityAt: { type: 'datetime' },
   },
   detail: apiSessionDetail,

@@ -119,11 +119,11 @@ function checkRange(field: string, value: number, min: number, max: number): voi
   if (value < min || value > max) throw fieldError(field, `must be between ${min} and ${max}`, value);
 }
 
-/** The entity of external JWT signers, once it is declared (policies name signers by id). */
+/** The entity of external JWT signers (policies name signers by id). */
 const SIGNERS = 'external-jwt-signers';
 
 function checkSigner(svc: Services, field: string, id: string): void {
-  const known = svc.store.schema.defs.has(SIGNERS) && svc.store.get(SIGNERS, id) !== undefined;
+  const known = svc.store.get(SIGNERS, id) !== undefined;
   if (!known) throw fieldError(field, `external jwt signer with id ${id} not found`, id);
 }
 
@@ -166,6 +166,11 @@ export const authPolicies = defineEntity({
     name: { type: 'string', unique: true, body: s.str(), api: true },
     primary: { type: 'object' },
     secondary: { type: 'object' },
+    /**
+     * Every signer the policy names (`allowedSigners` and `requireExtJwtSigner`): a restricting reference, so the
+     * store refuses a policy naming a missing signer and the delete of a named signer (409), both in apply.
+     */
+    signerIds: { type: 'string', set: true, ref: { entity: SIGNERS, onDelete: 'restrict' }, filter: false },
   },
   detail: detailSchema(
     'authPolicyDetail',
@@ -213,6 +218,9 @@ export const authPolicies = defineEntity({
       extJwt: { allowed: p.extJwt.allowed, allowedSigners: p.extJwt.allowedSigners ?? null },
     };
     out.secondary = { requireTotp: sec.requireTotp, requireExtJwtSigner: sec.requireExtJwtSigner ?? null };
+    out.signerIds = [
+      ...new Set([...(p.extJwt.allowedSigners ?? []), ...(sec.requireExtJwtSigner ? [sec.requireExtJwtSigner] : [])]),
+    ].sort();
     return out;
   },
   beforeDelete(row) {

@@ -1,10 +1,11 @@
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { checkAgainstSchema } from '../schema/user-schema.js';
 import { entityRef, ref, tags } from './common.js';
+import { services } from './service.js';
 
 const data = s.map(true);
 
@@ -53,6 +54,16 @@ export const configs = defineEntity({
     const type = svc.get('config-types', row.configTypeId!);
     return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
   },
+  relations: [
+    {
+      path: 'services',
+      listed: (): Entity => services,
+      via: { ref: 'configs' },
+      operationId: 'listConfigServices',
+      summary: 'Lists the services that use a config',
+      permission: 'service',
+    },
+  ],
   fromApi(body, { mode, svc, existing, copied }) {
     if (mode !== 'create' && 'configTypeId' in body && body.configTypeId !== existing?.configTypeId) {
       throw fieldError('configTypeId', 'the type of a config cannot be changed', body.configTypeId);

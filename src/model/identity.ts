@@ -15,6 +15,7 @@ import { shortId, uuid } from '../util/ids.js';
 import { authenticators } from './authenticator.js';
 import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js';
 import { identityEnrollments as enrollmentsOf } from './enrollment.js';
+import { identityPolicyRelations } from './identity-relations.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
 
 export const PERMISSIONS = [
@@ -217,6 +218,7 @@ export const identities = defineEntity({
       operationId: 'getIdentityAuthenticators',
       summary: 'Retrieve the current authenticators of a specific identity',
     },
+    ...identityPolicyRelations,
   ],
   symbols: (svc) => ({
     type: { type: 'string', set: false, get: (r: Row) => r.typeId, indexed: false },

@@ -1,3 +1,4 @@
+import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
@@ -5,20 +6,36 @@ import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
+import { edgeRouters } from './edge-router.js';
+import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
+import { externalJwtSigners } from './external-jwt-signer.js';
 import { identities } from './identity.js';
+import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
+import { services } from './service.js';
+import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
+import { servicePolicies } from './service-policy.js';
+import { sessions } from './session.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
   identityTypes,
+  externalJwtSigners,
   authPolicies,
   identities,
   authenticators,
   apiSessions,
   configTypes,
   configs,
+  services,
+  edgeRouters,
+  servicePolicies,
+  edgeRouterPolicies,
+  serviceEdgeRouterPolicies,
+  identityServiceConfigs,
+  sessions,
   enrollments,
   controllerKeys,
   mfas,
@@ -42,5 +59,6 @@ export function buildSchema(): Schema {
   return new Schema(
     ENTITIES.map((e) => e.def),
     CUSTOM_COMMANDS,
+    ENTITIES.flatMap((e): readonly DerivedIndexFactory[] => ('derived' in e ? (e.derived ?? []) : [])),
   );
 }

@@ -3,6 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
@@ -115,13 +116,21 @@ export function authenticationOps(): OpDef<unknown>[] {
           schema: currentApiSessionEnvelope,
         },
       },
-      handler: async ({ req, body, svc }) => {
+      handler: async ({ req, body, svc, caller }) => {
         const method = req.query.get('method');
-        if (method !== 'password') {
-          // cert and ext-jwt need the PKI and external signers; until then they are refused like an unknown method.
+        if (method !== 'password' && method !== 'ext-jwt') {
+          // cert needs the PKI; until then it is refused like an unknown method.
           throw Errors.INVALID_AUTH_METHOD();
         }
-        const login = await passwordLogin(svc, body, req.remoteAddress);
+        if (method === 'ext-jwt' && typeof caller?.session.extJwtPending === 'string') {
+          // the secondary step of a session that waits for a signer's token
+          if (!(await completeExtJwtSecondary(svc, caller.session, req.headers))) throw Errors.INVALID_AUTH();
+          return ok(renderCurrentSession(svc.require('api-sessions', caller.session.id), svc));
+        }
+        const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
+          method === 'ext-jwt'
+            ? await extJwtLogin(svc, req.headers)
+            : await passwordLogin(svc, body, req.remoteAddress);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();
@@ -140,11 +149,12 @@ export function authenticationOps(): OpDef<unknown>[] {
             data: {
               token,
               identityId: identity.id,
-              authenticatorId: authenticator.id,
+              ...(authenticator ? { authenticatorId: authenticator.id } : {}),
               ipAddress: req.remoteAddress,
               configTypes: configTypeIds(svc, body?.configTypes),
               isMfaRequired: mfaRequired,
               isMfaComplete: false,
+              extJwtPending: pendingExtJwtSigner(policy, login.signer?.id),
               lastActivityAt: at,
             },
           },

@@ -51,6 +51,8 @@ const adminOnly = (s: number) => `${s} 401 401 401 401 401 401 401`;
 
 interface Prepared {
   id?: string;
+  /** `{serviceId}` of the path, where it has one. */
+  serviceId?: string;
   query?: string;
   body?: unknown;
   /** Undoes what an allowed request did to a fixture that cannot be made afresh (the default admin's login). */
@@ -328,6 +330,7 @@ function rows(): Row[] {
       expect: adminOnly(200),
     })),
   );
+  out.push(...accessModelRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -378,6 +381,38 @@ function rows(): Row[] {
     },
   );
 
+  // external JWT signers: admins (and the external-jwt-signer permissions); the client's list is public
+  const signerBody = () => ({
+    name: uniq('signer'),
+    enabled: true,
+    issuer: 'https://issuer.example',
+    audience: 'keel',
+    jwksEndpoint: 'https://issuer.example/jwks',
+    externalAuthUrl: 'https://issuer.example/auth',
+  });
+  const signer = async () => (await adminCall('POST', '/external-jwt-signers', signerBody())).data.id;
+  out.push(
+    { op: 'client GET /external-jwt-signers', expect: EVERYONE },
+    { op: `${m} GET /external-jwt-signers`, expect: ADMIN_READ },
+    { op: `${m} GET /external-jwt-signers/{id}`, prepare: async () => ({ id: await signer() }), expect: ADMIN_READ },
+    { op: `${m} POST /external-jwt-signers`, prepare: async () => ({ body: signerBody() }), expect: adminOnly(201) },
+    {
+      op: `${m} PUT /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer(), body: signerBody() }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer(), body: { tags: { x: 1 } } }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} DELETE /external-jwt-signers/{id}`,
+      prepare: async () => ({ id: await signer() }),
+      expect: adminOnly(200),
+    },
+  );
+
   // MFA self-service, for callers without an MFA enrolment (enrolment itself comes last: it changes the caller):
   // every session may call them (MFA-pending ones included, except totp-token), and finds nothing to act on
   const NO_MFA = (s: number) => `${s} ${s} ${s} ${s} ${s} ${s} 401 401`;
@@ -409,6 +444,143 @@ function rows(): Row[] {
   out.push({ op: 'client POST /current-identity/mfa', expect: NO_MFA(201) });
   out.push({ op: 'management POST /current-identity/mfa', expect: NO_MFA(409) });
   return out;
+}
+
+/**
+ * Services, edge routers and the three policy types (permissions `service`, `router`, `service-policy`,
+ * `edge-router-policy`, `service-edge-router-policy`: none of the callers above holds one, so reads are for admins
+ * and admin_readonly, writes for admins), their association lists (an identity's: the `identity` permission), and
+ * the client's views of services and edge routers (any full session).
+ */
+function accessModelRows(): Row[] {
+  const m = 'management';
+  const c = 'client';
+  const service = async () =>
+    (await adminCall('POST', '/services', { name: uniq('svc'), encryptionRequired: true })).data.id as string;
+  const router = async () => (await adminCall('POST', '/edge-routers', { name: uniq('er') })).data.id as string;
+  const policyBodies: Record<string, () => Record<string, unknown>> = {
+    '/service-policies': () => ({ name: uniq('sp'), type: 'Dial', semantic: 'AllOf' }),
+    '/edge-router-policies': () => ({ name: uniq('erp'), semantic: 'AllOf' }),
+    '/service-edge-router-policies': () => ({ name: uniq('serp'), semantic: 'AllOf' }),
+  };
+  const make = async (path: string) => (await adminCall('POST', path, policyBodies[path]!())).data.id as string;
+  /** A service every identity may dial (a policy of `#all` identities). */
+  const usable = async () => {
+    const id = await service();
+    await adminCall('POST', '/service-policies', {
+      name: uniq('sp-all'),
+      type: 'Dial',
+      semantic: 'AllOf',
+      identityRoles: ['#all'],
+      serviceRoles: [`@${id}`],
+    });
+    return id;
+  };
+  /** A service every identity may dial through an edge router both sides' policies allow. */
+  const reachable = async () => {
+    const id = await usable();
+    const er = await router();
+    await adminCall('POST', '/edge-router-policies', {
+      name: uniq('erp-all'),
+      semantic: 'AllOf',
+      identityRoles: ['#all'],
+      edgeRouterRoles: [`@${er}`],
+    });
+    await adminCall('POST', '/service-edge-router-policies', {
+      name: uniq('serp'),
+      semantic: 'AllOf',
+      serviceRoles: [`@${id}`],
+      edgeRouterRoles: [`@${er}`],
+    });
+    return id;
+  };
+  /** A session of the default admin's. */
+  const session = async () => {
+    const r = await call('POST', `${srv.client}/sessions`, { token: root, body: { serviceId: await reachable() } });
+    if (r.status !== 201) throw new Error(`fixture session: ${r.status} ${r.text}`);
+    return r.body.data.id as string;
+  };
+  const CREATED = FULL_SESSION.replace(/200/g, '201');
+  const NOT_OWN = FULL_SESSION.replace(/200/g, '404');
+  const crud = (path: string, fixture: () => Promise<string>, body: () => Record<string, unknown>): Row[] => [
+    { op: `${m} GET ${path}`, expect: ADMIN_READ },
+    { op: `${m} GET ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: ADMIN_READ },
+    { op: `${m} POST ${path}`, prepare: async () => ({ body: body() }), expect: adminOnly(201) },
+    {
+      op: `${m} PUT ${path}/{id}`,
+      prepare: async () => ({ id: await fixture(), body: body() }),
+      expect: adminOnly(200),
+    },
+    {
+      op: `${m} PATCH ${path}/{id}`,
+      prepare: async () => ({ id: await fixture(), body: { tags: { x: 1 } } }),
+      expect: adminOnly(200),
+    },
+    { op: `${m} DELETE ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: adminOnly(200) },
+  ];
+  const lists = (parent: string, fixture: () => Promise<string>, paths: string[], expect = ADMIN_READ): Row[] =>
+    paths.map((p) => ({ op: `${m} GET ${parent}/{id}/${p}`, prepare: async () => ({ id: await fixture() }), expect }));
+  const plainIdentity = async () => (await identity('plain')).id;
+  return [
+    ...crud('/services', service, () => ({ name: uniq('svc'), encryptionRequired: true })),
+    ...crud('/edge-routers', router, () => ({ name: uniq('er') })),
+    ...Object.entries(policyBodies).flatMap(([path, body]) => crud(path, () => make(path), body)),
+    ...lists('/services', service, ['configs', 'identities', 'service-policies', 'service-edge-router-policies']),
+    ...lists('/services', service, ['edge-routers']),
+    ...lists('/edge-routers', router, [
+      'edge-router-policies',
+      'identities',
+      'service-edge-router-policies',
+      'services',
+    ]),
+    ...lists('/service-policies', () => make('/service-policies'), ['identities', 'services']),
+    ...lists('/edge-router-policies', () => make('/edge-router-policies'), ['edge-routers', 'identities']),
+    ...lists('/service-edge-router-policies', () => make('/service-edge-router-policies'), [
+      'edge-routers',
+      'services',
+    ]),
+    ...lists('/configs', async () => {
+      const typeId = (await adminCall('POST', '/config-types', { name: uniq('ct'), schema: {} })).data.id;
+      return (await adminCall('POST', '/configs', { name: uniq('cfg'), configTypeId: typeId, data: {} })).data.id;
+    }, ['services']),
+    ...lists(
+      '/identities',
+      plainIdentity,
+      ['services', 'service-policies', 'edge-routers', 'edge-router-policies', 'service-configs'],
+      IDENTITY_READ,
+    ),
+    {
+      op: `${m} POST /identities/{id}/service-configs`,
+      prepare: async () => ({ id: await plainIdentity(), body: [] }),
+      expect: identityWrite(200),
+    },
+    {
+      op: `${m} DELETE /identities/{id}/service-configs`,
+      prepare: async () => ({ id: await plainIdentity() }),
+      expect: identityWrite(200),
+    },
+    {
+      op: `${m} GET /identities/{id}/policy-advice/{serviceId}`,
+      prepare: async () => ({ id: await plainIdentity(), serviceId: await service() }),
+      expect: IDENTITY_READ,
+    },
+    { op: `${m} GET /service-role-attributes`, expect: ADMIN_READ },
+    { op: `${m} GET /edge-router-role-attributes`, expect: ADMIN_READ },
+    { op: `${m} GET /summary`, expect: FULL_SESSION },
+    { op: `${c} GET /services`, expect: FULL_SESSION },
+    { op: `${c} GET /services/{id}`, prepare: async () => ({ id: await usable() }), expect: FULL_SESSION },
+    { op: `${c} GET /services/{id}/edge-routers`, prepare: async () => ({ id: await usable() }), expect: FULL_SESSION },
+    { op: `${c} GET /current-identity/edge-routers`, expect: FULL_SESSION },
+    { op: `${c} GET /current-api-session/service-updates`, expect: FULL_SESSION },
+    // sessions: the client's own (another identity's — here the default admin's — does not exist for it)
+    { op: `${c} POST /sessions`, prepare: async () => ({ body: { serviceId: await reachable() } }), expect: CREATED },
+    { op: `${c} GET /sessions`, expect: FULL_SESSION },
+    { op: `${c} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
+    { op: `${c} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
+    { op: `${m} GET /sessions`, expect: ADMIN_READ },
+    { op: `${m} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: ADMIN_READ },
+    { op: `${m} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: adminOnly(200) },
+  ];
 }
 
 /** A fresh auth policy body (every field the spec requires). */
@@ -559,7 +731,9 @@ describe('authorization table', () => {
     const got: string[] = [];
     for (const caller of CALLERS) {
       const p = row.prepare ? await row.prepare() : {};
-      const path = template.replace('{id}', encodeURIComponent(p.id ?? ''));
+      const path = template
+        .replace('{id}', encodeURIComponent(p.id ?? ''))
+        .replace('{serviceId}', encodeURIComponent(p.serviceId ?? ''));
       const token = await tokenOf(caller, row.endsSession === true);
       const query = p.query ? `?${p.query}` : '';
       const r = await call(method, `${srv.base}/edge/${api}/v1${path}${query}`, { token, body: p.body });

@@ -162,21 +162,17 @@ export function writeLoad(targets: () => NodeProcess[], token: () => string, pre
   };
 }
 
-const PAGE = 500;
-/** Bound on pages read (the API caps the offset at 100 000). */
-const MAX_PAGES = 200;
-
 /** Every identity name on a node that contains `prefix`, page by page. */
 export async function namesOn(n: NodeProcess, token: string, prefix: string): Promise<string[]> {
   const filter = encodeURIComponent(`name contains "${prefix}"`);
   const names: string[] = [];
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const url = `${mgmt(n)}/identities?filter=${filter}&limit=${PAGE}&offset=${page * PAGE}`;
+  // pages of the largest size a list serves (500), until the total is read; bounded by the page count
+  for (let page = 0; page < 1_000; page++) {
+    const url = `${mgmt(n)}/identities?filter=${filter}&limit=500&offset=${page * 500}`;
     const r = await call('GET', url, { token });
     if (r.status !== 200) throw new Error(`list on ${n.spec.id}: ${r.status} ${r.text}`);
-    const data = r.body.data as { name: string }[];
-    names.push(...data.map((x) => x.name));
-    if (data.length < PAGE) return names;
+    for (const x of r.body.data as { name: string }[]) names.push(x.name);
+    if (names.length >= r.body.meta.pagination.totalCount || r.body.data.length === 0) return names;
   }
-  throw new Error(`more than ${MAX_PAGES * PAGE} names`);
+  throw new Error(`list on ${n.spec.id}: more than 1 000 pages`);
 }

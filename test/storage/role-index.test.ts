@@ -6,6 +6,7 @@ import { parseRoles, RoleIndex, rolesMatch } from '../../storage/role-index.js';
 import { Schema } from '../../storage/schema.js';
 import { Store } from '../../storage/store.js';
 import type { Command, EntityDef } from '../../storage/types.js';
+import { rng } from '../support/rng.js';
 
 const defs: EntityDef[] = [
   { name: 'people', type: 'person', fields: { attrs: { type: 'string', set: true, index: true } } },
@@ -52,18 +53,6 @@ function expectMatchesRecompute(store: Store): void {
   for (const x of people) {
     expect([...index.policiesOf(x.id)].sort(), `person ${x.id}`).toEqual((reverse.get(x.id) ?? []).sort());
   }
-}
-
-/** A small deterministic PRNG (mulberry32), so a failing seed replays. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('role index (derived): policy roles × role attributes', () => {

@@ -34,13 +34,19 @@ export async function conformant(
  * them to that file, which checks that it calls every one of them.
  */
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
-  { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/|$)/ },
+  { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/\{id\})?$|^\/config-types\/\{id\}\/configs$/ },
   { file: 'test/api/auth-policies.test.ts', paths: /^\/auth-policies(\/|$)/ },
   {
     file: 'test/api/mfa.test.ts',
     paths: /^\/(current-identity\/mfa|authenticate\/mfa|current-api-session\/totp-token|identities\/\{id\}\/mfa)/,
   },
+  { file: 'test/api/ext-jwt.test.ts', paths: /^\/external-jwt-signers(\/|$)/ },
   { file: 'test/api/lockout.test.ts', paths: /^\/identities\/\{id\}\/(disable|enable)$/ },
+  {
+    file: 'test/api/access.test.ts',
+    paths:
+      /^\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
+  },
 ];
 
 /**

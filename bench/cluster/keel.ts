@@ -1,0 +1,130 @@
+/**
+ * A 3-node Keel cluster for the benchmark: three `keel run` processes (src/cluster/processes.ts, as
+ * `npm run cluster` starts them), each with its own data directory; every store batch and Raft append is synced.
+ */
+import { join } from 'node:path';
+import { type NodeProcess, type NodeSpec, startNode, stopNode } from '../../src/cluster/processes.js';
+
+export const BENCH_ADMIN_PASSWORD = 'bench-admin-password-1';
+/** Bound on one HTTP call the harness makes itself (login, member lists). */
+const CALL_TIMEOUT_MS = 10_000;
+
+export const alive = (n: NodeProcess) => n.child.exitCode === null && n.child.signalCode === null;
+
+export class KeelBenchCluster {
+  private constructor(
+    private readonly dir: string,
+    readonly nodes: NodeProcess[],
+  ) {}
+
+  private static spec(dir: string, i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec {
+    return {
+      id: `n${i + 1}`,
+      dataDir: join(dir, `n${i + 1}`),
+      apiPort: 0,
+      peerPort,
+      ...(start ? { start } : {}),
+      ...(i === 0 && start ? { adminPassword: BENCH_ADMIN_PASSWORD } : {}),
+    };
+  }
+
+  /** Starts n1 with `--cluster-init`, then n2 and n3 joining through it. */
+  static async start(dir: string, onStarted: (n: NodeProcess) => void): Promise<KeelBenchCluster> {
+    const c = new KeelBenchCluster(dir, []);
+    const first = await startNode(KeelBenchCluster.spec(dir, 0, { init: true }));
+    onStarted(first);
+    c.nodes.push(first);
+    for (let i = 1; i < 3; i++) {
+      const n = await startNode(KeelBenchCluster.spec(dir, i, { join: first.peerAddress }));
+      onStarted(n);
+      c.nodes.push(n);
+    }
+    return c;
+  }
+
+  get ports(): number[] {
+    return this.nodes.map((n) => Number(new URL(n.base).port));
+  }
+
+  /** Restarts a stopped member on its data directory and peer port (the API port may change). */
+  async restart(i: number, onStarted: (n: NodeProcess) => void): Promise<void> {
+    if (alive(this.nodes[i]!)) throw new Error(`node ${i} is still running`);
+    const peerPort = Number(this.nodes[i]!.peerAddress.split(':').at(-1));
+    const n = await startNode(KeelBenchCluster.spec(this.dir, i, undefined, peerPort));
+    onStarted(n);
+    this.nodes[i] = n;
+  }
+
+  async login(): Promise<string> {
+    const r = await fetch(`${this.nodes[0]!.base}/edge/management/v1/authenticate?method=password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: BENCH_ADMIN_PASSWORD }),
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    });
+    await r.arrayBuffer();
+    const token = r.headers.get('zt-session');
+    if (r.status !== 200 || token === null) throw new Error(`admin login failed: HTTP ${r.status}`);
+    return token;
+  }
+
+  /**
+   * The index of the leader once every live node names the same, live, leader (`GET
+   * /fabric/v1/cluster/list-members` on each); polls for at most `timeout_ms`.
+   */
+  async agreedLeader(token: string, timeout_ms = 30_000): Promise<number> {
+    const deadline = Date.now() + timeout_ms;
+    while (Date.now() < deadline) {
+      const views = await Promise.all(
+        this.nodes.filter(alive).map(async (n) => {
+          try {
+            const r = await fetch(`${n.base}/fabric/v1/cluster/list-members`, {
+              headers: { 'zt-session': token },
+              signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+            });
+            const body = (await r.json()) as { data?: { id: string; leader: boolean }[] };
+            return body.data?.find((m) => m.leader)?.id ?? null;
+          } catch {
+            return null;
+          }
+        }),
+      );
+      const i = this.nodes.findIndex((n) => n.spec.id === views[0]);
+      if (i >= 0 && alive(this.nodes[i]!) && views.every((v) => v === views[0])) return i;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`the Keel nodes did not agree on a leader within ${timeout_ms} ms`);
+  }
+
+  /**
+   * The identity count on every member (`meta.pagination.totalCount` of `GET /identities?limit=1`) once all
+   * agree, polling for at most `timeout_ms`; the last counts seen if they never agree.
+   */
+  async identityCounts(token: string, timeout_ms = 30_000): Promise<{ counts: number[]; agreed: boolean }> {
+    const deadline = Date.now() + timeout_ms;
+    let counts: number[] = [];
+    while (Date.now() < deadline) {
+      counts = await Promise.all(
+        this.nodes.map(async (n) => {
+          try {
+            const r = await fetch(`${n.base}/edge/management/v1/identities?limit=1`, {
+              headers: { 'zt-session': token },
+              signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+            });
+            const body = (await r.json()) as { meta?: { pagination?: { totalCount?: number } } };
+            return body.meta?.pagination?.totalCount ?? -1;
+          } catch {
+            return -1;
+          }
+        }),
+      );
+      if (counts[0]! >= 0 && counts.every((c) => c === counts[0])) return { counts, agreed: true };
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return { counts, agreed: false };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => stopNode(n, 10_000)));
+  }
+}

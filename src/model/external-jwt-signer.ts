@@ -1,0 +1,192 @@
+import { defineEntity, detailSchema, type EntityFields, type RowOf } from '../api/entity.js';
+import { Errors, fieldError } from '../api/errors.js';
+import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
+import { s } from '../schema/s.js';
+import { tags } from './common.js';
+
+const optStr = s.nullable(s.str());
+const targetToken = s.named('targetToken', s.nullable(s.enum(['ACCESS', 'ID'])));
+
+/** A signer's stored fields; `fingerprint`, `commonName`, `notBefore`, `notAfter` come from `certPem`. */
+const signerFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  enabled: { type: 'bool', index: true, body: s.bool(), api: true },
+  certPem: { type: 'string', body: optStr, api: true, default: null },
+  jwksEndpoint: { type: 'string', body: optStr, api: true, default: null },
+  kid: { type: 'string', unique: true, body: optStr, api: true, default: '', emptyIsNull: true },
+  issuer: { type: 'string', index: true, body: s.str(), api: true },
+  audience: { type: 'string', body: s.str(), api: true },
+  claimsProperty: { type: 'string', body: optStr, api: true, default: 'sub' },
+  useExternalId: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
+  externalAuthUrl: { type: 'string', body: optStr, api: true, default: null },
+  clientId: { type: 'string', body: optStr, api: true, default: '' },
+  scopes: { type: 'string', set: true, body: s.nullable(s.arr(s.str())), api: true, default: [] },
+  targetToken: { type: 'string', body: targetToken, api: true, default: 'ACCESS' },
+  fingerprint: { type: 'string', unique: true, api: true, default: '' },
+  commonName: { type: 'string', api: true, default: '' },
+  notBefore: { type: 'datetime', api: true },
+  notAfter: { type: 'datetime', api: true },
+} as const satisfies EntityFields;
+
+export type SignerRow = RowOf<typeof signerFields>;
+
+/** How a signer without a certificate renders its validity (Go's zero time, as OpenZiti does). */
+const ZERO_TIME = '0001-01-01T00:00:00.000Z';
+/** Bounds of the free-text fields (a PEM of a long chain fits; a claim path is short). */
+const MAX_PEM_BYTES = 64 * 1024;
+const MAX_TEXT_CHARS = 2048;
+const MAX_SCOPES = 64;
+
+const writeFields = {
+  name: s.str(),
+  enabled: s.bool(),
+  certPem: optStr,
+  jwksEndpoint: optStr,
+  kid: optStr,
+  issuer: s.str(),
+  audience: s.str(),
+  claimsProperty: optStr,
+  useExternalId: s.nullable(s.bool()),
+  externalAuthUrl: optStr,
+  clientId: optStr,
+  scopes: s.nullable(s.arr(s.str())),
+  targetToken,
+  tags,
+};
+const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const;
+
+/** The certificate facts a signer renders, or 400 when `certPem` is not exactly one certificate. */
+function certFacts(pem: string): Record<string, unknown> {
+  const cert = pem.length <= MAX_PEM_BYTES ? parseSinglePem(pem) : null;
+  if (!cert) {
+    throw Errors.INVALID_CERT_PEM({ field: 'certPem', reason: 'expected exactly one PEM certificate', value: '' });
+  }
+  const cn = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1] ?? '';
+  return {
+    certPem: cert.toString(),
+    fingerprint: fingerprintOfDer(cert.raw),
+    commonName: cn,
+    notBefore: new Date(cert.validFrom).toISOString(),
+    notAfter: new Date(cert.validTo).toISOString(),
+  };
+}
+
+function checkUrl(field: string, value: unknown): void {
+  if (value === null || value === undefined) return;
+  let url: URL | null = null;
+  try {
+    url = new URL(String(value));
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw fieldError(field, 'must be an http(s) URL', value);
+  }
+}
+
+export const externalJwtSigners = defineEntity({
+  name: 'external-jwt-signers',
+  type: 'externalJwtSigner',
+  tag: 'External JWT Signer',
+  singular: 'ExternalJwtSigner',
+  plural: 'ExternalJwtSigners',
+  permission: 'external-jwt-signer',
+  fields: signerFields,
+  detail: detailSchema(
+    'externalJwtSignerDetail',
+    s.obj(
+      {
+        audience: s.str(),
+        certPem: optStr,
+        claimsProperty: s.str(),
+        clientId: s.str(),
+        commonName: s.str(),
+        enabled: s.bool(),
+        externalAuthUrl: optStr,
+        fingerprint: s.str(),
+        issuer: s.str(),
+        jwksEndpoint: optStr,
+        kid: s.str(),
+        name: s.str(),
+        notAfter: s.datetime(),
+        notBefore: s.datetime(),
+        scopes: s.arr(s.str()),
+        targetToken,
+        useExternalId: s.bool(),
+      },
+      [
+        'name',
+        'certPem',
+        'jwksEndpoint',
+        'enabled',
+        'fingerprint',
+        'commonName',
+        'notAfter',
+        'notBefore',
+        'externalAuthUrl',
+        'claimsProperty',
+        'useExternalId',
+        'kid',
+        'issuer',
+        'audience',
+        'clientId',
+        'scopes',
+        'targetToken',
+      ],
+    ),
+  ),
+  create: s.named('externalJwtSignerCreate', s.obj(writeFields, REQUIRED)),
+  update: s.named('externalJwtSignerUpdate', s.obj(writeFields, REQUIRED)),
+  patch: s.named(
+    'externalJwtSignerPatch',
+    s.obj({
+      ...writeFields,
+      name: optStr,
+      enabled: s.nullable(s.bool()),
+      issuer: optStr,
+      audience: optStr,
+      scopes: s.arr(s.str()),
+    }),
+  ),
+  toApi: (row) => ({
+    notBefore: row.notBefore ?? ZERO_TIME,
+    notAfter: row.notAfter ?? ZERO_TIME,
+    kid: row.kid ?? '',
+  }),
+  fromApi(_body, { mode, existing, copied }) {
+    const out: Record<string, unknown> = { ...copied };
+    const merged = { ...(mode === 'patch' ? existing : {}), ...out } as Record<string, unknown>;
+    for (const field of ['name', 'issuer', 'audience'] as const) {
+      if (typeof out[field] === 'string' && (out[field] as string).trim() === '') {
+        throw fieldError(field, `${field} must not be empty`, '');
+      }
+    }
+    for (const [field, value] of Object.entries(out)) {
+      if (typeof value === 'string' && field !== 'certPem' && value.length > MAX_TEXT_CHARS) {
+        throw fieldError(field, `at most ${MAX_TEXT_CHARS} characters`, value.length);
+      }
+    }
+    if (Array.isArray(out.scopes) && out.scopes.length > MAX_SCOPES) {
+      throw fieldError('scopes', `at most ${MAX_SCOPES} scopes`, out.scopes.length);
+    }
+    if (out.claimsProperty === '') throw fieldError('claimsProperty', 'must not be empty', '');
+    checkUrl('jwksEndpoint', out.jwksEndpoint);
+    checkUrl('externalAuthUrl', out.externalAuthUrl);
+    const hasCert = typeof merged.certPem === 'string' && merged.certPem !== '';
+    const hasJwks = typeof merged.jwksEndpoint === 'string' && merged.jwksEndpoint !== '';
+    if (hasCert === hasJwks) {
+      throw fieldError(
+        hasCert ? 'jwksEndpoint' : 'certPem',
+        'exactly one of certPem and jwksEndpoint is required',
+        null,
+      );
+    }
+    if (hasCert) {
+      Object.assign(out, certFacts(merged.certPem as string));
+      out.jwksEndpoint = null;
+    } else {
+      Object.assign(out, { certPem: null, fingerprint: null, commonName: '', notBefore: null, notAfter: null });
+    }
+    return out;
+  },
+});

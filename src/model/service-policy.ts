@@ -1,0 +1,44 @@
+import type { Entity } from '../api/entity.js';
+import { s } from '../schema/s.js';
+import { identities } from './identity.js';
+import { definePolicy, dialBind, roleIndexName } from './policy.js';
+import { services } from './service.js';
+
+const index = (field: string) => roleIndexName('service-policies', field);
+
+/** Service policies: which identities may dial or bind which services (posture checks: roles only, for now). */
+export const servicePolicies = definePolicy({
+  name: 'service-policies',
+  type: 'servicePolicy',
+  tag: 'Service Policy',
+  singular: 'ServicePolicy',
+  plural: 'ServicePolicies',
+  permission: 'service-policy',
+  schemaBase: 'servicePolicy',
+  roleLists: [
+    { field: 'identityRoles', entity: 'identities' },
+    { field: 'serviceRoles', entity: 'services' },
+    { field: 'postureCheckRoles', entity: null },
+  ],
+  extraFields: {
+    type: { type: 'string', index: true, body: s.enum(['Dial', 'Bind'] as const), api: true },
+  },
+  extraDetail: { type: dialBind },
+  extraRequired: ['type'],
+  relations: [
+    {
+      path: 'identities',
+      listed: (): Entity => identities,
+      via: { index: index('identityRoles'), side: 'targets' },
+      operationId: 'listServicePolicyIdentities',
+      summary: 'List identities a service policy affects',
+    },
+    {
+      path: 'services',
+      listed: (): Entity => services,
+      via: { index: index('serviceRoles'), side: 'targets' },
+      operationId: 'listServicePolicyServices',
+      summary: 'List services a service policy affects',
+    },
+  ],
+});

@@ -1,0 +1,121 @@
+import { dataEnvelope } from '../../http/errors.js';
+import type { Row } from '../../storage/types.js';
+import { Errors, fieldError, notFound } from '../api/errors.js';
+import { listQuery, listResponse, mapResult } from '../api/list.js';
+import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
+import { okEmpty, okJson } from '../api/respond.js';
+import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../model/access.js';
+import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
+import { dialBind } from '../model/policy.js';
+import { sessionDetail, sessions } from '../model/session.js';
+import { s } from '../schema/s.js';
+import { shortId, uuid } from '../util/ids.js';
+
+const sessionCreate = s.named('sessionCreate', s.obj({ serviceId: s.str(), tags, type: dialBind }));
+type SessionCreate = { serviceId?: string; tags?: Record<string, unknown> | null; type?: string };
+
+/** The caller's own session, or 404 (another identity's session does not exist for it). */
+function ownSession(ctx: OpContext<unknown>): Row {
+  const row = ctx.svc.get('sessions', ctx.params.id!);
+  if (!row || row.identityId !== ctx.caller!.identity.id) throw notFound('session', ctx.params.id!);
+  return row;
+}
+
+/**
+ * The client's sessions: create (Dial/Bind) only when a service policy of that type grants the service to the
+ * caller and at least one edge router is allowed by both the caller's edge router policies and the service's
+ * service edge router policies; list, detail and delete the caller's own sessions.
+ */
+export function sessionOps(): OpDef<unknown>[] {
+  const base = { apis: ['client'] as const, tags: ['Session'], access: 'authenticated' as const };
+  return [
+    op<SessionCreate>({
+      ...base,
+      method: 'POST',
+      path: '/sessions',
+      operationId: 'createSession',
+      summary: 'Create a session',
+      description: 'Creates a session for a service the caller may dial or bind.',
+      body: sessionCreate,
+      bodyName: 'session',
+      responses: {
+        201: {
+          description: 'Create session response',
+          schema: s.named('sessionCreateEnvelope', s.obj({ data: sessionDetail, meta })),
+        },
+      },
+      handler: async (ctx) => {
+        const serviceId = ctx.body.serviceId;
+        if (!serviceId) throw fieldError('serviceId', 'serviceId is required', serviceId ?? null);
+        const type = ctx.body.type ?? 'Dial';
+        if (type !== 'Dial' && type !== 'Bind') throw fieldError('type', 'must be Dial or Bind', type);
+        const identityId = ctx.caller!.identity.id;
+        // a service the caller may not use this way does not exist for it (OpenZiti answers 404 too)
+        const access = serviceAccessOf(ctx.svc, identityId, serviceId).get(serviceId);
+        if (!access || access[type === 'Dial' ? 'dial' : 'bind'].length === 0) throw notFound('service', serviceId);
+        const mine = identityEdgeRouters(ctx.svc, identityId);
+        if (![...serviceEdgeRouters(ctx.svc, serviceId)].some((id) => mine.has(id))) {
+          throw Errors.NO_EDGE_ROUTERS_AVAILABLE();
+        }
+        const id = shortId();
+        const data = {
+          token: uuid(),
+          apiSessionId: ctx.caller!.session.id,
+          identityId,
+          serviceId,
+          type,
+          tags: ctx.body.tags ?? {},
+        };
+        await ctx.svc.write({ op: 'create', entity: 'sessions', id, data, at: ctx.svc.nowIso() });
+        const row = ctx.svc.get('sessions', id);
+        // ended at once (its API session, identity or service deleted meanwhile)
+        if (!row) throw notFound('session', id);
+        return dataEnvelope(sessions.render(row, ctx.svc), {}, 201);
+      },
+    }),
+    op({
+      ...base,
+      method: 'GET',
+      path: '/sessions',
+      operationId: 'listSessions',
+      summary: 'List sessions',
+      description: "The caller's sessions.",
+      query: LIST_QUERY,
+      responses: {
+        200: { description: 'A list of sessions', schema: listEnvelope('listSessionsEnvelope', sessionDetail) },
+      },
+      handler: (ctx) => {
+        const mine = new Set(ctx.svc.store.lookup('sessions', 'identityId', ctx.caller!.identity.id));
+        return mapResult(listQuery(sessions, ctx, mine), (result) =>
+          listResponse(result, (row) => sessions.renderJson(row, ctx.svc), sessions.symbolTable(ctx.svc)),
+        );
+      },
+    }),
+    op({
+      ...base,
+      method: 'GET',
+      path: '/sessions/{id}',
+      operationId: 'detailSession',
+      summary: 'Retrieves a single session',
+      responses: {
+        200: { description: 'A single session', schema: detailEnvelope('detailSessionEnvelope', sessionDetail) },
+      },
+      handler: (ctx) => okJson(sessions.renderJson(ownSession(ctx), ctx.svc)),
+    }),
+    op({
+      ...base,
+      method: 'DELETE',
+      path: '/sessions/{id}',
+      operationId: 'deleteSession',
+      summary: 'Delete a session',
+      responses: {
+        200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
+      },
+      handler: async (ctx) => {
+        const row = ownSession(ctx);
+        await ctx.svc.write({ op: 'delete', entity: 'sessions', id: row.id, at: ctx.svc.nowIso(), ifExists: true });
+        return okEmpty();
+      },
+    }),
+  ];
+}

@@ -1,0 +1,46 @@
+/** Small helpers of the API suites: error assertions, id lists, non-admin users. */
+import { expect } from 'vitest';
+import { call, login, type Res } from './server.js';
+
+/** The response is OpenZiti's error envelope with this status, code and (optionally) cause field. */
+export function expectError(res: Res, status: number, code: string, field?: string): void {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body.error.code).toBe(code);
+  if (field !== undefined) expect(res.body.error.cause.field).toBe(field);
+}
+
+/** The sorted ids of a list response. */
+export function ids(res: Res): string[] {
+  expect(res.status, res.text).toBe(200);
+  return (res.body.data as { id: string }[]).map((x) => x.id).sort();
+}
+
+/**
+ * A non-admin identity (with `permissions` and `roleAttributes`) with a password, logged in on the management API:
+ * its id and its session token.
+ */
+export async function userWith(
+  base: string,
+  adminToken: string,
+  name: string,
+  opts: { permissions?: string[]; roleAttributes?: string[] } = {},
+): Promise<{ id: string; token: string }> {
+  const mgmt = `${base}/edge/management/v1`;
+  const u = await call('POST', `${mgmt}/identities`, {
+    token: adminToken,
+    body: {
+      name,
+      type: 'User',
+      isAdmin: false,
+      permissions: opts.permissions ?? [],
+      roleAttributes: opts.roleAttributes,
+    },
+  });
+  expect(u.status, u.text).toBe(201);
+  const a = await call('POST', `${mgmt}/authenticators`, {
+    token: adminToken,
+    body: { method: 'updb', identityId: u.body.data.id, username: name, password: `${name}-pass` },
+  });
+  expect(a.status, a.text).toBe(201);
+  return { id: u.body.data.id, token: await login(base, name, `${name}-pass`) };
+}
