@@ -17,15 +17,7 @@ export function etcdVersion(): string | null {
   return /etcd Version: (\S+)/.exec(r.stdout)?.[1] ?? 'unknown';
 }
 
-/** POST `body` as JSON; resolves with the response text when the status is `okStatus`, else rejects. */
-export function post(
-  agent: Agent,
-  port: number,
-  path: string,
-  body: string,
-  headers: Record<string, string> = {},
-  okStatus = 200,
-): Promise<string> {
+function post(agent: Agent, port: number, path: string, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -34,15 +26,15 @@ export function post(
         path,
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          if (res.statusCode === okStatus) resolve(text);
-          else reject(new Error(`${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
+          if (res.statusCode === 200) resolve(text);
+          else reject(new Error(`etcd ${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`));
         });
         res.on('error', reject);
       },
