@@ -320,13 +320,23 @@ export class Store {
    * batch is synced (an unsynced LevelDB batch may be lost while a later synced one survives). Listeners are told
    * about the rows that disappeared; the epoch bump invalidates derived caches.
    */
-  async restore(data: Uint8Array): Promise<number> {
+  restore(data: Uint8Array): Promise<number> {
+    return this.restoreStream(oneChunk(data));
+  }
+
+  /**
+   * `restore` from the snapshot's bytes handed over in chunks of any size (frames may span chunks): rows are
+   * written batch by batch as they arrive. Returns the snapshot's index.
+   */
+  async restoreStream(chunks: AsyncIterable<Uint8Array>): Promise<number> {
     assert(!this.closed, 'restore on a closed store');
     assert(!this.applying, 'restore while applying');
     this.applying = true;
     try {
-      const frames = readFrames(data);
-      const header = frames.next().value as { format?: unknown; version?: unknown; index?: unknown } | undefined;
+      const frames = readFrames(chunks);
+      const header = (await frames.next()).value as
+        | { format?: unknown; version?: unknown; index?: unknown }
+        | undefined;
       if (header?.format !== SNAPSHOT_FORMAT || header.version !== SNAPSHOT_VERSION) {
         throw new Error('restore: not a Keel store snapshot of a known version');
       }
@@ -346,7 +356,7 @@ export class Store {
       const loaded = new Map<string, Row[]>();
       let count = 0;
       let end: number | undefined;
-      for (const f of frames) {
+      for await (const f of frames) {
         assert(end === undefined, 'restore: data after the end frame');
         if (!Array.isArray(f)) {
           end = (f as { end?: number }).end;
@@ -418,14 +428,25 @@ function frame(value: unknown): Uint8Array {
   return out;
 }
 
-function* readFrames(data: Uint8Array): Generator<unknown> {
-  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  let at = 0;
-  while (at < buf.length) {
-    assert(at + 4 <= buf.length, 'restore: truncated frame header');
-    const len = buf.readUInt32BE(at);
-    assert(len <= MAX_SNAPSHOT_FRAME_BYTES && at + 4 + len <= buf.length, 'restore: truncated or oversized frame');
-    yield packr.unpack(buf.subarray(at + 4, at + 4 + len));
-    at += 4 + len;
+async function* oneChunk(data: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield data;
+}
+
+/** The decoded frames of a snapshot whose bytes arrive in chunks of any size. */
+async function* readFrames(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<unknown> {
+  let pending: Buffer = Buffer.alloc(0);
+  for await (const chunk of chunks) {
+    const c = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    pending = pending.length === 0 ? c : Buffer.concat([pending, c]);
+    let at = 0;
+    while (pending.length - at >= 4) {
+      const len = pending.readUInt32BE(at);
+      assert(len <= MAX_SNAPSHOT_FRAME_BYTES, 'restore: oversized frame');
+      if (pending.length - at - 4 < len) break;
+      yield packr.unpack(pending.subarray(at + 4, at + 4 + len));
+      at += 4 + len;
+    }
+    pending = pending.subarray(at);
   }
+  assert(pending.length === 0, 'restore: truncated frame');
 }

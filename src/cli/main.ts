@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
+import { loadPeerTls, peerIdFromCert } from '../pki/index.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
@@ -35,9 +35,8 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --peer-advertise H:P    address other members dial (default: the peer listener's)
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
-  --peer-cert F --peer-key F --peer-ca F
-                          mutual TLS on peer links: this node's certificate (CN = node id), its key, the
-                          cluster CA (PEM files)
+  --peer-tls              mutual TLS on peer links with this node's certificate from DIR/pki (made by
+                          keel cluster init on the first node, a join bundle from keel pki issue-node on others)
   --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 10000)
   After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
 
@@ -106,9 +105,12 @@ export function parsePeerAddress(text: string, flag: string): string {
   return text.trim();
 }
 
-function clusterOptions(values: Record<string, string | boolean | undefined>): ClusterOptions | undefined {
+async function clusterOptions(
+  values: Record<string, string | boolean | undefined>,
+  dataDir: string,
+): Promise<ClusterOptions | undefined> {
   const id = values['node-id'] as string | undefined;
-  const clusterFlags = ['peer-listen', 'peer-advertise', 'cluster-init', 'join', 'peer-cert', 'peer-key', 'peer-ca'];
+  const clusterFlags = ['peer-listen', 'peer-advertise', 'cluster-init', 'join', 'peer-tls'];
   if (id === undefined) {
     const stray = clusterFlags.find((f) => values[f] !== undefined);
     if (stray) throw new Error(`--${stray} needs --node-id (cluster mode)`);
@@ -116,9 +118,13 @@ function clusterOptions(values: Record<string, string | boolean | undefined>): C
   }
   if (!NODE_ID.test(id)) throw new Error(`invalid --node-id '${id}' (1-64 of letters, digits, '.', '_', '-')`);
   if (values['cluster-init'] && values.join) throw new Error('--cluster-init and --join exclude each other');
-  const tlsFiles = [values['peer-cert'], values['peer-key'], values['peer-ca']];
-  if (tlsFiles.some((f) => f !== undefined) && !tlsFiles.every((f) => f !== undefined)) {
-    throw new Error('--peer-cert, --peer-key and --peer-ca go together');
+  let tls: ClusterOptions['tls'];
+  if (values['peer-tls']) {
+    // this node's peer certificate, key and the cluster root from its PKI directory (keel cluster init, or a join
+    // bundle from keel pki issue-node): checked to chain to the root and to name this node
+    const peer = await loadPeerTls(join(dataDir, 'pki'));
+    if (peer.nodeId !== id) throw new Error(`the peer certificate in ${dataDir}/pki names ${peer.nodeId}, not ${id}`);
+    tls = { key: peer.key, cert: peer.cert, ca: peer.ca, peerIdFromCert };
   }
   return {
     nodeId: id,
@@ -128,15 +134,7 @@ function clusterOptions(values: Record<string, string | boolean | undefined>): C
       : {}),
     init: values['cluster-init'] === true,
     ...(values.join ? { join: parsePeerAddress(values.join as string, '--join') } : {}),
-    ...(values['peer-cert']
-      ? {
-          tls: {
-            cert: readFileSync(values['peer-cert'] as string),
-            key: readFileSync(values['peer-key'] as string),
-            ca: readFileSync(values['peer-ca'] as string),
-          },
-        }
-      : {}),
+    ...(tls ? { tls } : {}),
     ...(values['snapshot-every']
       ? { snapshotEvery_entries: positiveInt(values['snapshot-every'] as string, '--snapshot-every') }
       : {}),
@@ -160,9 +158,7 @@ async function run(argv: string[]): Promise<void> {
       'peer-advertise': { type: 'string' },
       'cluster-init': { type: 'boolean' },
       join: { type: 'string' },
-      'peer-cert': { type: 'string' },
-      'peer-key': { type: 'string' },
-      'peer-ca': { type: 'string' },
+      'peer-tls': { type: 'boolean' },
       'snapshot-every': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -183,7 +179,7 @@ async function run(argv: string[]): Promise<void> {
     : DEFAULT_SESSION_TIMEOUT_MS;
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
-  const cluster = clusterOptions(values);
+  const cluster = await clusterOptions(values, dataDir);
   let ctl: Controller | null = null;
   let stopping = false;
   // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the

@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generatePassword } from '../bootstrap.js';
+import { initClusterPki, issueNodeBundle } from '../pki/index.js';
 import { type NodeProcess, startNode, stopNode } from './processes.js';
 
 export interface LocalClusterOptions {
@@ -12,11 +13,27 @@ export interface LocalClusterOptions {
   adminPassword?: string;
 }
 
+/** Hosts the certificates of a cluster on this machine name. */
+export const LOCAL_HOSTS = ['127.0.0.1', 'localhost'];
+
+/**
+ * Peer certificates for members `ids` whose data directories are `dirOf(id)`: the first gets the cluster CA and its
+ * certificate (`keel cluster init`), the others a join bundle each (`keel pki issue-node`), in `<data dir>/pki`.
+ */
+export async function preparePeerPki(ids: string[], dirOf: (id: string) => string, hosts = LOCAL_HOSTS): Promise<void> {
+  const [first, ...rest] = ids;
+  const caDir = join(dirOf(first!), 'pki');
+  await initClusterPki(caDir, { nodeId: first!, hosts });
+  for (const id of rest) await issueNodeBundle(caDir, join(dirOf(id), 'pki'), { nodeId: id, hosts });
+}
+
 export async function runLocalCluster(o: LocalClusterOptions, out: (line: string) => void): Promise<NodeProcess[]> {
   const root = resolve(o.dataDir);
   mkdirSync(root, { recursive: true });
   const fresh = !existsSync(join(root, 'n1', 'raft'));
   const password = fresh ? (o.adminPassword ?? generatePassword()) : undefined;
+  const ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
+  if (fresh) await preparePeerPki(ids, (id) => join(root, id));
   const nodes: NodeProcess[] = [];
   const stopAll = async () => {
     await Promise.all(nodes.map((n) => stopNode(n)));
@@ -32,6 +49,7 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
         peerPort: o.peerBasePort + i,
         ...(start ? { start } : {}),
         ...(i === 0 && password ? { adminPassword: password } : {}),
+        extraArgs: ['--peer-tls'],
         env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
       });
       n.child.stderr?.pipe(process.stderr);

@@ -2,6 +2,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
@@ -51,6 +52,8 @@ const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
 /** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
 const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
+/** How long a forward waits for the leader's answer (it answers once it accepted the entry, not once applied). */
+const FORWARD_TIMEOUT_MS = 3_000;
 
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
@@ -89,6 +92,13 @@ export class ClusterNode {
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== PEER_API_PATH) return; // the Raft transport's listener takes /raft
+      // With peer TLS the server already required a certificate from the cluster CA; it must also name a member
+      // (identity and router certificates from the same CA do not).
+      const tls = this.opts.tls;
+      if (tls && !tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
+        socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
+        return;
+      }
       this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
     });
   }
@@ -263,7 +273,7 @@ export class ClusterNode {
     if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
     return withTimeout(
       client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
-      PEER_CALL_TIMEOUT_MS,
+      FORWARD_TIMEOUT_MS,
       `forward to ${leader}`,
     );
   }
@@ -302,10 +312,11 @@ export class ClusterNode {
     return this.monitor.view();
   }
 
-  /** Whether peer links use mutual TLS, and this node's certificate (PEM) if so. */
+  /** This node's peer certificate (PEM, the leaf without its chain) when peer links use mutual TLS, else null. */
   get peerCertPem(): string | null {
     const cert = this.opts.tls?.cert;
-    return cert === undefined ? null : cert.toString();
+    if (cert === undefined) return null;
+    return /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(cert.toString())?.[0] ?? null;
   }
 
   async removeMember(id: string): Promise<void> {

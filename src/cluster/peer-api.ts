@@ -3,6 +3,7 @@
  * the Raft transport), and its client. Only members talk to it (the peer listener is meant for mutual TLS).
  */
 
+import type { PeerCertificate } from 'node:tls';
 import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc/client';
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
@@ -99,6 +100,8 @@ export interface PeerTlsOptions {
   key: string | Buffer;
   cert: string | Buffer;
   ca: string | Buffer | Array<string | Buffer>;
+  /** The member id a peer certificate vouches for, or null (then the peer is refused). */
+  peerIdFromCert: (cert: PeerCertificate) => string | null;
 }
 
 export interface PeerClient {

@@ -9,7 +9,10 @@ import type { StoreStateMachine } from './state-machine.js';
 export interface RaftProposerOptions {
   /** How long a proposal waits for a leader to appear before 503 `no-leader`. */
   leaderWait_ms: number;
-  /** How long a proposal waits for its entry to be applied here before `unknown-outcome`. */
+  /**
+   * A proposal's whole budget (finding the leader, forwarding, waiting for its entry to be applied here); past it
+   * the answer is `unknown-outcome`. Below the HTTP layer's 10 s handler timeout, so the client gets this answer.
+   */
   applyTimeout_ms: number;
   /** Bound on submission attempts (a leader that moves, or refuses while it hands leadership over). */
   maxAttempts: number;
@@ -23,6 +26,14 @@ export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
 
 /** Sends a proposal's bytes to the current leader (tRPC `forward`); rejects when the outcome is unknown. */
 export type Forwarder = (leader: string, data: Uint8Array) => Promise<ForwardResult>;
+
+/** Even a proposal that spent its budget finding the leader waits this long for its entry. */
+const MIN_APPLY_WAIT_MS = 500;
+/** Bound on sending one command again after its earlier copy was shown never to commit. */
+const MAX_RESENDS = 3;
+const NOT_COMMITTED = Symbol('not-committed');
+/** How often a forward in flight checks whether this node still follows the leader it was sent to. */
+const LEADER_CHECK_MS = 25;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
@@ -58,18 +69,37 @@ export class RaftProposer implements Proposer {
     if (!encoded.ok) return encoded.result;
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
     const data = encodeLogged({ rid, cmd: encoded.cmd });
+    const started_ms = Date.now();
     const waiter = this.sm.wait(rid);
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
     let timer: NodeJS.Timeout | undefined;
+    let applied = false;
+    const result = waiter.promise.then((r) => {
+      applied = true;
+      return r;
+    });
     try {
-      const to = await this.submit(data);
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          this.log('write not applied in time: outcome unknown', { rid, submittedTo: to });
-          reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
-        }, this.opts.applyTimeout_ms);
+        timer = setTimeout(
+          () => {
+            this.log('write not applied in time: outcome unknown', { rid });
+            reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
+          },
+          Math.max(MIN_APPLY_WAIT_MS, this.opts.applyTimeout_ms - (Date.now() - started_ms)),
+        );
       });
-      return await Promise.race([waiter.promise, timeout]);
+      for (let round = 0; round < MAX_RESENDS; round++) {
+        const term = this.node.status().term;
+        const { leader, unknown } = await this.submit(data);
+        if (!unknown) return await Promise.race([result, timeout]);
+        // Sent, no answer. Wait for the entry; if instead a later term's leader confirms a read index and the
+        // entry has not been applied here by then, it was never committed and never will be (the old leader can
+        // no longer commit, the new one commits only what its log held when it won): then sending it again is safe.
+        const settled = await Promise.race([result, timeout, this.notCommitted(term, () => applied)]);
+        if (settled !== NOT_COMMITTED) return settled;
+        this.log('a forward without an answer was not committed: sending it again', { rid, leader });
+      }
+      return await Promise.race([result, timeout]);
     } finally {
       clearTimeout(timer);
       waiter.cancel();
@@ -77,10 +107,30 @@ export class RaftProposer implements Proposer {
   }
 
   /**
+   * Resolves NOT_COMMITTED once a leader of a term after `term` has confirmed a read index and this node has
+   * applied up to it without applying the entry; never resolves otherwise (the caller races it with a timeout).
+   */
+  private async notCommitted(term: number, applied: () => boolean): Promise<typeof NOT_COMMITTED> {
+    for (;;) {
+      if (this.closed) return new Promise(() => {});
+      if (this.node.leaderId() !== null && this.node.status().term > term) {
+        try {
+          await this.node.readIndex();
+          if (!applied()) return NOT_COMMITTED;
+          return new Promise(() => {}); // applied: the waiter has the result
+        } catch {
+          // no confirmation yet: look again
+        }
+      }
+      await sleep(25);
+    }
+  }
+
+  /**
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
    * only waiting tells); rejects with a definite ProposalError when nothing was proposed.
    */
-  private async submit(data: Uint8Array): Promise<string> {
+  private async submit(data: Uint8Array): Promise<{ leader: string; unknown: boolean }> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
     for (let attempt = 0; attempt < this.opts.maxAttempts; ) {
       if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
@@ -91,26 +141,49 @@ export class RaftProposer implements Proposer {
         continue;
       }
       attempt++;
-      const r = leader === this.node.id ? await proposeOnLeader(this.node, data) : await this.forwardOnce(leader, data);
-      if (r.ok) return leader;
-      if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
-      if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
-      if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
-      // not-leader (or a leader that is stopping): nothing was proposed, so trying the next leader is safe.
+      let r: ForwardResult;
+      if (leader === this.node.id) {
+        r = await proposeOnLeader(this.node, data);
+      } else {
+        try {
+          r = await this.forwardWhileLeader(leader, data);
+        } catch (err) {
+          // sent, but no answer: the leader may have proposed it (see propose)
+          this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
+          return { leader, unknown: true };
+        }
+      }
+      if (r.ok) return { leader, unknown: false };
+      this.refuse(r, leader);
       if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
       await sleep(25);
     }
     throw new ProposalError('no-leader', 'the leader kept changing', 2);
   }
 
-  private async forwardOnce(leader: string, data: Uint8Array): Promise<ForwardResult> {
-    try {
-      return await this.forward(leader, data);
-    } catch (err) {
-      // Sent, but no answer: the leader may have proposed it. Wait for it to apply (or time out), never resend.
-      this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
-      return { ok: true };
-    }
+  /**
+   * The forward, given up (as "no answer") as soon as this node follows another leader: a dead leader's socket may
+   * not report its death before the forward's own timeout, while the election already moved on.
+   */
+  private forwardWhileLeader(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const moved = new Promise<never>((_, reject) => {
+      const check = () => {
+        const now = this.node.leaderId();
+        if (now !== null && now !== leader) reject(new Error(`leadership moved from ${leader} to ${now}`));
+        else timer = setTimeout(check, LEADER_CHECK_MS);
+      };
+      timer = setTimeout(check, LEADER_CHECK_MS);
+    });
+    return Promise.race([this.forward(leader, data), moved]).finally(() => clearTimeout(timer));
+  }
+
+  /** Throws the definite errors of a refusal; returns when it only says "not the leader" (try the next one). */
+  private refuse(r: Exclude<ForwardResult, { ok: true }>, leader: string): void {
+    if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
+    if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
+    if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
+    // not-leader (or a leader that is stopping): nothing was proposed, so trying the next leader is safe.
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Entry, Snapshot, StateMachine } from '../../raft/index.js';
+import type { Entry, Snapshot, SnapshotChunks, SnapshotMeta, StateMachine } from '../../raft/index.js';
 import { MAX_GROUP_COMMANDS, type Store } from '../../storage/store.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { decodeLogged } from './codec.js';
@@ -79,9 +79,25 @@ export class StoreStateMachine implements StateMachine {
   }
 
   async restore(snap: Snapshot): Promise<void> {
-    const index = await this.store.restore(snap.data);
-    if (index !== snap.meta.index) {
-      throw new Error(`snapshot data is at index ${index}, its Raft metadata says ${snap.meta.index}`);
-    }
+    checkIndex(await this.store.restore(snap.data), snap.meta);
   }
+
+  /** The snapshot frame by frame (at most SNAPSHOT_CHUNK_ROWS rows each), read as the log stores it. */
+  async snapshotStream(): Promise<SnapshotChunks> {
+    const store = this.store;
+    const index = store.appliedIndex;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      yield* store.snapshotChunks();
+    }
+    return { index, chunks: chunks() };
+  }
+
+  /** Restores from chunks of any size, writing rows batch by batch as they arrive. */
+  async restoreStream(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    checkIndex(await this.store.restoreStream(chunks), meta);
+  }
+}
+
+function checkIndex(index: number, meta: SnapshotMeta): void {
+  if (index !== meta.index) throw new Error(`snapshot data is at index ${index}, its Raft metadata says ${meta.index}`);
 }

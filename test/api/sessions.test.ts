@@ -103,3 +103,77 @@ describe('session activity flushing', () => {
     }
   });
 });
+
+describe('sessions on a cluster member', () => {
+  let srv: TestServer;
+  let now = Date.parse('2026-06-01T00:00:00Z');
+  let leader = false;
+  let barrier: () => Promise<void> = async () => {};
+  let barriers = 0;
+
+  beforeAll(async () => {
+    srv = await startServer({
+      clock: { now: () => now },
+      sessionTimeout_ms: 60_000,
+      sessionFlush_ms: 10_000,
+      sessionSweep_ms: 3_600_000,
+    });
+    // this node as a cluster member (its leadership and read barrier scripted)
+    srv.ctl.svc.cluster = {
+      id: 'n1',
+      raft: { isLeader: () => leader },
+      readBarrier: () => {
+        barriers++;
+        return barrier();
+      },
+      peerCertPem: null,
+      memberView: () => [],
+      addMemberAt: async () => 'x',
+      removeMember: async () => {},
+      transferLeadership: async () => {},
+    };
+  });
+  afterAll(async () => {
+    srv.ctl.svc.cluster = null;
+    await srv.stop();
+  });
+
+  it('a token this member does not know yet is confirmed with a read barrier before 401', async () => {
+    const token = await login(srv.base);
+    const svc = srv.ctl.svc;
+    const row = [...svc.store.collection('api-sessions').scan()].find((r) => r.token === token)!;
+    const { id, createdAt: _c, updatedAt: _u, ...data } = row;
+    // the member has not applied the session yet; the barrier is what brings it in (as applying the log would)
+    await svc.write({ op: 'delete', entity: 'api-sessions', id, at: new Date(now).toISOString() });
+    barrier = async () => {
+      await svc.write({ op: 'create', entity: 'api-sessions', id, data, at: new Date(now).toISOString() });
+    };
+    barriers = 0;
+    const r = await call('GET', `${srv.client}/current-identity`, { token });
+    expect(r.status).toBe(200);
+    expect(barriers).toBe(1);
+    // a known token needs no barrier; an unknown one still gets 401 after it
+    barrier = async () => {};
+    expect((await call('GET', `${srv.client}/current-identity`, { token })).status).toBe(200);
+    expect(barriers).toBe(1);
+    const bad = await call('GET', `${srv.client}/current-identity`, { token: `${token.slice(0, -4)}0000` });
+    expect(bad.status).toBe(401);
+    expect(barriers).toBe(2);
+  });
+
+  it('only the leader sweeps, and only sessions idle past the timeout plus a grace of two flush intervals', async () => {
+    const token = await login(srv.base);
+    const has = () => [...srv.ctl.svc.store.collection('api-sessions').scan()].some((r) => r.token === token);
+    now += 65_000; // idle past the 60 s timeout, within the 20 s grace
+    leader = true;
+    await srv.ctl.svc.sessions.sweep();
+    expect(has()).toBe(true);
+    now += 20_000; // past timeout + grace
+    leader = false;
+    expect(await srv.ctl.svc.sessions.sweep()).toBe(0);
+    expect(has()).toBe(true);
+    leader = true;
+    expect(await srv.ctl.svc.sessions.sweep()).toBeGreaterThanOrEqual(1);
+    expect(has()).toBe(false);
+  });
+});

@@ -5,7 +5,9 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
 import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
+import { issueNodeBundle } from '../../src/pki/index.js';
 import {
   alive,
   buildOnce,
@@ -82,7 +84,10 @@ describe('a 3-node cluster of keel processes', () => {
 
   it('the controllers list and the fabric cluster API report live members; leadership moves on request', async () => {
     const fabric = (n: NodeProcess) => `${n.base}/fabric/v1/cluster`;
-    const m = await call('GET', `${fabric(c.nodes[0]!)}/list-members`, { token });
+    const listed = () => call('GET', `${fabric(c.nodes[0]!)}/list-members`, { token });
+    // members are polled once a second: right after a start the first poll may not have answered yet
+    await until(async () => (await listed()).body.data.every((x: any) => x.connected), 5_000, 'all connected');
+    const m = await listed();
     expect(m.status).toBe(200);
     expect(m.body.data.map((x: any) => [x.id, x.voter, x.connected])).toEqual([
       ['n1', true, true],
@@ -95,8 +100,12 @@ describe('a 3-node cluster of keel processes', () => {
       return Object.fromEntries(r.body.data.map((x: any) => [x.name, x.isOnline]));
     };
     await until(async () => Object.values(await onlineOn(c.nodes[2]!)).every(Boolean), 5_000, 'all online');
-    const ctl = (await call('GET', `${c.nodes[2]!.base}/edge/management/v1/controllers`, { token })).body.data[0];
-    expect(ctl.apiAddresses['edge-client'][0].url).toBe(`${c.nodes[0]!.base}/edge/client/v1`);
+    const ctls = (await call('GET', `${c.nodes[2]!.base}/edge/management/v1/controllers`, { token })).body.data;
+    expect(ctls[0].apiAddresses['edge-client'][0].url).toBe(`${c.nodes[0]!.base}/edge/client/v1`);
+    expect(ctls[0].ctrlAddress).toBe(`tls:${c.nodes[0]!.peerAddress}`);
+    // the answering member reports its own peer certificate (mutual TLS is on)
+    expect(ctls[2].certPem).toContain('BEGIN CERTIFICATE');
+    expect(ctls[2].fingerprint).toMatch(/^[0-9a-f]{40}$/);
     // a member going down is reported within seconds, and so is its return
     const L = await leaderIndex(c.nodes);
     const down = c.nodes[(L + 1) % 3]!;
@@ -121,6 +130,20 @@ describe('a 3-node cluster of keel processes', () => {
     expect(anon.status).toBe(401);
   }, 40_000);
 
+  it('a process without a certificate from the cluster CA cannot join', async () => {
+    // its own CA (another cluster's): the members refuse its TLS handshake
+    await preparePeerPki(['intruder'], (id) => join(c.dir, id));
+    const join1 = { join: c.nodes[0]!.peerAddress };
+    const intruder = { id: 'intruder', dataDir: join(c.dir, 'intruder'), apiPort: 0, peerPort: 0, start: join1 };
+    await expect(startNode({ ...intruder, extraArgs: ['--peer-tls'] }, 30_000)).rejects.toThrow(/exited/);
+    // no certificate at all
+    await expect(startNode({ ...intruder, id: 'plain', dataDir: join(c.dir, 'plain') }, 30_000)).rejects.toThrow(
+      /exited/,
+    );
+    const m = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
+    expect(m.body.data.map((x: any) => x.id)).toEqual(['n1', 'n2', 'n3']);
+  }, 90_000);
+
   it('a member added and removed under load fails no write', async () => {
     const load = writeLoad(
       () => c.nodes,
@@ -129,12 +152,15 @@ describe('a 3-node cluster of keel processes', () => {
       4,
     );
     await until(() => load.acked.length >= 20, 20_000, 'load');
+    // a join bundle issued with the first node's CA, as an operator hands it over
+    await issueNodeBundle(join(c.dir, 'n1', 'pki'), join(c.dir, 'n4', 'pki'), { nodeId: 'n4', hosts: LOCAL_HOSTS });
     const fourth = await startNode({
       id: 'n4',
       dataDir: join(c.dir, 'n4'),
       apiPort: 0,
       peerPort: 0,
       start: { join: c.nodes[1]!.peerAddress },
+      extraArgs: ['--peer-tls'],
     });
     try {
       const listed = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });

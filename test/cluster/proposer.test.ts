@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RaftError, type RaftNode } from '../../raft/index.js';
 import { decodeLogged, encodeLogged } from '../../src/cluster/codec.js';
 import type { ForwardResult } from '../../src/cluster/peer-api.js';
-import { proposeOnLeader, RaftProposer } from '../../src/cluster/raft-proposer.js';
+import { proposeOnLeader, RaftProposer, type RaftProposerOptions } from '../../src/cluster/raft-proposer.js';
 import { StoreStateMachine } from '../../src/cluster/state-machine.js';
 import { ProposalError } from '../../storage/proposer.js';
 import { Schema } from '../../storage/schema.js';
@@ -24,8 +24,34 @@ async function store(): Promise<Store> {
 }
 
 /** A node whose propose() is scripted; `leaderId()` as given. */
+/** The term this node sees, and what its read barrier does. */
+const raftState = { term: 1, readIndex: async () => 0 };
+
+/** A node whose propose() is scripted; `leaderId()` as given, the term and read barrier from raftState. */
 function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Promise<unknown>): RaftNode {
-  return { id: 'me', leaderId: leader, propose } as unknown as RaftNode;
+  return {
+    id: 'me',
+    leaderId: leader,
+    propose,
+    status: () => ({ term: raftState.term }),
+    readIndex: () => raftState.readIndex(),
+  } as unknown as RaftNode;
+}
+
+/** A proposer on a node that is never the leader (its own propose() refuses), forwarding with `forward`. */
+function follower(
+  leader: () => string | null,
+  sm: StoreStateMachine,
+  forward: (to: string, data: Uint8Array) => Promise<ForwardResult>,
+  opts: RaftProposerOptions = OPTS,
+): RaftProposer {
+  return new RaftProposer(
+    fakeNode(leader, () => Promise.reject(new Error('not the leader here'))),
+    sm,
+    forward,
+    undefined,
+    opts,
+  );
 }
 
 const OPTS = { leaderWait_ms: 300, applyTimeout_ms: 300, maxAttempts: 20 };
@@ -64,16 +90,7 @@ describe('RaftProposer', () => {
       setTimeout(() => void sm.apply([{ index: ++index, term: 1, type: 'normal', data }]), 5);
       return { ok: true };
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => 'leader',
-        () => Promise.reject(new Error('not here')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => 'leader', sm, forward, OPTS);
     expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
     const dup = await p.propose(create('policies', 'b', { name: 'A' }));
     expect(dup).toMatchObject({ ok: false, error: { code: 'UNIQUE' } });
@@ -81,7 +98,57 @@ describe('RaftProposer', () => {
     await s.close();
   });
 
-  it('never re-sends a forward whose outcome is unknown: it waits, then answers unknown-outcome', async () => {
+  /**
+   * The leader 'old' dies with a forward: `oldAnswer` is what the forward to it does (fails, or never answers);
+   * 20 ms later this node follows 'new' in term 2, which applies what it is sent. The proposal must succeed,
+   * having sent the command to 'old' and then to 'new' (after a read barrier showed it was not committed).
+   */
+  async function leaderDiesWithForward(oldAnswer: () => Promise<ForwardResult>): Promise<void> {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    const sent: string[] = [];
+    let leader = 'old';
+    const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
+      sent.push(to);
+      if (to === 'old') {
+        setTimeout(() => {
+          leader = 'new';
+          raftState.term = 2;
+        }, 20);
+        return oldAnswer();
+      }
+      setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
+      return { ok: true };
+    };
+    raftState.term = 1;
+    let reads = 0;
+    raftState.readIndex = async () => {
+      reads++;
+      return 0;
+    };
+    try {
+      const p = follower(() => leader, sm, forward, { ...OPTS, applyTimeout_ms: 2_000 });
+      expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
+      expect(sent).toEqual(['old', 'new']);
+      expect(reads).toBe(1);
+      expect(s.collection('policies').size).toBe(1);
+    } finally {
+      raftState.term = 1;
+      raftState.readIndex = async () => 0;
+      await s.close();
+    }
+  }
+
+  it('sends again a forward without an answer once a later leader shows the entry was not committed', () =>
+    leaderDiesWithForward(async () => {
+      throw new Error('connection closed');
+    }));
+
+  it('stops waiting for a forward once another leader is followed (a dead leader may never answer)', () =>
+    // no answer, no error: the socket has not noticed the death
+    leaderDiesWithForward(() => new Promise(() => {})));
+
+  it('never re-sends a forward whose outcome is unknown while no later leader says otherwise', async () => {
     const s = await store();
     const sm = new StoreStateMachine(s);
     let forwards = 0;
@@ -89,16 +156,7 @@ describe('RaftProposer', () => {
       forwards++;
       throw new Error('connection closed');
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => 'leader',
-        () => Promise.reject(new Error('x')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => 'leader', sm, forward, OPTS);
     const err = await p.propose(create('policies', 'a', { name: 'A' })).catch((e) => e);
     expect(err).toBeInstanceOf(ProposalError);
     expect(err.code).toBe('unknown-outcome');
@@ -121,16 +179,7 @@ describe('RaftProposer', () => {
       setTimeout(() => void sm.apply([{ index: 1, term: 2, type: 'normal', data }]), 5);
       return { ok: true };
     };
-    const p = new RaftProposer(
-      fakeNode(
-        () => leader,
-        () => Promise.reject(new Error('x')),
-      ),
-      sm,
-      forward,
-      undefined,
-      OPTS,
-    );
+    const p = follower(() => leader, sm, forward, OPTS);
     expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
     expect(sent).toEqual(['old', 'new']);
     await s.close();
@@ -139,26 +188,17 @@ describe('RaftProposer', () => {
   it('answers no-leader when no leader appears in time; overloaded when the leader refuses for load', async () => {
     const s = await store();
     const sm = new StoreStateMachine(s);
-    const none = new RaftProposer(
-      fakeNode(
-        () => null,
-        () => Promise.reject(new Error('x')),
-      ),
+    const none = follower(
+      () => null,
       sm,
       async () => ({ ok: true }),
-      undefined,
       OPTS,
     );
     await expect(none.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'no-leader' });
-    const busy = new RaftProposer(
-      fakeNode(
-        () => 'l',
-        () => Promise.reject(new Error('x')),
-      ),
+    const busy = follower(
+      () => 'l',
       sm,
       async () => ({ ok: false, code: 'overloaded' }),
-      undefined,
-      OPTS,
     );
     await expect(busy.propose(create('policies', 'a', { name: 'A' }))).rejects.toMatchObject({ code: 'overloaded' });
     await s.close();

@@ -3,8 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type MemberStatus, peerClient } from '../../src/cluster/peer-api.js';
+import { preparePeerPki } from '../../src/cluster/local.js';
+import { type MemberStatus, type PeerTlsOptions, peerClient } from '../../src/cluster/peer-api.js';
 import { type NodeProcess, type NodeSpec, startNode } from '../../src/cluster/processes.js';
+import { loadPeerTls, peerIdFromCert } from '../../src/pki/index.js';
+import { withTimeout } from '../../src/util/timeout.js';
 import { ADMIN_PASSWORD, call, login } from '../support/server.js';
 
 export { ADMIN_PASSWORD, call, login };
@@ -23,9 +26,16 @@ export interface TestCluster {
   restart(i: number, extraArgs?: string[]): Promise<NodeProcess>;
 }
 
+/** Starts `size` members with peer mutual TLS (certificates as `keel cluster init` / `keel pki issue-node` make them). */
 export async function startCluster(size: number, extraArgs: string[] = []): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-cluster-'));
   const nodes: NodeProcess[] = [];
+  await preparePeerPki(
+    Array.from({ length: size }, (_, i) => `n${i + 1}`),
+    (id) => join(dir, id),
+  );
+  const t = await loadPeerTls(join(dir, 'n1', 'pki'));
+  clientTls = { key: t.key, cert: t.cert, ca: t.ca, peerIdFromCert };
   const spec = (i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec => ({
     id: `n${i + 1}`,
     dataDir: join(dir, `n${i + 1}`),
@@ -33,7 +43,7 @@ export async function startCluster(size: number, extraArgs: string[] = []): Prom
     peerPort,
     ...(start ? { start } : {}),
     ...(i === 0 ? { adminPassword: ADMIN_PASSWORD } : {}),
-    extraArgs,
+    extraArgs: ['--peer-tls', ...extraArgs],
   });
   nodes.push(await startNode(spec(0, { init: true })));
   for (let i = 1; i < size; i++) nodes.push(await startNode(spec(i, { join: nodes[0]!.peerAddress })));
@@ -48,10 +58,13 @@ export async function startCluster(size: number, extraArgs: string[] = []): Prom
   };
 }
 
+/** The peer TLS material the tests' own peer API calls present (the first member's certificate). */
+let clientTls: PeerTlsOptions | undefined;
+
 export async function memberStatus(n: NodeProcess): Promise<MemberStatus> {
-  const c = peerClient(n.peerAddress);
+  const c = peerClient(n.peerAddress, clientTls);
   try {
-    return await c.api.status.query();
+    return await withTimeout(c.api.status.query(), 5_000, `status of ${n.spec.id}`);
   } finally {
     c.close();
   }
@@ -149,7 +162,7 @@ export function writeLoad(targets: () => NodeProcess[], token: () => string, pre
   };
 }
 
-/** Every identity name on a node that starts with `prefix` (limit none). */
+/** Every identity name on a node that contains `prefix`, page by page. */
 export async function namesOn(n: NodeProcess, token: string, prefix: string): Promise<string[]> {
   const filter = encodeURIComponent(`name contains "${prefix}"`);
   const names: string[] = [];

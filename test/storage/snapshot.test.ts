@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { StoreStateMachine } from '../../src/cluster/state-machine.js';
 import { packr } from '../../storage/codec.js';
 import { Schema } from '../../storage/schema.js';
 import { SNAPSHOT_CHUNK_ROWS, Store } from '../../storage/store.js';
@@ -125,5 +126,43 @@ describe('store snapshot', () => {
     await expect(s.restore(body)).rejects.toThrow(/frame/);
     expect(s.collection('people').size).toBe(10);
     await s.close();
+  });
+});
+
+describe('store snapshot, streamed', () => {
+  it('restores from chunks of any size (frames split across chunks), as the Raft state machine streams it', async () => {
+    const src = await filled(2100);
+    const sm = new StoreStateMachine(src);
+    const stream = await sm.snapshotStream();
+    const parts: Uint8Array[] = [];
+    for await (const c of stream.chunks) parts.push(c);
+    expect(parts.length).toBe(2 + 3 + 1); // header, policies, three chunks of people, end
+    const whole = Buffer.concat(parts);
+    async function* pieces(size: number): AsyncGenerator<Uint8Array> {
+      for (let at = 0; at < whole.length; at += size) yield whole.subarray(at, at + size);
+    }
+    for (const size of [7, 4096]) {
+      const dst = await open();
+      await new StoreStateMachine(dst).restoreStream(
+        {
+          index: stream.index,
+          term: 1,
+          conf: { voters: [], learners: [], votersOutgoing: [], learnersNext: [], autoLeave: false },
+        },
+        pieces(size),
+      );
+      expect(dst.appliedIndex).toBe(stream.index);
+      expect(dst.collection('people').size).toBe(2100);
+      expect(dst.lookup('people', 'name', 'n2099')).toEqual(['u02099']);
+      await dst.close();
+    }
+    // a stream cut inside a frame is refused
+    const dst = await open();
+    async function* cut(): AsyncGenerator<Uint8Array> {
+      yield whole.subarray(0, whole.length - 3);
+    }
+    await expect(dst.restoreStream(cut())).rejects.toThrow(/truncated/);
+    await dst.close();
+    await src.close();
   });
 });
