@@ -19,6 +19,7 @@ import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
 import { adviceOps } from './advice.js';
 import { roleAttributeOp } from './identity.js';
+import { postureCheckTypeOps } from './posture-check-types.js';
 import { serviceConfigOps } from './service-configs.js';
 import { sessionOps } from './sessions.js';
 
@@ -208,6 +209,14 @@ export function accessOps(): OpDef<unknown>[] {
     ...adviceOps(),
     ...sessionOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
+    ...postureCheckTypeOps(),
+    roleAttributeOp(
+      '/posture-check-role-attributes',
+      'listPostureCheckRoleAttributes',
+      'posture-checks',
+      'roleAttributes',
+      'posture-check',
+    ),
     roleAttributeOp(
       '/edge-router-role-attributes',
       'listEdgeRouterRoleAttributes',
