@@ -113,6 +113,8 @@ export const apiSessions = defineEntity({
     configTypes: { type: 'string', set: true },
     isMfaRequired: { type: 'bool' },
     isMfaComplete: { type: 'bool' },
+    // when the session last passed MFA (the MFA posture check's timeout counts from it)
+    mfaCompletedAt: { type: 'datetime' },
     lastActivityAt: { type: 'datetime' },
   },
   detail: apiSessionDetail,

@@ -505,6 +505,16 @@ function accessModelRows(): Row[] {
     { op: `${m} GET /posture-check-types`, expect: ADMIN_READ },
     { op: `${m} GET /posture-check-types/{id}`, prepare: async () => ({ id: 'MFA' }), expect: ADMIN_READ },
     { op: `${m} GET /posture-check-role-attributes`, expect: ADMIN_READ },
+    {
+      op: `${c} POST /posture-response`,
+      prepare: async () => ({ body: { id: 'x', typeId: 'DOMAIN', domain: 'corp' } }),
+      expect: CREATED,
+    },
+    {
+      op: `${c} POST /posture-response-bulk`,
+      prepare: async () => ({ body: [{ id: 'x', typeId: 'DOMAIN', domain: 'corp' }] }),
+      expect: FULL_SESSION,
+    },
     ...crud('/services', service, () => ({ name: uniq('svc'), encryptionRequired: true })),
     ...crud('/edge-routers', router, () => ({ name: uniq('er') })),
     ...Object.entries(policyBodies).flatMap(([path, body]) => crud(path, () => make(path), body)),
@@ -529,7 +539,15 @@ function accessModelRows(): Row[] {
     ...lists(
       '/identities',
       plainIdentity,
-      ['services', 'service-policies', 'edge-routers', 'edge-router-policies', 'service-configs'],
+      [
+        'services',
+        'service-policies',
+        'edge-routers',
+        'edge-router-policies',
+        'service-configs',
+        'posture-data',
+        'failed-service-requests',
+      ],
       IDENTITY_READ,
     ),
     {

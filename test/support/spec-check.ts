@@ -48,6 +48,8 @@ export const UNDECLARED_OK: Record<string, string> = {
     "unknown session, or another identity's: the delete loads it first (OpenZiti's DeleteForIdentity: not found)",
   '401 DELETE /posture-checks/{id}': 'no session or no permission (the spec declares 403 for this one operation only)',
   '404 GET /service-policies/{id}/posture-checks': 'unknown policy: association lists load their parent first (404)',
+  '409 POST /sessions':
+    'INVALID_POSTURE: no granting policy has its posture checks passing (errors.go: 409, the spec omits it)',
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
