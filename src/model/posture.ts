@@ -193,24 +193,30 @@ export function evaluateCheck(check: Row, session: Row, data: SessionPosture | u
   }
 }
 
+/** After a reported wake / unlock, an MFA check with `promptOnWake` / `promptOnUnlock` passes this much longer. */
+export const MFA_PROMPT_GRACE_S = 300;
+
 /**
- * MFA: the API session completed MFA, within `timeoutSeconds` (-1: no timeout), and — with `promptOnWake` /
- * `promptOnUnlock` — not before the endpoint last reported waking / unlocking.
+ * MFA: the API session completed MFA, within `timeoutSeconds` (-1: no timeout). With `promptOnWake` /
+ * `promptOnUnlock`, a wake / unlock reported after the MFA leaves a grace period (OpenZiti's 5 minutes) to pass MFA
+ * again; `timeoutRemaining` is the nearer of the two ends.
  */
 function evaluateMfa(check: Row, session: Row, data: SessionPosture | undefined, now_ms: number): CheckResult {
   const timeout_s = (check.timeoutSeconds as number | undefined) ?? -1;
   const passedAt = session.mfaCompletedAt as string | undefined;
   if (session.isMfaComplete !== true || !passedAt) return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
   const passed_ms = Date.parse(passedAt);
-  const stale = (at: string | undefined) => at !== undefined && Date.parse(at) > passed_ms;
-  if (
-    (check.promptOnWake === true && stale(data?.endpoint?.wokenAt)) ||
-    (check.promptOnUnlock === true && stale(data?.endpoint?.unlockedAt))
-  ) {
-    return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
-  }
-  if (timeout_s < 0) return { isPassing: true, timeout_s, timeoutRemaining_s: -1 };
-  const remaining_s = Math.max(0, Math.floor((passed_ms + timeout_s * 1000 - now_ms) / 1000));
+  const ends_ms: number[] = [];
+  if (timeout_s >= 0) ends_ms.push(passed_ms + timeout_s * 1000);
+  const prompt = (enabled: unknown, at: string | undefined) => {
+    if (enabled === true && at !== undefined && Date.parse(at) > passed_ms) {
+      ends_ms.push(Date.parse(at) + MFA_PROMPT_GRACE_S * 1000);
+    }
+  };
+  prompt(check.promptOnWake, data?.endpoint?.wokenAt);
+  prompt(check.promptOnUnlock, data?.endpoint?.unlockedAt);
+  if (ends_ms.length === 0) return { isPassing: true, timeout_s, timeoutRemaining_s: -1 };
+  const remaining_s = Math.max(0, Math.floor((Math.min(...ends_ms) - now_ms) / 1000));
   return { isPassing: remaining_s > 0, timeout_s, timeoutRemaining_s: remaining_s };
 }
 

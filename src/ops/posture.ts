@@ -5,9 +5,10 @@ import { fieldError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { serviceAccessOf } from '../model/access.js';
 import { meta } from '../model/common.js';
 import { identities } from '../model/identity.js';
-import { postureCacheOf, putProcess, type SessionPosture } from '../model/posture.js';
+import { evaluateAccess, postureCacheOf, putProcess, type SessionPosture } from '../model/posture.js';
 import { normalizeMac } from '../model/posture-check.js';
 import { s } from '../schema/s.js';
 
@@ -136,12 +137,40 @@ function validate(r: ResponseBody, prefix: string): (data: SessionPosture, at: s
   }
 }
 
-/** Validates every response first, then records them all (a bad entry records none). */
-function record(svc: Services, caller: { session: Row; identity: Row }, responses: ResponseBody[], bulk: boolean) {
+type Caller = { session: Row; identity: Row };
+
+/**
+ * Validates every response first, then records them all (a bad entry records none). Answers OpenZiti's `services`:
+ * those whose timers the responses altered — a reported wake / unlock starts the grace period of the MFA checks
+ * that prompt on it (one entry per service, its first such check).
+ */
+function record(svc: Services, caller: Caller, responses: ResponseBody[], bulk: boolean): { services: unknown[] } {
   const apply = responses.map((r, i) => validate(r, bulk ? `${i}.` : ''));
   const at = svc.nowIso();
   const data = postureCacheOf(svc).forWrite(caller.session.id, caller.identity.id, at);
   for (const f of apply) f(data, at);
+  const states = responses.filter((r) => r.typeId === 'ENDPOINT_STATE');
+  const woken = states.some((r) => r.woken === true);
+  const unlocked = states.some((r) => r.unlocked === true);
+  if (!woken && !unlocked) return { services: [] };
+  const services: unknown[] = [];
+  for (const [serviceId, access] of serviceAccessOf(svc, caller.identity.id)) {
+    const checks = evaluateAccess(svc, access, caller.session).flatMap((p) => p.checks);
+    const hit = checks.find(
+      ({ check }) =>
+        check.typeId === 'MFA' &&
+        ((woken && check.promptOnWake === true) || (unlocked && check.promptOnUnlock === true)),
+    );
+    if (!hit) continue;
+    services.push({
+      id: serviceId,
+      name: svc.get('services', serviceId)?.name ?? '',
+      postureQueryType: 'MFA',
+      timeout: hit.result.timeout_s,
+      timeoutRemaining: hit.result.timeoutRemaining_s,
+    });
+  }
+  return { services };
 }
 
 const ZERO_TIME = '0001-01-01T00:00:00.000Z';
@@ -224,8 +253,7 @@ export function postureOps(): OpDef<unknown>[] {
       body: postureResponseCreate,
       responses: { 201: { description: 'Posture data recorded', schema: postureResponseEnvelope } },
       handler: (ctx) => {
-        record(ctx.svc, ctx.caller!, [ctx.body], false);
-        return dataEnvelope({ services: [] }, {}, 201);
+        return dataEnvelope(record(ctx.svc, ctx.caller!, [ctx.body], false), {}, 201);
       },
     }),
     op<ResponseBody[]>({
@@ -237,8 +265,7 @@ export function postureOps(): OpDef<unknown>[] {
       body: s.arr(postureResponseCreate, { maxItems: MAX_BULK_RESPONSES }),
       responses: { 200: { description: 'Posture data recorded', schema: postureResponseEnvelope } },
       handler: (ctx) => {
-        record(ctx.svc, ctx.caller!, ctx.body, true);
-        return ok({ services: [] });
+        return ok(record(ctx.svc, ctx.caller!, ctx.body, true));
       },
     }),
     op({

@@ -6,6 +6,7 @@
  */
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MFA_PROMPT_GRACE_S } from '../../src/model/posture.js';
 import { MAX_BULK_RESPONSES } from '../../src/ops/posture.js';
 import { expectError, ids } from '../support/api.js';
 import { manualClock } from '../support/clock.js';
@@ -434,8 +435,20 @@ describe('posture responses, service posture queries and sessions', () => {
     await mgmt('PATCH', `/posture-checks/${mfa}`, { typeId: 'MFA', promptOnWake: true, timeoutSeconds: -1 });
     expect(await query(again)).toMatchObject({ isPassing: true, timeoutRemaining: -1, promptOnWake: true });
     clock.advance(1000);
-    await client('POST', '/posture-response', again, { id: mfa, typeId: 'ENDPOINT_STATE', woken: true });
-    expect((await query(again)).isPassing).toBe(false);
+    const woke = await client('POST', '/posture-response', again, { id: mfa, typeId: 'ENDPOINT_STATE', woken: true });
+    expect(woke.body.data.services).toEqual([
+      { id: svc.id, name: 'mfa-svc', postureQueryType: 'MFA', timeout: -1, timeoutRemaining: MFA_PROMPT_GRACE_S },
+    ]);
+    // the grace period to pass MFA again, then failing
+    expect(await query(again)).toMatchObject({ isPassing: true, timeoutRemaining: MFA_PROMPT_GRACE_S });
+    clock.advance(MFA_PROMPT_GRACE_S * 1000);
+    expect(await query(again)).toMatchObject({ isPassing: false, timeoutRemaining: 0 });
+    const unlocked = await client('POST', '/posture-response', again, {
+      id: mfa,
+      typeId: 'ENDPOINT_STATE',
+      unlocked: true,
+    });
+    expect(unlocked.body.data.services).toEqual([]); // promptOnUnlock is off
     const data = await mgmt('GET', `/identities/${user.id}/posture-data`);
     const mine = data.body.data.apiSessionPostureData;
     expect(Object.values(mine).some((s) => (s as { mfa: { passedMfa: boolean } }).mfa.passedMfa)).toBe(true);
