@@ -10,36 +10,15 @@ import { meta } from '../model/common.js';
 import { identities } from '../model/identity.js';
 import { evaluateAccess, postureCacheOf, putProcess, type SessionPosture } from '../model/posture.js';
 import { normalizeMac } from '../model/posture-check.js';
+import {
+  failedServiceRequest,
+  MAX_BULK_RESPONSES,
+  postureData,
+  postureResponseCreate,
+  postureResponseEnvelope,
+} from '../model/posture-wire.js';
 import { s } from '../schema/s.js';
 
-/** Posture responses one bulk request may carry (OpenZiti sets none; Keel bounds every list). */
-export const MAX_BULK_RESPONSES = 100;
-/** Entries one response's lists (MAC addresses, signer fingerprints) may hold. */
-export const MAX_RESPONSE_LIST = 100;
-
-const short = s.str({ maxLength: 1024 });
-const shortList = s.arr(short, { maxItems: MAX_RESPONSE_LIST });
-const postureResponseCreate = s.named(
-  'postureResponseCreate',
-  s.obj(
-    {
-      id: short,
-      typeId: short,
-      build: short,
-      type: short,
-      version: short,
-      domain: short,
-      macAddresses: shortList,
-      hash: short,
-      isRunning: s.bool(),
-      path: short,
-      signerFingerprints: shortList,
-      unlocked: s.bool(),
-      woken: s.bool(),
-    },
-    ['id', 'typeId'],
-  ),
-);
 type ResponseBody = {
   id: string;
   typeId: string;
@@ -55,39 +34,6 @@ type ResponseBody = {
   unlocked?: boolean;
   woken?: boolean;
 };
-
-const postureResponseEnvelope = s.named(
-  'postureResponseEnvelope',
-  s.obj(
-    {
-      data: s.named(
-        'postureResponse',
-        s.obj(
-          {
-            services: s.arr(
-              s.named(
-                'postureResponseService',
-                s.obj(
-                  {
-                    id: s.str(),
-                    name: s.str(),
-                    postureQueryType: s.str(),
-                    timeout: s.int(),
-                    timeoutRemaining: s.int(),
-                  },
-                  ['id', 'name', 'postureQueryType', 'timeout', 'timeoutRemaining'],
-                ),
-              ),
-            ),
-          },
-          ['services'],
-        ),
-      ),
-      meta,
-    },
-    ['meta', 'data'],
-  ),
-);
 
 const RESPONSE_TYPES = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'ENDPOINT_STATE'] as const;
 
@@ -277,7 +223,7 @@ export function postureOps(): OpDef<unknown>[] {
       responses: {
         200: {
           description: 'Returns the document that represents posture data',
-          schema: s.named('postureDataEnvelope', s.obj({ data: s.map(true), meta }, ['meta', 'data'])),
+          schema: s.named('postureDataEnvelope', s.obj({ data: postureData, meta }, ['meta', 'data'])),
         },
       },
       handler: (ctx) => ok(postureDataOf(ctx.svc, requireRow(identities, ctx.svc, ctx.params.id!).id)),
@@ -291,7 +237,10 @@ export function postureOps(): OpDef<unknown>[] {
       responses: {
         200: {
           description: 'Returns a list of service request failures',
-          schema: s.named('failedServiceRequestEnvelope', s.obj({ data: s.arr(s.map(true)), meta }, ['meta', 'data'])),
+          schema: s.named(
+            'failedServiceRequestEnvelope',
+            s.obj({ data: s.named('failedServiceRequestList', s.arr(failedServiceRequest)), meta }, ['meta', 'data']),
+          ),
         },
       },
       handler: (ctx) => {

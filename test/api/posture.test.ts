@@ -7,7 +7,7 @@
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MFA_PROMPT_GRACE_S } from '../../src/model/posture.js';
-import { MAX_BULK_RESPONSES } from '../../src/ops/posture.js';
+import { MAX_BULK_RESPONSES, MAX_RESPONSE_LIST } from '../../src/model/posture-wire.js';
 import { expectError, ids } from '../support/api.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
@@ -381,6 +381,11 @@ describe('posture responses, service posture queries and sessions', () => {
     expectError(await one({ id: 'x', typeId: 'DOMAIN' }), 400, 'COULD_NOT_VALIDATE', 'domain');
     expectError(await one({ id: 'x', typeId: 'MAC' }), 400, 'COULD_NOT_VALIDATE', 'macAddresses');
     expectError(await one({ id: 'x', typeId: 'PROCESS', isRunning: true }), 400, 'COULD_NOT_VALIDATE', 'path');
+    const macs = Array.from({ length: MAX_RESPONSE_LIST + 1 }, () => 'aabbccddeeff');
+    expectError(await one({ id: 'x', typeId: 'MAC', macAddresses: macs }), 400, 'COULD_NOT_VALIDATE', 'macAddresses');
+    expect((await one({ id: 'x', typeId: 'MAC', macAddresses: macs.slice(1) })).status).toBe(201);
+    const long = 'd'.repeat(1025);
+    expectError(await one({ id: 'x', typeId: 'DOMAIN', domain: long }), 400, 'COULD_NOT_VALIDATE', 'domain');
     const state = await one({ id: 'x', typeId: 'ENDPOINT_STATE', woken: true });
     expect(state.status, state.text).toBe(201);
     const bad = await client('POST', '/posture-response-bulk', user.token, [
