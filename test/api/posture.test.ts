@@ -64,10 +64,10 @@ describe('posture checks', () => {
       for (const other of Object.keys(VALID).filter((t) => t !== typeId)) {
         for (const f of Object.keys(VALID[other]!)) if (!(f in fields)) expect(r.body.data).not.toHaveProperty(f);
       }
-      const patched = await mgmt('PATCH', `/posture-checks/${id}`, { typeId, name: `pc-${typeId}-2` });
+      const patched = await mgmt('PATCH', `/posture-checks/${id}`, { typeId, name: `pc-${typeId}-2`, tags: { t: 1 } });
       expect(patched.status, patched.text).toBe(200);
       const after = (await mgmt('GET', `/posture-checks/${id}`)).body.data;
-      expect(after).toMatchObject({ name: `pc-${typeId}-2`, version: 2 });
+      expect(after).toMatchObject({ name: `pc-${typeId}-2`, version: 2, tags: { t: 1 } });
       const other = typeId === 'MFA' ? 'OS' : 'MFA';
       expectError(await mgmt('PATCH', `/posture-checks/${id}`, { typeId: other }), 400, 'COULD_NOT_VALIDATE', 'typeId');
     }
@@ -178,6 +178,20 @@ describe('posture checks', () => {
     expect(ids(await mgmt('GET', `/service-policies/${sp}/posture-checks`))).toEqual([a]);
     const detail = (await mgmt('GET', `/service-policies/${sp}`)).body.data;
     expect(detail.postureCheckRolesDisplay).toEqual([{ role: '#pc-blue', name: '#pc-blue' }]);
+    // deleting a check named by @id removes it from the policies naming it
+    const byId = await create('/service-policies', {
+      name: 'sp-posture-id',
+      type: 'Bind',
+      semantic: 'AnyOf',
+      postureCheckRoles: [`@${a}`],
+    });
+    expect((await mgmt('GET', `/service-policies/${byId}`)).body.data.postureCheckRolesDisplay).toEqual([
+      { role: `@${a}`, name: '@attr-a' },
+    ]);
+    expect((await mgmt('DELETE', `/posture-checks/${a}`)).status).toBe(200);
+    expect((await mgmt('GET', `/service-policies/${byId}`)).body.data.postureCheckRoles).toEqual([]);
+    expect(ids(await mgmt('GET', `/service-policies/${sp}/posture-checks`))).toEqual([]);
+    expectError(await mgmt('GET', '/service-policies/nope/posture-checks'), 404, 'NOT_FOUND');
   });
 });
 
