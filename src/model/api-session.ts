@@ -115,6 +115,8 @@ export const apiSessions = defineEntity({
     isMfaComplete: { type: 'bool' },
     /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
     extJwtPending: { type: 'string', filter: false },
+    // when the session last passed MFA (the MFA posture check's timeout counts from it)
+    mfaCompletedAt: { type: 'datetime' },
     lastActivityAt: { type: 'datetime' },
   },
   detail: apiSessionDetail,

@@ -15,6 +15,7 @@ import { identities } from './identity.js';
 import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
+import { postureChecks } from './posture-check.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
@@ -33,6 +34,7 @@ export const ENTITIES = [
   configs,
   services,
   edgeRouters,
+  postureChecks,
   servicePolicies,
   edgeRouterPolicies,
   serviceEdgeRouterPolicies,

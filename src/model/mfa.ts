@@ -102,7 +102,8 @@ function refuseCode(mfaId: string): never {
 /** Spends a code of the enrollment (`set` records it) and completes the API session's MFA. */
 function spendCode(ctx: ApplyContext, mfa: Row, set: Record<string, unknown>, sessionId: string, at: string): void {
   ctx.update('mfas', mfa.id, set, at, true);
-  if (ctx.txn.get('api-sessions', sessionId)) ctx.update('api-sessions', sessionId, { isMfaComplete: true }, at, true);
+  if (ctx.txn.get('api-sessions', sessionId))
+    ctx.update('api-sessions', sessionId, { isMfaComplete: true, mfaCompletedAt: at }, at, true);
 }
 
 /**

@@ -2,11 +2,12 @@ import type { Entity } from '../api/entity.js';
 import { s } from '../schema/s.js';
 import { identities } from './identity.js';
 import { definePolicy, dialBind, roleIndexName } from './policy.js';
+import { postureChecks } from './posture-check.js';
 import { services } from './service.js';
 
 const index = (field: string) => roleIndexName('service-policies', field);
 
-/** Service policies: which identities may dial or bind which services (posture checks: roles only, for now). */
+/** Service policies: which identities may dial or bind which services and which posture checks they require. */
 export const servicePolicies = definePolicy({
   name: 'service-policies',
   type: 'servicePolicy',
@@ -18,7 +19,7 @@ export const servicePolicies = definePolicy({
   roleLists: [
     { field: 'identityRoles', entity: 'identities' },
     { field: 'serviceRoles', entity: 'services' },
-    { field: 'postureCheckRoles', entity: null },
+    { field: 'postureCheckRoles', entity: 'posture-checks' },
   ],
   extraFields: {
     type: { type: 'string', index: true, body: s.enum(['Dial', 'Bind'] as const), api: true },
@@ -39,6 +40,13 @@ export const servicePolicies = definePolicy({
       via: { index: index('serviceRoles'), side: 'targets' },
       operationId: 'listServicePolicyServices',
       summary: 'List services a service policy affects',
+    },
+    {
+      path: 'posture-checks',
+      listed: (): Entity => postureChecks,
+      via: { index: index('postureCheckRoles'), side: 'targets' },
+      operationId: 'listServicePolicyPostureChecks',
+      summary: 'List posture checks a service policy includes',
     },
   ],
 });

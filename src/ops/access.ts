@@ -14,27 +14,33 @@ import {
 } from '../model/access.js';
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
 import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouters } from '../model/edge-router.js';
+import { evaluateAccess, renderQuery } from '../model/posture.js';
 import { configMap, serviceDetail, services } from '../model/service.js';
 import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
 import { adviceOps } from './advice.js';
 import { roleAttributeOp } from './identity.js';
+import { postureOps } from './posture.js';
+import { postureCheckTypeOps } from './posture-check-types.js';
 import { serviceConfigOps } from './service-configs.js';
 import { sessionOps } from './sessions.js';
 
 /**
  * A service as its caller sees it on the client API: `permissions` from the policies granting it, the `config` map
  * of the config types asked for (the `configTypes` query parameter, else those of the API session), and one
- * `postureQueries` entry per granting policy (posture checks are not served yet: each passes with no query).
+ * `postureQueries` entry per granting policy: its posture checks evaluated for the caller's API session
+ * (src/model/posture.ts).
  */
 function renderForCaller(ctx: OpContext<unknown>, row: Row, access: ServiceAccess): string {
   const svc: Services = ctx.svc;
   const asked = ctx.req.query.getAll('configTypes');
   const types = asked.length > 0 ? asked : ((ctx.caller!.session.configTypes as string[] | undefined) ?? []);
-  const postureQueries = [
-    ...access.dial.map((policyId) => ({ isPassing: true, policyId, policyType: 'Dial', postureQueries: [] })),
-    ...access.bind.map((policyId) => ({ isPassing: true, policyId, policyType: 'Bind', postureQueries: [] })),
-  ];
+  const postureQueries = evaluateAccess(svc, access, ctx.caller!.session).map((p) => ({
+    isPassing: p.isPassing,
+    policyId: p.policyId,
+    policyType: p.policyType,
+    postureQueries: p.checks.map((c) => renderQuery(c.check, c.result)),
+  }));
   return JSON.stringify({
     ...services.render(row, svc),
     config: configMap(svc, row, types, ctx.caller!.identity.id),
@@ -208,6 +214,15 @@ export function accessOps(): OpDef<unknown>[] {
     ...adviceOps(),
     ...sessionOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
+    ...postureCheckTypeOps(),
+    ...postureOps(),
+    roleAttributeOp(
+      '/posture-check-role-attributes',
+      'listPostureCheckRoleAttributes',
+      'posture-checks',
+      'roleAttributes',
+      'posture-check',
+    ),
     roleAttributeOp(
       '/edge-router-role-attributes',
       'listEdgeRouterRoleAttributes',

@@ -227,7 +227,7 @@ export function mfaOps(): OpDef<unknown>[] {
               op: 'update',
               entity: 'api-sessions',
               id: caller!.session.id,
-              set: { isMfaRequired: true, isMfaComplete: true },
+              set: { isMfaRequired: true, isMfaComplete: true, mfaCompletedAt: at },
               at,
               system: true,
             },

@@ -4,9 +4,10 @@ import { Errors, fieldError, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
 import { okEmpty, okJson } from '../api/respond.js';
-import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../model/access.js';
+import { identityEdgeRouters, type ServiceAccess, serviceAccessOf, serviceEdgeRouters } from '../model/access.js';
 import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
 import { dialBind } from '../model/policy.js';
+import { evaluateAccess, postureCacheOf } from '../model/posture.js';
 import { sessionDetail, sessions } from '../model/session.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
@@ -19,6 +20,35 @@ function ownSession(ctx: OpContext<unknown>): Row {
   const row = ctx.svc.get('sessions', ctx.params.id!);
   if (!row || row.identityId !== ctx.caller!.identity.id) throw notFound('session', ctx.params.id!);
   return row;
+}
+
+/**
+ * OpenZiti: a session needs one granting policy of its type whose posture checks all pass; otherwise 409
+ * INVALID_POSTURE, recorded (with every policy's failing checks) as a failed service request of the identity.
+ */
+function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' | 'Bind', access: ServiceAccess): void {
+  const granting = { dial: type === 'Dial' ? access.dial : [], bind: type === 'Bind' ? access.bind : [] };
+  const policies = evaluateAccess(ctx.svc, granting, ctx.caller!.session);
+  if (policies.some((p) => p.isPassing)) return;
+  postureCacheOf(ctx.svc).recordFailure(ctx.caller!.identity.id, {
+    apiSessionId: ctx.caller!.session.id,
+    serviceId,
+    serviceName: (ctx.svc.get('services', serviceId)?.name as string | undefined) ?? '',
+    sessionType: type,
+    when: ctx.svc.nowIso(),
+    policyFailures: policies.map((p) => ({
+      policyId: p.policyId,
+      policyName: (ctx.svc.get('service-policies', p.policyId)?.name as string | undefined) ?? '',
+      checks: p.checks
+        .filter((c) => !c.result.isPassing)
+        .map((c) => ({
+          postureCheckId: c.check.id,
+          postureCheckName: c.check.name as string,
+          postureCheckType: c.check.typeId as string,
+        })),
+    })),
+  });
+  throw Errors.INVALID_POSTURE();
 }
 
 /**
@@ -53,6 +83,7 @@ export function sessionOps(): OpDef<unknown>[] {
         // a service the caller may not use this way does not exist for it (OpenZiti answers 404 too)
         const access = serviceAccessOf(ctx.svc, identityId, serviceId).get(serviceId);
         if (!access || access[type === 'Dial' ? 'dial' : 'bind'].length === 0) throw notFound('service', serviceId);
+        checkPosture(ctx, serviceId, type, access);
         const mine = identityEdgeRouters(ctx.svc, identityId);
         if (![...serviceEdgeRouters(ctx.svc, serviceId)].some((id) => mine.has(id))) {
           throw Errors.NO_EDGE_ROUTERS_AVAILABLE();

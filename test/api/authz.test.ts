@@ -703,7 +703,12 @@ function accessModelRows(): Row[] {
   };
   const CREATED = FULL_SESSION.replace(/200/g, '201');
   const NOT_OWN = FULL_SESSION.replace(/200/g, '404');
-  const crud = (path: string, fixture: () => Promise<string>, body: () => Record<string, unknown>): Row[] => [
+  const crud = (
+    path: string,
+    fixture: () => Promise<string>,
+    body: () => Record<string, unknown>,
+    patch: Record<string, unknown> = { tags: { x: 1 } },
+  ): Row[] => [
     { op: `${m} GET ${path}`, expect: ADMIN_READ },
     { op: `${m} GET ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: ADMIN_READ },
     { op: `${m} POST ${path}`, prepare: async () => ({ body: body() }), expect: adminOnly(201) },
@@ -714,7 +719,7 @@ function accessModelRows(): Row[] {
     },
     {
       op: `${m} PATCH ${path}/{id}`,
-      prepare: async () => ({ id: await fixture(), body: { tags: { x: 1 } } }),
+      prepare: async () => ({ id: await fixture(), body: patch }),
       expect: adminOnly(200),
     },
     { op: `${m} DELETE ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: adminOnly(200) },
@@ -722,7 +727,27 @@ function accessModelRows(): Row[] {
   const lists = (parent: string, fixture: () => Promise<string>, paths: string[], expect = ADMIN_READ): Row[] =>
     paths.map((p) => ({ op: `${m} GET ${parent}/{id}/${p}`, prepare: async () => ({ id: await fixture() }), expect }));
   const plainIdentity = async () => (await identity('plain')).id;
+  const check = async () =>
+    (await adminCall('POST', '/posture-checks', { name: uniq('pc'), typeId: 'DOMAIN', domains: ['corp'] })).data
+      .id as string;
   return [
+    ...crud('/posture-checks', check, () => ({ name: uniq('pc'), typeId: 'DOMAIN', domains: ['corp'] }), {
+      typeId: 'DOMAIN',
+      tags: { x: 1 },
+    }),
+    { op: `${m} GET /posture-check-types`, expect: ADMIN_READ },
+    { op: `${m} GET /posture-check-types/{id}`, prepare: async () => ({ id: 'MFA' }), expect: ADMIN_READ },
+    { op: `${m} GET /posture-check-role-attributes`, expect: ADMIN_READ },
+    {
+      op: `${c} POST /posture-response`,
+      prepare: async () => ({ body: { id: 'x', typeId: 'DOMAIN', domain: 'corp' } }),
+      expect: CREATED,
+    },
+    {
+      op: `${c} POST /posture-response-bulk`,
+      prepare: async () => ({ body: [{ id: 'x', typeId: 'DOMAIN', domain: 'corp' }] }),
+      expect: FULL_SESSION,
+    },
     ...crud('/services', service, () => ({ name: uniq('svc'), encryptionRequired: true })),
     ...crud('/edge-routers', router, () => ({ name: uniq('er') })),
     ...Object.entries(policyBodies).flatMap(([path, body]) => crud(path, () => make(path), body)),
@@ -734,7 +759,7 @@ function accessModelRows(): Row[] {
       'service-edge-router-policies',
       'services',
     ]),
-    ...lists('/service-policies', () => make('/service-policies'), ['identities', 'services']),
+    ...lists('/service-policies', () => make('/service-policies'), ['identities', 'services', 'posture-checks']),
     ...lists('/edge-router-policies', () => make('/edge-router-policies'), ['edge-routers', 'identities']),
     ...lists('/service-edge-router-policies', () => make('/service-edge-router-policies'), [
       'edge-routers',
@@ -747,7 +772,15 @@ function accessModelRows(): Row[] {
     ...lists(
       '/identities',
       plainIdentity,
-      ['services', 'service-policies', 'edge-routers', 'edge-router-policies', 'service-configs'],
+      [
+        'services',
+        'service-policies',
+        'edge-routers',
+        'edge-router-policies',
+        'service-configs',
+        'posture-data',
+        'failed-service-requests',
+      ],
       IDENTITY_READ,
     ),
     {

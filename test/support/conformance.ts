@@ -36,6 +36,11 @@ export async function conformant(
  */
 export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   { file: 'test/api/configs.test.ts', paths: /^\/config(s|-types)(\/\{id\})?$|^\/config-types\/\{id\}\/configs$/ },
+  {
+    file: 'test/api/posture.test.ts',
+    paths:
+      /^\/(posture-checks|posture-check-types|posture-check-role-attributes|posture-response|posture-response-bulk)(\/|$)|^\/service-policies\/\{id\}\/posture-checks$|^\/identities\/\{id\}\/(posture-data|failed-service-requests)$/,
+  },
   { file: 'test/api/auth-policies.test.ts', paths: /^\/auth-policies(\/|$)/ },
   {
     file: 'test/api/mfa.test.ts',
@@ -46,7 +51,7 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   {
     file: 'test/api/access.test.ts',
     paths:
-      /^\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
+      /^(?!\/service-policies\/\{id\}\/posture-checks$)\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
   },
   { file: 'test/api/cas.test.ts', paths: /^\/cas(\/|$)/ },
   {

@@ -47,6 +47,10 @@ export const UNDECLARED_OK: Record<string, string> = {
   '400 GET /identities/{id}/services': 'policyType other than dial or bind (a field error, as a list parameter)',
   '404 DELETE /sessions/{id}':
     "unknown session, or another identity's: the delete loads it first (OpenZiti's DeleteForIdentity: not found)",
+  '401 DELETE /posture-checks/{id}': 'no session or no permission (the spec declares 403 for this one operation only)',
+  '404 GET /service-policies/{id}/posture-checks': 'unknown policy: association lists load their parent first (404)',
+  '409 POST /sessions':
+    'INVALID_POSTURE: no granting policy has its posture checks passing (errors.go: 409, the spec omits it)',
   '409 POST /authenticators': 'MAX_AUTHENTICATOR_METHODS_REACHED / CERT_IN_USE (controller apierror)',
   '409 POST /enroll/ott':
     'MAX_AUTHENTICATOR_METHODS_REACHED (the identity has a cert authenticator) or INVALID_ENROLLMENT_NOT_ALLOWED (no signing CA on this node), as the legacy POST /enroll declares',

@@ -1,0 +1,284 @@
+/**
+ * Posture data and its evaluation. What a client reports (`POST /posture-response[-bulk]`) is kept per API session
+ * in this node's memory (as OpenZiti's posture cache keeps it): it is volatile, frequent and per connection, so it
+ * is not replicated — a client re-reports after reconnecting, and reports to the node it talks to. The MFA check
+ * reads the API session itself (stored, replicated): MFA complete, and completed within the check's timeout.
+ */
+import type { RoleIndex } from '../../storage/role-index.js';
+import type { Row } from '../../storage/types.js';
+import type { Services } from '../api/services.js';
+import type { ServiceAccess } from './access.js';
+import { roleIndexName } from './policy.js';
+import { type PostureCheckType, parseVersionRange } from './posture-check.js';
+
+/** API sessions whose posture data one node keeps (the least recently reporting one is dropped beyond it). */
+export const MAX_POSTURE_SESSIONS = 100_000;
+/** Processes one API session may report (the oldest report is dropped beyond it). */
+export const MAX_PROCESSES_PER_SESSION = 256;
+/** Failed service requests kept per identity (the oldest dropped), and identities they are kept for. */
+export const MAX_FAILED_REQUESTS_PER_IDENTITY = 100;
+export const MAX_FAILED_REQUEST_IDENTITIES = 10_000;
+
+export interface ProcessData {
+  postureCheckId: string;
+  path: string;
+  isRunning: boolean;
+  hash: string;
+  signerFingerprints: string[];
+  at: string;
+}
+
+export interface SessionPosture {
+  identityId: string;
+  os?: { postureCheckId: string; type: string; version: string; build: string; at: string };
+  domain?: { postureCheckId: string; domain: string; at: string };
+  mac?: { postureCheckId: string; addresses: string[]; at: string };
+  processes: Map<string, ProcessData>;
+  endpoint?: { wokenAt?: string; unlockedAt?: string };
+  lastAt: string;
+}
+
+export interface FailedServiceRequest {
+  apiSessionId: string;
+  serviceId: string;
+  serviceName: string;
+  sessionType: string;
+  when: string;
+  policyFailures: {
+    policyId: string;
+    policyName: string;
+    checks: { postureCheckId: string; postureCheckName: string; postureCheckType: string }[];
+  }[];
+}
+
+/** One node's posture data (per API session) and failed service requests (per identity), both bounded. */
+export class PostureCache {
+  readonly sessions = new Map<string, SessionPosture>();
+  readonly failed = new Map<string, FailedServiceRequest[]>();
+
+  /** The API session's data, created (and moved to the most recent end) for a write. */
+  forWrite(sessionId: string, identityId: string, at: string): SessionPosture {
+    let data = this.sessions.get(sessionId);
+    if (data) this.sessions.delete(sessionId);
+    else data = { identityId, processes: new Map(), lastAt: at };
+    data.lastAt = at;
+    this.sessions.set(sessionId, data);
+    while (this.sessions.size > MAX_POSTURE_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
+    return data;
+  }
+
+  recordFailure(identityId: string, failure: FailedServiceRequest): void {
+    const list = this.failed.get(identityId) ?? [];
+    this.failed.delete(identityId);
+    list.push(failure);
+    if (list.length > MAX_FAILED_REQUESTS_PER_IDENTITY) list.splice(0, list.length - MAX_FAILED_REQUESTS_PER_IDENTITY);
+    this.failed.set(identityId, list);
+    while (this.failed.size > MAX_FAILED_REQUEST_IDENTITIES) this.failed.delete(this.failed.keys().next().value!);
+  }
+}
+
+const caches = new WeakMap<Services, PostureCache>();
+
+/** This node's posture cache. */
+export function postureCacheOf(svc: Services): PostureCache {
+  let cache = caches.get(svc);
+  if (!cache) caches.set(svc, (cache = new PostureCache()));
+  return cache;
+}
+
+/** Adds a process report, dropping the oldest beyond the bound. */
+export function putProcess(data: SessionPosture, p: ProcessData): void {
+  data.processes.delete(p.path);
+  data.processes.set(p.path, p);
+  while (data.processes.size > MAX_PROCESSES_PER_SESSION) data.processes.delete(data.processes.keys().next().value!);
+}
+
+function versionParts(v: string): number[] {
+  return v
+    .split(/[.\-+ ]/)
+    .slice(0, 3)
+    .map((p) => Number.parseInt(p, 10) || 0);
+}
+
+function compare(a: number[], b: number[]): number {
+  for (let i = 0; i < 3; i++) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/** Whether `version` (e.g. `10.0.19041`) satisfies a range (`>=10.0.0 <11`, alternatives joined by `||`). */
+export function versionSatisfies(version: string, range: string): boolean {
+  const parsed = parseVersionRange(range);
+  if (parsed === null) return false;
+  const v = versionParts(version);
+  return parsed.some((alt) =>
+    alt.every(({ op, version: want }) => {
+      // a comparator naming fewer parts compares only those (`=10` matches 10.x.y)
+      const d = compare(v.slice(0, want.length), want);
+      switch (op) {
+        case '>=':
+          return d >= 0;
+        case '<=':
+          return d <= 0;
+        case '>':
+          return d > 0;
+        case '<':
+          return d < 0;
+        case '!=':
+          return d !== 0;
+        default:
+          return d === 0;
+      }
+    }),
+  );
+}
+
+interface ProcessCriteria {
+  path: string;
+  hashes?: string[];
+  signerFingerprint?: string;
+  signerFingerprints?: string[];
+}
+
+function processPasses(data: SessionPosture | undefined, want: ProcessCriteria): boolean {
+  const got = data?.processes.get(want.path);
+  if (!got?.isRunning) return false;
+  if (want.hashes && want.hashes.length > 0 && !want.hashes.includes(got.hash)) return false;
+  const signers = [...(want.signerFingerprints ?? []), ...(want.signerFingerprint ? [want.signerFingerprint] : [])];
+  return signers.length === 0 || signers.some((f) => got.signerFingerprints.includes(f));
+}
+
+export interface CheckResult {
+  isPassing: boolean;
+  /** -1: the check has no timeout. */
+  timeout_s: number;
+  timeoutRemaining_s: number;
+}
+
+/** One posture check against one API session's data at `now_ms`. */
+export function evaluateCheck(check: Row, session: Row, data: SessionPosture | undefined, now_ms: number): CheckResult {
+  const noTimeout = (isPassing: boolean): CheckResult => ({ isPassing, timeout_s: -1, timeoutRemaining_s: -1 });
+  switch (check.typeId as PostureCheckType) {
+    case 'OS': {
+      const os = data?.os;
+      if (!os) return noTimeout(false);
+      const wanted = ((check.operatingSystems as { type: string; versions: string[] }[] | undefined) ?? []).filter(
+        (o) => o.type.toLowerCase() === os.type.toLowerCase(),
+      );
+      return noTimeout(
+        wanted.some((o) => o.versions.length === 0 || o.versions.some((r) => versionSatisfies(os.version, r))),
+      );
+    }
+    case 'PROCESS':
+      return noTimeout(processPasses(data, check.process as ProcessCriteria));
+    case 'PROCESS_MULTI': {
+      const list = (check.processes as ProcessCriteria[] | undefined) ?? [];
+      const each = list.map((p) => processPasses(data, p));
+      return noTimeout(check.semantic === 'AnyOf' ? each.some(Boolean) : each.length > 0 && each.every(Boolean));
+    }
+    case 'DOMAIN':
+      return noTimeout(
+        data?.domain !== undefined && ((check.domains as string[] | undefined) ?? []).includes(data.domain.domain),
+      );
+    case 'MAC': {
+      const wanted = (check.macAddresses as string[] | undefined) ?? [];
+      return noTimeout((data?.mac?.addresses ?? []).some((m) => wanted.includes(m)));
+    }
+    case 'MFA':
+      return evaluateMfa(check, session, data, now_ms);
+    default:
+      return noTimeout(false);
+  }
+}
+
+/** After a reported wake / unlock, an MFA check with `promptOnWake` / `promptOnUnlock` passes this much longer. */
+export const MFA_PROMPT_GRACE_S = 300;
+
+/**
+ * MFA: the API session completed MFA, within `timeoutSeconds` (-1: no timeout). With `promptOnWake` /
+ * `promptOnUnlock`, a wake / unlock reported after the MFA leaves a grace period (OpenZiti's 5 minutes) to pass MFA
+ * again; `timeoutRemaining` is the nearer of the two ends.
+ */
+function evaluateMfa(check: Row, session: Row, data: SessionPosture | undefined, now_ms: number): CheckResult {
+  const timeout_s = (check.timeoutSeconds as number | undefined) ?? -1;
+  const passedAt = session.mfaCompletedAt as string | undefined;
+  if (session.isMfaComplete !== true || !passedAt) return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
+  const passed_ms = Date.parse(passedAt);
+  const ends_ms: number[] = [];
+  if (timeout_s >= 0) ends_ms.push(passed_ms + timeout_s * 1000);
+  const prompt = (enabled: unknown, at: string | undefined) => {
+    if (enabled === true && at !== undefined && Date.parse(at) > passed_ms) {
+      ends_ms.push(Date.parse(at) + MFA_PROMPT_GRACE_S * 1000);
+    }
+  };
+  prompt(check.promptOnWake, data?.endpoint?.wokenAt);
+  prompt(check.promptOnUnlock, data?.endpoint?.unlockedAt);
+  if (ends_ms.length === 0) return { isPassing: true, timeout_s, timeoutRemaining_s: -1 };
+  const remaining_s = Math.max(0, Math.floor((Math.min(...ends_ms) - now_ms) / 1000));
+  return { isPassing: remaining_s > 0, timeout_s, timeoutRemaining_s: remaining_s };
+}
+
+const SP_CHECKS = roleIndexName('service-policies', 'postureCheckRoles');
+
+/** The posture checks a service policy requires (its `postureCheckRoles`, through the role index). */
+export function policyChecks(svc: Services, policyId: string): Row[] {
+  const index = svc.store.derived.get<RoleIndex>(SP_CHECKS);
+  return [...index.targetsOf(policyId)]
+    .sort()
+    .map((id) => svc.get('posture-checks', id))
+    .filter((r): r is Row => r !== undefined);
+}
+
+export interface PolicyPosture {
+  policyId: string;
+  policyType: 'Dial' | 'Bind';
+  isPassing: boolean;
+  checks: { check: Row; result: CheckResult }[];
+}
+
+/** Every granting policy of a service access with its checks evaluated for the caller's API session. */
+export function evaluateAccess(svc: Services, access: ServiceAccess, session: Row): PolicyPosture[] {
+  const data = postureCacheOf(svc).sessions.get(session.id);
+  const now_ms = svc.clock.now();
+  const one = (policyId: string, policyType: 'Dial' | 'Bind'): PolicyPosture => {
+    const checks = policyChecks(svc, policyId).map((check) => ({
+      check,
+      result: evaluateCheck(check, session, data, now_ms),
+    }));
+    return { policyId, policyType, isPassing: checks.every((c) => c.result.isPassing), checks };
+  };
+  return [...access.dial.map((id) => one(id, 'Dial')), ...access.bind.map((id) => one(id, 'Bind'))];
+}
+
+/** A posture query as the client's service view shows it (OpenZiti's `postureQuery`). */
+export function renderQuery(check: Row, result: CheckResult): Record<string, unknown> {
+  const type = check.typeId as PostureCheckType;
+  const out: Record<string, unknown> = {
+    _links: { self: { href: `./posture-checks/${check.id}` } },
+    createdAt: check.createdAt,
+    id: check.id,
+    tags: check.tags ?? {},
+    updatedAt: check.updatedAt,
+    queryType: type,
+    isPassing: result.isPassing,
+    timeout: result.timeout_s,
+    timeoutRemaining: result.timeoutRemaining_s,
+  };
+  if (type === 'PROCESS') {
+    const p = check.process as { osType: string; path: string };
+    out.process = { osType: p.osType, path: p.path };
+  }
+  if (type === 'PROCESS_MULTI') {
+    out.processes = ((check.processes as { osType: string; path: string }[]) ?? []).map((p) => ({
+      osType: p.osType,
+      path: p.path,
+    }));
+  }
+  if (type === 'MFA') {
+    out.promptOnWake = check.promptOnWake === true;
+    out.promptOnUnlock = check.promptOnUnlock === true;
+  }
+  return out;
+}
