@@ -15,7 +15,13 @@ const M = 'management' as const;
 const MINUTE = 60_000;
 
 beforeAll(async () => {
-  srv = await startServer({ clock, sessionTimeout_ms: 365 * 24 * 60 * MINUTE * 2 });
+  srv = await startServer({
+    clock,
+    sessionTimeout_ms: 365 * 24 * 60 * MINUTE * 2,
+    // the tests count the store's writes: no background session-activity flush or sweep may land among them
+    sessionFlush_ms: 3_600_000,
+    sessionSweep_ms: 3_600_000,
+  });
   token = await login(srv.base);
 });
 afterAll(async () => {
