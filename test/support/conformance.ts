@@ -61,6 +61,13 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   },
 ];
 
+/** The served operations a file of COVERED_IN_OWN_FILES owns. */
+function ownedBy<O extends { path: string }>(file: string, ops: readonly O[]): O[] {
+  const own = COVERED_IN_OWN_FILES.find((c) => c.file === file);
+  if (!own) throw new Error(`${file} is not listed in COVERED_IN_OWN_FILES`);
+  return ops.filter((o) => own.paths.test(o.path));
+}
+
 /**
  * The operations (`api METHOD path`) a file of COVERED_IN_OWN_FILES owns among those served, and those of them it
  * has not called (through `conformant` or `call`).
@@ -69,11 +76,7 @@ export function ownOperations(
   file: string,
   ops: { path: string; method: string; apis: readonly string[] }[],
 ): { served: string[]; missing: string[] } {
-  const own = COVERED_IN_OWN_FILES.find((c) => c.file === file);
-  if (!own) throw new Error(`${file} is not listed in COVERED_IN_OWN_FILES`);
-  const served = ops
-    .filter((o) => own.paths.test(o.path))
-    .flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
+  const served = ownedBy(file, ops).flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
   return { served, missing: served.filter((k) => !exercised.has(k)) };
 }
 
@@ -82,10 +85,7 @@ export function ownOperations(
  * success statuses no response has been checked for (call it after the file's tests, with the served operations).
  */
 export function uncoveredInOwnFile(file: string, ops: readonly OpDef<unknown>[]): string[] {
-  const own = COVERED_IN_OWN_FILES.find((c) => c.file === file);
-  if (!own) throw new Error(`${file} is not in COVERED_IN_OWN_FILES`);
-  return ops
-    .filter((o) => own.paths.test(o.path))
+  return ownedBy(file, ops)
     .flatMap((o) => o.apis.flatMap((api) => Object.keys(o.responses).map((st) => `${api} ${o.method} ${o.path} ${st}`)))
     .filter((k) => !exercisedStatuses.has(k));
 }
