@@ -115,6 +115,11 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   redact?(data: Record<string, unknown>): Record<string, unknown>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
+  /**
+   * The same CRUD operations served a second time under another path segment and operation ids (OpenZiti's
+   * `/routers` beside its deprecated `/transit-routers`). Rendered rows keep `name` in their links.
+   */
+  alias?: { path: string; singular: string; plural: string };
   /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
   relations?: RelationSpec[];
   /** Derived indexes this declaration owns (e.g. a policy's role indexes), added to the store schema. */
@@ -266,7 +271,11 @@ export function defineEntity<const N extends string, const F extends EntityField
       if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);
       return JSON.stringify(spec.redact(entity.render(row, svc)));
     },
-    ops: () => [...crudOps(entity), ...relationOps(entity)],
+    ops: () => [
+      ...crudOps(entity, { path: spec.name, singular: spec.singular, plural: spec.plural }),
+      ...(spec.alias ? crudOps(entity, spec.alias) : []),
+      ...relationOps(entity),
+    ],
   };
   return entity;
 }
@@ -340,7 +349,14 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
 
 const ID_PATH = (name: string) => `/${name}/{id}`;
 
-function crudOps(entity: Entity): OpDef<unknown>[] {
+/** How the operations are named: the path segment and the operation id words (the entity's own, or an alias). */
+interface OpNames {
+  path: string;
+  singular: string;
+  plural: string;
+}
+
+function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
   const ops: OpDef<unknown>[] = [];
   const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
@@ -349,11 +365,11 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
     ops.push(
       op({
         method: 'GET',
-        path: `/${entity.name}`,
+        path: `/${names.path}`,
         apis: list.apis,
-        operationId: list.operationId ?? `list${entity.plural}`,
+        operationId: list.operationId ?? `list${names.plural}`,
         tags: [entity.tag],
-        summary: `List ${entity.plural.toLowerCase()}`,
+        summary: `List ${names.plural.toLowerCase()}`,
         description: `Retrieves a list of ${entity.type} resources; supports filtering, sorting, and pagination.`,
         access: list.access,
         permission: list.permission,
@@ -368,8 +384,8 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
         ],
         responses: {
           200: {
-            description: `A list of ${entity.plural.toLowerCase()}`,
-            schema: listEnvelope(`list${entity.plural}Envelope`, entity.detail),
+            description: `A list of ${names.plural.toLowerCase()}`,
+            schema: listEnvelope(`list${names.plural}Envelope`, entity.detail),
           },
         },
         handler: (ctx) =>
@@ -384,9 +400,9 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
     ops.push(
       op({
         method: 'GET',
-        path: ID_PATH(entity.name),
+        path: ID_PATH(names.path),
         apis: detail.apis,
-        operationId: detail.operationId ?? `detail${entity.singular}`,
+        operationId: detail.operationId ?? `detail${names.singular}`,
         tags: [entity.tag],
         summary: `Retrieves a single ${entity.type}`,
         access: detail.access,
@@ -394,7 +410,7 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
         responses: {
           200: {
             description: `A single ${entity.type}`,
-            schema: detailEnvelope(`detail${entity.singular}Envelope`, entity.detail),
+            schema: detailEnvelope(`detail${names.singular}Envelope`, entity.detail),
           },
         },
         handler: (ctx) =>
@@ -407,9 +423,9 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
     ops.push(
       op({
         method: 'POST',
-        path: `/${entity.name}`,
+        path: `/${names.path}`,
         apis: create.apis,
-        operationId: create.operationId ?? `create${entity.singular}`,
+        operationId: create.operationId ?? `create${names.singular}`,
         tags: [entity.tag],
         summary: `Create a ${entity.type} resource`,
         access: create.access,
@@ -443,9 +459,9 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
     ops.push(
       op({
         method: which === 'update' ? 'PUT' : 'PATCH',
-        path: ID_PATH(entity.name),
+        path: ID_PATH(names.path),
         apis: cfg.apis,
-        operationId: cfg.operationId ?? `${which}${entity.singular}`,
+        operationId: cfg.operationId ?? `${which}${names.singular}`,
         tags: [entity.tag],
         summary:
           which === 'update'
@@ -476,9 +492,9 @@ function crudOps(entity: Entity): OpDef<unknown>[] {
     ops.push(
       op({
         method: 'DELETE',
-        path: ID_PATH(entity.name),
+        path: ID_PATH(names.path),
         apis: del.apis,
-        operationId: del.operationId ?? `delete${entity.singular}`,
+        operationId: del.operationId ?? `delete${names.singular}`,
         tags: [entity.tag],
         summary: `Delete a ${entity.type}`,
         access: del.access,

@@ -1,10 +1,11 @@
 import type { RoleIndex } from '../../storage/role-index.js';
 import type { Row } from '../../storage/types.js';
 import { listEnvelope } from '../model/common.js';
+import type { SchemaNode } from '../schema/s.js';
 import { type Entity, requireRow } from './entity.js';
 import { fieldError } from './errors.js';
 import { listQuery, listResponse, mapResult } from './list.js';
-import { type Access, type ApiName, LIST_QUERY, type OpDef, op } from './op.js';
+import { type Access, type ApiName, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
 import type { Services } from './services.js';
 
 /**
@@ -39,6 +40,10 @@ export interface RelationSpec {
   access?: Access;
   /** Management permission entity (default: the parent's). */
   permission?: string;
+  /** Refuses a caller the route lets in but who may not see this parent (throw an ApiError, e.g. 404). */
+  guard?: (ctx: OpContext<unknown>, parent: Row) => void;
+  /** A rendering of the listed rows other than their own (e.g. the client API's limited view). */
+  view?: { envelope: string; detail: SchemaNode; render(row: Row, svc: Services): Record<string, unknown> };
 }
 
 /** The far-side targets of the policies matching `id` (policies kept by `keep`), through two role indexes. */
@@ -102,14 +107,21 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       responses: {
         200: {
           description: `A list of ${listed.plural.toLowerCase()}`,
-          schema: listEnvelope(`list${listed.plural}Envelope`, listed.detail),
+          schema: rel.view
+            ? listEnvelope(rel.view.envelope, rel.view.detail)
+            : listEnvelope(`list${listed.plural}Envelope`, listed.detail),
         },
       },
       handler: (ctx) => {
         const row = requireRow(parent, ctx.svc, ctx.params.id!);
+        rel.guard?.(ctx, row);
+        const view = rel.view;
+        const render = view
+          ? (r: Row) => JSON.stringify(view.render(r, ctx.svc))
+          : (r: Row) => listed.renderJsonFor(r, ctx.svc, ctx.caller);
         const only = relatedIds(ctx.svc, listed.name, rel.via, row, ctx.req.query.get('policyType'));
         return mapResult(listQuery(listed, ctx, only), (result) =>
-          listResponse(result, (r) => listed.renderJsonFor(r, ctx.svc, ctx.caller), listed.symbolTable(ctx.svc)),
+          listResponse(result, render, listed.symbolTable(ctx.svc)),
         );
       },
     });

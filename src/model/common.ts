@@ -1,5 +1,18 @@
 import { type Schema, s } from '../schema/s.js';
 
+/**
+ * The stored `configs` of an entity that names configs (services, routers): config ids, cleared from the list when
+ * a config is deleted.
+ */
+export const configIdsField = {
+  type: 'string',
+  set: true,
+  ref: { entity: 'configs', onDelete: 'clear' },
+  body: s.nullable(s.arr(s.str())),
+  api: true,
+  default: [] as string[],
+} as const;
+
 /** Shared wire shapes (management.yml / client.yml definitions of the same names). */
 export const tags = s.named('tags', { ...s.map(true), nullable: true } as Schema<Record<string, unknown> | null>);
 export const attributes = s.named('attributes', s.nullable(s.arr(s.str())));

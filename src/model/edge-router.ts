@@ -1,4 +1,4 @@
-import type { Command } from '../../storage/types.js';
+import type { Command, Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -8,11 +8,13 @@ import {
   type EntityFields,
 } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { identities } from './identity.js';
 import { relationsThrough } from './policy.js';
+import { enrollmentView, routerEnrollmentFields } from './router-enrollment.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
@@ -72,6 +74,49 @@ function tunnelerOff(id: string, at: string): Command[] {
   return [
     { op: 'delete', entity: 'edge-router-policies', id, at, system: true, ifExists: true },
     { op: 'delete', entity: 'identities', id, at, ifExists: true },
+  ];
+}
+
+/** The fields an edge router and its router row (src/model/transit-router.ts) share: a change to one is copied. */
+export const SHARED_ROUTER_FIELDS = ['name', 'cost', 'noTraversal', 'disabled', 'tags'] as const;
+
+/** The shared fields among a set of stored changes. */
+export function sharedRouterFields(set: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of SHARED_ROUTER_FIELDS) if (k in set) out[k] = set[k];
+  return out;
+}
+
+/** An edge router's router row: the shared fields and an `erott` enrollment (router-enrollment.ts). */
+async function routerRowOf(svc: Services, id: string, body: Record<string, unknown>, at: string): Promise<Command> {
+  const data = {
+    name: body.name,
+    cost: body.cost ?? 0,
+    noTraversal: body.noTraversal ?? false,
+    disabled: body.disabled ?? false,
+    tags: body.tags ?? {},
+    isEdge: true,
+    isVerified: false,
+    ...(await routerEnrollmentFields(svc, id, 'erott')),
+  };
+  return { op: 'create', entity: 'transit-routers', id, data, at };
+}
+
+/** What a change of the shared fields on the router row (`/routers/{id}`) brings to its edge router. */
+export function edgeRouterFollows(edge: Row, shared: Record<string, unknown>, at: string): Command[] {
+  if (Object.keys(shared).length === 0) return [];
+  const out: Command[] = [{ op: 'update', entity: 'edge-routers', id: edge.id, set: shared, at }];
+  if (edge.isTunnelerEnabled === true && typeof shared.name === 'string' && shared.name !== edge.name) {
+    out.push({ op: 'update', entity: 'identities', id: edge.id, set: { name: shared.name }, at });
+  }
+  return out;
+}
+
+/** What deleting the router row of an edge router (`DELETE /routers/{id}`) deletes with it. */
+export function edgeRouterGone(edge: Row, at: string): Command[] {
+  return [
+    ...(edge.isTunnelerEnabled === true ? tunnelerOff(edge.id, at) : []),
+    { op: 'delete', entity: 'edge-routers', id: edge.id, at, ifExists: true },
   ];
 }
 
@@ -178,37 +223,49 @@ export const edgeRouters = defineEntity({
       targets: ['services', 'listEdgeRouterServices', 'List associated services'],
     }),
   ],
-  // not enrolled and never connected yet: the enrollment and the control channel come with the routers' stage
-  toApi: () => ({
-    arch: '',
-    buildDate: '',
-    certPem: null,
-    enrollmentCreatedAt: null,
-    enrollmentExpiresAt: null,
-    enrollmentJwt: null,
-    enrollmentToken: null,
-    fingerprint: '',
-    hostname: '',
-    isOnline: false,
-    isVerified: false,
-    os: '',
-    revision: '',
-    supportedProtocols: {},
-    syncStatus: 'SYNC_NEW',
-    version: '',
-  }),
-  alsoOnCreate: (id, body, _svc, at) => (body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
-  alsoOnUpdate(row, set, _svc, at) {
+  // never connected yet (the control channel comes with the routers' stage); enrollment and fingerprint live on the
+  // router row of the same id (src/model/transit-router.ts)
+  toApi: (row, svc) => {
+    const router = svc.get('transit-routers', row.id);
+    return {
+      arch: '',
+      buildDate: '',
+      certPem: null,
+      fingerprint: (router?.fingerprint as string | undefined) ?? '',
+      hostname: '',
+      isOnline: false,
+      isVerified: router?.isVerified === true,
+      os: '',
+      revision: '',
+      supportedProtocols: {},
+      syncStatus: 'SYNC_NEW',
+      version: '',
+      ...enrollmentView(router),
+    };
+  },
+  alsoOnCreate: async (id, body, svc, at) => [
+    ...(body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
+    await routerRowOf(svc, id, body, at),
+  ],
+  alsoOnUpdate(row, set, svc, at) {
+    const shared = sharedRouterFields(set);
+    const out: Command[] =
+      Object.keys(shared).length > 0 && svc.get('transit-routers', row.id)
+        ? [{ op: 'update', entity: 'transit-routers', id: row.id, set: shared, at }]
+        : [];
     const was = row.isTunnelerEnabled === true;
     const now = 'isTunnelerEnabled' in set ? set.isTunnelerEnabled === true : was;
-    if (!was && now) return tunnelerOn(row.id, set.name ?? row.name, at);
-    if (was && !now) return tunnelerOff(row.id, at);
+    if (!was && now) return [...out, ...tunnelerOn(row.id, set.name ?? row.name, at)];
+    if (was && !now) return [...out, ...tunnelerOff(row.id, at)];
     if (now && typeof set.name === 'string' && set.name !== row.name) {
-      return [{ op: 'update', entity: 'identities', id: row.id, set: { name: set.name }, at }];
+      out.push({ op: 'update', entity: 'identities', id: row.id, set: { name: set.name }, at });
     }
-    return [];
+    return out;
   },
-  alsoOnDelete: (row, _svc, at) => (row.isTunnelerEnabled === true ? tunnelerOff(row.id, at) : []),
+  alsoOnDelete: (row, _svc, at) => [
+    ...(row.isTunnelerEnabled === true ? tunnelerOff(row.id, at) : []),
+    { op: 'delete', entity: 'transit-routers', id: row.id, at, ifExists: true },
+  ],
   fromApi(_body, { mode, copied }) {
     const out = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');

@@ -20,6 +20,8 @@ import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
 import { sessions } from './session.js';
+import { terminators } from './terminator.js';
+import { transitRouters } from './transit-router.js';
 
 /** Every entity type Keel stores, in one list: the store schema and the CRUD operations both come from it. */
 export const ENTITIES = [
@@ -43,6 +45,8 @@ export const ENTITIES = [
   enrollments,
   controllerKeys,
   mfas,
+  transitRouters,
+  terminators,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */

@@ -7,16 +7,18 @@ import {
   type Entity,
   type EntityFields,
 } from '../api/entity.js';
-import { fieldError } from '../api/errors.js';
+import { fieldError, notFound } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
-import { attributes } from './common.js';
+import { serviceAccessOf } from './access.js';
+import { attributes, configIdsField } from './common.js';
 import { configs } from './config.js';
 import { edgeRouters } from './edge-router.js';
 import { identities } from './identity.js';
 import { dialBind, relationsThrough } from './policy.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
+import { renderClientTerminator, terminatorClientDetail, terminators } from './terminator.js';
 
 const postureQueries = s.named(
   'postureQueries',
@@ -38,14 +40,7 @@ export const MAX_SERVICE_CONFIGS = 100;
 const serviceFields = {
   name: { type: 'string', unique: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
-  configs: {
-    type: 'string',
-    set: true,
-    ref: { entity: 'configs', onDelete: 'clear' },
-    body: s.nullable(s.arr(s.str())),
-    api: true,
-    default: [],
-  },
+  configs: configIdsField,
   encryptionRequired: { type: 'bool', api: true, default: true },
   terminatorStrategy: { type: 'string', body: s.str(), api: true, default: 'smartrouting' },
   maxIdleTimeMillis: { type: 'number', body: s.int({ minimum: 0 }), api: true, default: 0 },
@@ -142,6 +137,15 @@ export function configMap(
   return out;
 }
 
+/** `GET /services/{id}/terminators`, on both APIs (src/model/terminator.ts). */
+const serviceTerminators = {
+  path: 'terminators',
+  listed: (): Entity => terminators,
+  via: { ref: 'serviceId' },
+  operationId: 'listServiceTerminators',
+  summary: 'List of terminators assigned to a service',
+} as const;
+
 export const services = defineEntity({
   name: 'services',
   type: 'service',
@@ -164,6 +168,23 @@ export const services = defineEntity({
       via: { field: 'configs' },
       operationId: 'listServiceConfig',
       summary: 'List configs associated to a specific service',
+    },
+    { ...serviceTerminators, permission: 'terminator' },
+    {
+      // the client's view: only for a service the caller may dial or bind (else it does not exist for it)
+      ...serviceTerminators,
+      apis: ['client'],
+      access: 'authenticated',
+      guard: (ctx, service) => {
+        if (serviceAccessOf(ctx.svc, ctx.caller!.identity.id, service.id).size === 0) {
+          throw notFound('service', service.id);
+        }
+      },
+      view: {
+        envelope: 'listClientTerminatorsEnvelope',
+        detail: terminatorClientDetail,
+        render: renderClientTerminator,
+      },
     },
     ...relationsThrough({
       policy: (): Entity => servicePolicies,

@@ -19,6 +19,7 @@ import { configMap, serviceDetail, services } from '../model/service.js';
 import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
 import { adviceOps } from './advice.js';
+import { clientServiceWriteOps } from './client-service-writes.js';
 import { roleAttributeOp } from './identity.js';
 import { postureOps } from './posture.js';
 import { postureCheckTypeOps } from './posture-check-types.js';
@@ -213,6 +214,7 @@ export function accessOps(): OpDef<unknown>[] {
     ...serviceConfigOps(),
     ...adviceOps(),
     ...sessionOps(),
+    ...clientServiceWriteOps(),
     roleAttributeOp('/service-role-attributes', 'listServiceRoleAttributes', 'services', 'roleAttributes', 'service'),
     ...postureCheckTypeOps(),
     ...postureOps(),

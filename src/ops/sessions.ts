@@ -3,7 +3,7 @@ import type { Row } from '../../storage/types.js';
 import { Errors, fieldError, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
-import { okEmpty, okJson } from '../api/respond.js';
+import { ok, okEmpty, okJson } from '../api/respond.js';
 import { identityEdgeRouters, type ServiceAccess, serviceAccessOf, serviceEdgeRouters } from '../model/access.js';
 import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
 import { dialBind } from '../model/policy.js';
@@ -133,6 +133,7 @@ export function sessionOps(): OpDef<unknown>[] {
       },
       handler: (ctx) => okJson(sessions.renderJson(ownSession(ctx), ctx.svc)),
     }),
+    routePathOp(),
     op({
       ...base,
       method: 'DELETE',
@@ -149,4 +150,38 @@ export function sessionOps(): OpDef<unknown>[] {
       },
     }),
   ];
+}
+
+/**
+ * `GET /sessions/{id}/route-path` (management): the routers of the session's circuit, in order. OpenZiti answers
+ * from its live circuits and `[]` for a session without one; no router carries circuits yet, so every session has
+ * none. An unknown session is 404 (as the spec declares; OpenZiti answers `[]` for any id), which is why the route
+ * needs what reading sessions needs (admin, `ops` or `ops.read`, admin_readonly) where OpenZiti asks only for a
+ * session.
+ */
+function routePathOp(): OpDef<unknown> {
+  return op({
+    method: 'GET',
+    path: '/sessions/{id}/route-path',
+    apis: ['management'],
+    operationId: 'detailSessionRoutePath',
+    tags: ['Session'],
+    summary: "Retrieves a single session's route path",
+    access: 'admin',
+    permission: sessions.permission,
+    responses: {
+      200: {
+        description: "A single session's route path",
+        schema: detailEnvelope(
+          'detailSessionRoutePathEnvelope',
+          s.named('sessionRoutePathDetail', s.obj({ routePath: s.arr(s.str()) })),
+        ),
+      },
+    },
+    handler: (ctx) => {
+      const row = ctx.svc.get('sessions', ctx.params.id!);
+      if (!row) throw notFound('session', ctx.params.id!);
+      return ok({ routePath: [] });
+    },
+  });
 }

@@ -878,6 +878,147 @@ describe('sessions', () => {
   });
 });
 
+describe('route path, terminators of a service, client service writes', () => {
+  it('route-path: [] for a session (no circuits yet), 404 for an unknown one', async () => {
+    const user = await makeUser(srv.base, token, 'route-user', { roleAttributes: ['route-u'] });
+    const svcId = await create('/services', {
+      name: 'route-svc',
+      encryptionRequired: true,
+      roleAttributes: ['route-s'],
+    });
+    const er = await create('/edge-routers', { name: 'route-er', roleAttributes: ['route-r'] });
+    await create('/service-policies', {
+      name: 'route-sp',
+      type: 'Dial',
+      semantic: 'AllOf',
+      identityRoles: ['#route-u'],
+      serviceRoles: ['#route-s'],
+    });
+    await create('/edge-router-policies', {
+      name: 'route-erp',
+      semantic: 'AllOf',
+      identityRoles: ['#route-u'],
+      edgeRouterRoles: [`@${er}`],
+    });
+    await create('/service-edge-router-policies', {
+      name: 'route-serp',
+      semantic: 'AllOf',
+      serviceRoles: ['#route-s'],
+      edgeRouterRoles: [`@${er}`],
+    });
+    const made = await conformant(C, 'POST', '/sessions', srv.base, { token: user.token, body: { serviceId: svcId } });
+    expect(made.status, made.text).toBe(201);
+    // the edge routers a session may use are those online: none connects yet
+    expect(made.body.data.edgeRouters).toEqual([]);
+    const path = await conformant(M, 'GET', '/sessions/{id}/route-path', srv.base, {
+      token,
+      params: { id: made.body.data.id },
+    });
+    expect(path.status, path.text).toBe(200);
+    expect(path.body.data).toEqual({ routePath: [] });
+    expectError(
+      await conformant(M, 'GET', '/sessions/{id}/route-path', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+    // what reading sessions needs: a plain identity may not
+    expectError(
+      await conformant(M, 'GET', '/sessions/{id}/route-path', srv.base, {
+        token: user.token,
+        params: { id: made.body.data.id },
+      }),
+      401,
+      'UNAUTHORIZED',
+    );
+  });
+
+  it('GET /services/{id}/terminators: all of them (management), the limited view for a caller that may use it (client)', async () => {
+    const user = await makeUser(srv.base, token, 'term-user', { roleAttributes: ['term-u'] });
+    const svcId = await create('/services', { name: 'term-list-svc', encryptionRequired: true });
+    const hidden = await create('/services', { name: 'term-hidden-svc', encryptionRequired: true });
+    await create('/service-policies', {
+      name: 'term-sp',
+      type: 'Bind',
+      semantic: 'AllOf',
+      identityRoles: ['#term-u'],
+      serviceRoles: [`@${svcId}`],
+    });
+    const router = await create('/routers', { name: 'term-list-router' });
+    const term = await create('/terminators', {
+      service: svcId,
+      router,
+      binding: 'edge',
+      address: 'hosted:1',
+      identity: 'host-a',
+      identitySecret: 'c2VjcmV0',
+    });
+    await create('/terminators', { service: hidden, router, binding: 'edge', address: 'hosted:2' });
+    const mgmt = await conformant(M, 'GET', '/services/{id}/terminators', srv.base, { token, params: { id: svcId } });
+    expect(ids(mgmt)).toEqual([term]);
+    expect(mgmt.body.data[0]).toMatchObject({ binding: 'edge', address: 'hosted:1', routerId: router });
+    const filtered = await conformant(M, 'GET', '/services/{id}/terminators', srv.base, {
+      token,
+      params: { id: svcId },
+      query: 'filter=binding%3D%22transport%22',
+    });
+    expect(ids(filtered)).toEqual([]);
+    const client = await conformant(C, 'GET', '/services/{id}/terminators', srv.base, {
+      token: user.token,
+      params: { id: svcId },
+    });
+    expect(ids(client)).toEqual([term]);
+    expect(client.body.data[0]).toMatchObject({
+      identity: 'host-a',
+      routerId: router,
+      serviceId: svcId,
+      service: { id: svcId, name: 'term-list-svc' },
+    });
+    // the limited view: no address, binding or secret
+    expect(client.body.data[0].address).toBeUndefined();
+    expect(client.text).not.toContain('c2VjcmV0');
+    // a service the caller may not use does not exist for it; an unknown one neither, on either API
+    for (const id of [hidden, 'nope']) {
+      expectError(
+        await conformant(C, 'GET', '/services/{id}/terminators', srv.base, { token: user.token, params: { id } }),
+        404,
+        'NOT_FOUND',
+      );
+    }
+    expectError(
+      await conformant(M, 'GET', '/services/{id}/terminators', srv.base, { token, params: { id: 'nope' } }),
+      404,
+      'NOT_FOUND',
+    );
+  });
+
+  it('client PUT / PATCH / DELETE /services/{id}: 501 as OpenZiti (no handler), after the session and body checks', async () => {
+    const user = await makeUser(srv.base, token, 'svc-writer');
+    const svcId = await create('/services', { name: 'client-write-svc', encryptionRequired: true });
+    for (const [method, body] of [
+      ['PUT', { name: 'renamed' }],
+      ['PATCH', { name: 'renamed' }],
+      ['DELETE', undefined],
+    ] as const) {
+      for (const t of [user.token, token]) {
+        const r = await conformant(C, method, '/services/{id}', srv.base, { token: t, params: { id: svcId }, body });
+        expectError(r, 501, 'NOT_IMPLEMENTED');
+      }
+      expectError(
+        await conformant(C, method, '/services/{id}', srv.base, { params: { id: svcId }, body }),
+        401,
+        'UNAUTHORIZED',
+      );
+    }
+    expectError(
+      await conformant(C, 'PUT', '/services/{id}', srv.base, { token: user.token, params: { id: svcId }, body: {} }),
+      400,
+      'COULD_NOT_VALIDATE',
+    );
+    // nothing changed
+    expect((await get(`/services/${svcId}`)).body.data.name).toBe('client-write-svc');
+  });
+});
+
 describe('policy advice and summary', () => {
   it('advice: dial / bind allowed, the routers of each side and those in common', async () => {
     const ivan = await identity('advice-ivan', ['ivan']);

@@ -664,7 +664,11 @@ function accessModelRows(): Row[] {
     '/edge-router-policies': () => ({ name: uniq('erp'), semantic: 'AllOf' }),
     '/service-edge-router-policies': () => ({ name: uniq('serp'), semantic: 'AllOf' }),
   };
-  const make = async (path: string) => (await adminCall('POST', path, policyBodies[path]!())).data.id as string;
+  const makers: Record<string, () => Record<string, unknown>> = {
+    ...policyBodies,
+    '/routers': () => ({ name: uniq('rt') }),
+  };
+  const make = async (path: string) => (await adminCall('POST', path, makers[path]!())).data.id as string;
   /** A service every identity may dial (a policy of `#all` identities). */
   const usable = async () => {
     const id = await service();
@@ -701,20 +705,27 @@ function accessModelRows(): Row[] {
     if (r.status !== 201) throw new Error(`fixture session: ${r.status} ${r.text}`);
     return r.body.data.id as string;
   };
+  const terminatorBody = async () => ({
+    service: await service(),
+    router: await make('/routers'),
+    binding: 'edge',
+    address: uniq('hosted'),
+  });
+  const terminator = async () => (await adminCall('POST', '/terminators', await terminatorBody())).data.id as string;
   const CREATED = FULL_SESSION.replace(/200/g, '201');
   const NOT_OWN = FULL_SESSION.replace(/200/g, '404');
   const crud = (
     path: string,
     fixture: () => Promise<string>,
-    body: () => Record<string, unknown>,
+    body: () => Record<string, unknown> | Promise<Record<string, unknown>>,
     patch: Record<string, unknown> = { tags: { x: 1 } },
   ): Row[] => [
     { op: `${m} GET ${path}`, expect: ADMIN_READ },
     { op: `${m} GET ${path}/{id}`, prepare: async () => ({ id: await fixture() }), expect: ADMIN_READ },
-    { op: `${m} POST ${path}`, prepare: async () => ({ body: body() }), expect: adminOnly(201) },
+    { op: `${m} POST ${path}`, prepare: async () => ({ body: await body() }), expect: adminOnly(201) },
     {
       op: `${m} PUT ${path}/{id}`,
-      prepare: async () => ({ id: await fixture(), body: body() }),
+      prepare: async () => ({ id: await fixture(), body: await body() }),
       expect: adminOnly(200),
     },
     {
@@ -811,6 +822,30 @@ function accessModelRows(): Row[] {
     { op: `${c} GET /sessions`, expect: FULL_SESSION },
     { op: `${c} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
     { op: `${c} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: NOT_OWN },
+    ...crud(
+      '/routers',
+      () => make('/routers'),
+      () => ({ name: uniq('rt') }),
+    ),
+    ...crud(
+      '/transit-routers',
+      () => make('/routers'),
+      () => ({ name: uniq('tr') }),
+    ),
+    ...crud('/terminators', terminator, terminatorBody),
+    ...lists('/services', service, ['terminators']),
+    { op: `${c} GET /services/{id}/terminators`, prepare: async () => ({ id: await usable() }), expect: FULL_SESSION },
+    ...(['PUT', 'PATCH', 'DELETE'] as const).map((method) => ({
+      op: `${c} ${method} /services/{id}`,
+      prepare: async () => ({ id: await service(), body: method === 'DELETE' ? undefined : { name: uniq('svc') } }),
+      // no handler in OpenZiti's client API: any session gets 501
+      expect: '501 501 501 501 501 501 401 401',
+    })),
+    {
+      op: `${m} GET /sessions/{id}/route-path`,
+      prepare: async () => ({ id: await session() }),
+      expect: ADMIN_READ,
+    },
     { op: `${m} GET /sessions`, expect: ADMIN_READ },
     { op: `${m} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: ADMIN_READ },
     { op: `${m} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: adminOnly(200) },

@@ -74,6 +74,12 @@ export const UNDECLARED_OK: Record<string, string> = {
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
+  '404 GET /services/{id}/terminators':
+    'unknown service, or (client) one the caller may not use: the list loads its parent first (ReadForIdentity: not found)',
+  '404 DELETE /routers/{id}': 'unknown router: the delete loads it first (NOT_FOUND), as deleteTransitRouter declares',
+  '501 PUT /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
+  '501 PATCH /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
+  '501 DELETE /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
   '408 *':
     'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
   '414 *': 'the HTTP layer refuses a request target over 64 KiB (URI_TOO_LONG) before any operation',
