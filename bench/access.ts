@@ -12,7 +12,12 @@
  *   naive: every service policy evaluated against the identity, then each matching one against every service);
  * - policy change: a service policy moved from `#hot` to `#warm` identities (10 000 leave, 10 000 join), applied
  *   through `applyGroup` (engine: the synced-off batch with the incremental index update; naive: re-evaluating that
- *   policy against every identity, the least a system without the index must do to answer afterwards).
+ *   policy against every identity, the least a system without the index must do to answer afterwards);
+ * - session create: `POST /sessions` over HTTP on a controller started on the same data (synced writes), p50/p99
+ *   for sampled identities that may dial a service through an edge router both sides allow (each with an API
+ *   session written beside the data); beside it the decision alone in-process, engine (src/model/access.ts) vs
+ *   naive (every service policy against the identity and the service, every edge router policy and service edge
+ *   router policy against every edge router).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,10 +25,12 @@ import { join } from 'node:path';
 import type { HttpRequest } from '../http/types.js';
 import { collectionSource, runList } from '../src/api/list.js';
 import type { Services } from '../src/api/services.js';
-import { identityEdgeRouters, serviceAccessOf } from '../src/model/access.js';
+import { Controller } from '../src/controller.js';
+import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../src/model/access.js';
 import { buildSchema } from '../src/model/index.js';
 import { services } from '../src/model/service.js';
-import { parseRoles, rolesMatch } from '../storage/role-index.js';
+import { uuid } from '../src/util/ids.js';
+import { type ParsedRoles, parseRoles, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
 import type { Command, Row } from '../storage/types.js';
 import { benchOptions } from './options.js';
@@ -59,8 +66,7 @@ function* commands(): Generator<Command> {
     data,
     at: AT,
   });
-  yield create('identity-types', 'Default', { name: 'Default' });
-  yield create('auth-policies', 'default', { name: 'Default' });
+  // the identity type `Default` and the auth policy `default` come from the controller's first start
   for (let i = 0; i < N; i++) {
     const extra = i < HOT ? ['hot'] : i < 2 * HOT ? ['warm'] : [];
     const attrs = [...new Set([pick('a', 1000), pick('a', 1000), pick('a', 1000)]), ...extra];
@@ -160,11 +166,59 @@ function naivePolicyIdentities(store: Store, policy: Row): number {
   return n;
 }
 
+const attrsOf = (r: Row) => new Set(r.roleAttributes as string[]);
+
+/** Naive: the policies of `entity` (kept by `keep`) whose `field` roles select `row`, every policy evaluated. */
+function naiveMatching(store: Store, entity: string, field: string, row: Row, keep: (p: Row) => boolean = () => true) {
+  const out: Row[] = [];
+  for (const p of store.collection(entity).scan()) {
+    if (keep(p) && rolesMatch(parseRoles(p[field], p.semantic), row.id, attrsOf(row))) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * Naive session decision: a Dial policy grants the service to the identity, and some edge router is allowed by an
+ * edge router policy of the identity and a service edge router policy of the service (every policy evaluated, every
+ * router tried).
+ */
+function naiveMaySession(store: Store, identity: Row, service: Row): boolean {
+  const dial = naiveMatching(store, 'service-policies', 'identityRoles', identity, (p) => p.type === 'Dial');
+  if (!dial.some((p) => rolesMatch(parseRoles(p.serviceRoles, p.semantic), service.id, attrsOf(service)))) return false;
+  const routerRoles = (ps: Row[]) => ps.map((p) => parseRoles(p.edgeRouterRoles, p.semantic));
+  const mine = routerRoles(naiveMatching(store, 'edge-router-policies', 'identityRoles', identity));
+  const its = routerRoles(naiveMatching(store, 'service-edge-router-policies', 'serviceRoles', service));
+  for (const r of store.collection('edge-routers').scan()) {
+    const attrs = attrsOf(r);
+    if (mine.some((m) => rolesMatch(m, r.id, attrs)) && its.some((m) => rolesMatch(m, r.id, attrs))) return true;
+  }
+  return false;
+}
+
+/** The engine's session decision (what POST /sessions asks of the policy engine). */
+function engineMaySession(svc: Services, identityId: string, serviceId: string): boolean {
+  const access = serviceAccessOf(svc, identityId, serviceId).get(serviceId);
+  if (!access || access.dial.length === 0) return false;
+  const mine = identityEdgeRouters(svc, identityId);
+  for (const r of serviceEdgeRouters(svc, serviceId)) if (mine.has(r)) return true;
+  return false;
+}
+
+const percentile = (xs: number[], q: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+};
+
 const dir = mkdtempSync(join(tmpdir(), 'keel-bench-access-'));
 try {
   const schema = buildSchema();
+  // the controller's first start initialises the data directory (identity types, auth policy, admin, keys)
+  const quiet = () => {};
+  const ctlOpts = { dataDir: dir, host: '127.0.0.1', port: 0, adminPassword: 'bench-admin-pw', log: quiet };
+  await (await Controller.start(ctlOpts)).stop();
+  const stateDir = join(dir, 'state');
   let t0 = process.hrtime.bigint();
-  const writer = await Store.open(join(dir, 'db'), schema);
+  const writer = await Store.open(stateDir, schema);
   await applyAll(writer, commands());
   await writer.close();
   const writeMs = ms(t0);
@@ -172,7 +226,7 @@ try {
   global.gc?.();
   const heap0 = process.memoryUsage().heapUsed;
   t0 = process.hrtime.bigint();
-  const store = await Store.open(join(dir, 'db'), schema);
+  const store = await Store.open(stateDir, schema);
   const loadMs = ms(t0);
   global.gc?.();
   const heapMiB = (process.memoryUsage().heapUsed - heap0) / 2 ** 20;
@@ -222,6 +276,76 @@ try {
   if (![...serviceAccessOf(svc, `i${pad(HOT)}`).values()].some((a) => a.dial.includes(hot.id))) {
     throw new Error('the moved policy does not reach the warm identities');
   }
+  // session create: pairs (identity, service) the engine allows, checked against the naive decision
+  const pairs: [string, string][] = [];
+  let engineDecideMs = 0;
+  let naiveDecideMs = 0;
+  for (let tries = 0; pairs.length < SAMPLES && tries < SAMPLES * 50; tries++) {
+    const id = `i${pad(Math.floor(random() * N))}`;
+    const dial = [...serviceAccessOf(svc, id)].filter(([, a]) => a.dial.length > 0).map(([s]) => s);
+    const serviceId = dial[Math.floor(random() * dial.length)];
+    if (serviceId === undefined) continue;
+    t0 = process.hrtime.bigint();
+    const engine = engineMaySession(svc, id, serviceId);
+    const engineOne = ms(t0);
+    t0 = process.hrtime.bigint();
+    const naive = naiveMaySession(store, store.get('identities', id)!, store.get('services', serviceId)!);
+    const naiveOne = ms(t0);
+    if (engine !== naive) throw new Error(`session decision differs for ${id} → ${serviceId}: ${engine} vs ${naive}`);
+    if (!engine) continue;
+    engineDecideMs += engineOne;
+    naiveDecideMs += naiveOne;
+    pairs.push([id, serviceId]);
+  }
+  if (pairs.length === 0) throw new Error('no identity may create a session: the generated data set is too sparse');
+  // one API session per sampled identity, written beside the data (logins are the auth bench's)
+  const nowIso = new Date().toISOString();
+  const tokens = pairs.map(() => uuid());
+  const sessionRows = await store.applyGroup(
+    pairs.map(
+      ([identityId], k): Command => ({
+        op: 'create',
+        entity: 'api-sessions',
+        id: `bench-as-${k}`,
+        data: {
+          token: tokens[k],
+          identityId,
+          configTypes: [],
+          isMfaRequired: false,
+          isMfaComplete: false,
+          lastActivityAt: nowIso,
+        },
+        at: nowIso,
+      }),
+    ),
+    { sync: true },
+  );
+  if (sessionRows.some((r) => !r.ok)) throw new Error('bench API sessions rejected');
+  await store.close();
+
+  const ctl = await Controller.start(ctlOpts);
+  const latencies: number[] = [];
+  try {
+    const url = `${ctl.baseUrl}/edge/client/v1/sessions`;
+    const rounds = quick ? 4 : 5;
+    for (let round = 0; round <= rounds; round++) {
+      for (let k = 0; k < pairs.length; k++) {
+        t0 = process.hrtime.bigint();
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'zt-session': tokens[k]! },
+          body: JSON.stringify({ serviceId: pairs[k]![1], type: 'Dial' }),
+        });
+        const took = ms(t0);
+        if (res.status !== 201) throw new Error(`POST /sessions: ${res.status} ${await res.text()}`);
+        await res.arrayBuffer();
+        if (round > 0) latencies.push(took); // round 0 warms up
+      }
+    }
+  } finally {
+    await ctl.stop();
+  }
+
   const f = (x: number) => x.toFixed(3);
   console.log(
     `access engine: ${N} identities, ${S} services, ${R} edge routers, ${P + 1} policies (written in ${(writeMs / 1000).toFixed(1)} s)`,
@@ -239,7 +363,12 @@ try {
     `  policy change moving ${HOT} + ${HOT} identities: applied (batch + index update) in ${f(changeMs)} ms; ` +
       `naive re-evaluation of that policy ${f(naiveChangeMs)} ms: ${(naiveChangeMs / changeMs).toFixed(1)}x`,
   );
-  await store.close();
+  console.log(
+    `  session create (POST /sessions, synced write, ${latencies.length} requests over ${pairs.length} identities): ` +
+      `p50 ${f(percentile(latencies, 0.5))} ms, p99 ${f(percentile(latencies, 0.99))} ms; the decision alone: engine ` +
+      `${f(engineDecideMs / pairs.length)} ms vs naive ${f(naiveDecideMs / pairs.length)} ms: ` +
+      `${(naiveDecideMs / engineDecideMs).toFixed(0)}x`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

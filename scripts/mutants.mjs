@@ -284,6 +284,14 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/cluster/state-machine.test.ts'],
   },
+  // the client lists the terminators of a service only when it may use the service
+  {
+    id: 'client-terminators-any-service',
+    file: 'src/model/service.ts',
+    search: 'if (serviceAccessOf(ctx.svc, ctx.caller!.identity.id, service.id).size === 0) {',
+    replace: 'if (false) {',
+    tests: ['test/api/access.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
