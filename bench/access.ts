@@ -30,7 +30,7 @@ import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../src
 import { buildSchema } from '../src/model/index.js';
 import { services } from '../src/model/service.js';
 import { uuid } from '../src/util/ids.js';
-import { type ParsedRoles, parseRoles, rolesMatch } from '../storage/role-index.js';
+import { parseRoles, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
 import type { Command, Row } from '../storage/types.js';
 import { benchOptions } from './options.js';
