@@ -132,6 +132,8 @@ describe('routers and transit routers', () => {
       'COULD_NOT_VALIDATE',
       'name',
     );
+    // nothing half-applied: no edge router without its router row
+    expect(ids(await get(`/edge-routers?filter=${encodeURIComponent('name = "tr-taken"')}`))).toEqual([]);
     const svcType = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'svc-only.v1' } })).body.data
       .id;
     const svcConfig = await create('/configs', { name: 'svc-cfg', configTypeId: svcType, data: {} });
