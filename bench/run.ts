@@ -5,7 +5,7 @@
  *   cluster REST writes through a 3-node Keel cluster vs a 3-member etcd cluster, and failover (bench/cluster/run.ts)
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
  *   auth   password logins per second beside the raw argon2id verify rate (bench/auth.ts)
- *   access the policy engine on a real store: load, an identity's services, a policy change (bench/access.ts)
+ *   access the policy engine on a real store: load, an identity's services, a policy change, session create (bench/access.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
