@@ -6,7 +6,7 @@
  * its token (`routerByEnrollmentToken`), checks `enrollmentExpiresAt`, and on success writes `fingerprint`,
  * `isVerified: true` and ENROLLMENT_CLEARED in one update (docs/routers.md).
  */
-import type { Row } from '../../storage/types.js';
+import { assert, type Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { uuid } from '../util/ids.js';
@@ -37,6 +37,7 @@ export async function routerEnrollmentFields(
   routerId: string,
   method: RouterEnrollmentMethod,
 ): Promise<Record<string, string>> {
+  assert(routerId.length > 0, 'a router enrollment names its router');
   const nowMs = svc.clock.now();
   const expiresAtMs = nowMs + DEFAULT_ENROLLMENT_DURATION_MS;
   const token = uuid();

@@ -166,6 +166,29 @@ describe('routers and transit routers', () => {
         'NOT_FOUND',
       );
     }
+    // Keel's bounds: 100 configs, 100 listeners of 100 addresses each
+    expectError(
+      await call('POST', `${srv.mgmt}/routers`, {
+        token,
+        body: { name: 'many', configs: Array.from({ length: 101 }, () => rConfig) },
+      }),
+      400,
+      'COULD_NOT_VALIDATE',
+      'configs',
+    );
+    const listeners = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`tls:h${i}:1`, ['g']]));
+    expect(
+      (await call('POST', `${srv.mgmt}/routers`, { token, body: { name: 'l100', ctrlChanListeners: listeners(100) } }))
+        .status,
+    ).toBe(201);
+    for (const ctrlChanListeners of [listeners(101), { 'tls:h:1': Array.from({ length: 101 }, () => 'g') }]) {
+      expectError(
+        await call('POST', `${srv.mgmt}/routers`, { token, body: { name: 'l101', ctrlChanListeners } }),
+        400,
+        'COULD_NOT_VALIDATE',
+        'ctrlChanListeners',
+      );
+    }
     // fields the server sets are not writable: ignored, as go-swagger ignores unknown properties
     const ignored = await call('PATCH', `${srv.mgmt}/routers/${withCfg}`, {
       token,
@@ -288,6 +311,8 @@ describe('terminators', () => {
     expectError(await post({ ...base, precedence: 'first' }), 400, 'COULD_NOT_VALIDATE');
     expectError(await post({ ...base, identitySecret: 'not base64!' }), 400, 'COULD_NOT_VALIDATE', 'identitySecret');
     expectError(await post({ ...base, address: 'x'.repeat(1025) }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await post({ ...base, identitySecret: 'A'.repeat(1028) }), 400, 'COULD_NOT_VALIDATE');
+    expect((await post({ ...base, address: 'x'.repeat(1024), identitySecret: 'A'.repeat(1024) })).status).toBe(201);
     const id = await create('/terminators', base);
     expectError(
       await conformant(M, 'PATCH', '/terminators/{id}', srv.base, { token, params: { id }, body: { router: 'nope' } }),
