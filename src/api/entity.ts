@@ -7,7 +7,16 @@ import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError, notFound } from './errors.js';
 import { listQuery, listResponse, mapResult } from './list.js';
-import { type Access, type ApiName, type Caller, LIST_QUERY, type OpContext, type OpDef, op } from './op.js';
+import {
+  type Access,
+  type ApiName,
+  type Caller,
+  LIST_QUERY,
+  type OpContext,
+  type OpDef,
+  op,
+  type QueryParamDoc,
+} from './op.js';
 import { type RelationSpec, relationOps } from './relations.js';
 import { created, okEmpty, okJson } from './respond.js';
 import type { Services } from './services.js';
@@ -115,6 +124,11 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   redact?(data: Record<string, unknown>): Record<string, unknown>;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
+  /**
+   * The list's rendering for this request when it is not the rows' own (e.g. the management service list's
+   * `config` map for the `configTypes` asked for), with the query parameters that ask for it. Undefined: the own.
+   */
+  listView?: { query: readonly QueryParamDoc[]; render(ctx: OpContext<unknown>): ((row: Row) => string) | undefined };
   /**
    * The same CRUD operations served a second time under another path segment and operation ids (OpenZiti's
    * `/routers` beside its deprecated `/transit-routers`). Rendered rows keep `name` in their links.
@@ -381,6 +395,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
                 { name: 'roleSemantic', type: 'string' },
               ] as const)
             : []),
+          ...(entity.listView?.query ?? []),
         ],
         responses: {
           200: {
@@ -388,10 +403,12 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
             schema: listEnvelope(`list${names.plural}Envelope`, entity.detail),
           },
         },
-        handler: (ctx) =>
-          mapResult(listQuery(entity, ctx), (result) =>
-            listResponse(result, (row) => entity.renderJsonFor(row, ctx.svc, ctx.caller), entity.symbolTable(ctx.svc)),
-          ),
+        handler: (ctx) => {
+          const render = entity.listView?.render(ctx) ?? ((row) => entity.renderJsonFor(row, ctx.svc, ctx.caller));
+          return mapResult(listQuery(entity, ctx), (result) =>
+            listResponse(result, render, entity.symbolTable(ctx.svc)),
+          );
+        },
       }),
     );
   }

@@ -8,6 +8,7 @@ import {
   type EntityFields,
 } from '../api/entity.js';
 import { fieldError, notFound } from '../api/errors.js';
+import type { OpContext } from '../api/op.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { serviceAccessOf } from './access.js';
@@ -146,6 +147,19 @@ const serviceTerminators = {
   summary: 'List of terminators assigned to a service',
 } as const;
 
+/**
+ * The config types a request asks for: the `configTypes` query parameter (repeated, or comma-separated as OpenZiti's
+ * management list splits it), else those of the caller's API session.
+ */
+export function askedConfigTypes(ctx: OpContext<unknown>): string[] {
+  const asked = ctx.req.query
+    .getAll('configTypes')
+    .flatMap((v) => v.split(','))
+    .filter((v) => v !== '');
+  if (asked.length > 0) return asked;
+  return (ctx.caller?.session.configTypes as string[] | undefined) ?? [];
+}
+
 export const services = defineEntity({
   name: 'services',
   type: 'service',
@@ -215,6 +229,20 @@ export const services = defineEntity({
     }),
   ],
   toApi: () => ({ config: {}, permissions: [], postureQueries: [] }),
+  // the management list fills `config` for the config types asked for (OpenZiti's PublicQueryForMgmtAccess), with
+  // the caller's own service configs in place of the service's; the detail leaves it empty, as OpenZiti's does
+  listView: {
+    query: [{ name: 'configTypes', type: 'array' }],
+    render(ctx): ((row: Row) => string) | undefined {
+      const types = askedConfigTypes(ctx);
+      if (types.length === 0) return undefined;
+      return (row) =>
+        JSON.stringify({
+          ...services.render(row, ctx.svc),
+          config: configMap(ctx.svc, row, types, ctx.caller?.identity.id),
+        });
+    },
+  },
   fromApi(body, { mode, svc, existing, copied }) {
     const out = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');

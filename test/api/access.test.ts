@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ids, userWith as makeUser } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
-import { call, login, startServer, type TestServer } from '../support/server.js';
+import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
 let token: string;
@@ -748,6 +748,33 @@ describe('client view of services', () => {
     expect((await call('GET', `${srv.mgmt}/identities/${user.id}/service-configs`, { token })).body.data).toEqual([]);
     expect(await configOfView()).toEqual({ 'hank.v1': { v: 1 } });
     expect((await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token })).status).toBe(200);
+  });
+
+  it('management list: `config` for the config types asked for (query, comma-separated, or the API session), empty otherwise', async () => {
+    const typeA = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'mgmt-a.v1' } })).body.data.id;
+    const typeB = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'mgmt-b.v1' } })).body.data.id;
+    const a = await configOf('mgmt-a', typeA, { a: 1 });
+    const b = await configOf('mgmt-b', typeB, { b: 2 });
+    const svcId = await create('/services', { name: 'mgmt-config-svc', encryptionRequired: true, configs: [a, b] });
+    const listed = async (query: string, t = token) => {
+      const r = await conformant(M, 'GET', '/services', srv.base, {
+        token: t,
+        query: `filter=${encodeURIComponent(`id = "${svcId}"`)}${query}`,
+      });
+      expect(r.status, r.text).toBe(200);
+      return r.body.data[0].config;
+    };
+    expect(await listed('')).toEqual({});
+    expect(await listed('&configTypes=mgmt-a.v1')).toEqual({ 'mgmt-a.v1': { a: 1 } });
+    expect(await listed(`&configTypes=${typeA},mgmt-b.v1`)).toEqual({ 'mgmt-a.v1': { a: 1 }, 'mgmt-b.v1': { b: 2 } });
+    expect(await listed('&configTypes=all')).toEqual({ 'mgmt-a.v1': { a: 1 }, 'mgmt-b.v1': { b: 2 } });
+    // the API session's config types when the query names none
+    const withTypes = await call('POST', `${srv.mgmt}/authenticate?method=password`, {
+      body: { username: 'admin', password: ADMIN_PASSWORD, configTypes: ['mgmt-b.v1'] },
+    });
+    expect(await listed('', withTypes.body.data.token)).toEqual({ 'mgmt-b.v1': { b: 2 } });
+    // the detail leaves it empty, as OpenZiti's does
+    expect((await get(`/services/${svcId}?configTypes=all`)).body.data.config).toEqual({});
   });
 
   it("edge routers: the caller's, and those through which it may reach a service", async () => {
