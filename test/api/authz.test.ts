@@ -532,6 +532,7 @@ function rows(): Row[] {
     })),
   );
   out.push(...accessModelRows());
+  out.push(...selfServiceRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -815,6 +816,28 @@ function accessModelRows(): Row[] {
     { op: `${m} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: ADMIN_READ },
     { op: `${m} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: adminOnly(200) },
   ];
+}
+
+/**
+ * Self-service authenticators (both APIs): the list is any full session's own; one named by id is another
+ * identity's here (a plain target's), which does not exist for any caller, admins included.
+ */
+function selfServiceRows(): Row[] {
+  const NOT_OWN = '404 404 404 404 404 401 401 401';
+  const change = { currentPassword: 'target-pw', username: uniq('self-renamed'), password: 'self-new-pw' };
+  return (['client', 'management'] as const).flatMap((api): Row[] => [
+    { op: `${api} GET /current-identity/authenticators`, expect: FULL_SESSION },
+    {
+      op: `${api} GET /current-identity/authenticators/{id}`,
+      prepare: async () => ({ id: await authenticatorOf('plain') }),
+      expect: NOT_OWN,
+    },
+    ...(['PUT', 'PATCH'] as const).map((method) => ({
+      op: `${api} ${method} /current-identity/authenticators/{id}`,
+      prepare: async () => ({ id: await authenticatorOf('plain'), body: change }),
+      expect: NOT_OWN,
+    })),
+  ]);
 }
 
 /** A fresh auth policy body (every field the spec requires). */

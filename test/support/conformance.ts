@@ -59,6 +59,7 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
     paths:
       /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
   },
+  { file: 'test/api/self-authenticators.test.ts', paths: /^\/current-identity\/authenticators(\/\{id\})?$/ },
 ];
 
 /** The served operations a file of COVERED_IN_OWN_FILES owns. */

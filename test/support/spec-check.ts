@@ -74,6 +74,10 @@ export const UNDECLARED_OK: Record<string, string> = {
   '404 POST /enrollments/{id}/refresh': 'unknown (or used up) enrollment: NOT_FOUND, as every detail route answers',
   '404 GET /specs/{id}': 'unknown spec id (spec_router.go: RespondWithNotFound)',
   '404 GET /specs/{id}/spec': 'unknown spec id (spec_router.go: RespondWithNotFound)',
+  '409 PUT /current-identity/authenticators/{id}':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: a cert authenticator has no username or password (controller apierror, 409)',
+  '409 PATCH /current-identity/authenticators/{id}':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: a cert authenticator has no username or password (controller apierror, 409)',
   '408 *':
     'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
   '414 *': 'the HTTP layer refuses a request target over 64 KiB (URI_TOO_LONG) before any operation',
