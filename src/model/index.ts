@@ -16,6 +16,7 @@ import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
+import { applyRevocation, revocations } from './revocation.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
@@ -43,6 +44,7 @@ export const ENTITIES = [
   enrollments,
   controllerKeys,
   mfas,
+  revocations,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */
@@ -57,6 +59,7 @@ export const CUSTOM_COMMANDS = {
   recordFailedLogin,
   useRecoveryCode,
   useTotp,
+  applyRevocation,
 };
 
 export function buildSchema(): Schema {

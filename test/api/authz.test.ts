@@ -7,6 +7,7 @@
  * Every request is a fresh one against fresh targets (a write that should have been refused cannot spoil the next
  * row), and goes through `call()`, so each response is also checked against OpenZiti's spec.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { Caller } from '../../src/api/op.js';
@@ -533,6 +534,7 @@ function rows(): Row[] {
   );
   out.push(...accessModelRows());
   out.push(...selfServiceRows());
+  out.push(...operationsRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -838,6 +840,22 @@ function selfServiceRows(): Row[] {
       expect: NOT_OWN,
     })),
   ]);
+}
+
+/** Revocations, controller settings, database operations, identity tracing (management, admins). */
+function operationsRows(): Row[] {
+  const m = 'management';
+  const revocation = async () =>
+    (await adminCall('POST', '/revocations', { id: randomUUID(), type: 'JTI' })).data.id as string;
+  return [
+    { op: `${m} GET /revocations`, expect: ADMIN_READ },
+    { op: `${m} GET /revocations/{id}`, prepare: async () => ({ id: await revocation() }), expect: ADMIN_READ },
+    {
+      op: `${m} POST /revocations`,
+      prepare: async () => ({ body: { id: randomUUID(), type: 'JTI' } }),
+      expect: adminOnly(201),
+    },
+  ];
 }
 
 /** A fresh auth policy body (every field the spec requires). */
