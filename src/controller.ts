@@ -23,6 +23,7 @@ import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { controllerSettingOps } from './ops/controller-settings.js';
 import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
 import { extendOps } from './ops/extend.js';
@@ -100,6 +101,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...mfaOps(),
     ...accessOps(),
     ...selfAuthenticatorOps(),
+    ...controllerSettingOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

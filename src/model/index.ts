@@ -7,6 +7,7 @@ import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
+import { controllerSettingsEntity } from './controller-setting.js';
 import { edgeRouters } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
@@ -45,6 +46,7 @@ export const ENTITIES = [
   controllerKeys,
   mfas,
   revocations,
+  controllerSettingsEntity,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */

@@ -855,6 +855,39 @@ function operationsRows(): Row[] {
       prepare: async () => ({ body: { id: randomUUID(), type: 'JTI' } }),
       expect: adminOnly(201),
     },
+    ...controllerSettingRows(),
+  ];
+}
+
+/** Controller settings: `global`, and this node's own (made or removed first, as each row needs). */
+function controllerSettingRows(): Row[] {
+  const m = 'management';
+  const ctl = async () => (await adminCall('GET', '/controllers')).data[0].id as string;
+  const own = async (present: boolean) => {
+    const id = await ctl();
+    const has = srv.ctl.svc.get('controller-settings', id) !== undefined;
+    if (has && !present) await adminCall('DELETE', `/controller-settings/${id}/effective`);
+    if (!has && present) await adminCall('POST', '/controller-settings', { controllerId: id });
+    return id;
+  };
+  const global = async () => ({ id: 'global' });
+  const globalChange = async () => ({ id: 'global', body: { oidc: {} } });
+  return [
+    { op: `${m} GET /controller-settings`, expect: ADMIN_READ },
+    { op: `${m} GET /controller-settings/{id}`, prepare: global, expect: ADMIN_READ },
+    { op: `${m} GET /controller-settings/{id}/effective`, prepare: global, expect: ADMIN_READ },
+    { op: `${m} PUT /controller-settings/{id}/effective`, prepare: globalChange, expect: adminOnly(200) },
+    { op: `${m} PATCH /controller-settings/{id}/effective`, prepare: globalChange, expect: adminOnly(200) },
+    {
+      op: `${m} POST /controller-settings`,
+      prepare: async () => ({ body: { controllerId: await own(false) } }),
+      expect: adminOnly(201),
+    },
+    {
+      op: `${m} DELETE /controller-settings/{id}/effective`,
+      prepare: async () => ({ id: await own(true) }),
+      expect: adminOnly(200),
+    },
   ];
 }
 

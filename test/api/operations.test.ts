@@ -4,6 +4,7 @@
  * through `conformant`/`call`, so each answer is validated against OpenZiti's spec.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_URIS } from '../../src/model/controller-setting.js';
 import { REVOCATION_LIFETIME_MS } from '../../src/model/revocation.js';
 import { expectError, userWith } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
@@ -111,5 +112,101 @@ describe('revocations', () => {
     expect((await revoke({ id: '5f0e0c52-3a1b-4c2d-9e8f-7a6b5c4d3e2f', type: 'JTI' })).status).toBe(201);
     expect(svc.get('revocations', 'old-1')).toBeUndefined();
     expect(svc.get('revocations', 'old-2')).toBeUndefined();
+  });
+});
+
+describe('controller settings', () => {
+  const effective = async (id: string) => {
+    const r = await conformant(M, 'GET', '/controller-settings/{id}/effective', srv.base, {
+      token: root,
+      params: { id },
+    });
+    expect(r.status, r.text).toBe(200);
+    return r.body.data;
+  };
+  const change = (method: 'PUT' | 'PATCH', id: string, body: unknown) =>
+    conformant(M, method, '/controller-settings/{id}/effective', srv.base, { token: root, params: { id }, body });
+
+  it('global, a controller’s own, and the two merged', async () => {
+    const ctl = (await call('GET', `${srv.mgmt}/controllers`, { token: root })).body.data[0].id as string;
+    const list = await conformant(M, 'GET', '/controller-settings', srv.base, { token: root });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.data.map((x: { id: string }) => x.id)).toEqual(['global']);
+    const global = await conformant(M, 'GET', '/controller-settings/{id}', srv.base, {
+      token: root,
+      params: { id: 'global' },
+    });
+    expect(global.body.data).toMatchObject({ id: 'global', oidc: {} });
+    // before it has settings of its own, a controller has the global ones
+    expect(await effective(ctl)).toMatchObject({ id: ctl, effective: { oidc: {} } });
+    expect((await effective(ctl)).instance).toBeUndefined();
+
+    const redirect = ['https://console.example/callback', 'http://127.0.0.1:*/auth/callback'];
+    expect((await change('PATCH', 'global', { oidc: { redirectUris: redirect } })).status).toBe(200);
+    expect((await effective('global')).effective.oidc).toEqual({ redirectUris: redirect });
+
+    const created = await conformant(M, 'POST', '/controller-settings', srv.base, {
+      token: root,
+      body: { controllerId: ctl, oidc: { postLogoutUris: ['https://console.example/bye'] }, tags: { site: 'a' } },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.data.id).toBe(ctl);
+    const merged = await effective(ctl);
+    expect(merged.effective.oidc).toEqual({ redirectUris: redirect, postLogoutUris: ['https://console.example/bye'] });
+    expect(merged.instance.oidc).toEqual({ postLogoutUris: ['https://console.example/bye'] });
+    // an own setting overrides the global one; PUT replaces the whole object, PATCH only what it names
+    expect((await change('PATCH', ctl, { oidc: { redirectUris: ['https://own.example/cb'] } })).status).toBe(200);
+    expect((await effective(ctl)).effective.oidc).toEqual({
+      redirectUris: ['https://own.example/cb'],
+      postLogoutUris: ['https://console.example/bye'],
+    });
+    expect((await change('PUT', ctl, { oidc: { redirectUris: ['https://put.example/cb'] } })).status).toBe(200);
+    const afterPut = await effective(ctl);
+    expect(afterPut.instance.oidc).toEqual({ redirectUris: ['https://put.example/cb'] });
+    expect(afterPut.effective.oidc).toEqual({ redirectUris: ['https://put.example/cb'] });
+    expect(afterPut.tags).toEqual({});
+    const detail = await conformant(M, 'GET', '/controller-settings/{id}', srv.base, {
+      token: root,
+      params: { id: ctl },
+    });
+    expect(detail.body.data.oidc).toEqual({ redirectUris: ['https://put.example/cb'] });
+
+    // deleting a controller's own settings leaves it the global ones; global itself cannot be deleted
+    const del = (id: string) =>
+      conformant(M, 'DELETE', '/controller-settings/{id}/effective', srv.base, { token: root, params: { id } });
+    expectError(await del('global'), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expect((await del(ctl)).status).toBe(200);
+    expect((await effective(ctl)).effective.oidc).toEqual({ redirectUris: redirect });
+    expectError(await del(ctl), 404, 'NOT_FOUND');
+  });
+
+  it('refuses what OpenZiti refuses, and bounds the lists', async () => {
+    const ctl = (await call('GET', `${srv.mgmt}/controllers`, { token: root })).body.data[0].id as string;
+    const create = (body: unknown) => conformant(M, 'POST', '/controller-settings', srv.base, { token: root, body });
+    expectError(await create({ controllerId: 'global' }), 400, 'COULD_NOT_VALIDATE', 'controllerId');
+    expectError(await create({ controllerId: 'any' }), 400, 'COULD_NOT_VALIDATE', 'controllerId');
+    expectError(await create({ controllerId: 'no-such-controller' }), 400, 'COULD_NOT_VALIDATE', 'controllerId');
+    expectError(await create({ oidc: {} }), 400, 'COULD_NOT_VALIDATE');
+    const many = Array.from({ length: MAX_URIS + 1 }, (_, i) => `https://x.example/${i}`);
+    expectError(await create({ controllerId: ctl, oidc: { redirectUris: many } }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await change('PATCH', 'global', { oidc: { redirectUris: 'not-a-list' } }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await change('PUT', 'no-such-controller', { oidc: {} }), 404, 'NOT_FOUND');
+    const unknown = await conformant(M, 'GET', '/controller-settings/{id}/effective', srv.base, {
+      token: root,
+      params: { id: 'no-such-controller' },
+    });
+    expectError(unknown, 404, 'NOT_FOUND');
+    const plain = await userWith(srv.base, root, 'settings-reader');
+    const denied = await conformant(M, 'GET', '/controller-settings', srv.base, { token: plain.token });
+    expectError(denied, 401, 'UNAUTHORIZED');
+  });
+
+  it('a store initialised without global settings reads defaults and gets them on its first write', async () => {
+    const svc = srv.ctl.svc;
+    await svc.write({ op: 'delete', entity: 'controller-settings', id: 'global', at: svc.nowIso(), system: true });
+    expect((await effective('global')).effective).toEqual({ oidc: {} });
+    expect((await change('PATCH', 'global', { oidc: { postLogoutUris: ['https://bye.example'] } })).status).toBe(200);
+    expect(svc.get('controller-settings', 'global')).toMatchObject({ isSystem: true });
+    expect((await effective('global')).effective.oidc).toEqual({ postLogoutUris: ['https://bye.example'] });
   });
 });
