@@ -24,6 +24,7 @@ import { authenticationOps } from './ops/authentication.js';
 import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
 import { controllerSettingOps } from './ops/controller-settings.js';
+import { databaseOps } from './ops/database.js';
 import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
 import { extendOps } from './ops/extend.js';
@@ -102,6 +103,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...accessOps(),
     ...selfAuthenticatorOps(),
     ...controllerSettingOps(),
+    ...databaseOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }
@@ -167,6 +169,7 @@ export class Controller {
         apiBaseUrls: opts.apiBaseUrls ?? [],
         instanceId,
         clustered: cluster !== null,
+        dataDir: opts.dataDir,
       },
       opts.clock ?? systemClock,
       log,

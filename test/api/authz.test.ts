@@ -856,6 +856,25 @@ function operationsRows(): Row[] {
       expect: adminOnly(201),
     },
     ...controllerSettingRows(),
+    ...databaseRows(),
+  ];
+}
+
+/** Database operations: admins only (a check started by one row has finished before the next row starts one). */
+function databaseRows(): Row[] {
+  const m = 'management';
+  const idle = async () => {
+    for (let i = 0; i < 400; i++) {
+      if (!(await adminCall('GET', '/database/data-integrity-results')).data.inProgress) return {};
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('fixture: the integrity check did not finish');
+  };
+  return [
+    { op: `${m} POST /database/snapshot`, expect: adminOnly(200) },
+    { op: `${m} POST /database/check-data-integrity`, prepare: idle, expect: adminOnly(202) },
+    { op: `${m} POST /database/fix-data-integrity`, prepare: idle, expect: adminOnly(202) },
+    { op: `${m} GET /database/data-integrity-results`, expect: adminOnly(200) },
   ];
 }
 

@@ -3,10 +3,18 @@
  * database snapshot and data integrity, identity tracing — step by step, with their error cases. Every call goes
  * through `conformant`/`call`, so each answer is validated against OpenZiti's spec.
  */
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_URIS } from '../../src/model/controller-setting.js';
+import { buildSchema } from '../../src/model/index.js';
 import { REVOCATION_LIFETIME_MS } from '../../src/model/revocation.js';
+import { MAX_SNAPSHOT_FILES, SNAPSHOT_DIR, SNAPSHOT_MIN_INTERVAL_MS } from '../../src/ops/database.js';
+import type { RoleIndex } from '../../storage/role-index.js';
+import { Store } from '../../storage/store.js';
 import { expectError, userWith } from '../support/api.js';
+import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -208,5 +216,133 @@ describe('controller settings', () => {
     expect((await change('PATCH', 'global', { oidc: { postLogoutUris: ['https://bye.example'] } })).status).toBe(200);
     expect(svc.get('controller-settings', 'global')).toMatchObject({ isSystem: true });
     expect((await effective('global')).effective.oidc).toEqual({ postLogoutUris: ['https://bye.example'] });
+  });
+});
+
+describe('database: snapshot and data integrity', () => {
+  let db: TestServer;
+  let token: string;
+  const clock = manualClock(Date.now());
+  beforeAll(async () => {
+    db = await startServer({ clock });
+    token = await login(db.base);
+  });
+  afterAll(() => db.stop());
+
+  const post = (path: string, t: string | undefined = token) => conformant(M, 'POST', path, db.base, { token: t });
+  const results = async () => {
+    const r = await conformant(M, 'GET', '/database/data-integrity-results', db.base, { token });
+    expect(r.status, r.text).toBe(200);
+    return r.body.data;
+  };
+  const settled = async () => {
+    for (let i = 0; i < 200; i++) {
+      const d = await results();
+      if (!d.inProgress) return d;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('the integrity check did not finish');
+  };
+
+  it('a snapshot is a file of the whole store that restores to the same rows; at most one a minute', async () => {
+    const u = await userWith(db.base, token, 'in-the-snapshot');
+    expect((await post('/database/snapshot')).status).toBe(200);
+    const dir = join(db.dataDir, SNAPSHOT_DIR);
+    const files = readdirSync(dir).filter((f) => f.endsWith('.keel-snapshot'));
+    expect(files).toHaveLength(1);
+    const restored = await Store.open(mkdtempSync(join(tmpdir(), 'keel-snap-')), buildSchema());
+    try {
+      await restored.restore(readFileSync(join(dir, files[0]!)));
+      const live = db.ctl.svc.store;
+      for (const name of ['identities', 'authenticators', 'api-sessions', 'auth-policies']) {
+        expect([...restored.collection(name).scan()], name).toEqual([...live.collection(name).scan()]);
+      }
+      expect(restored.get('identities', u.id)?.name).toBe('in-the-snapshot');
+    } finally {
+      await restored.close();
+    }
+    expectError(await post('/database/snapshot'), 429, 'RATE_LIMITED');
+    // a minute later another; never more than MAX_SNAPSHOT_FILES kept
+    for (let i = 0; i < MAX_SNAPSHOT_FILES + 2; i++) {
+      clock.advance(SNAPSHOT_MIN_INTERVAL_MS);
+      expect((await post('/database/snapshot')).status).toBe(200);
+    }
+    expect(readdirSync(dir).filter((f) => f.endsWith('.keel-snapshot'))).toHaveLength(MAX_SNAPSHOT_FILES);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('before any check, the results are empty; a check of a sound store finds nothing', async () => {
+    const before = await results();
+    expect(before).toMatchObject({ inProgress: false, results: [], tooManyErrors: false, error: '' });
+    const r = await post('/database/check-data-integrity');
+    expect(r.status, r.text).toBe(202);
+    const done = await settled();
+    expect(done).toMatchObject({ inProgress: false, fixingErrors: false, results: [], tooManyErrors: false });
+    expect(Date.parse(done.endTime)).toBeGreaterThanOrEqual(Date.parse(done.startTime));
+  });
+
+  it('finds damaged indexes and dangling references; fix repairs the indexes and says what it could not', async () => {
+    const store = db.ctl.svc.store;
+    const u = await userWith(db.base, token, 'damaged');
+    // a service policy whose derived index entry goes missing, an identity index entry pointing elsewhere, a row
+    // naming an identity that does not exist (memory-only damage: what a bug in publish would leave)
+    const policy = await call('POST', `${db.mgmt}/service-policies`, {
+      token,
+      body: { name: 'sp-damaged', type: 'Dial', semantic: 'AnyOf', identityRoles: [`@${u.id}`], serviceRoles: [] },
+    });
+    expect(policy.status, policy.text).toBe(201);
+    const roleIndex = store.derived.get<RoleIndex>('service-policies.identityRoles');
+    expect(roleIndex.targetsOf(policy.body.data.id).has(u.id)).toBe(true);
+    (roleIndex.targetsOf(policy.body.data.id) as Set<string>).delete(u.id);
+    const byName = (store.collection('identities') as any).uniques.get('name') as Map<string, string>;
+    byName.set('ghost-name', u.id);
+    const auth = store.collection('authenticators');
+    const orphan = {
+      ...[...auth.scan()][0]!,
+      id: 'orphan-auth',
+      identityId: 'no-such-identity',
+      username: null,
+      methodKey: null,
+    };
+    auth.put(orphan);
+
+    expect((await post('/database/check-data-integrity')).status).toBe(202);
+    const found = await settled();
+    const text = found.results.map((f: { description: string }) => f.description);
+    expect(text.some((d: string) => d.includes('service-policies.identityRoles') && d.includes(u.id))).toBe(true);
+    expect(text.some((d: string) => d.includes('identities: unique index name') && d.includes('ghost-name'))).toBe(
+      true,
+    );
+    expect(text).toContain(
+      'authenticators orphan-auth: identityId names identities no-such-identity, which does not exist',
+    );
+    expect(found.results.every((f: { fixed: boolean }) => f.fixed === false)).toBe(true);
+
+    expect((await post('/database/fix-data-integrity')).status).toBe(202);
+    const fixed = await settled();
+    expect(fixed.fixingErrors).toBe(true);
+    const fixedText = (f: { description: string; fixed: boolean }) => `${f.fixed} ${f.description}`;
+    const lines = fixed.results.map(fixedText);
+    expect(lines.some((l: string) => l.startsWith('true service-policies.identityRoles'))).toBe(true);
+    expect(lines.some((l: string) => l.startsWith('true identities: unique index name'))).toBe(true);
+    expect(lines.some((l: string) => l.startsWith('false authenticators orphan-auth'))).toBe(true);
+    expect(roleIndex.targetsOf(policy.body.data.id).has(u.id)).toBe(true);
+    expect(byName.has('ghost-name')).toBe(false);
+
+    auth.delete('orphan-auth');
+    expect((await post('/database/check-data-integrity')).status).toBe(202);
+    expect((await settled()).results).toEqual([]);
+  });
+
+  it('one check at a time; admins only', async () => {
+    expect((await post('/database/check-data-integrity')).status).toBe(202);
+    expectError(await post('/database/fix-data-integrity'), 429, 'RATE_LIMITED');
+    await settled();
+    const plain = await userWith(db.base, token, 'not-a-dba');
+    for (const path of ['/database/snapshot', '/database/check-data-integrity', '/database/fix-data-integrity']) {
+      expectError(await post(path, plain.token), 401, 'UNAUTHORIZED');
+    }
+    const r = await conformant(M, 'GET', '/database/data-integrity-results', db.base, { token: plain.token });
+    expectError(r, 401, 'UNAUTHORIZED');
   });
 });
