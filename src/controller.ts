@@ -31,6 +31,7 @@ import { extendOps } from './ops/extend.js';
 import { externalJwtSignerOps } from './ops/external-jwt-signers.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
+import { identityTraceOps } from './ops/identity-trace.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
 import { selfAuthenticatorOps } from './ops/self-authenticators.js';
@@ -104,6 +105,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...selfAuthenticatorOps(),
     ...controllerSettingOps(),
     ...databaseOps(),
+    ...identityTraceOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

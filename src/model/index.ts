@@ -14,6 +14,7 @@ import { controllerKeys, enrollments } from './enrollment.js';
 import { externalJwtSigners } from './external-jwt-signer.js';
 import { identities } from './identity.js';
 import { identityServiceConfigs } from './identity-service-config.js';
+import { identityTraces } from './identity-trace.js';
 import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
@@ -47,6 +48,7 @@ export const ENTITIES = [
   mfas,
   revocations,
   controllerSettingsEntity,
+  identityTraces,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */

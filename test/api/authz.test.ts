@@ -857,6 +857,11 @@ function operationsRows(): Row[] {
     },
     ...controllerSettingRows(),
     ...databaseRows(),
+    {
+      op: `${m} PUT /identities/{id}/trace`,
+      prepare: async () => ({ id: (await identity('plain')).id, body: { enabled: true, duration: '5m' } }),
+      expect: adminOnly(200),
+    },
   ];
 }
 

@@ -11,6 +11,7 @@ import { MAX_URIS } from '../../src/model/controller-setting.js';
 import { buildSchema } from '../../src/model/index.js';
 import { REVOCATION_LIFETIME_MS } from '../../src/model/revocation.js';
 import { MAX_SNAPSHOT_FILES, SNAPSHOT_DIR, SNAPSHOT_MIN_INTERVAL_MS } from '../../src/ops/database.js';
+import { MAX_TRACE_CHANNELS } from '../../src/ops/identity-trace.js';
 import type { RoleIndex } from '../../storage/role-index.js';
 import { Store } from '../../storage/store.js';
 import { expectError, userWith } from '../support/api.js';
@@ -344,5 +345,54 @@ describe('database: snapshot and data integrity', () => {
     }
     const r = await conformant(M, 'GET', '/database/data-integrity-results', db.base, { token: plain.token });
     expectError(r, 401, 'UNAUTHORIZED');
+  });
+});
+
+describe('identity tracing', () => {
+  const trace = (id: string, body: unknown, token = root) =>
+    conformant(M, 'PUT', '/identities/{id}/trace', srv.base, { token, params: { id }, body });
+
+  it('turns on for a duration, replaces, turns off; the setting is recorded and goes with the identity', async () => {
+    const u = await userWith(srv.base, root, 'traced');
+    const before = Date.now();
+    const on = await trace(u.id, { enabled: true, duration: '10m', channels: ['select.path'] });
+    expect(on.status, on.text).toBe(200);
+    expect(on.body.data.enabled).toBe(true);
+    expect(on.body.data.traceId).toMatch(/^[0-9a-f-]{36}$/);
+    const until = Date.parse(on.body.data.until);
+    expect(until - before).toBeGreaterThanOrEqual(10 * 60_000);
+    expect(until - before).toBeLessThan(10 * 60_000 + 60_000);
+    const svc = srv.ctl.svc;
+    expect(svc.get('identity-traces', u.id)).toMatchObject({
+      traceId: on.body.data.traceId,
+      channels: ['select.path'],
+    });
+
+    const again = await trace(u.id, { enabled: true, duration: '1h30m', traceId: 'my-trace' });
+    expect(again.body.data).toMatchObject({ enabled: true, traceId: 'my-trace' });
+    expect(svc.get('identity-traces', u.id)).toMatchObject({ traceId: 'my-trace', channels: ['all'] });
+
+    const off = await trace(u.id, { enabled: false });
+    expect(off.status, off.text).toBe(200);
+    expect(off.body.data).toEqual({ enabled: false });
+    expect(svc.get('identity-traces', u.id)).toBeUndefined();
+    expect((await trace(u.id, { enabled: false })).status).toBe(200);
+
+    expect((await trace(u.id, { enabled: true, duration: '5m' })).status).toBe(200);
+    expect((await call('DELETE', `${srv.mgmt}/identities/${u.id}`, { token: root })).status).toBe(200);
+    expect(svc.get('identity-traces', u.id)).toBeUndefined();
+  });
+
+  it('refuses bad durations, unknown identities and non-admins', async () => {
+    const u = await userWith(srv.base, root, 'trace-target');
+    for (const duration of ['', 'ten minutes', '10', '0', '-5m', '25h', undefined]) {
+      expectError(await trace(u.id, { enabled: true, duration }), 400, 'COULD_NOT_VALIDATE', 'duration');
+    }
+    expect((await trace(u.id, { enabled: true, duration: '24h' })).status).toBe(200);
+    const many = Array.from({ length: MAX_TRACE_CHANNELS + 1 }, (_, i) => `c${i}`);
+    expectError(await trace(u.id, { enabled: true, duration: '1m', channels: many }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await trace('no-such-identity', { enabled: true, duration: '1m' }), 404, 'NOT_FOUND');
+    expectError(await trace(u.id, { enabled: 'yes' }), 400, 'COULD_NOT_VALIDATE');
+    expectError(await trace(u.id, { enabled: true, duration: '1m' }, u.token), 401, 'UNAUTHORIZED');
   });
 });
