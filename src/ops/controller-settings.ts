@@ -84,7 +84,7 @@ export function controllerSettingOps(): OpDef<unknown>[] {
         await write(svc, params.id!, body, method === 'PUT' ? 'update' : 'patch');
         return okEmpty();
       },
-    }) as OpDef<unknown>;
+    });
   return [
     op({
       method: 'GET',

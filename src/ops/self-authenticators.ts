@@ -19,7 +19,7 @@ import {
 } from '../model/authenticator.js';
 import { detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { usernameFree } from '../model/preconditions.js';
-import { s } from '../schema/s.js';
+import { type Schema, s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 const TAGS = ['Current API Session'];
@@ -41,7 +41,7 @@ type SelfChange = { currentPassword: string; password?: string | null; username?
 
 export function selfAuthenticatorOps(): OpDef<unknown>[] {
   const change = (method: 'PUT' | 'PATCH'): OpDef<unknown> =>
-    op({
+    op<SelfChange>({
       method,
       path: '/current-identity/authenticators/{id}',
       apis: BOTH,
@@ -55,13 +55,12 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
         'Changes the username and/or password of one of your own username/password authenticators; ' +
         'currentPassword must be its present password.',
       access: 'authenticated',
-      body: (method === 'PUT' ? authenticatorUpdateWithCurrent : authenticatorPatchWithCurrent) as never,
+      body: (method === 'PUT' ? authenticatorUpdateWithCurrent : authenticatorPatchWithCurrent) as Schema<SelfChange>,
       bodyName: 'authenticator',
       responses: {
         200: { description: 'The update request was successful and the resource has been altered', schema: empty },
       },
-      handler: async ({ params, body, caller, svc, req }) => {
-        const change = body as SelfChange;
+      handler: async ({ params, body: change, caller, svc, req }) => {
         const row = ownAuthenticator(svc, caller!.identity.id, params.id!);
         if (row.method !== 'updb') {
           throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
