@@ -12,6 +12,7 @@ import { verifyPassword } from '../auth/password.js';
 import {
   authenticatorDetail,
   authenticators,
+  notUpdatable,
   ownAuthenticator,
   password,
   updbChanges,
@@ -62,13 +63,8 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
       },
       handler: async ({ params, body: change, caller, svc, req }) => {
         const row = ownAuthenticator(svc, caller!.identity.id, params.id!);
-        if (row.method !== 'updb') {
-          throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
-            field: 'method',
-            reason: `authenticator of method ${row.method} has no username or password`,
-            value: String(row.method),
-          });
-        }
+        // OpenZiti's order: not the caller's (404), not updb (409), then the current password (401)
+        if (row.method !== 'updb') throw notUpdatable(row);
         const hash = row.password as string;
         const who = { source: req.remoteAddress, admin: caller!.identity.isAdmin === true };
         if (!(await verifyPassword(hash, change.currentPassword, who))) {
