@@ -276,6 +276,35 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/lockout.test.ts'],
   },
+  // self-service authenticators: only the caller's own, only with the current password; revocations end sessions
+  {
+    id: 'self-authenticator-not-own',
+    file: 'src/model/authenticator.ts',
+    search: '  if (!row || row.identityId !== identityId)',
+    replace: '  if (!row)',
+    tests: ['test/api/self-authenticators.test.ts'],
+  },
+  {
+    id: 'self-authenticator-current-password',
+    file: 'src/ops/self-authenticators.ts',
+    search: 'if (!(await verifyPassword(hash, change.currentPassword, who))) {',
+    replace: 'if (!(await verifyPassword(hash, change.currentPassword, who)) && false) {',
+    tests: ['test/api/self-authenticators.test.ts'],
+  },
+  {
+    id: 'revocation-identity-sessions',
+    file: 'src/model/revocation.ts',
+    search: "  if (args.type === 'IDENTITY') return endSessions(ctx, args.id, at);",
+    replace: '',
+    tests: ['test/api/operations.test.ts'],
+  },
+  {
+    id: 'revocation-api-session',
+    file: 'src/model/revocation.ts',
+    search: "    ctx.delete('api-sessions', args.id, at, true);",
+    replace: '',
+    tests: ['test/api/operations.test.ts'],
+  },
   // cluster: replaying the log applies each entry once (entries at or below the store's applied index are skipped)
   {
     id: 'cluster-replay-twice',

@@ -34,6 +34,8 @@ export async function initialize(svc: Services, adminPassword: string): Promise<
     { op: 'create', entity: 'identity-types', id: 'Default', data: { name: 'Default' }, at },
     { op: 'create', entity: 'identity-types', id: 'Router', data: { name: 'Router' }, at },
     { op: 'create', entity: 'auth-policies', id: 'default', data: structuredClone(DEFAULT_AUTH_POLICY), at },
+    // the global controller settings (docs/operations.md), a system row as in OpenZiti
+    { op: 'create', entity: 'controller-settings', id: 'global', data: { isSystem: true, oidc: {} }, at, system: true },
     await signingKeyCommand(at),
     ...BUILTIN_CONFIG_TYPES.map(
       (c): Command => ({

@@ -23,14 +23,18 @@ import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { caOps } from './ops/cas.js';
 import { controllerOps, FABRIC_BASE, fabricClusterOps } from './ops/cluster.js';
+import { controllerSettingOps } from './ops/controller-settings.js';
+import { databaseOps } from './ops/database.js';
 import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
 import { extendOps } from './ops/extend.js';
 import { externalJwtSignerOps } from './ops/external-jwt-signers.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
+import { identityTraceOps } from './ops/identity-trace.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
+import { selfAuthenticatorOps } from './ops/self-authenticators.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
@@ -98,6 +102,10 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...controllerOps(),
     ...mfaOps(),
     ...accessOps(),
+    ...selfAuthenticatorOps(),
+    ...controllerSettingOps(),
+    ...databaseOps(),
+    ...identityTraceOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }
@@ -163,6 +171,7 @@ export class Controller {
         apiBaseUrls: opts.apiBaseUrls ?? [],
         instanceId,
         clustered: cluster !== null,
+        dataDir: opts.dataDir,
       },
       opts.clock ?? systemClock,
       log,

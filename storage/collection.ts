@@ -88,6 +88,56 @@ export class Collection {
     this.ids.delete(id);
   }
 
+  /**
+   * Differences between the indexes held and the indexes the rows give when indexed from scratch (a data integrity
+   * check: the indexes are maintained incrementally on every publish). At most `limit` descriptions.
+   */
+  indexProblems(limit: number): string[] {
+    const out: string[] = [];
+    const note = (msg: string) => {
+      if (out.length < limit) out.push(`${this.def.name}: ${msg}`);
+    };
+    const rows = [...this.rows.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const ids = [...this.ids.from(0)];
+    if (ids.length !== rows.length || ids.some((id, i) => id !== rows[i]!.id))
+      note('the id order does not match the rows');
+    const fresh = new Collection(this.def);
+    try {
+      fresh.load(rows);
+    } catch (err) {
+      // a unique value held by two rows: the store refused it on every write, so the rows themselves are damaged
+      note(`rows violate a unique index (${(err as Error).message})`);
+      return out;
+    }
+    for (const [field, map] of this.uniques) {
+      const want = fresh.uniques.get(field)!;
+      for (const [v, id] of map)
+        if (want.get(v) !== id) note(`unique index ${field} holds ${String(v)} → ${id} wrongly`);
+      for (const [v, id] of want) if (!map.has(v)) note(`unique index ${field} lacks ${String(v)} → ${id}`);
+    }
+    for (const [field, map] of this.indexes) {
+      const want = fresh.indexes.get(field)!;
+      for (const [v, set] of map) {
+        const wanted = want.get(v);
+        for (const id of set) if (!wanted?.has(id)) note(`index ${field} holds ${String(v)} → ${id} wrongly`);
+      }
+      for (const [v, set] of want) {
+        const held = map.get(v);
+        for (const id of set) if (!held?.has(id)) note(`index ${field} lacks ${String(v)} → ${id}`);
+      }
+    }
+    return out;
+  }
+
+  /** Rebuilds the id order and every index from the rows (the repair of `indexProblems`). */
+  reindex(): void {
+    const rows = [...this.rows.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    for (const map of this.uniques.values()) map.clear();
+    for (const map of this.indexes.values()) map.clear();
+    for (const row of rows) this.indexRow(row);
+    this.ids = SortedIds.fromSorted(rows.map((r) => r.id));
+  }
+
   private indexRow(row: Row): void {
     for (const [field, map] of this.uniques) {
       for (const v of indexValues(row, field)) {

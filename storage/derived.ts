@@ -30,6 +30,11 @@ export interface DerivedIndex {
   rebuild(state: PublishedState): void;
   /** Brings the index up to date with a published group of changes (`state` already reflects them). */
   update(changes: readonly Change[], state: PublishedState): void;
+  /**
+   * Differences from `fresh`, an index of the same declaration rebuilt from scratch (a data integrity check): at
+   * most `limit` descriptions, none when they agree.
+   */
+  diff(fresh: DerivedIndex, limit: number): string[];
 }
 
 /** Derived indexes are declared with the schema and instantiated per store (they hold state). */
@@ -38,13 +43,20 @@ export type DerivedIndexFactory = () => DerivedIndex;
 /** The derived indexes of one store: rebuilt on load, updated per published group. */
 export class DerivedIndexes {
   private readonly byName = new Map<string, DerivedIndex>();
+  private readonly factories = new Map<string, DerivedIndexFactory>();
 
   constructor(factories: readonly DerivedIndexFactory[]) {
     for (const make of factories) {
       const idx = make();
       if (this.byName.has(idx.name)) throw new Error(`invariant violated: derived index ${idx.name} declared twice`);
       this.byName.set(idx.name, idx);
+      this.factories.set(idx.name, make);
     }
+  }
+
+  /** The indexes, each with a fresh instance of its declaration (for a comparison with a rebuild). */
+  *withFresh(): Generator<{ index: DerivedIndex; fresh: () => DerivedIndex }> {
+    for (const [name, index] of this.byName) yield { index, fresh: this.factories.get(name)! };
   }
 
   get<T extends DerivedIndex>(name: string): T {

@@ -92,6 +92,23 @@ export class RoleIndex implements DerivedIndex {
     return n;
   }
 
+  diff(fresh: DerivedIndex, limit: number): string[] {
+    assert(fresh instanceof RoleIndex && fresh.name === this.name, `${this.name}: diff against another index`);
+    const out: string[] = [];
+    const compare = (what: string, held: Map<string, Set<string>>, want: Map<string, Set<string>>) => {
+      for (const key of new Set([...held.keys(), ...want.keys()])) {
+        const a = held.get(key) ?? EMPTY;
+        const b = want.get(key) ?? EMPTY;
+        for (const id of a)
+          if (!b.has(id) && out.length < limit) out.push(`${this.name}: ${what} ${key} holds ${id} wrongly`);
+        for (const id of b) if (!a.has(id) && out.length < limit) out.push(`${this.name}: ${what} ${key} lacks ${id}`);
+      }
+    };
+    compare('policy', this.matched, fresh.matched);
+    compare('target', this.matching, fresh.matching);
+    return out;
+  }
+
   rebuild(state: PublishedState): void {
     for (const m of [this.matched, this.matching, this.parsed, this.byAttr, this.byId]) m.clear();
     this.allPolicies.clear();

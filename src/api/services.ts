@@ -55,6 +55,8 @@ export interface ControllerConfig {
   instanceId: string;
   /** `HA_CONTROLLER` is reported when running as a Raft cluster. */
   clustered: boolean;
+  /** The node's data directory (database snapshots are written under it); absent in hand-built test services. */
+  dataDir?: string;
 }
 
 /**

@@ -31,7 +31,8 @@ function disabledFields(at: string, durationMinutes: number): Record<string, unk
   return { disabledAt: at, disabledUntil: until, failedLoginAttempts: 0 };
 }
 
-function endSessions(ctx: ApplyContext, identityId: string, at: string): number {
+/** Ends every API session of an identity (inside apply). */
+export function endSessions(ctx: ApplyContext, identityId: string, at: string): number {
   const ids = ctx.txn.lookup('api-sessions', 'identityId', identityId);
   if (ids.length > MAX_SESSIONS_ENDED)
     fail({ code: 'REJECTED', entity: 'identities', id: identityId, reason: 'too many sessions' });

@@ -1,6 +1,6 @@
 import type { Expect, Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
-import { Errors, fieldError } from '../api/errors.js';
+import { type ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
@@ -175,20 +175,43 @@ export const authenticators = defineEntity({
       }
       throw fieldError('method', "method must be one of 'updb', 'cert'", method);
     }
-    // update / patch: only username/password authenticators carry updatable secrets
-    if (existing && existing.method !== 'updb' && (body.username != null || body.password != null)) {
-      throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
-        field: 'method',
-        reason: `authenticator of method ${existing.method} has no username or password`,
-        value: existing.method,
-      });
-    }
-    const set: Record<string, unknown> = {};
-    if (body.username != null) set.username = body.username;
-    if (body.password != null) {
-      checkPasswordPolicy(svc, existing!.identityId as string, body.password as string);
-      set.password = await hashPassword(body.password as string);
-    }
-    return set;
+    return updbChanges(svc, existing!, body);
   },
 });
+
+/** 409 CAN_NOT_UPDATE_AUTHENTICATOR: an authenticator other than updb has no username or password to change. */
+export function notUpdatable(row: Row): ApiError {
+  return Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
+    field: 'method',
+    reason: `authenticator of method ${row.method} has no username or password`,
+    value: String(row.method),
+  });
+}
+
+/**
+ * The stored changes of an update or patch of a username/password authenticator: a new username, a new password
+ * (checked against the identity's auth policy, then hashed). Any other method has no such secrets to update
+ * (409 CAN_NOT_UPDATE_AUTHENTICATOR).
+ */
+export async function updbChanges(
+  svc: Services,
+  existing: Row,
+  body: { username?: unknown; password?: unknown },
+): Promise<Record<string, unknown>> {
+  if (existing.method !== 'updb' && (body.username != null || body.password != null)) throw notUpdatable(existing);
+  const set: Record<string, unknown> = {};
+  if (body.username != null) set.username = body.username;
+  if (body.password != null) {
+    checkPasswordPolicy(svc, existing.identityId as string, body.password as string);
+    set.password = await hashPassword(body.password as string);
+  }
+  return set;
+}
+
+/** The caller's own authenticator `id`; another identity's is NOT_FOUND, as an unknown one (OpenZiti's ReadForIdentity). */
+export function ownAuthenticator(svc: Services, identityId: string, id: string): Row {
+  const row = svc.get('authenticators', id);
+  if (!row || row.identityId !== identityId)
+    throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `authenticator with id ${id} not found` });
+  return row;
+}

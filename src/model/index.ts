@@ -7,15 +7,18 @@ import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
+import { controllerSettingsEntity } from './controller-setting.js';
 import { edgeRouters } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { externalJwtSigners } from './external-jwt-signer.js';
 import { identities } from './identity.js';
 import { identityServiceConfigs } from './identity-service-config.js';
+import { identityTraces } from './identity-trace.js';
 import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
+import { applyRevocation, revocations } from './revocation.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
@@ -47,6 +50,9 @@ export const ENTITIES = [
   mfas,
   transitRouters,
   terminators,
+  revocations,
+  controllerSettingsEntity,
+  identityTraces,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */
@@ -61,6 +67,7 @@ export const CUSTOM_COMMANDS = {
   recordFailedLogin,
   useRecoveryCode,
   useTotp,
+  applyRevocation,
 };
 
 export function buildSchema(): Schema {

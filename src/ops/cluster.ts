@@ -76,7 +76,7 @@ function certInfo(pem: string | null): { certPem: string; fingerprint: string } 
 }
 
 /** One controllers row per member (a single node lists itself). */
-function controllerRows(svc: Services): Row[] {
+export function controllerRows(svc: Services): Row[] {
   const now = svc.nowIso();
   const cluster = svc.cluster;
   if (cluster === null) {

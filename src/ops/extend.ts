@@ -9,8 +9,8 @@ import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
-import type { Services } from '../api/services.js';
 import { caBundle } from '../auth/enrollment.js';
+import { ownAuthenticator } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { PkiError, signCsr } from '../pki/index.js';
@@ -45,14 +45,6 @@ function extendable(row: Row): Row {
     });
   }
   return row;
-}
-
-/** The caller's own authenticator `id` (another identity's is NOT_FOUND, as an unknown one). */
-function ownAuthenticator(svc: Services, identityId: string, id: string): Row {
-  const row = svc.get('authenticators', id);
-  if (!row || row.identityId !== identityId)
-    throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `authenticator with id ${id} not found` });
-  return extendable(row);
 }
 
 /** The SPKI of a PEM certificate's key, to tell whether an extension rolled the key. */
@@ -105,7 +97,7 @@ export function extendOps(): OpDef<unknown>[] {
       },
       handler: async ({ params, body, caller, svc }) => {
         const identityId = caller!.identity.id;
-        const row = ownAuthenticator(svc, identityId, params.id!);
+        const row = extendable(ownAuthenticator(svc, identityId, params.id!));
         const signing = svc.pki?.signing;
         if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
         let certPem: string;
@@ -134,7 +126,7 @@ export function extendOps(): OpDef<unknown>[] {
       bodyName: 'extend',
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ params, body, caller, svc }) => {
-        const row = ownAuthenticator(svc, caller!.identity.id, params.id!);
+        const row = extendable(ownAuthenticator(svc, caller!.identity.id, params.id!));
         const cert = parseSinglePem(
           body.clientCert.split('-----END CERTIFICATE-----')[0] + '-----END CERTIFICATE-----',
         );

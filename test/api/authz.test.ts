@@ -7,6 +7,7 @@
  * Every request is a fresh one against fresh targets (a write that should have been refused cannot spoil the next
  * row), and goes through `call()`, so each response is also checked against OpenZiti's spec.
  */
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.js';
 import type { Caller } from '../../src/api/op.js';
@@ -532,6 +533,8 @@ function rows(): Row[] {
     })),
   );
   out.push(...accessModelRows());
+  out.push(...selfServiceRows());
+  out.push(...operationsRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -849,6 +852,101 @@ function accessModelRows(): Row[] {
     { op: `${m} GET /sessions`, expect: ADMIN_READ },
     { op: `${m} GET /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: ADMIN_READ },
     { op: `${m} DELETE /sessions/{id}`, prepare: async () => ({ id: await session() }), expect: adminOnly(200) },
+  ];
+}
+
+/**
+ * Self-service authenticators (both APIs): the list is any full session's own; one named by id is another
+ * identity's here (a plain target's), which does not exist for any caller, admins included.
+ */
+function selfServiceRows(): Row[] {
+  const NOT_OWN = '404 404 404 404 404 401 401 401';
+  const change = { currentPassword: 'target-pw', username: uniq('self-renamed'), password: 'self-new-pw' };
+  return (['client', 'management'] as const).flatMap((api): Row[] => [
+    { op: `${api} GET /current-identity/authenticators`, expect: FULL_SESSION },
+    {
+      op: `${api} GET /current-identity/authenticators/{id}`,
+      prepare: async () => ({ id: await authenticatorOf('plain') }),
+      expect: NOT_OWN,
+    },
+    ...(['PUT', 'PATCH'] as const).map((method) => ({
+      op: `${api} ${method} /current-identity/authenticators/{id}`,
+      prepare: async () => ({ id: await authenticatorOf('plain'), body: change }),
+      expect: NOT_OWN,
+    })),
+  ]);
+}
+
+/** Revocations, controller settings, database operations, identity tracing (management, admins). */
+function operationsRows(): Row[] {
+  const m = 'management';
+  const revocation = async () =>
+    (await adminCall('POST', '/revocations', { id: randomUUID(), type: 'JTI' })).data.id as string;
+  return [
+    { op: `${m} GET /revocations`, expect: ADMIN_READ },
+    { op: `${m} GET /revocations/{id}`, prepare: async () => ({ id: await revocation() }), expect: ADMIN_READ },
+    {
+      op: `${m} POST /revocations`,
+      prepare: async () => ({ body: { id: randomUUID(), type: 'JTI' } }),
+      expect: adminOnly(201),
+    },
+    ...controllerSettingRows(),
+    ...databaseRows(),
+    {
+      op: `${m} PUT /identities/{id}/trace`,
+      prepare: async () => ({ id: (await identity('plain')).id, body: { enabled: true, duration: '5m' } }),
+      expect: adminOnly(200),
+    },
+  ];
+}
+
+/** Database operations: admins only (a check started by one row has finished before the next row starts one). */
+function databaseRows(): Row[] {
+  const m = 'management';
+  const idle = async () => {
+    for (let i = 0; i < 400; i++) {
+      if (!(await adminCall('GET', '/database/data-integrity-results')).data.inProgress) return {};
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('fixture: the integrity check did not finish');
+  };
+  return [
+    { op: `${m} POST /database/snapshot`, expect: adminOnly(200) },
+    { op: `${m} POST /database/check-data-integrity`, prepare: idle, expect: adminOnly(202) },
+    { op: `${m} POST /database/fix-data-integrity`, prepare: idle, expect: adminOnly(202) },
+    { op: `${m} GET /database/data-integrity-results`, expect: adminOnly(200) },
+  ];
+}
+
+/** Controller settings: `global`, and this node's own (made or removed first, as each row needs). */
+function controllerSettingRows(): Row[] {
+  const m = 'management';
+  const ctl = async () => (await adminCall('GET', '/controllers')).data[0].id as string;
+  const own = async (present: boolean) => {
+    const id = await ctl();
+    const has = srv.ctl.svc.get('controller-settings', id) !== undefined;
+    if (has && !present) await adminCall('DELETE', `/controller-settings/${id}/effective`);
+    if (!has && present) await adminCall('POST', '/controller-settings', { controllerId: id });
+    return id;
+  };
+  const global = async () => ({ id: 'global' });
+  const globalChange = async () => ({ id: 'global', body: { oidc: {} } });
+  return [
+    { op: `${m} GET /controller-settings`, expect: ADMIN_READ },
+    { op: `${m} GET /controller-settings/{id}`, prepare: global, expect: ADMIN_READ },
+    { op: `${m} GET /controller-settings/{id}/effective`, prepare: global, expect: ADMIN_READ },
+    { op: `${m} PUT /controller-settings/{id}/effective`, prepare: globalChange, expect: adminOnly(200) },
+    { op: `${m} PATCH /controller-settings/{id}/effective`, prepare: globalChange, expect: adminOnly(200) },
+    {
+      op: `${m} POST /controller-settings`,
+      prepare: async () => ({ body: { controllerId: await own(false) } }),
+      expect: adminOnly(201),
+    },
+    {
+      op: `${m} DELETE /controller-settings/{id}/effective`,
+      prepare: async () => ({ id: await own(true) }),
+      expect: adminOnly(200),
+    },
   ];
 }
 

@@ -3,25 +3,18 @@
  * between the handler's check and the apply of its command, as it can on a cluster member whose view lags the log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Command } from '../../storage/types.js';
+import { interceptNextWrite } from '../support/api.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
 let token: string;
-/** Runs once, after the next handler has done its checks and before its command is applied. */
-let meanwhile: (() => Promise<unknown>) | null = null;
+/** Runs the function given once, after the next handler has done its checks and before its command is applied. */
+let meanwhile: (f: () => Promise<unknown>) => void;
 
 beforeAll(async () => {
   srv = await startServer();
   token = await login(srv.base);
-  const svc = srv.ctl.svc;
-  const write = svc.write.bind(svc);
-  svc.write = async (cmd: Command) => {
-    const m = meanwhile;
-    meanwhile = null;
-    if (m) await m();
-    return write(cmd);
-  };
+  meanwhile = interceptNextWrite(srv.ctl.svc);
 });
 afterAll(() => srv?.stop());
 
@@ -52,14 +45,14 @@ describe('preconditions re-checked inside apply', () => {
   it('a non-admin may not update or delete an identity that became an admin after the check', async () => {
     const { t } = await userWith('helpdesk1', { permissions: ['identity'] });
     const target = await identity('target1');
-    meanwhile = setAdmin(target, true);
+    meanwhile(setAdmin(target, true));
     const r = await call('PATCH', `${srv.mgmt}/identities/${target}`, { token: t, body: { name: 'renamed' } });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('UNAUTHORIZED');
     expect((await call('GET', `${srv.mgmt}/identities/${target}`, { token })).body.data.name).toBe('target1');
 
     const target2 = await identity('target2');
-    meanwhile = setAdmin(target2, true);
+    meanwhile(setAdmin(target2, true));
     const d = await call('DELETE', `${srv.mgmt}/identities/${target2}`, { token: t });
     expect(d.status).toBe(401);
     expect((await call('GET', `${srv.mgmt}/identities/${target2}`, { token })).status).toBe(200);
@@ -70,7 +63,7 @@ describe('preconditions re-checked inside apply', () => {
     const owner = await userWith('owner2', {});
     const auths = await call('GET', `${srv.mgmt}/identities/${owner.id}/authenticators`, { token });
     const authId = auths.body.data[0].id;
-    meanwhile = setAdmin(owner.id, true);
+    meanwhile(setAdmin(owner.id, true));
     const d = await call('DELETE', `${srv.mgmt}/authenticators/${authId}`, { token: t });
     expect(d.status).toBe(401);
     expect((await call('GET', `${srv.mgmt}/authenticators/${authId}`, { token })).status).toBe(200);
@@ -79,7 +72,7 @@ describe('preconditions re-checked inside apply', () => {
   it('only admins make admins: an admin demoted after the check cannot grant admin', async () => {
     const a2 = await userWith('admin2', { isAdmin: true });
     const y = await identity('would-be-admin');
-    meanwhile = setAdmin(a2.id, false);
+    meanwhile(setAdmin(a2.id, false));
     const r = await call('PATCH', `${srv.mgmt}/identities/${y}`, { token: a2.t, body: { isAdmin: true } });
     expect(r.status).toBe(401);
     expect((await call('GET', `${srv.mgmt}/identities/${y}`, { token })).body.data.isAdmin).toBe(false);
@@ -87,7 +80,7 @@ describe('preconditions re-checked inside apply', () => {
 
   it('an updb enrollment whose username was taken after the check fails on enrollment.updb, creating nothing', async () => {
     const holder = await identity('holder');
-    meanwhile = () =>
+    meanwhile(() =>
       srv.ctl.svc.write({
         op: 'create',
         entity: 'authenticators',
@@ -100,7 +93,8 @@ describe('preconditions re-checked inside apply', () => {
           password: 'x',
           methodKey: `${holder}:updb`,
         },
-      });
+      }),
+    );
     const r = await call('POST', `${srv.mgmt}/identities`, {
       token,
       body: { name: 'enrollee', type: 'User', isAdmin: false, enrollment: { updb: 'raced-name' } },

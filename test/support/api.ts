@@ -1,5 +1,7 @@
 /** Small helpers of the API suites: error assertions, id lists, non-admin users. */
 import { expect } from 'vitest';
+import type { Services } from '../../src/api/services.js';
+import type { Command } from '../../storage/types.js';
 import { call, login, type Res } from './server.js';
 
 /** The response is OpenZiti's error envelope with this status, code and (optionally) cause field. */
@@ -43,4 +45,22 @@ export async function userWith(
   });
   expect(a.status, a.text).toBe(201);
   return { id: u.body.data.id, token: await login(base, name, `${name}-pass`) };
+}
+
+/**
+ * Lets a test change state between a handler's checks and the apply of its command, as it can change on a cluster
+ * member whose view lags the log: the function given to the returned setter runs once, before the next write.
+ */
+export function interceptNextWrite(svc: Services): (meanwhile: () => Promise<unknown>) => void {
+  let pending: (() => Promise<unknown>) | null = null;
+  const write = svc.write.bind(svc);
+  svc.write = async (cmd: Command) => {
+    const m = pending;
+    pending = null;
+    if (m) await m();
+    return write(cmd);
+  };
+  return (meanwhile) => {
+    pending = meanwhile;
+  };
 }

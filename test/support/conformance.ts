@@ -60,6 +60,11 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
       /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
   },
   { file: 'test/api/routers.test.ts', paths: /^\/(routers|transit-routers|terminators)(\/|$)/ },
+  { file: 'test/api/self-authenticators.test.ts', paths: /^\/current-identity\/authenticators(\/\{id\})?$/ },
+  {
+    file: 'test/api/operations.test.ts',
+    paths: /^\/(revocations|controller-settings|database)(\/|$)|^\/identities\/\{id\}\/trace$/,
+  },
 ];
 
 /** The served operations a file of COVERED_IN_OWN_FILES owns. */

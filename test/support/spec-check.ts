@@ -80,6 +80,12 @@ export const UNDECLARED_OK: Record<string, string> = {
   '501 PUT /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
   '501 PATCH /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
   '501 DELETE /services/{id}': 'client API: OpenZiti registers no handler, go-swagger answers NotImplemented (501)',
+  '409 PUT /current-identity/authenticators/{id}':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: a cert authenticator has no username or password (controller apierror, 409)',
+  '409 PATCH /current-identity/authenticators/{id}':
+    'CAN_NOT_UPDATE_AUTHENTICATOR: a cert authenticator has no username or password (controller apierror, 409)',
+  '404 DELETE /controller-settings/{id}/effective':
+    'no settings of that controller: NOT_FOUND, as the detail answers (the spec lists no 404 for the delete)',
   '408 *':
     'the HTTP layer cuts a request whose headers or body arrive too slowly (REQUEST_TIMEOUT) before any operation',
   '414 *': 'the HTTP layer refuses a request target over 64 KiB (URI_TOO_LONG) before any operation',

@@ -44,12 +44,13 @@ export function loadSpec(name: SpecName): any {
 }
 
 /**
- * Swagger 2.0 schema → JSON Schema draft-07 (x-nullable → also null; drops keywords ajv would reject). Two
+ * Swagger 2.0 schema → JSON Schema draft-07 (x-nullable → also null; drops keywords ajv would reject). Three
  * translations follow what go-openapi (OpenZiti's validator and models) does, and nothing more:
  * - `link.href` is `format: uri`, yet OpenZiti itself sends relative hrefs (`./identities/x`): there, and only
  *   there, `uri` becomes `uri-reference`. Every other `uri` stays strict, as go-openapi's `uri` check is.
  * - a bare `type: object` as a map's value type is `interface{}` in go-swagger (e.g. tag values): any JSON value.
  *   Elsewhere `type: object` still demands an object (e.g. `empty.data`).
+ * - `items: null` (only `controllerSettingsList`) is `[]interface{}` in go-swagger: an array of any values.
  */
 function translate(node: any, at: 'linkHref' | 'mapValue' | 'other' = 'other'): any {
   if (Array.isArray(node)) return node.map((n) => translate(n));
@@ -57,7 +58,9 @@ function translate(node: any, at: 'linkHref' | 'mapValue' | 'other' = 'other'): 
   const out: any = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === 'example' || k === 'examples' || k.startsWith('x-') || k === 'discriminator') continue;
-    if (k === 'format' && v === 'uri' && at === 'linkHref') out.format = 'uri-reference';
+    // `items: null` (controllerSettingsList) is go-swagger's `[]interface{}`: an array of any values
+    if (k === 'items' && v === null) out.items = {};
+    else if (k === 'format' && v === 'uri' && at === 'linkHref') out.format = 'uri-reference';
     else if (k === 'additionalProperties') out[k] = translate(v, 'mapValue');
     else out[k] = translate(v);
   }
