@@ -63,6 +63,11 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
   for (const n of nodes) {
     out(`  ${n.spec.id}  API ${n.base}  (management ${n.base}/edge/management/v1)  peer ${n.peerAddress}`);
   }
+  if (nodes[0]!.ca !== null) {
+    const caFile = join(root, 'n1', 'pki', 'ca.cert.pem');
+    out(`  CA certificate:  ${caFile}   (every node's API certificate chains to it; trust it in clients)`);
+    out(`  e.g.             curl --cacert ${caFile} ${nodes[0]!.base}/version`);
+  }
   out('  Admin username:  admin');
   if (!fresh) out('  Admin password:  (as set when this cluster was created)');
   else if (o.adminPassword) out('  Admin password:  (as given by --admin-password)');

@@ -248,6 +248,24 @@ export async function issueServerCert(ca: CaMaterial, opts: LeafOptions): Promis
   return issueLeaf(ca, opts);
 }
 
+/** A listener's certificate for `hosts` (DNS names and IP addresses, the first one its CN): serverAuth. */
+export function issueHostCert(ca: CaMaterial, hosts: string[], validity_days?: number): Promise<KeyAndCert> {
+  if (hosts.length === 0) throw new PkiError('INVALID_ARGUMENT', 'a server certificate needs at least one host');
+  return issueServerCert(ca, {
+    commonName: hosts[0]!.slice(0, MAX_COMMON_NAME_LENGTH),
+    ...splitHosts(hosts),
+    validity_days,
+  });
+}
+
+/** Hosts as SAN lists: IP addresses apart from DNS names. */
+export function splitHosts(hosts: string[]): { dnsNames: string[]; ipAddresses: string[] } {
+  return {
+    dnsNames: hosts.filter((h) => isIpAddress(h) === 0),
+    ipAddresses: hosts.filter((h) => isIpAddress(h) !== 0),
+  };
+}
+
 /** issueServerCert without the peer URI guard: for issuePeerCert only. */
 export async function issueLeaf(ca: CaMaterial, opts: LeafOptions): Promise<KeyAndCert> {
   checkCommonName(opts.commonName);

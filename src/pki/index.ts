@@ -9,6 +9,7 @@ export {
   type CsrOptions,
   createIntermediateCa,
   createRootCa,
+  issueHostCert,
   issueServerCert,
   type KeyAndCert,
   type LeafOptions,
@@ -19,6 +20,7 @@ export {
   signCsr,
 } from './ca.js';
 export {
+  type BundleOptions,
   type IssuedNode,
   initClusterPki,
   issueNodeBundle,
@@ -33,7 +35,16 @@ export {
 } from './cluster.js';
 export { type ChainErrorCode, PkiError, type PkiErrorCode } from './errors.js';
 export { fingerprintOfDer, parseSinglePem } from './fingerprint.js';
-export { type ApiTls, apiCertHosts, ensureApiTls, type NodePki, openNodePki } from './node-pki.js';
+export {
+  API_CERT_RENEW_BEFORE_MS,
+  type ApiTls,
+  apiCertHosts,
+  certHostNames,
+  ensureApiTls,
+  isLoopbackHost,
+  type NodePki,
+  openNodePki,
+} from './node-pki.js';
 export { pkcs7CaCerts } from './pkcs7.js';
 export { caCertificates, ensureClusterCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
 export { type ChainResult, MAX_CHAIN_CANDIDATES, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';
