@@ -7,7 +7,7 @@ import type { PeerCertificate } from 'node:tls';
 import { type CaMaterial, issueHostCert, issueLeaf, type KeyAndCert, PEER_URI_PREFIX, splitHosts } from './ca.js';
 import { parseCertificate, x509 } from './crypto.js';
 import { PkiError } from './errors.js';
-import { refuseExisting, writeFiles } from './files.js';
+import { exists, readPki, refuseExisting, writeFiles } from './files.js';
 import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
 
 /** Node ids: what Raft, URIs and file names all accept. */
@@ -116,6 +116,26 @@ export async function issueNodeBundle(caDir: string, outDir: string, opts: Bundl
   files.push(certFile(PKI_FILES.caCert, root));
   await writeFiles(outDir, files, { exclusive: true });
   return { nodeId: opts.nodeId, dir: outDir, certPem: node.certPem };
+}
+
+/**
+ * Gives a member set up from a bundle without the signing CA (`--without-signing-ca`, or one issued before bundles
+ * carried it) the cluster's signing CA from `caDir`: refuses unless both trust the same root. A no-op when the
+ * member holds a signing CA already.
+ */
+export async function shareSigningCa(caDir: string, memberDir: string): Promise<void> {
+  if (await exists(join(memberDir, PKI_FILES.signingCert))) return;
+  const signing = await loadSigningCa(caDir);
+  const root = signing.chainPem.at(-1)!;
+  const memberRoot = await readPki(memberDir, PKI_FILES.caCert);
+  if (memberRoot.trim() !== root.trim()) {
+    throw new PkiError('CERT_INVALID', `${memberDir} trusts another root than ${caDir}`);
+  }
+  await writeFiles(
+    memberDir,
+    [certFile(PKI_FILES.rootCert, root), ...leafFiles(PKI_FILES.signingKey, PKI_FILES.signingCert, signing)],
+    { exclusive: false },
+  );
 }
 
 /**

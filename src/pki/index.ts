@@ -32,6 +32,7 @@ export {
   type PeerTls,
   peerIdFromCert,
   peerNodeId,
+  shareSigningCa,
 } from './cluster.js';
 export { type ChainErrorCode, PkiError, type PkiErrorCode } from './errors.js';
 export { fingerprintOfDer, parseSinglePem } from './fingerprint.js';

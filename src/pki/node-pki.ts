@@ -39,8 +39,14 @@ export async function ensureApiTls(
       throw new PkiError('INVALID_ARGUMENT', `the API certificate needs 1..${MAX_HOSTS} hosts`);
     }
     const signing = await ensureClusterCa(dir);
-    if (!signing)
-      throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
+    if (!signing) {
+      throw new PkiError(
+        'MISSING_FILE',
+        `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign this node's API certificate with (a join ` +
+          `bundle without the signing CA): put api.key.pem/api.cert.pem issued for it there, or give it the ` +
+          `cluster's signing CA (docs/pki.md)`,
+      );
+    }
     const api = await issueHostCert(signing, opts.hosts, opts.validity_days);
     await writeFiles(dir, leafFiles(PKI_FILES.apiKey, PKI_FILES.apiCert, api), { exclusive: false });
   }

@@ -14,6 +14,7 @@ import {
   loadPeerTls,
   peerIdFromCert,
   peerNodeId,
+  shareSigningCa,
   verifyChain,
 } from '../../src/pki/index.js';
 import { openssl, refusal, Scratch } from './helpers.js';
@@ -216,6 +217,11 @@ describe('cluster PKI on disk', () => {
     expect(openssl(['x509', '-noout', '-ext', 'subjectAltName'], bareApi.cert).stdout).toContain('DNS:j2.example.com');
     rmSync(`${bare}/api.cert.pem`);
     expect(await refusal(ensureApiTls(bare, { hosts: ['localhost'] }))).toBe('MISSING_FILE');
+    // such a member can be given the signing CA later (only from a CA under the root it trusts)
+    expect(await refusal(shareSigningCa(d, bare))).toBe('CERT_INVALID');
+    await shareSigningCa(op, bare);
+    expect(await ensureClusterCa(bare)).toEqual(signing);
+    expect((await ensureApiTls(bare, { hosts: ['localhost'] })).ca).toBe(rootPem);
     // A root certificate without its key cannot sign.
     const nokey = s.path('nokey');
     mkdirSync(`${nokey}/ca`, { recursive: true });
