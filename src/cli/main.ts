@@ -1,10 +1,11 @@
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
-import { isLoopbackHost, loadPeerTls, PKI_FILES, peerIdFromCert } from '../pki/index.js';
+import { importRootCa, isLoopbackHost, loadPeerTls, PKI_FILES, PkiError, peerIdFromCert } from '../pki/index.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
@@ -28,6 +29,9 @@ Options of run:
                           (uWebSockets.js, plain HTTP only: needs --insecure-http; default with it)
   --pki-dir DIR           the PKI directory (default DIR/pki): root CA, signing CA, API certificate, made on
                           first start where missing; an operator's own root CA may be put there first
+  --root-ca-cert FILE --root-ca-key FILE
+                          on first start, the PKI's root CA is this one (a self-signed CA certificate and its
+                          key, PEM) instead of a new one; Keel makes the signing CA under it
   --tls                   HTTPS (the default; kept for older scripts)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
@@ -168,6 +172,18 @@ export function listenerScheme(
   return { https: !insecure, engine };
 }
 
+/** `--root-ca-cert` / `--root-ca-key`: the operator's root CA goes into the PKI directory before it is opened. */
+async function operatorRootCa(certFile: string | undefined, keyFile: string | undefined, pkiDir: string) {
+  if (certFile === undefined && keyFile === undefined) return;
+  if (certFile === undefined || keyFile === undefined) throw new Error('--root-ca-cert and --root-ca-key go together');
+  try {
+    await importRootCa(pkiDir, await readFile(certFile, 'utf8'), await readFile(keyFile, 'utf8'));
+  } catch (err) {
+    if (err instanceof PkiError) throw new Error(`--root-ca-cert: ${err.code}: ${err.message}`);
+    throw err;
+  }
+}
+
 /** What `keel run` prints about trusting the API's certificate. */
 function trustLines(https: boolean, base: string, pkiDir: string): string[] {
   if (!https) return ['  Plain HTTP (--insecure-http): reachable from this machine only'];
@@ -191,6 +207,8 @@ async function run(argv: string[]): Promise<void> {
       tls: { type: 'boolean' },
       'insecure-http': { type: 'boolean' },
       'pki-dir': { type: 'string' },
+      'root-ca-cert': { type: 'string' },
+      'root-ca-key': { type: 'string' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
       'node-id': { type: 'string' },
@@ -218,6 +236,7 @@ async function run(argv: string[]): Promise<void> {
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
   const pkiDir = values['pki-dir'] ? resolve(values['pki-dir']) : join(dataDir, 'pki');
+  await operatorRootCa(values['root-ca-cert'], values['root-ca-key'], pkiDir);
   const cluster = await clusterOptions(values, pkiDir);
   let ctl: Controller | null = null;
   let stopping = false;

@@ -7,6 +7,7 @@ export {
   type CaOptions,
   type CertUsage,
   type CsrOptions,
+  checkRootCa,
   createIntermediateCa,
   createRootCa,
   issueHostCert,
@@ -47,5 +48,5 @@ export {
   openNodePki,
 } from './node-pki.js';
 export { pkcs7CaCerts } from './pkcs7.js';
-export { caCertificates, ensureClusterCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
+export { caCertificates, ensureClusterCa, importRootCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
 export { type ChainResult, MAX_CHAIN_CANDIDATES, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';

@@ -8,6 +8,7 @@ import {
   API_CERT_RENEW_BEFORE_MS,
   ensureApiTls,
   ensureClusterCa,
+  importRootCa,
   initClusterPki,
   isLoopbackHost,
   issueNodeBundle,
@@ -17,7 +18,7 @@ import {
   shareSigningCa,
   verifyChain,
 } from '../../src/pki/index.js';
-import { openssl, refusal, Scratch } from './helpers.js';
+import { CA_EXTENSIONS, openssl, opensslSelfSigned, refusal, Scratch } from './helpers.js';
 
 function mode(path: string): number {
   return statSync(path).mode & 0o777;
@@ -166,28 +167,7 @@ describe('cluster PKI on disk', () => {
 
     const op = s.path('operator-root');
     mkdirSync(`${op}/ca`, { recursive: true });
-    const made = openssl([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-384',
-      '-nodes',
-      '-keyout',
-      `${op}/ca/root.key.pem`,
-      '-subj',
-      '/CN=Operator Root',
-      '-days',
-      '30',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-      '-out',
-      `${op}/ca/root.cert.pem`,
-    ]);
-    expect(made.status).toBe(0);
+    opensslSelfSigned(`${op}/ca/root.key.pem`, `${op}/ca/root.cert.pem`, '/CN=Operator Root', CA_EXTENSIONS, 'P-384');
     const signing = await ensureClusterCa(op);
     expect(readFileSync(`${op}/ca.cert.pem`, 'utf8')).toBe(readFileSync(`${op}/ca/root.cert.pem`, 'utf8'));
     const v = openssl(['verify', '-CAfile', `${op}/ca/root.cert.pem`, `${op}/ca/signing.cert.pem`]);
@@ -276,6 +256,30 @@ describe('cluster PKI on disk', () => {
     for (const h of ['0.0.0.0', '::', '', '10.0.0.1', '128.0.0.1', 'example.com', 'localhost.example.com', '::2']) {
       expect([h, isLoopbackHost(h)]).toEqual([h, false]);
     }
+  });
+
+  it('importRootCa takes an operator root (checked) into an empty PKI directory, never replaces one', async () => {
+    const mk = (name: string, extra: string[]) =>
+      opensslSelfSigned(s.path(`${name}.key`), s.path(`${name}.pem`), `/CN=${name}`, extra);
+    const opRoot = mk('op-root', CA_EXTENSIONS);
+    const other = mk('other-root', CA_EXTENSIONS);
+    const notCa = mk('not-ca', ['-addext', 'basicConstraints=critical,CA:FALSE']);
+    const d = s.path('imported');
+    expect(await refusal(importRootCa(d, notCa.cert, notCa.key))).toBe('CERT_INVALID');
+    expect(await refusal(importRootCa(d, opRoot.cert, other.key))).toBe('KEY_MISMATCH');
+    expect(await refusal(importRootCa(d, opRoot.cert + other.cert, opRoot.key))).toBe('CERT_MALFORMED');
+    expect(existsSync(d)).toBe(false); // nothing written by a refusal
+    await importRootCa(d, opRoot.cert, opRoot.key);
+    const signing = await ensureClusterCa(d);
+    expect(signing!.chainPem[0]!.trim()).toBe(new x509.X509Certificate(opRoot.cert).toString('pem').trim());
+    expect(openssl(['verify', '-CAfile', s.path('op-root.pem'), `${d}/ca/signing.cert.pem`]).stdout).toContain(': OK');
+    await importRootCa(d, opRoot.cert, opRoot.key); // the same root again: nothing to do
+    expect(await refusal(importRootCa(d, other.cert, other.key))).toBe('ALREADY_EXISTS');
+    // an intermediate is not a root: not self-signed
+    const sub = s.path('sub-root');
+    await importRootCa(sub, other.cert, other.key);
+    const subSigning = await ensureClusterCa(sub);
+    expect(await refusal(importRootCa(s.path('sub2'), subSigning!.certPem, subSigning!.keyPem))).toBe('CERT_INVALID');
   });
 
   it('peerNodeId reads the node URI only', async () => {
