@@ -64,7 +64,14 @@ async function apiCertStale(dir: string, hosts: string[], now_ms: number): Promi
   if (!leaf) return true;
   if (leaf.notAfter.getTime() - now_ms < API_CERT_RENEW_BEFORE_MS) return true;
   const names = certHostNames(leaf);
-  return hosts.some((h) => !names.has(normalHost(h)));
+  return hosts.some((h) => !coversHost(names, normalHost(h)));
+}
+
+/** Whether SAN names cover a host: the name itself, or a wildcard for its first label (DNS names only). */
+function coversHost(names: Set<string>, host: string): boolean {
+  if (names.has(host)) return true;
+  const dot = host.indexOf('.');
+  return isIP(host) === 0 && dot > 0 && names.has(`*${host.slice(dot)}`);
 }
 
 /** The DNS names (lower case) and IP addresses (canonical text) of a certificate's SANs. */

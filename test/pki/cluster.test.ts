@@ -12,6 +12,7 @@ import {
   initClusterPki,
   isLoopbackHost,
   issueNodeBundle,
+  issueServerCert,
   loadPeerTls,
   peerIdFromCert,
   peerNodeId,
@@ -239,6 +240,14 @@ describe('cluster PKI on disk', () => {
     const renewed = await ensureApiTls(d, { hosts: ['ctl.example.com'], now_ms: later });
     expect(renewed.cert).not.toBe(moved.cert);
     expect((await ensureApiTls(d, { hosts: ['ctl.example.com'], now_ms: later - 2000 })).cert).toBe(renewed.cert);
+    // a wildcard SAN covers the names one label below it (an operator's certificate put there is kept)
+    const signing = (await ensureClusterCa(d))!;
+    const wild = await issueServerCert(signing, { commonName: 'wild', dnsNames: ['*.example.com'] });
+    writeFileSync(`${d}/api.key.pem`, wild.keyPem);
+    const wildChain = `${wild.certPem}\n${signing.certPem}\n`;
+    writeFileSync(`${d}/api.cert.pem`, wildChain);
+    expect((await ensureApiTls(d, { hosts: ['ctl.example.com'] })).cert).toBe(wildChain);
+    expect((await ensureApiTls(d, { hosts: ['a.b.example.com'] })).cert).not.toBe(wildChain);
   });
 
   it('isLoopbackHost: only addresses that accept loopback connections alone', () => {
