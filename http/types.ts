@@ -46,4 +46,10 @@ export interface HttpServer {
   /** Stops listening and closes open connections. */
   close(): Promise<void>;
   engine: 'uws' | 'node';
+  /**
+   * A TLS listener only (node engine): replaces the CA certificates it names to clients when it asks for a client
+   * certificate (and that OpenSSL checks it against), for connections accepted from now on. Throws when a
+   * certificate does not load; the listener then keeps the previous list.
+   */
+  setTrustedCas?(ca: string[]): void;
 }

@@ -321,6 +321,28 @@ export const MUTANTS = [
     replace: 'if (false) {',
     tests: ['test/api/access.test.ts'],
   },
+  // PKI and the API listener
+  {
+    id: 'insecure-http-anywhere',
+    file: 'src/cli/main.ts',
+    search: 'if (insecure && !isLoopbackHost(listenHost)) {',
+    replace: 'if (insecure && listenHost === "") {',
+    tests: ['test/cli/flags.test.ts'],
+  },
+  {
+    id: 'join-bundle-without-signing-ca',
+    file: 'src/pki/cluster.ts',
+    search: 'const withSigningCa = opts.withSigningCa ?? true;',
+    replace: 'const withSigningCa = opts.withSigningCa ?? false;',
+    tests: ['test/pki/cluster.test.ts'],
+  },
+  {
+    id: 'api-cert-never-reissued',
+    file: 'src/pki/node-pki.ts',
+    search: 'return hosts.some((h) => !coversHost(names, normalHost(h)));',
+    replace: 'return false;',
+    tests: ['test/pki/cluster.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

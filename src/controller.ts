@@ -34,8 +34,10 @@ import { identityOps } from './ops/identity.js';
 import { identityTraceOps } from './ops/identity-trace.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
+import { networkJwtOps } from './ops/network-jwts.js';
 import { selfAuthenticatorOps } from './ops/self-authenticators.js';
 import { wellKnownOps } from './ops/well-known.js';
+import { listenerCas, trackListenerCas } from './pki/listener-trust.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
 
@@ -106,6 +108,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...controllerSettingOps(),
     ...databaseOps(),
     ...identityTraceOps(),
+    ...networkJwtOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }
@@ -233,10 +236,12 @@ export class Controller {
               engine: 'node',
               ...listen,
               // client certificates are asked for but optional; `cert` authentication verifies them (docs/enrollment.md)
-              tls: { key: pki.apiTls.key, cert: pki.apiTls.cert, ca: pki.caPems, requestCert: true },
+              tls: { key: pki.apiTls.key, cert: pki.apiTls.cert, ca: listenerCas(svc), requestCert: true },
             }
           : { engine: opts.engine ?? 'uws', ...listen },
       );
+      // the HTTPS listener names this controller's CAs and the verified CAs when it asks for a client certificate
+      trackListenerCas(svc, ctl.server);
       const scheme = pki.apiTls ? 'https' : 'http';
       if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
       if (cluster) cluster.apiAddresses = svc.config.apiBaseUrls;

@@ -1,6 +1,7 @@
 /**
  * A 3-node Keel cluster for the benchmark: three `keel run` processes (src/cluster/processes.ts, as
  * `npm run cluster` starts them), each with its own data directory; every store batch and Raft append is synced.
+ * The nodes serve plain HTTP on loopback (`--insecure-http`, uWS engine): etcd is loaded over plain HTTP too.
  */
 import { join } from 'node:path';
 import { type NodeProcess, type NodeSpec, startNode, stopNode } from '../../src/cluster/processes.js';
@@ -25,6 +26,8 @@ export class KeelBenchCluster {
       peerPort,
       ...(start ? { start } : {}),
       ...(i === 0 && start ? { adminPassword: BENCH_ADMIN_PASSWORD } : {}),
+      // plain HTTP on loopback (uWS engine), as etcd's JSON gateway is loaded over plain HTTP: the same scheme for both
+      extraArgs: ['--insecure-http'],
     };
   }
 

@@ -6,7 +6,7 @@
 // bound new sockets are dropped outright. Header, request and keep-alive timeouts close slow clients.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpsServer, Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import type { App } from '../app.js';
@@ -347,6 +347,9 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       resolve({
         engine: 'node',
         port: address.port,
+        ...(tls && server instanceof HttpsServer
+          ? { setTrustedCas: (ca: string[]) => server.setSecureContext({ key: tls.key, cert: tls.cert, ca }) }
+          : {}),
         close: () => {
           if (closing === null) {
             closing = new Promise<void>((done) => {

@@ -1,10 +1,11 @@
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
-import { loadPeerTls, peerIdFromCert } from '../pki/index.js';
+import { importRootCa, isLoopbackHost, loadPeerTls, PKI_FILES, PkiError, peerIdFromCert } from '../pki/index.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
@@ -20,11 +21,18 @@ Usage:
 Options of run:
   --data-dir DIR          data directory (default ./data); created and initialised on first start
   --listen HOST:PORT      API listener (default 127.0.0.1:1280)
-  --advertise URL         base URL clients use to reach the listener (default http://<listen>)
+  --advertise URL         base URL clients use to reach the listener (default https://<listen>)
   --admin-password P      password of the default admin on first start (or KEEL_ADMIN_PASSWORD);
                           without either, a strong password is generated and printed once
-  --engine uws|node       HTTP engine (default uws; node with --tls)
-  --tls                   serve the API over HTTPS with a certificate from DIR/pki (made on first start)
+  --insecure-http         serve plain HTTP instead of HTTPS; refused unless --listen is a loopback address
+  --engine node|uws       HTTP engine: node (node:https, the default; asks for client certificates) or uws
+                          (uWebSockets.js, plain HTTP only: needs --insecure-http; default with it)
+  --pki-dir DIR           the PKI directory (default DIR/pki): root CA, signing CA, API certificate, made on
+                          first start where missing; an operator's own root CA may be put there first
+  --root-ca-cert FILE --root-ca-key FILE
+                          on first start, the PKI's root CA is this one (a self-signed CA certificate and its
+                          key, PEM) instead of a new one; Keel makes the signing CA under it
+  --tls                   HTTPS (the default; kept for older scripts)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   -h, --help              this text
@@ -35,7 +43,7 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --peer-advertise H:P    address other members dial (default: the peer listener's)
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
-  --peer-tls              mutual TLS on peer links with this node's certificate from DIR/pki (made by
+  --peer-tls              mutual TLS on peer links with this node's certificate from the PKI directory (made by
                           keel cluster init on the first node, a join bundle from keel pki issue-node on others)
   --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 10000)
   After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
@@ -107,7 +115,7 @@ export function parsePeerAddress(text: string, flag: string): string {
 
 async function clusterOptions(
   values: Record<string, string | boolean | undefined>,
-  dataDir: string,
+  pkiDir: string,
 ): Promise<ClusterOptions | undefined> {
   const id = values['node-id'] as string | undefined;
   const clusterFlags = ['peer-listen', 'peer-advertise', 'cluster-init', 'join', 'peer-tls'];
@@ -122,8 +130,8 @@ async function clusterOptions(
   if (values['peer-tls']) {
     // this node's peer certificate, key and the cluster root from its PKI directory (keel cluster init, or a join
     // bundle from keel pki issue-node): checked to chain to the root and to name this node
-    const peer = await loadPeerTls(join(dataDir, 'pki'));
-    if (peer.nodeId !== id) throw new Error(`the peer certificate in ${dataDir}/pki names ${peer.nodeId}, not ${id}`);
+    const peer = await loadPeerTls(pkiDir);
+    if (peer.nodeId !== id) throw new Error(`the peer certificate in ${pkiDir} names ${peer.nodeId}, not ${id}`);
     tls = { key: peer.key, cert: peer.cert, ca: peer.ca, peerIdFromCert };
   }
   return {
@@ -141,6 +149,52 @@ async function clusterOptions(
   };
 }
 
+/**
+ * HTTPS (node engine) unless `--insecure-http`, which only a loopback listener may use; uWS serves plain HTTP
+ * only (it takes no TLS options and cannot expose client certificates), so it needs `--insecure-http`.
+ */
+export function listenerScheme(
+  values: { engine?: string; tls?: boolean; 'insecure-http'?: boolean },
+  listenHost: string,
+): { https: boolean; engine: 'node' | 'uws' } {
+  const insecure = values['insecure-http'] === true;
+  if (insecure && values.tls) throw new Error('--tls and --insecure-http exclude each other');
+  if (insecure && !isLoopbackHost(listenHost)) {
+    throw new Error(
+      `--insecure-http is refused on '${listenHost}': plain HTTP only on a loopback listener (127.0.0.1, ::1, localhost)`,
+    );
+  }
+  const engine = values.engine ?? (insecure ? 'uws' : 'node');
+  if (engine !== 'node' && engine !== 'uws') throw new Error(`invalid --engine '${values.engine}' (node or uws)`);
+  if (engine === 'uws' && !insecure) {
+    throw new Error('--engine uws serves plain HTTP only: add --insecure-http (loopback) or use --engine node (HTTPS)');
+  }
+  return { https: !insecure, engine };
+}
+
+/** `--root-ca-cert` / `--root-ca-key`: the operator's root CA goes into the PKI directory before it is opened. */
+async function operatorRootCa(certFile: string | undefined, keyFile: string | undefined, pkiDir: string) {
+  if (certFile === undefined && keyFile === undefined) return;
+  if (certFile === undefined || keyFile === undefined) throw new Error('--root-ca-cert and --root-ca-key go together');
+  try {
+    await importRootCa(pkiDir, await readFile(certFile, 'utf8'), await readFile(keyFile, 'utf8'));
+  } catch (err) {
+    if (err instanceof PkiError) throw new Error(`--root-ca-cert: ${err.code}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** What `keel run` prints about trusting the API's certificate. */
+function trustLines(https: boolean, base: string, pkiDir: string): string[] {
+  if (!https) return ['  Plain HTTP (--insecure-http): reachable from this machine only'];
+  const caFile = join(pkiDir, PKI_FILES.caCert);
+  return [
+    `  CA certificate:  ${caFile}   (the root the API certificate chains to; trust it in clients)`,
+    `  e.g.             curl --cacert ${caFile} ${base}/version`,
+    `  CA bundle:       ${base}/.well-known/est/cacerts   (PKCS#7, what SDKs fetch at enrollment)`,
+  ];
+}
+
 async function run(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -151,6 +205,10 @@ async function run(argv: string[]): Promise<void> {
       'admin-password': { type: 'string' },
       engine: { type: 'string' },
       tls: { type: 'boolean' },
+      'insecure-http': { type: 'boolean' },
+      'pki-dir': { type: 'string' },
+      'root-ca-cert': { type: 'string' },
+      'root-ca-key': { type: 'string' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
       'node-id': { type: 'string' },
@@ -170,16 +228,16 @@ async function run(argv: string[]): Promise<void> {
   }
   const logger = pino({ name: 'keel', level: process.env.KEEL_LOG_LEVEL ?? 'info' }, pino.destination(2));
   const { host, port } = parseListen(values.listen!);
-  const engineName = values.engine ?? (values.tls ? 'node' : 'uws');
-  const engine = engineName === 'node' ? 'node' : engineName === 'uws' ? 'uws' : null;
-  if (!engine) throw new Error(`invalid --engine '${values.engine}' (uws or node)`);
+  const { https, engine } = listenerScheme(values, host);
   const advertise = values.advertise ? parseAdvertise(values.advertise) : undefined;
   const sessionTimeout_ms = values['session-timeout']
     ? parseDuration(values['session-timeout'])
     : DEFAULT_SESSION_TIMEOUT_MS;
   if (sessionTimeout_ms < 10_000) throw new Error('--session-timeout must be at least 10s');
   const dataDir = resolve(values['data-dir']!);
-  const cluster = await clusterOptions(values, dataDir);
+  const pkiDir = values['pki-dir'] ? resolve(values['pki-dir']) : join(dataDir, 'pki');
+  await operatorRootCa(values['root-ca-cert'], values['root-ca-key'], pkiDir);
+  const cluster = await clusterOptions(values, pkiDir);
   let ctl: Controller | null = null;
   let stopping = false;
   // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the
@@ -211,7 +269,8 @@ async function run(argv: string[]): Promise<void> {
     host,
     port,
     engine,
-    apiTls: values.tls === true,
+    pkiDir,
+    apiTls: https,
     adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
     sessionTimeout_ms: values['session-timeout']
       ? parseDuration(values['session-timeout'])
@@ -235,6 +294,7 @@ async function run(argv: string[]): Promise<void> {
   } else {
     lines.push(`  Admin password:  (as configured on the ${cluster ? "cluster's " : ''}first start)`);
   }
+  lines.push(...trustLines(https, base, pkiDir));
   process.stdout.write(`${lines.join('\n')}\n`);
   const shutdown = async (signal: string) => {
     if (stopping) return;

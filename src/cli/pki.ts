@@ -8,9 +8,13 @@ import { type IssuedNode, initClusterPki, issueNodeBundle, PkiError } from '../p
 export const PKI_USAGE = `Usage:
   keel pki init --dir DIR --node-id ID [--host H]...
       creates the cluster root CA, the signing CA and this node's peer certificate in DIR
-  keel pki issue-node --ca-dir DIR --node-id ID [--host H]... --out BUNDLE
-      writes a join bundle (node key, node certificate, root CA certificate) for a joining node into BUNDLE;
-      copy BUNDLE to that node (it holds a private key: use a secure channel)
+  keel pki issue-node --ca-dir DIR --node-id ID [--host H]... --out BUNDLE [--without-signing-ca]
+      writes a join bundle for a joining node into BUNDLE: its peer key and certificate, the root CA
+      certificate, and the cluster's signing CA (certificate and key), with which the member signs identity,
+      router and its own API certificates; copy BUNDLE to that node's <data-dir>/pki before its first start
+      (it holds private keys: use a secure channel)
+      --without-signing-ca: no signing CA key in the bundle; it carries an API certificate for the --host
+      names instead, and the member cannot enroll identities (docs/pki.md)
 
   --host H    a DNS name or IP address the node is reached at (repeatable; becomes a SAN of its certificate)
   --validity-days N   validity of the node certificate (default 365)
@@ -46,6 +50,7 @@ export async function pkiMain(argv: string[]): Promise<number> {
       'node-id': { type: 'string' },
       host: { type: 'string', multiple: true },
       'validity-days': { type: 'string' },
+      'without-signing-ca': { type: 'boolean' },
     },
     strict: true,
   });
@@ -61,7 +66,10 @@ export async function pkiMain(argv: string[]): Promise<number> {
       return 0;
     }
     if (!values['ca-dir'] || !values.out) throw new Error('--ca-dir and --out are required');
-    const issued = await issueNodeBundle(resolve(values['ca-dir']), resolve(values.out), node);
+    const issued = await issueNodeBundle(resolve(values['ca-dir']), resolve(values.out), {
+      ...node,
+      withSigningCa: values['without-signing-ca'] !== true,
+    });
     process.stdout.write(`Join bundle written; copy the directory to node '${nodeId}'\n${describe(issued)}\n`);
     return 0;
   } catch (err) {

@@ -2,8 +2,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generatePassword } from '../bootstrap.js';
-import { initClusterPki, issueNodeBundle } from '../pki/index.js';
-import { type NodeProcess, startNode, stopNode } from './processes.js';
+import { initClusterPki, issueNodeBundle, shareSigningCa } from '../pki/index.js';
+import { type NodeProcess, type NodeSpec, startNode, stopNode } from './processes.js';
 
 export interface LocalClusterOptions {
   basePort: number;
@@ -34,26 +34,37 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
   const password = fresh ? (o.adminPassword ?? generatePassword()) : undefined;
   const ids = Array.from({ length: o.nodes }, (_, i) => `n${i + 1}`);
   if (fresh) await preparePeerPki(ids, (id) => join(root, id));
+  // members made before join bundles carried the signing CA get it from n1 (same machine, same operator)
+  else for (const id of ids.slice(1)) await shareSigningCa(join(root, ids[0]!, 'pki'), join(root, id, 'pki'));
   const nodes: NodeProcess[] = [];
   const stopAll = async () => {
     await Promise.all(nodes.map((n) => stopNode(n)));
   };
+  const spec = (i: number, start?: NodeSpec['start']): NodeSpec => ({
+    id: ids[i]!,
+    dataDir: join(root, ids[i]!),
+    apiPort: o.basePort + i,
+    peerPort: o.peerBasePort + i,
+    ...(start ? { start } : {}),
+    ...(i === 0 && password ? { adminPassword: password } : {}),
+    extraArgs: ['--peer-tls'],
+    env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
+  });
+  const started = (n: NodeProcess) => {
+    n.child.stderr?.pipe(process.stderr);
+    nodes.push(n);
+  };
   try {
-    for (let i = 0; i < o.nodes; i++) {
-      const id = `n${i + 1}`;
-      const start = !fresh ? undefined : i === 0 ? { init: true as const } : { join: nodes[0]!.peerAddress };
-      const n = await startNode({
-        id,
-        dataDir: join(root, id),
-        apiPort: o.basePort + i,
-        peerPort: o.peerBasePort + i,
-        ...(start ? { start } : {}),
-        ...(i === 0 && password ? { adminPassword: password } : {}),
-        extraArgs: ['--peer-tls'],
-        env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
-      });
-      n.child.stderr?.pipe(process.stderr);
-      nodes.push(n);
+    if (fresh) {
+      started(await startNode(spec(0, { init: true })));
+      for (let i = 1; i < o.nodes; i++) started(await startNode(spec(i, { join: nodes[0]!.peerAddress })));
+    } else {
+      // a restarting member answers once there is a leader, which takes a majority: start them all at once
+      const settled = await Promise.allSettled(ids.map((_, i) => startNode(spec(i))));
+      for (const r of settled) if (r.status === 'fulfilled') started(r.value);
+      const failed = settled.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      nodes.sort((a, b) => ids.indexOf(a.spec.id) - ids.indexOf(b.spec.id));
     }
   } catch (err) {
     await stopAll();
@@ -62,6 +73,11 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
   out(`Keel cluster of ${o.nodes} nodes running (data in ${root})`);
   for (const n of nodes) {
     out(`  ${n.spec.id}  API ${n.base}  (management ${n.base}/edge/management/v1)  peer ${n.peerAddress}`);
+  }
+  if (nodes[0]!.ca !== null) {
+    const caFile = join(root, 'n1', 'pki', 'ca.cert.pem');
+    out(`  CA certificate:  ${caFile}   (every node's API certificate chains to it; trust it in clients)`);
+    out(`  e.g.             curl --cacert ${caFile} ${nodes[0]!.base}/version`);
   }
   out('  Admin username:  admin');
   if (!fresh) out('  Admin password:  (as set when this cluster was created)');

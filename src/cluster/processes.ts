@@ -3,7 +3,7 @@
  * start them through here. Each node is `bin/keel.js run` with its own data directory, API port and peer port.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** `bin/keel.js` of this checkout (this module runs from src/ under tests and from dist/src/ when built). */
@@ -34,8 +34,10 @@ export interface NodeSpec {
 export interface NodeProcess {
   spec: NodeSpec;
   child: ChildProcess;
-  /** The API base URL (`http://host:port`). */
+  /** The API base URL (`https://host:port`; `http://` with `--insecure-http`). */
   base: string;
+  /** The root CA certificate (PEM) the API certificate chains to (`<dataDir>/pki/ca.cert.pem`); null for HTTP. */
+  ca: string | null;
   peerAddress: string;
   stdout: string;
   stderr(): string;
@@ -87,7 +89,9 @@ export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProc
       const p = /peer address (\S+),/.exec(stdout);
       if (m && p) {
         clearTimeout(timer);
-        resolve({ spec, child, base: m[1]!, peerAddress: p[1]!, stdout, stderr: () => stderr, exited });
+        const base = m[1]!;
+        const ca = base.startsWith('https:') ? readFileSync(join(spec.dataDir, 'pki', 'ca.cert.pem'), 'utf8') : null;
+        resolve({ spec, child, base, ca, peerAddress: p[1]!, stdout, stderr: () => stderr, exited });
       }
     });
     void exited.then(({ code, signal }) => {

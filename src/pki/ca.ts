@@ -11,6 +11,7 @@ import {
   generateKeyPair,
   importSigningKey,
   parseCertificate,
+  parseCertificates,
   pemBlocks,
   randomSerial,
   type SigningKey,
@@ -195,6 +196,34 @@ async function issue(
   return cert.toString('pem');
 }
 
+/**
+ * Checks an operator's root CA: one parseable certificate, self-signed, CA:true with keyCertSign (when it has key
+ * usage), valid now, and the private key belongs to it. Returns the material as Keel stores it.
+ */
+export async function checkRootCa(certPem: string, keyPem: string, at = new Date()): Promise<CaMaterial> {
+  const certs = parseCertificates(certPem);
+  if (certs.length !== 1) throw new PkiError('CERT_MALFORMED', 'the root CA file must hold exactly one certificate');
+  const cert = certs[0]!;
+  const bc = cert.getExtension(x509.BasicConstraintsExtension);
+  const ku = cert.getExtension(x509.KeyUsagesExtension);
+  if (!bc?.ca || (ku && (ku.usages & x509.KeyUsageFlags.keyCertSign) === 0)) {
+    throw new PkiError('CERT_INVALID', 'the root CA certificate is not a CA (basicConstraints CA:true, keyCertSign)');
+  }
+  let selfSigned = false;
+  try {
+    selfSigned = cert.subject === cert.issuer && (await cert.verify({ publicKey: cert, signatureOnly: true }));
+  } catch {
+    selfSigned = false;
+  }
+  if (!selfSigned) throw new PkiError('CERT_INVALID', 'the root CA certificate is not self-signed');
+  if (at < cert.notBefore || at > cert.notAfter) {
+    throw new PkiError('CERT_INVALID', 'the root CA certificate is not valid now');
+  }
+  const ca = { certPem: cert.toString('pem'), keyPem, chainPem: [] };
+  await openCa(ca);
+  return ca;
+}
+
 /** A self-signed root CA: CA:true, keyCertSign|cRLSign, P-256. */
 export async function createRootCa(opts: CaOptions): Promise<CaMaterial> {
   checkCommonName(opts.commonName);
@@ -246,6 +275,24 @@ export async function issueServerCert(ca: CaMaterial, opts: LeafOptions): Promis
     throw new PkiError('INVALID_ARGUMENT', `only peer certificates name ${PEER_URI_PREFIX}… (issuePeerCert)`);
   }
   return issueLeaf(ca, opts);
+}
+
+/** A listener's certificate for `hosts` (DNS names and IP addresses, the first one its CN): serverAuth. */
+export function issueHostCert(ca: CaMaterial, hosts: string[], validity_days?: number): Promise<KeyAndCert> {
+  if (hosts.length === 0) throw new PkiError('INVALID_ARGUMENT', 'a server certificate needs at least one host');
+  return issueServerCert(ca, {
+    commonName: hosts[0]!.slice(0, MAX_COMMON_NAME_LENGTH),
+    ...splitHosts(hosts),
+    validity_days,
+  });
+}
+
+/** Hosts as SAN lists: IP addresses apart from DNS names. */
+export function splitHosts(hosts: string[]): { dnsNames: string[]; ipAddresses: string[] } {
+  return {
+    dnsNames: hosts.filter((h) => isIpAddress(h) === 0),
+    ipAddresses: hosts.filter((h) => isIpAddress(h) !== 0),
+  };
 }
 
 /** issueServerCert without the peer URI guard: for issuePeerCert only. */

@@ -2,13 +2,12 @@
  * The cluster's peer certificates: each node's certificate for mutual TLS between controllers, names its node id in
  * a SAN URI; join bundles hand a new node its certificate (docs/pki.md).
  */
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { PeerCertificate } from 'node:tls';
-import { type CaMaterial, issueLeaf, type KeyAndCert, PEER_URI_PREFIX } from './ca.js';
+import { type CaMaterial, issueHostCert, issueLeaf, type KeyAndCert, PEER_URI_PREFIX, splitHosts } from './ca.js';
 import { parseCertificate, x509 } from './crypto.js';
 import { PkiError } from './errors.js';
-import { refuseExisting, writeFiles } from './files.js';
+import { exists, readPki, refuseExisting, writeFiles } from './files.js';
 import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
 
 /** Node ids: what Raft, URIs and file names all accept. */
@@ -53,8 +52,7 @@ export async function issuePeerCert(signing: CaMaterial, opts: NodeOptions): Pro
   checkNode(opts);
   return issueLeaf(signing, {
     commonName: opts.nodeId,
-    dnsNames: opts.hosts.filter((h) => isIP(h) === 0),
-    ipAddresses: opts.hosts.filter((h) => isIP(h) !== 0),
+    ...splitHosts(opts.hosts),
     uris: [PEER_URI_PREFIX + opts.nodeId],
     usage: 'both',
     validity_days: opts.validity_days,
@@ -76,21 +74,68 @@ export async function initClusterPki(dir: string, opts: NodeOptions & { clusterN
   return { nodeId: opts.nodeId, dir, certPem: node.certPem };
 }
 
+export interface BundleOptions extends NodeOptions {
+  /**
+   * Put the signing CA (key and certificate) and the root certificate into the bundle (default true), so that the
+   * member signs identity, router and its own API certificates with the cluster's one signing CA. Without it the
+   * member cannot enroll identities and the bundle carries an API certificate for `hosts` instead (docs/pki.md).
+   */
+  withSigningCa?: boolean;
+}
+
 /**
  * Writes a join bundle into `outDir` (which must not hold one yet): a fresh key and peer certificate for `nodeId`
- * signed by the signing CA of `caDir`, and the root CA certificate. The operator copies `outDir` to the joining node.
+ * signed by the signing CA of `caDir`, the root CA certificate, and (unless `withSigningCa` is false) the signing
+ * CA with its key; else an API certificate for the node's hosts. The operator copies `outDir` to the joining node.
  */
-export async function issueNodeBundle(caDir: string, outDir: string, opts: NodeOptions): Promise<IssuedNode> {
+export async function issueNodeBundle(caDir: string, outDir: string, opts: BundleOptions): Promise<IssuedNode> {
   checkNode(opts);
+  const withSigningCa = opts.withSigningCa ?? true;
   const signing = await loadSigningCa(caDir);
-  await refuseExisting(outDir, [PKI_FILES.nodeKey, PKI_FILES.nodeCert, PKI_FILES.caCert]);
+  const root = signing.chainPem.at(-1)!;
+  await refuseExisting(outDir, [
+    PKI_FILES.nodeKey,
+    PKI_FILES.nodeCert,
+    PKI_FILES.caCert,
+    PKI_FILES.signingCert,
+    PKI_FILES.apiCert,
+  ]);
   const node = await issuePeerCert(signing, opts);
-  const files = [
-    ...leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node),
-    certFile(PKI_FILES.caCert, node.chainPem.at(-1)!),
-  ];
+  const files = [...leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node)];
+  if (withSigningCa) {
+    files.unshift(
+      certFile(PKI_FILES.rootCert, root),
+      ...leafFiles(PKI_FILES.signingKey, PKI_FILES.signingCert, { ...signing, chainPem: [root] }),
+    );
+  } else {
+    if (opts.hosts.length === 0) throw new PkiError('INVALID_ARGUMENT', 'a bundle without the signing CA needs hosts');
+    const api = await issueHostCert(signing, opts.hosts, opts.validity_days);
+    files.push(...leafFiles(PKI_FILES.apiKey, PKI_FILES.apiCert, api));
+  }
+  // ca.cert.pem last: it marks the directory's CA part complete (ensureClusterCa)
+  files.push(certFile(PKI_FILES.caCert, root));
   await writeFiles(outDir, files, { exclusive: true });
   return { nodeId: opts.nodeId, dir: outDir, certPem: node.certPem };
+}
+
+/**
+ * Gives a member set up from a bundle without the signing CA (`--without-signing-ca`, or one issued before bundles
+ * carried it) the cluster's signing CA from `caDir`: refuses unless both trust the same root. A no-op when the
+ * member holds a signing CA already.
+ */
+export async function shareSigningCa(caDir: string, memberDir: string): Promise<void> {
+  if (await exists(join(memberDir, PKI_FILES.signingCert))) return;
+  const signing = await loadSigningCa(caDir);
+  const root = signing.chainPem.at(-1)!;
+  const memberRoot = await readPki(memberDir, PKI_FILES.caCert);
+  if (memberRoot.trim() !== root.trim()) {
+    throw new PkiError('CERT_INVALID', `${memberDir} trusts another root than ${caDir}`);
+  }
+  await writeFiles(
+    memberDir,
+    [certFile(PKI_FILES.rootCert, root), ...leafFiles(PKI_FILES.signingKey, PKI_FILES.signingCert, signing)],
+    { exclusive: false },
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import type { Command } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
@@ -78,4 +78,22 @@ export function signEnrollmentJwt(
  */
 export function signCaJwt(svc: Services, ca: { id: string; createdAt: string }): Promise<string> {
   return enrollmentJwt(svc, { method: 'ca', subject: ca.id, issuedAtMs: Date.parse(ca.createdAt) });
+}
+
+/** The audience of OpenZiti's network JWT (`env.JwtAudEnrollment`). */
+export const NETWORK_JWT_AUDIENCE = 'openziti-enroller';
+/** The name of the one network JWT a controller lists (OpenZiti's `default`). */
+export const DEFAULT_NETWORK_JWT_NAME = 'default';
+
+/**
+ * The network JWT of `GET /network-jwts`: `em: "network"`, iss = sub = the first API base URL with a trailing
+ * slash (OpenZiti's `https://<edge api address>/`, where a client fetches `.well-known/est/cacerts` to trust the
+ * network's CAs), aud `openziti-enroller`, a random jti, `ctrls` = this controller's API URLs, no expiry; signed
+ * with the controller key (verifiable with `GET /enroll/jwks`).
+ */
+export function signNetworkJwt(svc: Services): Promise<string> {
+  const issuer = `${svc.config.apiBaseUrls[0] ?? ''}/`;
+  return enrollmentJwt(svc, { method: 'network', subject: issuer, issuedAtMs: svc.clock.now() }, (jwt) =>
+    jwt.setIssuer(issuer).setAudience(NETWORK_JWT_AUDIENCE).setJti(randomUUID()),
+  );
 }

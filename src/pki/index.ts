@@ -7,8 +7,10 @@ export {
   type CaOptions,
   type CertUsage,
   type CsrOptions,
+  checkRootCa,
   createIntermediateCa,
   createRootCa,
+  issueHostCert,
   issueServerCert,
   type KeyAndCert,
   type LeafOptions,
@@ -19,6 +21,7 @@ export {
   signCsr,
 } from './ca.js';
 export {
+  type BundleOptions,
   type IssuedNode,
   initClusterPki,
   issueNodeBundle,
@@ -30,10 +33,20 @@ export {
   type PeerTls,
   peerIdFromCert,
   peerNodeId,
+  shareSigningCa,
 } from './cluster.js';
 export { type ChainErrorCode, PkiError, type PkiErrorCode } from './errors.js';
 export { fingerprintOfDer, parseSinglePem } from './fingerprint.js';
-export { type ApiTls, apiCertHosts, ensureApiTls, type NodePki, openNodePki } from './node-pki.js';
+export {
+  API_CERT_RENEW_BEFORE_MS,
+  type ApiTls,
+  apiCertHosts,
+  certHostNames,
+  ensureApiTls,
+  isLoopbackHost,
+  type NodePki,
+  openNodePki,
+} from './node-pki.js';
 export { pkcs7CaCerts } from './pkcs7.js';
-export { caCertificates, ensureClusterCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
+export { caCertificates, ensureClusterCa, importRootCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
 export { type ChainResult, MAX_CHAIN_CANDIDATES, MAX_CHAIN_DEPTH, type VerifyOptions, verifyChain } from './verify.js';

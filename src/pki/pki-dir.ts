@@ -11,7 +11,7 @@
  * A join bundle holds ca.cert.pem, node.key.pem and node.cert.pem only.
  */
 import { join } from 'node:path';
-import { type CaMaterial, createIntermediateCa, createRootCa, type KeyAndCert } from './ca.js';
+import { type CaMaterial, checkRootCa, createIntermediateCa, createRootCa, type KeyAndCert } from './ca.js';
 import { importSigningKey, parseCertificates, type x509 } from './crypto.js';
 import { PkiError } from './errors.js';
 import { exists, type PkiFile, readPki, writeFiles } from './files.js';
@@ -78,6 +78,24 @@ export async function ensureClusterCa(dir: string, opts: { clusterName?: string 
   if (!verdict.ok) throw new PkiError('CERT_INVALID', `the signing CA does not chain to the root: ${verdict.code}`);
   await writeFiles(dir, [certFile(PKI_FILES.caCert, root.certPem)], { exclusive: true });
   return signing;
+}
+
+/**
+ * Puts an operator's root CA (checked by checkRootCa) into the PKI directory `dir` before its first start, where
+ * ensureClusterCa then creates the signing CA under it. The same root again is a no-op; a directory that holds
+ * another root is refused (ALREADY_EXISTS): a PKI's root is never replaced.
+ */
+export async function importRootCa(dir: string, certPem: string, keyPem: string): Promise<void> {
+  const root = await checkRootCa(certPem, keyPem);
+  for (const name of [PKI_FILES.caCert, PKI_FILES.rootCert]) {
+    if (!(await exists(join(dir, name)))) continue;
+    const present = parseCertificates(await readPki(dir, name))[0];
+    if (!present || present.toString('pem') !== root.certPem) {
+      throw new PkiError('ALREADY_EXISTS', `${join(dir, name)} holds another root CA; not replacing it`);
+    }
+    return;
+  }
+  await writeFiles(dir, leafFiles(PKI_FILES.rootKey, PKI_FILES.rootCert, root), { exclusive: true });
 }
 
 /** The signing CA of a PKI directory made by initClusterPki (with its root as chain). */

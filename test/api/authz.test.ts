@@ -179,6 +179,7 @@ function rows(): Row[] {
   out.push({ op: 'client GET /protocols', expect: EVERYONE });
   for (const api of ['client', 'management'] as const)
     out.push({ op: `${api} GET /.well-known/est/cacerts`, expect: EVERYONE });
+  for (const api of ['client', 'management'] as const) out.push({ op: `${api} GET /network-jwts`, expect: EVERYONE });
 
   // enrollment (client API, no session needed): each request consumes a fresh enrollment's token
   out.push(

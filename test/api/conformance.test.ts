@@ -2,6 +2,7 @@
  * Conformance: real HTTP requests against a started controller, every response body validated against the schema
  * OpenZiti's published spec declares for that operation and status (../shared/openziti-spec). Runs on both engines.
  */
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
@@ -60,6 +61,30 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         // base64 in lines: decodes to a DER SEQUENCE (PKCS#7 ContentInfo)
         expect(res.text).toMatch(/^([A-Za-z0-9+/]{64}\n)*[A-Za-z0-9+/]+=*\n$/);
         expect(Buffer.from(res.text, 'base64')[0]).toBe(0x30);
+      });
+
+      it(`${spec}: /network-jwts lists the network JWT "default", signed with the enrollment key, cached`, async () => {
+        const r = await conformant(spec, 'GET', '/network-jwts', srv.base);
+        expect(r.status).toBe(200);
+        expect(r.body.data.map((x: any) => x.name)).toEqual(['default']);
+        const jwks = await call('GET', `${srv.base}/edge/client/v1/enroll/jwks`);
+        const { payload, protectedHeader } = await jwtVerify(r.body.data[0].token, createLocalJWKSet(jwks.body));
+        expect(protectedHeader.alg).toBe('ES256');
+        expect(payload).toMatchObject({
+          em: 'network',
+          iss: `${srv.base}/`,
+          sub: `${srv.base}/`,
+          aud: 'openziti-enroller',
+          ctrls: [srv.base],
+        });
+        expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);
+        expect(payload.exp).toBeUndefined();
+        // signed once: the same token for the next caller, on either API
+        const again = await call(
+          'GET',
+          `${srv.base}/edge/${spec === 'client' ? 'management' : 'client'}/v1/network-jwts`,
+        );
+        expect(again.body.data[0].token).toBe(r.body.data[0].token);
       });
 
       it(`${spec}: serves its own OpenAPI document, generated from its routes`, async () => {

@@ -3,13 +3,28 @@
  * the data, SIGTERM stops cleanly, and `kill -9` loses no acknowledged write.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/server.js';
+import { trustCa } from '../support/tls-call.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'keel.js');
+
+/** A TLS handshake with the listener of `base`: whether its certificate verified against `ca`, and its issuer CN. */
+function tlsHandshake(base: string, ca: string | undefined): Promise<{ authorized: boolean; issuer: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: hostname, port: Number(port), ca, rejectUnauthorized: false }, () => {
+      const issuer = String(socket.getPeerCertificate().issuer?.CN ?? '');
+      resolve({ authorized: socket.authorized, issuer });
+      socket.end();
+    });
+    socket.on('error', reject);
+  });
+}
 
 interface Running {
   child: ChildProcess;
@@ -43,9 +58,11 @@ async function startKeel(
     const timer = setTimeout(() => reject(new Error(`keel did not start: ${stdout}\n${stderr}`)), 20_000);
     child.stdout!.on('data', (d) => {
       stdout += d;
-      const m = /Management API:\s+(http:\/\/[^\s]+)\/edge\/management\/v1/.exec(stdout);
+      const m = /Management API:\s+(https?:\/\/[^\s]+)\/edge\/management\/v1/.exec(stdout);
       if (m) {
         clearTimeout(timer);
+        // HTTPS by default: call() trusts the root the API certificate chains to from now on
+        if (m[1]!.startsWith('https:')) trustCa(readFileSync(join(dataDir, 'pki', 'ca.cert.pem'), 'utf8'));
         resolve(m[1]!);
       }
     });
@@ -90,6 +107,16 @@ describe('keel run', () => {
     const password = m![1]!;
     expect(password.length).toBeGreaterThanOrEqual(20);
     expect(first.stdout).toContain('Admin username:  admin');
+    // HTTPS by default, with a certificate chaining to the root whose path it printed
+    expect(first.base.startsWith('https://127.0.0.1:')).toBe(true);
+    const caFile = /CA certificate:\s+(\S+)/.exec(first.stdout)![1]!;
+    expect(caFile).toBe(join(data, 'pki', 'ca.cert.pem'));
+    expect(first.stdout).toContain(`${first.base}/.well-known/est/cacerts`);
+    const handshake = await tlsHandshake(first.base, readFileSync(caFile, 'utf8'));
+    expect(handshake.authorized).toBe(true);
+    expect(handshake.issuer).toBe('Keel Signing CA');
+    // a client that does not trust the root refuses the certificate
+    expect((await tlsHandshake(first.base, undefined)).authorized).toBe(false);
     const token = await loginAs(first.base, password);
     const created = await call('POST', `${first.base}/edge/management/v1/identities`, {
       token,
@@ -136,6 +163,10 @@ describe('keel run', () => {
       [['--session-timeout', '0s'], '--session-timeout must be at least 10s'],
       [['--listen', 'nowhere'], 'invalid --listen'],
       [['--engine', 'apache'], 'invalid --engine'],
+      [['--insecure-http', '--listen', '0.0.0.0:0'], '--insecure-http is refused'],
+      [['--insecure-http', '--listen', '10.1.2.3:0'], '--insecure-http is refused'],
+      [['--engine', 'uws'], '--engine uws serves plain HTTP only'],
+      [['--tls', '--insecure-http'], '--tls and --insecure-http exclude each other'],
     ] as const) {
       const child = spawn(process.execPath, [BIN, 'run', '--data-dir', join(dir, 'bad'), ...args], {
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -145,6 +176,18 @@ describe('keel run', () => {
       const code = await new Promise((r) => child.on('exit', r));
       expect(code).toBe(1);
       expect(stderr).toContain(message);
+    }
+  });
+
+  it('--insecure-http serves plain HTTP on loopback, on either engine', async () => {
+    for (const engine of ['uws', 'node']) {
+      const r = await startKeel(join(dir, `plain-${engine}`), ['--insecure-http', '--engine', engine]);
+      expect(r.base.startsWith('http://127.0.0.1:')).toBe(true);
+      expect(r.stdout).toContain('Plain HTTP (--insecure-http)');
+      expect(r.stdout).not.toContain('CA certificate:');
+      expect((await call('GET', `${r.base}/version`)).status).toBe(200);
+      r.child.kill('SIGTERM');
+      expect((await r.exited).code).toBe(0);
     }
   });
 

@@ -2,12 +2,16 @@
  * A Keel cluster as operators run it: three `keel run` OS processes. Writes through any node, sessions across
  * nodes, a minority without a leader, kill -9 of the leader under load, catch-up by snapshot, rolling restart.
  */
+import { X509Certificate } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
 import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
 import { issueNodeBundle } from '../../src/pki/index.js';
+import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
+import { tlsCall } from '../support/tls-call.js';
 import {
   alive,
   buildOnce,
@@ -25,6 +29,19 @@ import {
 
 const create = (n: NodeProcess, token: string, name: string) =>
   call('POST', `${mgmt(n)}/identities`, { token, body: { name, type: 'User', isAdmin: false } });
+
+/** The API certificate a node presents (PEM), read from its TLS handshake. */
+function apiCertOf(n: NodeProcess): Promise<string> {
+  const { hostname, port } = new URL(n.base);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect({ host: hostname, port: Number(port), ca: n.ca! }, () => {
+      const der = socket.getPeerCertificate().raw;
+      socket.end();
+      resolve(new X509Certificate(der).toString());
+    });
+    socket.on('error', reject);
+  });
+}
 
 /** Each name in `expected` exactly once among `names`. */
 function exactlyOnce(names: string[], expected: string[]): string[] {
@@ -129,6 +146,83 @@ describe('a 3-node cluster of keel processes', () => {
     const anon = await call('GET', `${fabric(observer)}/list-members`);
     expect(anon.status).toBe(401);
   }, 40_000);
+
+  it('one PKI: every API answers HTTPS under the one root with SANs of its own; a certificate enrolled through n1 logs in on n2 and n3', async () => {
+    const root = c.nodes[0]!.ca!;
+    for (const n of c.nodes) {
+      expect(n.base.startsWith('https://127.0.0.1:')).toBe(true);
+      // the node's own API certificate, checked against the root and its address by node:tls (tlsCall)
+      expect(n.ca).toBe(root);
+      expect((await tlsCall('GET', `${n.base}/version`, { ca: root })).status).toBe(200);
+      const served = openssl(['x509', '-noout', '-ext', 'subjectAltName'], await apiCertOf(n)).stdout;
+      expect(served).toContain('IP Address:127.0.0.1');
+      // the signing CA every member signs with is the same one: the same CA bundle everywhere
+      const cacerts = await call('GET', `${n.base}/.well-known/est/cacerts`);
+      expect(cacerts.text).toBe((await call('GET', `${c.nodes[0]!.base}/.well-known/est/cacerts`)).text);
+    }
+    // enroll by OTT with an openssl CSR through n1
+    const created = await call('POST', `${mgmt(c.nodes[0]!)}/identities`, {
+      token,
+      body: { name: 'cross-node-cert', type: 'Device', isAdmin: false, enrollment: { ott: true } },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    const detail = await call('GET', `${mgmt(c.nodes[0]!)}/identities/${id}`, { token });
+    const ott = detail.body.data.enrollment.ott.token as string;
+    const s = new Scratch();
+    try {
+      const clientCsr = opensslCsr(s, 'cross', 'ec', '/CN=cross');
+      const enrolled = await tlsCall('POST', `${c.nodes[0]!.base}/edge/client/v1/enroll/ott`, {
+        ca: root,
+        body: { token: ott, clientCsr },
+      });
+      expect(enrolled.status).toBe(200);
+      const key = s.read('cross.key');
+      const cert = enrolled.body.data.cert as string;
+      // authenticate with that certificate over mutual TLS on the other members, and list services there
+      for (const n of c.nodes.slice(1)) {
+        const login = await until(
+          async () => {
+            const r = await tlsCall('POST', `${n.base}/edge/client/v1/authenticate?method=cert`, {
+              ca: root,
+              key,
+              cert,
+              body: {},
+            });
+            return r.status === 200 ? r : null;
+          },
+          5_000,
+          `cert login on ${n.spec.id}`,
+        );
+        const session = login.headers['zt-session'] as string;
+        expect(login.body.data.identity.id).toBe(id);
+        const services = await tlsCall('GET', `${n.base}/edge/client/v1/services`, { ca: root, token: session });
+        expect(services.status).toBe(200);
+      }
+      // and a certificate n2 issues (extend, OTT) is signed by the same CA: n2 signs too
+      const second = await call('POST', `${mgmt(c.nodes[1]!)}/identities`, {
+        token,
+        body: { name: 'cross-node-cert-2', type: 'Device', isAdmin: false, enrollment: { ott: true } },
+      });
+      const ott2 = (await call('GET', `${mgmt(c.nodes[1]!)}/identities/${second.body.data.id}`, { token })).body.data
+        .enrollment.ott.token as string;
+      const csr2 = opensslCsr(s, 'cross2', 'ec', '/CN=cross2');
+      const on2 = await tlsCall('POST', `${c.nodes[1]!.base}/edge/client/v1/enroll/ott`, {
+        ca: root,
+        body: { token: ott2, clientCsr: csr2 },
+      });
+      expect(on2.status).toBe(200);
+      const login0 = await tlsCall('POST', `${c.nodes[0]!.base}/edge/client/v1/authenticate?method=cert`, {
+        ca: root,
+        key: s.read('cross2.key'),
+        cert: on2.body.data.cert,
+        body: {},
+      });
+      expect(login0.status).toBe(200);
+    } finally {
+      s.remove();
+    }
+  }, 60_000);
 
   it('a process without a certificate from the cluster CA cannot join', async () => {
     // its own CA (another cluster's): the members refuse its TLS handshake

@@ -9,6 +9,7 @@ import { type NodeProcess, type NodeSpec, startNode } from '../../src/cluster/pr
 import { loadPeerTls, peerIdFromCert } from '../../src/pki/index.js';
 import { withTimeout } from '../../src/util/timeout.js';
 import { ADMIN_PASSWORD, call, login } from '../support/server.js';
+import { trustCa } from '../support/tls-call.js';
 
 export { ADMIN_PASSWORD, call, login };
 
@@ -35,6 +36,8 @@ export async function startCluster(size: number, extraArgs: string[] = []): Prom
     (id) => join(dir, id),
   );
   const t = await loadPeerTls(join(dir, 'n1', 'pki'));
+  // every member's API certificate chains to the one cluster root (their bundles carry it): call() trusts it
+  trustCa(t.ca);
   clientTls = { key: t.key, cert: t.cert, ca: t.ca, peerIdFromCert };
   const spec = (i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec => ({
     id: `n${i + 1}`,

@@ -1,20 +1,25 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketTransport } from '../../raft/index.js';
 import type { Message, NodeId } from '../../raft/types.js';
 import { main } from '../../src/cli/main.js';
 import { x509 } from '../../src/pki/crypto.js';
 import {
+  API_CERT_RENEW_BEFORE_MS,
   ensureApiTls,
   ensureClusterCa,
+  importRootCa,
   initClusterPki,
+  isLoopbackHost,
   issueNodeBundle,
+  issueServerCert,
   loadPeerTls,
   peerIdFromCert,
   peerNodeId,
+  shareSigningCa,
   verifyChain,
 } from '../../src/pki/index.js';
-import { openssl, refusal, Scratch } from './helpers.js';
+import { CA_EXTENSIONS, openssl, opensslSelfSigned, refusal, Scratch } from './helpers.js';
 
 function mode(path: string): number {
   return statSync(path).mode & 0o777;
@@ -163,38 +168,41 @@ describe('cluster PKI on disk', () => {
 
     const op = s.path('operator-root');
     mkdirSync(`${op}/ca`, { recursive: true });
-    const made = openssl([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-384',
-      '-nodes',
-      '-keyout',
-      `${op}/ca/root.key.pem`,
-      '-subj',
-      '/CN=Operator Root',
-      '-days',
-      '30',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign,cRLSign',
-      '-out',
-      `${op}/ca/root.cert.pem`,
-    ]);
-    expect(made.status).toBe(0);
+    opensslSelfSigned(`${op}/ca/root.key.pem`, `${op}/ca/root.cert.pem`, '/CN=Operator Root', CA_EXTENSIONS, 'P-384');
     const signing = await ensureClusterCa(op);
     expect(readFileSync(`${op}/ca.cert.pem`, 'utf8')).toBe(readFileSync(`${op}/ca/root.cert.pem`, 'utf8'));
     const v = openssl(['verify', '-CAfile', `${op}/ca/root.cert.pem`, `${op}/ca/signing.cert.pem`]);
     expect(v.stdout).toContain(': OK');
     expect(signing!.chainPem).toEqual([readFileSync(`${op}/ca/root.cert.pem`, 'utf8')]);
-    // A bundle-only directory has no CA to sign with.
+    // A join bundle carries the cluster's one signing CA (its key too): the member signs with the same CA.
     await issueNodeBundle(op, s.path('op-bundle'), { nodeId: 'j', hosts: [] });
-    expect(await ensureClusterCa(s.path('op-bundle'))).toBeNull();
+    const shared = await ensureClusterCa(s.path('op-bundle'));
+    expect(shared).toEqual(signing);
+    expect(mode(`${s.path('op-bundle')}/ca/signing.key.pem`)).toBe(0o600);
+    expect(existsSync(`${s.path('op-bundle')}/ca/root.key.pem`)).toBe(false); // the root key stays where it is
     expect(await refusal(initClusterPki(s.path('op-bundle'), { nodeId: 'k', hosts: [] }))).toBe('ALREADY_EXISTS');
-    expect(await refusal(ensureApiTls(s.path('op-bundle'), { hosts: ['localhost'] }))).toBe('MISSING_FILE');
+    const memberApi = await ensureApiTls(s.path('op-bundle'), { hosts: ['localhost'] });
+    const rootPem = readFileSync(`${op}/ca/root.cert.pem`, 'utf8');
+    const [apiLeaf, ...apiRest] = memberApi.cert.split(/(?<=-----END CERTIFICATE-----)\n/).filter((x) => x.trim());
+    expect(await verifyChain(apiLeaf!, apiRest, [rootPem], { purpose: 'server' })).toMatchObject({ ok: true });
+    // Issued without the signing CA, a bundle cannot sign: it carries an API certificate for the node's hosts instead.
+    const bare = s.path('op-bundle-bare');
+    expect(
+      await refusal(issueNodeBundle(op, s.path('op-bundle-nohosts'), { nodeId: 'j', hosts: [], withSigningCa: false })),
+    ).toBe('INVALID_ARGUMENT');
+    await issueNodeBundle(op, bare, { nodeId: 'j2', hosts: ['j2.example.com'], withSigningCa: false });
+    expect(await ensureClusterCa(bare)).toBeNull();
+    expect(existsSync(`${bare}/ca`)).toBe(false);
+    // its API certificate is used as it is even for other hosts (nothing here could issue another one)
+    const bareApi = await ensureApiTls(bare, { hosts: ['localhost'] });
+    expect(openssl(['x509', '-noout', '-ext', 'subjectAltName'], bareApi.cert).stdout).toContain('DNS:j2.example.com');
+    rmSync(`${bare}/api.cert.pem`);
+    expect(await refusal(ensureApiTls(bare, { hosts: ['localhost'] }))).toBe('MISSING_FILE');
+    // such a member can be given the signing CA later (only from a CA under the root it trusts)
+    expect(await refusal(shareSigningCa(d, bare))).toBe('CERT_INVALID');
+    await shareSigningCa(op, bare);
+    expect(await ensureClusterCa(bare)).toEqual(signing);
+    expect((await ensureApiTls(bare, { hosts: ['localhost'] })).ca).toBe(rootPem);
     // A root certificate without its key cannot sign.
     const nokey = s.path('nokey');
     mkdirSync(`${nokey}/ca`, { recursive: true });
@@ -209,10 +217,78 @@ describe('cluster PKI on disk', () => {
     writeFileSync(`${d}/api.key.pem`, 'orphan');
     const api = await ensureApiTls(d, { hosts: ['localhost', '127.0.0.1'] });
     expect(mode(`${d}/api.key.pem`)).toBe(0o600);
-    expect((await ensureApiTls(d, { hosts: ['other.example.com'] })).cert).toBe(api.cert);
+    // the same hosts (or fewer): the certificate on disk is kept
+    expect((await ensureApiTls(d, { hosts: ['localhost', '127.0.0.1'] })).cert).toBe(api.cert);
+    expect((await ensureApiTls(d, { hosts: ['127.0.0.1'] })).cert).toBe(api.cert);
     const t = openssl(['x509', '-noout', '-text', '-in', `${d}/api.cert.pem`]).stdout;
     expect(t).toContain('DNS:localhost, IP Address:127.0.0.1');
     expect(t).not.toContain('TLS Web Client Authentication');
+  });
+
+  it('issues the API certificate anew for a host it lacks (IPv6 written any way), or when it expires soon', async () => {
+    const d = s.path('api-renew');
+    const first = await ensureApiTls(d, { hosts: ['localhost', '::1'] });
+    expect((await ensureApiTls(d, { hosts: ['LOCALHOST', '0:0:0:0:0:0:0:1'] })).cert).toBe(first.cert);
+    const moved = await ensureApiTls(d, { hosts: ['ctl.example.com', '10.0.0.7'] });
+    expect(moved.cert).not.toBe(first.cert);
+    const sans = openssl(['x509', '-noout', '-ext', 'subjectAltName'], moved.cert).stdout;
+    expect(sans).toContain('DNS:ctl.example.com');
+    expect(sans).toContain('IP Address:10.0.0.7');
+    expect(moved.key).not.toBe(first.key);
+    const notAfter = new x509.X509Certificate(moved.cert).notAfter.getTime();
+    const later = notAfter - API_CERT_RENEW_BEFORE_MS + 1000;
+    const renewed = await ensureApiTls(d, { hosts: ['ctl.example.com'], now_ms: later });
+    expect(renewed.cert).not.toBe(moved.cert);
+    expect((await ensureApiTls(d, { hosts: ['ctl.example.com'], now_ms: later - 2000 })).cert).toBe(renewed.cert);
+    // a wildcard SAN covers the names one label below it (an operator's certificate put there is kept)
+    const signing = (await ensureClusterCa(d))!;
+    const wild = await issueServerCert(signing, { commonName: 'wild', dnsNames: ['*.example.com'] });
+    writeFileSync(`${d}/api.key.pem`, wild.keyPem);
+    const wildChain = `${wild.certPem}\n${signing.certPem}\n`;
+    writeFileSync(`${d}/api.cert.pem`, wildChain);
+    expect((await ensureApiTls(d, { hosts: ['ctl.example.com'] })).cert).toBe(wildChain);
+    expect((await ensureApiTls(d, { hosts: ['a.b.example.com'] })).cert).not.toBe(wildChain);
+  });
+
+  it('isLoopbackHost: only addresses that accept loopback connections alone', () => {
+    for (const h of [
+      '127.0.0.1',
+      '127.8.9.10',
+      '::1',
+      '0:0:0:0:0:0:0:1',
+      'localhost',
+      'LocalHost',
+      '::ffff:127.0.0.1',
+    ]) {
+      expect([h, isLoopbackHost(h)]).toEqual([h, true]);
+    }
+    for (const h of ['0.0.0.0', '::', '', '10.0.0.1', '128.0.0.1', 'example.com', 'localhost.example.com', '::2']) {
+      expect([h, isLoopbackHost(h)]).toEqual([h, false]);
+    }
+  });
+
+  it('importRootCa takes an operator root (checked) into an empty PKI directory, never replaces one', async () => {
+    const mk = (name: string, extra: string[]) =>
+      opensslSelfSigned(s.path(`${name}.key`), s.path(`${name}.pem`), `/CN=${name}`, extra);
+    const opRoot = mk('op-root', CA_EXTENSIONS);
+    const other = mk('other-root', CA_EXTENSIONS);
+    const notCa = mk('not-ca', ['-addext', 'basicConstraints=critical,CA:FALSE']);
+    const d = s.path('imported');
+    expect(await refusal(importRootCa(d, notCa.cert, notCa.key))).toBe('CERT_INVALID');
+    expect(await refusal(importRootCa(d, opRoot.cert, other.key))).toBe('KEY_MISMATCH');
+    expect(await refusal(importRootCa(d, opRoot.cert + other.cert, opRoot.key))).toBe('CERT_MALFORMED');
+    expect(existsSync(d)).toBe(false); // nothing written by a refusal
+    await importRootCa(d, opRoot.cert, opRoot.key);
+    const signing = await ensureClusterCa(d);
+    expect(signing!.chainPem[0]!.trim()).toBe(new x509.X509Certificate(opRoot.cert).toString('pem').trim());
+    expect(openssl(['verify', '-CAfile', s.path('op-root.pem'), `${d}/ca/signing.cert.pem`]).stdout).toContain(': OK');
+    await importRootCa(d, opRoot.cert, opRoot.key); // the same root again: nothing to do
+    expect(await refusal(importRootCa(d, other.cert, other.key))).toBe('ALREADY_EXISTS');
+    // an intermediate is not a root: not self-signed
+    const sub = s.path('sub-root');
+    await importRootCa(sub, other.cert, other.key);
+    const subSigning = await ensureClusterCa(sub);
+    expect(await refusal(importRootCa(s.path('sub2'), subSigning!.certPem, subSigning!.keyPem))).toBe('CERT_INVALID');
   });
 
   it('peerNodeId reads the node URI only', async () => {
@@ -292,6 +368,28 @@ describe('keel pki (CLI)', () => {
       s.path('b2/node.cert.pem'),
     ]);
     expect(v.stdout).toContain(': OK');
+    // the bundle carries the signing CA; with --without-signing-ca an API certificate for its hosts instead
+    expect(readFileSync(s.path('b2/ca/signing.cert.pem'), 'utf8')).toBe(
+      readFileSync(`${dir}/ca/signing.cert.pem`, 'utf8'),
+    );
+    const bare = await run([
+      'pki',
+      'issue-node',
+      '--ca-dir',
+      dir,
+      '--node-id',
+      'ctrl3',
+      '--host',
+      'c3.example.com',
+      '--out',
+      s.path('b3'),
+      '--without-signing-ca',
+    ]);
+    expect(bare.code).toBe(0);
+    expect(existsSync(s.path('b3/ca'))).toBe(false);
+    expect(openssl(['x509', '-noout', '-ext', 'subjectAltName', '-in', s.path('b3/api.cert.pem')]).stdout).toContain(
+      'DNS:c3.example.com',
+    );
 
     const again = await run(['pki', 'init', '--dir', dir, '--node-id', 'ctrl1']);
     expect(again).toMatchObject({ code: 1 });

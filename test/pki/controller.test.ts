@@ -1,9 +1,11 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { apiCertHosts } from '../../src/pki/index.js';
-import { call, startServer, type TestServer } from '../support/server.js';
-import { httpsGet, openssl, Scratch } from './helpers.js';
+import { ADMIN_PASSWORD, call, startServer, type TestServer } from '../support/server.js';
+import { tlsCall } from '../support/tls-call.js';
+import { httpsGet, OPENSSL, openssl, opensslCa, opensslIssue, Scratch } from './helpers.js';
 
 describe('the controller PKI: /.well-known/est/cacerts and API TLS', () => {
   const servers: TestServer[] = [];
@@ -101,5 +103,59 @@ describe('the controller PKI: /.well-known/est/cacerts and API TLS', () => {
     ]);
     expect(apiCertHosts('10.0.0.5', ['https://[fd00::1]:443', 'not a url'])).toEqual(['fd00::1', '10.0.0.5']);
     expect(apiCertHosts('0.0.0.0', [])).toContain('localhost');
+  });
+
+  it('the HTTPS listener names its own CAs and every verified CA when it asks for a client certificate', async () => {
+    const srv = await startServer({ engine: 'node', apiTls: true });
+    servers.push(srv);
+    const ca = readFileSync(join(srv.dataDir, 'pki', 'ca.cert.pem'), 'utf8');
+    const { port } = new URL(srv.base);
+    // asynchronously: the server runs in this process, a synchronous openssl would block its event loop
+    const acceptable = async () => {
+      const child = execFile(OPENSSL, ['s_client', '-connect', `127.0.0.1:${port}`], { timeout: 20_000 });
+      child.stdin?.end();
+      let out = '';
+      child.stdout?.on('data', (d) => (out += d));
+      await new Promise((r) => child.on('close', r));
+      const at = out.indexOf('Acceptable client certificate CA names');
+      expect(at).toBeGreaterThan(-1);
+      return out.slice(at, out.indexOf('Requested Signature Algorithms', at));
+    };
+    const mgmt = (method: string, path: string, opts: { body?: unknown; raw?: string } = {}) =>
+      tlsCall(method, `${srv.mgmt}${path}`, {
+        ca,
+        token: admin,
+        ...(opts.raw !== undefined ? { raw: opts.raw } : { body: opts.body }),
+      });
+    const admin = (
+      await tlsCall('POST', `${srv.mgmt}/authenticate?method=password`, {
+        ca,
+        body: { username: 'admin', password: ADMIN_PASSWORD },
+      })
+    ).headers['zt-session'] as string;
+    expect(await acceptable()).toContain('CN = Keel Root CA');
+    expect(await acceptable()).toContain('CN = Keel Signing CA');
+    const pem = opensslCa(s, 'Third Party CA');
+    const created = await mgmt('POST', '/cas', {
+      body: {
+        name: 'third',
+        certPem: pem,
+        isAutoCaEnrollmentEnabled: false,
+        isOttCaEnrollmentEnabled: true,
+        isAuthEnabled: true,
+        identityRoles: [],
+      },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    expect(await acceptable()).not.toContain('Third Party CA'); // not verified yet
+    const token = (await mgmt('GET', `/cas/${id}`)).body.data.verificationToken as string;
+    expect(
+      (await mgmt('POST', `/cas/${id}/verify`, { raw: opensslIssue(s, 'Third Party CA', 'proof', token) })).status,
+    ).toBe(200);
+    expect(await acceptable()).toContain('CN = Third Party CA');
+    expect((await mgmt('DELETE', `/cas/${id}`)).status).toBe(200);
+    expect(await acceptable()).not.toContain('Third Party CA');
+    expect(await acceptable()).toContain('CN = Keel Root CA');
   });
 });

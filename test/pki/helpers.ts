@@ -32,6 +32,47 @@ export function openssl(args: string[], input?: string | Buffer): { status: numb
   return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
+/** openssl extensions of a CA certificate. */
+export const CA_EXTENSIONS = [
+  '-addext',
+  'basicConstraints=critical,CA:TRUE',
+  '-addext',
+  'keyUsage=critical,keyCertSign,cRLSign',
+];
+
+/**
+ * A self-signed certificate made by openssl with a new EC key (30 days): writes `<keyOut>` and `<certOut>` and
+ * returns their PEM texts. `extra` adds e.g. CA_EXTENSIONS.
+ */
+export function opensslSelfSigned(
+  keyOut: string,
+  certOut: string,
+  subj: string,
+  extra: string[] = [],
+  curve = 'P-256',
+): { cert: string; key: string } {
+  const r = openssl([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    `ec_paramgen_curve:${curve}`,
+    '-nodes',
+    '-keyout',
+    keyOut,
+    '-subj',
+    subj,
+    '-days',
+    '30',
+    ...extra,
+    '-out',
+    certOut,
+  ]);
+  if (r.status !== 0) throw new Error(`openssl req -x509 failed: ${r.stderr}`);
+  return { cert: readFileSync(certOut, 'utf8'), key: readFileSync(keyOut, 'utf8') };
+}
+
 /** A CSR made by openssl with a new key: `key` is an openssl -newkey spec (ec, rsa:2048, ed25519 …). */
 export function opensslCsr(s: Scratch, name: string, key: string, subj: string, extra: string[] = []): string {
   const keyArgs =

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildKeel, runKeel } from '../support/keel-process.js';
 import { tempDirs } from '../support/temp-dir.js';
-import { httpsGet, openssl } from './helpers.js';
+import { CA_EXTENSIONS, httpsGet, openssl, opensslSelfSigned } from './helpers.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'keel.js');
 
@@ -75,5 +75,36 @@ describe('keel pki and keel run --tls (processes)', () => {
       proc.child.kill('SIGTERM');
       expect((await proc.exited).code).toBe(0);
     }
+  });
+
+  it('keel run --root-ca-cert/--root-ca-key: HTTPS under the operator root; a mismatched pair is refused', async () => {
+    const dir = tmp();
+    opensslSelfSigned(join(dir, 'root.key'), join(dir, 'root.pem'), '/CN=Operator Root', CA_EXTENSIONS);
+    const data = join(dir, 'data');
+    const args = ['--root-ca-cert', join(dir, 'root.pem'), '--root-ca-key', join(dir, 'root.key')];
+    const proc = await runKeel(data, args);
+    try {
+      const root = readFileSync(join(dir, 'root.pem'), 'utf8');
+      expect((await httpsGet(`${proc.base}/version`, root)).status).toBe(200);
+    } finally {
+      proc.child.kill('SIGTERM');
+      expect((await proc.exited).code).toBe(0);
+    }
+    const wrongKey = keel([
+      'run',
+      '--data-dir',
+      join(dir, 'd2'),
+      '--listen',
+      '127.0.0.1:0',
+      '--root-ca-cert',
+      join(dir, 'root.pem'),
+      '--root-ca-key',
+      join(data, 'pki', 'api.key.pem'),
+    ]);
+    expect(wrongKey.status).toBe(1);
+    expect(wrongKey.stderr).toContain('KEY_MISMATCH');
+    expect(keel(['run', '--data-dir', join(dir, 'd3'), '--root-ca-cert', join(dir, 'root.pem')]).stderr).toContain(
+      '--root-ca-cert and --root-ca-key go together',
+    );
   });
 });

@@ -1,6 +1,8 @@
 /** Runs the compiled `keel` command as an operator would, for process tests (test/cli). */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { trustCa } from './tls-call.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'keel.js');
@@ -13,8 +15,10 @@ export function buildKeel(): void {
 
 export interface KeelProcess {
   child: ChildProcess;
-  /** `http://127.0.0.1:<port>` (https with --tls) once it listens. */
+  /** `https://127.0.0.1:<port>` (http with --insecure-http) once it listens. */
   base: string;
+  /** The root CA certificate the API certificate chains to (trusted by `call()` from then on); null for HTTP. */
+  ca: string | null;
   /** Everything written to stderr so far (the JSON log lines). */
   stderr(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -43,7 +47,10 @@ export function runKeel(dataDir: string, args: string[] = [], env: Record<string
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off('data', onData);
-      resolve({ child, base: m[1]!, stderr: () => out.stderr, exited });
+      const base = m[1]!;
+      const ca = base.startsWith('https:') ? readFileSync(join(dataDir, 'pki', 'ca.cert.pem'), 'utf8') : null;
+      if (ca !== null) trustCa(ca);
+      resolve({ child, base, ca, stderr: () => out.stderr, exited });
     };
     child.stdout!.on('data', onData);
     void exited.then(() => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller, type ControllerOptions } from '../../src/controller.js';
 import { checkResponse } from './spec-check.js';
+import { httpsFetch } from './tls-call.js';
 
 export const ADMIN_PASSWORD = 'admin-test-password';
 
@@ -65,8 +66,14 @@ export async function call(
     body = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(url, { method, headers, body });
-  const text = await res.text();
+  const res = url.startsWith('https:')
+    ? await httpsFetch(url, { method, headers, ...(body !== undefined ? { body } : {}) })
+    : await fetch(url, { method, headers, body }).then(async (r) => ({
+        status: r.status,
+        headers: r.headers,
+        text: await r.text(),
+      }));
+  const text = res.text;
   let parsed: any;
   try {
     parsed = text ? JSON.parse(text) : undefined;

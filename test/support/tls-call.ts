@@ -1,5 +1,5 @@
 /** HTTPS requests with a client certificate (mutual TLS), checked against the spec like `call()`. */
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { checkResponse } from './spec-check.js';
 
 export interface TlsRes {
@@ -7,6 +7,52 @@ export interface TlsRes {
   headers: Record<string, string | string[] | undefined>;
   body: any;
   text: string;
+}
+
+/** CA certificates `call()` trusts for https:// URLs (the roots of `keel run` processes the test started). */
+const trusted = new Set<string>();
+/** Keep-alive connections trusting `trusted` (made anew when a CA is added), as fetch keeps its connections. */
+let agent: Agent | null = null;
+
+/** Lets `call()` (test/support/server.ts) reach HTTPS listeners whose certificate chains to `caPem`. */
+export function trustCa(caPem: string): void {
+  if (trusted.has(caPem)) return;
+  trusted.add(caPem);
+  agent?.destroy();
+  agent = null;
+}
+
+/** A fetch-like HTTPS request trusting the CAs given to trustCa (fetch cannot be given a CA without undici). */
+export function httpsFetch(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+): Promise<{ status: number; headers: Headers; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      {
+        method: init.method,
+        headers: init.headers,
+        agent: (agent ??= new Agent({ keepAlive: true, ca: [...trusted] })),
+        timeout: 20_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => {
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+          }
+          resolve({ status: res.statusCode ?? 0, headers, text: Buffer.concat(chunks).toString('utf8') });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end(init.body);
+  });
 }
 
 /** One HTTPS request trusting `ca`, with a client key and certificate when given; checked against the spec. */
