@@ -3,7 +3,7 @@
 /** To read membership changes (and their context) from `conf` entries handed to StateMachine.apply. */
 export { decodeConfChange } from './core/raft.js';
 export { decodeAddresses as decodeConfAddresses } from './node/conf-context.js';
-export { chunksOf, collectSnapshot } from './node/snapshot-stream.js';
+export { checkedChunks, joinChunks } from './node/snapshot-stream.js';
 export {
   type NodeStatus,
   type ProposalResult,

@@ -27,6 +27,7 @@ import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
+import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
@@ -77,6 +78,11 @@ export interface RaftNodeOptions {
   maxUncommittedBytes?: number;
   /** Bytes per streamed snapshot chunk; with its framing it must fit the transport's maxPayload_bytes. Default 1 MiB. */
   snapshotChunkBytes?: number;
+  /**
+   * Snapshot chunks in flight to one follower (each read from the log as it is sent, so this bounds the memory a
+   * snapshot stream holds: chunks × snapshotChunkBytes). Default 4.
+   */
+  maxInflightSnapshotChunks?: number;
   /** Bound on proposals waiting to be applied; beyond it propose() rejects at once. Default 10 000. */
   maxPendingProposals?: number;
   /** Bound on linearizable reads waiting. Default 10 000. */
@@ -117,6 +123,7 @@ export interface NodeStatus {
 const cryptoRandom: Random = { int: (n) => randomInt(n) };
 const DEFAULT_MAX_MSG_BYTES = 1 << 20;
 const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
+const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
 /** Bound on promote() calls waiting for their learner at once. */
 const MAX_WAITING_PROMOTIONS = 64;
 
@@ -153,6 +160,7 @@ export class RaftNode {
   private readonly maxMsgBytes: number;
   private readonly promoteTimeout_ms: number;
   private readonly catchUp: CatchUpWaiters;
+  private readonly snapshotSender: SnapshotSender;
   private tickTimer: NodeJS.Timeout | null = null;
   private applied: number;
   private role: Role = 'follower';
@@ -208,7 +216,24 @@ export class RaftNode {
       maxInflightMsgs: opts.maxInflightMsgs ?? 256,
       maxUncommittedBytes: opts.maxUncommittedBytes ?? 64 << 20,
       snapshotChunkBytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
+      maxInflightSnapshotChunks: opts.maxInflightSnapshotChunks ?? DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS,
       applied,
+    });
+    this.snapshotSender = new SnapshotSender({
+      read: (meta, offset_bytes, max_bytes) => this.log.readSnapshot(meta, offset_bytes, max_bytes),
+      chunk_bytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
+      send: (m) => {
+        if (!this.stopped) this.transport.send([m]);
+      },
+      gone: (to) => {
+        if (this.stopped) return;
+        // The snapshot was replaced by a newer one: the stream starts over with it.
+        this.guard(() => this.core.reportSnapshot(to, false));
+        this.schedule();
+      },
+      failed: (err) => {
+        if (!this.stopped) this.fail(err);
+      },
     });
   }
 
@@ -243,7 +268,7 @@ export class RaftNode {
       throw new RangeError('raft: applied must be a non-negative integer');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
-      await restoreSnapshot(opts.stateMachine, snap);
+      await restoreSnapshot(opts.stateMachine, snap.meta, log.snapshotChunks());
       applied = snap.meta.index;
     }
     const hs = log.initialState().hardState;
@@ -539,6 +564,12 @@ export class RaftNode {
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
     const { beforePersist, afterPersist } = splitMessages(rd, this.durableTerm);
     this.send(beforePersist);
+    // Chunks of a snapshot being received go to the log's chunk records before anything acknowledges them; the
+    // snapshot they complete is recorded by the persist below.
+    if (rd.snapshotChunks.length > 0) {
+      await this.log.receiveSnapshot(rd.snapshotChunks);
+      if (this.stopped) return;
+    }
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
       await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
       if (this.stopped) return;
@@ -555,7 +586,7 @@ export class RaftNode {
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
-      await restoreSnapshot(this.sm, rd.snapshot);
+      await restoreSnapshot(this.sm, rd.snapshot.meta, this.log.snapshotChunks());
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
       this.proposals.skippedThrough(this.applied);
@@ -583,10 +614,14 @@ export class RaftNode {
 
   private send(messages: Message[]): void {
     if (messages.length === 0) return;
+    let others = messages;
     for (const m of messages) {
       if (m.to === this.id || m.from !== this.id) throw new Error(`raft: core emitted ${m.type} ${m.from}→${m.to}`);
+      if (m.type === 'snapshot') others = others.filter((x) => x.type !== 'snapshot');
     }
-    this.transport.send(messages);
+    // Snapshot chunks leave without their bytes: the sender reads them from the log as it sends them.
+    if (others !== messages) for (const m of messages) if (m.type === 'snapshot') this.snapshotSender.enqueue(m);
+    if (others.length > 0) this.transport.send(others);
   }
 
   private afterAdvance(): void {
@@ -673,6 +708,7 @@ export class RaftNode {
   private async maybeSnapshot(): Promise<void> {
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
+    // The state machine's chunks go to the log's chunk records as it yields them (no whole-snapshot buffer).
     const { index, data } = await takeSnapshot(this.sm);
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
@@ -787,6 +823,7 @@ export class RaftNode {
   private halt(err: RaftError): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.snapshotSender.stop();
     if (this.tickTimer !== null) clearInterval(this.tickTimer);
     this.tickTimer = null;
     this.proposals.rejectAll(err);

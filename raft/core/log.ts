@@ -2,7 +2,14 @@
  * The Raft log as the core sees it: durable entries through the LogView plus the unstable tail
  * (etcd's raftLog). Tracks the commit and applied indices.
  */
-import { CompactedError, type Entry, entrySizeBytes, type LogView, type Snapshot, UnavailableError } from '../types.js';
+import {
+  CompactedError,
+  type Entry,
+  entrySizeBytes,
+  type LogView,
+  type SnapshotInfo,
+  UnavailableError,
+} from '../types.js';
 import { Unstable } from './unstable.js';
 import { assert, limitSize } from './util.js';
 
@@ -192,11 +199,11 @@ export class RaftLog {
   }
 
   /** The newest snapshot: an unstable one being installed, else the durable one. */
-  snapshot(): Snapshot | null {
+  snapshot(): SnapshotInfo | null {
     return this.unstable.snapshot ?? this.storage.snapshot();
   }
 
-  restore(snap: Snapshot): void {
+  restore(snap: SnapshotInfo): void {
     assert(
       snap.meta.index > this.committed,
       `log: restoring snapshot ${snap.meta.index} <= committed ${this.committed}`,

@@ -16,7 +16,7 @@ import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
 import { splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
-import { copyConfState, emptyConfState, MemoryLog } from '../memory-log.js';
+import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
 import {
   type ConfChange,
@@ -429,7 +429,7 @@ class Simulation {
       n.sm = copySm(app);
       this.stats.appAheadRestarts++;
     } else if (snap) {
-      n.sm = decodeSnapshotData(snap.data, snap.meta.conf);
+      n.sm = decodeSnapshotData(n.disk.snapshotData() as Uint8Array, snap.meta.conf);
       if (n.sm.index !== snap.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
     } else {
       n.sm = { index: 0, hash: 0, count: 0, conf: emptyConfState() };
@@ -596,7 +596,8 @@ class Simulation {
         `${n.id} sync entries=${rd.entries.length} committed=${rd.committed.length} msgs=${messages.length}` +
         `${rd.snapshot ? ` snapshot@${rd.snapshot.meta.index}` : ''}${rd.hardState ? ` hs=${JSON.stringify(rd.hardState)}` : ''}`,
     );
-    // 1. persist
+    // 1. persist: received snapshot chunks first, then the snapshot they complete
+    n.disk.receiveSnapshot(rd.snapshotChunks);
     if (rd.snapshot) n.disk.applySnapshot(rd.snapshot);
     if (rd.entries.length > 0) {
       n.disk.append(rd.entries);
@@ -617,7 +618,7 @@ class Simulation {
     }
     // 3. apply
     if (rd.snapshot) {
-      const st = decodeSnapshotData(rd.snapshot.data, rd.snapshot.meta.conf);
+      const st = decodeSnapshotData(n.disk.snapshotData() as Uint8Array, rd.snapshot.meta.conf);
       if (st.index !== rd.snapshot.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
       this.checker.onSnapshotInstalled(n.id, st.index, st.hash);
       n.sm = st;
@@ -716,11 +717,17 @@ class Simulation {
 
   // ---------------------------------------------------------------- network
 
-  private send(m: Message): void {
+  private send(unfilled: Message): void {
     this.stats.messages++;
-    const from = this.byId.get(m.from);
-    const to = this.byId.get(m.to);
+    const from = this.byId.get(unfilled.from);
+    const to = this.byId.get(unfilled.to);
     if (!from || !to) return;
+    // Like the driver: a snapshot chunk's bytes are read from the sender's disk as it is sent.
+    const m = withChunkData(unfilled, from.disk, this.p.snapshotChunkBytes);
+    if (m === null) {
+      from.core?.reportSnapshot(unfilled.to, false);
+      return;
+    }
     if (this.blocked.has(from.idx * 64 + to.idx)) {
       // Like a transport whose connection is down, tell the sender (it is mid-Ready: allowed by the contract).
       if (from.core && m.type === 'snapshot') from.core.reportSnapshot(m.to, false);
