@@ -430,7 +430,8 @@ export class LevelLog extends CachedLog implements DurableLog {
   }
 
   /**
-   * Stores chunks of a snapshot being received (Ready.snapshotChunks), in order, synced: a chunk at offset 0
+   * Stores chunks of a snapshot being received (Ready.snapshotChunks), in order, synced (whole records; the
+   * bytes of a last partial record wait in memory for the rest): a chunk at offset 0
    * starts a new snapshot (a partial one's records are deleted). It becomes the log's snapshot with
    * persist({ snapshot }); a crash before leaves only garbage records, deleted on the next open.
    */
@@ -452,6 +453,8 @@ export class LevelLog extends CachedLog implements DurableLog {
         }
         await inc.writer.write(c.data);
       }
+      // Durable before the core's acknowledgements of these chunks leave (they are sent after this write).
+      await this.incoming?.writer.flush();
     });
   }
 

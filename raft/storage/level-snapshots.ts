@@ -78,11 +78,15 @@ export class SnapshotWriter {
       rest = rest.subarray(take);
       if (this.pendingBytes === this.chunk_bytes) this.cutRecord();
     }
-    if (this.ops.length >= RECORDS_PER_BATCH) {
-      const ops = this.ops;
-      this.ops = [];
-      await this.db.batch(ops, { sync: true });
-    }
+    if (this.ops.length >= RECORDS_PER_BATCH) await this.flush();
+  }
+
+  /** Writes the full records not written yet (one synced batch); a partial last record stays pending. */
+  async flush(): Promise<void> {
+    if (this.ops.length === 0) return;
+    const ops = this.ops;
+    this.ops = [];
+    await this.db.batch(ops, { sync: true });
   }
 
   /** The ops writing what is not written yet (at least one record: an empty snapshot has one empty record). */
