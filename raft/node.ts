@@ -124,6 +124,8 @@ const cryptoRandom: Random = { int: (n) => randomInt(n) };
 const DEFAULT_MAX_MSG_BYTES = 1 << 20;
 const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
+/** Ticks without a connection to the leader before a follower stops waiting for it (see checkLeaderConnection). */
+const LEADER_DOWN_TICKS = 2;
 /** Bound on promote() calls waiting for their learner at once. */
 const MAX_WAITING_PROMOTIONS = 64;
 
@@ -162,6 +164,8 @@ export class RaftNode {
   private readonly catchUp: CatchUpWaiters;
   private readonly snapshotSender: SnapshotSender;
   private tickTimer: NodeJS.Timeout | null = null;
+  /** Consecutive ticks this follower's transport has had no open connection to its leader. */
+  private leaderDownTicks = 0;
   private applied: number;
   private role: Role = 'follower';
   private leader: NodeId | null = null;
@@ -496,6 +500,7 @@ export class RaftNode {
   private tick(): void {
     if (this.stopped) return;
     this.guard(() => {
+      this.checkLeaderConnection();
       this.core.tick();
       const now = Date.now();
       this.reads.expire(now, this.readTimeout_ms);
@@ -503,6 +508,27 @@ export class RaftNode {
       this.checkCatchUp(now);
     });
     this.schedule();
+  }
+
+  /**
+   * A follower whose transport lost its connection to the leader for LEADER_DOWN_TICKS ticks in a row (the leader's
+   * process died: kill -9 closes its sockets at once) tells the core, which campaigns after a short delay instead of
+   * a whole election timeout (RaftCore.leaderUnreachable). A leader that is only slow keeps its connections.
+   */
+  private checkLeaderConnection(): void {
+    const lead = this.leader;
+    if (this.role !== 'follower' || lead === null || lead === this.id) {
+      this.leaderDownTicks = 0;
+      return;
+    }
+    const state = this.transport.peers().find((p) => p.id === lead)?.state;
+    if (state === undefined || state === 'connected') {
+      this.leaderDownTicks = 0;
+      return;
+    }
+    if (++this.leaderDownTicks < LEADER_DOWN_TICKS) return;
+    this.leaderDownTicks = 0;
+    this.core.leaderUnreachable();
   }
 
   /**

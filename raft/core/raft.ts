@@ -429,6 +429,27 @@ export class RaftCore {
     if (this.leaderMaybeCommit()) this.bcastAppend();
   }
 
+  /**
+   * The driver learned that this follower's leader is gone (its connection closed: the process died or the link
+   * broke). The follower forgets it, so its leader lease no longer makes it ignore the (pre-)votes of members that
+   * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 2 × its rank
+   * among the other voters + 0..1 ticks of jitter (at most electionTicks - 1), so two followers of a dead leader
+   * do not campaign in the same tick and split the vote. Harmless when the leader is alive after all: pre-vote
+   * fails while a quorum still hears from it (their lease), and its next message makes this node follow it again.
+   */
+  leaderUnreachable(): void {
+    if (this.state !== 'follower' || this.lead === null) return;
+    const lost = this.lead;
+    this.lead = null;
+    if (!this.promotable()) return;
+    const rank = this.tracker
+      .voterIds()
+      .filter((id) => id !== lost)
+      .indexOf(this.id);
+    const delay = Math.min(this.electionTicks - 1, 1 + 2 * Math.max(0, rank) + this.random.int(2));
+    this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
+  }
+
   /** Tells the leader that the last message to `id` could not be delivered. */
   reportUnreachable(id: NodeId): void {
     if (this.state !== 'leader') return;

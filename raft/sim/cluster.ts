@@ -492,6 +492,14 @@ class Simulation {
     n.pendingMessages = [];
     n.inc++;
     this.stats.crashes++;
+    // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
+    // (RaftNode.checkLeaderConnection) and campaign early.
+    for (const o of this.nodes) {
+      if (!o.alive || o.core === null || o.pausedUntil > this.now) continue;
+      if (o.core.basicStatus().leader !== n.id) continue;
+      o.core.leaderUnreachable();
+      this.afterStep(o);
+    }
   }
 
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */

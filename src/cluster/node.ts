@@ -39,8 +39,16 @@ export interface ClusterOptions {
   clusterId?: string;
   /** Take a store snapshot and compact the Raft log every N applied entries (default 10 000). */
   snapshotEvery_entries?: number;
+  /** Length of one Raft tick (default DEFAULT_TICK_MS); the election timeout is 10 ticks, randomized up to 2×. */
   tick_ms?: number;
 }
+
+/**
+ * One Raft tick: a heartbeat every tick, an election timeout of 10–20 ticks (0.5–1 s). A leader killed outright is
+ * replaced within about that (kill -9 failover, bench/cluster/failover.ts); a leader alive but busy keeps its
+ * followers (heartbeats every 50 ms, check-quorum's lease and pre-vote keep a slow leader from being deposed).
+ */
+export const DEFAULT_TICK_MS = 50;
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
@@ -167,7 +175,7 @@ export class ClusterNode {
         applied: store.appliedIndex,
         peers,
         ...(fresh && opts.init ? { bootstrap: { voters: [opts.nodeId] } } : {}),
-        tick_ms: opts.tick_ms ?? 100,
+        tick_ms: opts.tick_ms ?? DEFAULT_TICK_MS,
         snapshotEvery_entries: opts.snapshotEvery_entries ?? 10_000,
         snapshotKeep_entries: Math.min(1000, Math.max(1, Math.floor((opts.snapshotEvery_entries ?? 10_000) / 2))),
       });
