@@ -15,7 +15,7 @@ export {
   type StateMachine,
 } from './node.js';
 export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';
-export { LogCorruptError, LogStateError } from './storage/errors.js';
+export { LogCorruptError, LogStateError, SnapshotSupersededError } from './storage/errors.js';
 export { LevelLog, type LevelLogOptions } from './storage/level-log.js';
 export type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './storage/log-db.js';
 export { MemoryDurableLog } from './storage/memory-durable-log.js';

@@ -32,6 +32,7 @@ import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
 import type { DurableLog } from './storage/durable-log.js';
+import { SnapshotSupersededError } from './storage/errors.js';
 import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
 import {
@@ -164,6 +165,8 @@ export class RaftNode {
   private readonly catchUp: CatchUpWaiters;
   private readonly snapshotSender: SnapshotSender;
   private tickTimer: NodeJS.Timeout | null = null;
+  /** The state machine's snapshot being written to the log (application is paused meanwhile), or null. */
+  private snapshotTask: Promise<void> | null = null;
   /** Consecutive ticks this follower's transport has had no open connection to its leader. */
   private leaderDownTicks = 0;
   private applied: number;
@@ -460,7 +463,7 @@ export class RaftNode {
       }
     }
     this.halt(this.stoppedError());
-    await this.loopIdle;
+    await this.idle();
     await this.transport.close();
     await this.log.close();
   }
@@ -474,9 +477,13 @@ export class RaftNode {
     await this.transport.close();
   }
 
-  /** Resolves when the Ready being processed (if any) is done; for tests that kill then reopen a log. */
-  idle(): Promise<void> {
-    return this.loopIdle;
+  /**
+   * Resolves when the Ready being processed and the snapshot being written (if any) are done; for tests that kill
+   * then reopen a log.
+   */
+  async idle(): Promise<void> {
+    await this.loopIdle;
+    await this.snapshotTask;
   }
 
   // ---- wiring -------------------------------------------------------------------------------------------
@@ -574,7 +581,7 @@ export class RaftNode {
         if (this.stopped) return;
         this.core.advance(rd);
         this.afterAdvance();
-        await this.maybeSnapshot();
+        this.maybeSnapshot();
       }
     } catch (err) {
       this.fail(err as Error);
@@ -612,6 +619,9 @@ export class RaftNode {
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
+      // Not while this node's own snapshot still reads the state machine.
+      await this.snapshotTask;
+      if (this.stopped) return;
       await restoreSnapshot(this.sm, rd.snapshot.meta, this.log.snapshotChunks());
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
@@ -731,9 +741,30 @@ export class RaftNode {
     for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
   }
 
-  private async maybeSnapshot(): Promise<void> {
+  /**
+   * Every `snapshotEvery_entries` applied entries: the state machine's snapshot is written to the log in the
+   * background, and the log compacted behind it. Nothing is applied meanwhile (the core hands out no committed
+   * entries: that keeps the state machine's snapshot consistent), but Readies go on being persisted and sent, so
+   * heartbeats, appends and votes keep flowing however long a large snapshot takes.
+   */
+  private maybeSnapshot(): void {
+    if (this.snapshotTask !== null || this.stopped) return;
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
+    this.core.setApplyPaused(true);
+    this.snapshotTask = this.writeSnapshot()
+      .catch((err: unknown) => {
+        if (!this.stopped) this.fail(err as Error);
+      })
+      .finally(() => {
+        this.snapshotTask = null;
+        if (this.stopped) return;
+        this.core.setApplyPaused(false);
+        this.schedule();
+      });
+  }
+
+  private async writeSnapshot(): Promise<void> {
     // The state machine's chunks go to the log's chunk records as it yields them (no whole-snapshot buffer).
     const { index, data } = await takeSnapshot(this.sm);
     if (index > this.applied)
@@ -746,7 +777,14 @@ export class RaftNode {
       );
       return;
     }
-    await this.log.createSnapshot(index, recorded.conf, data);
+    try {
+      await this.log.createSnapshot(index, recorded.conf, data);
+    } catch (err) {
+      if (!(err instanceof SnapshotSupersededError)) throw err;
+      // A newer snapshot was received from the leader meanwhile.
+      this.errorListeners.emit(new Error(`raft: skipped snapshot at ${index}: ${err.message}`));
+      return;
+    }
     const compactTo = index - this.snapshotKeep;
     if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
   }

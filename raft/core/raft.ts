@@ -430,6 +430,15 @@ export class RaftCore {
   }
 
   /**
+   * While paused, Readies hand out no committed entries (etcd's paused application): the driver may take the
+   * state machine's snapshot while it goes on persisting and sending (heartbeats, appends, votes), so a long
+   * snapshot does not silence a leader. Commit decisions go on; the entries are handed out once resumed.
+   */
+  setApplyPaused(paused: boolean): void {
+    this.log.applyPaused = paused;
+  }
+
+  /**
    * The driver learned that this follower's leader is gone (its connection closed: the process died or the link
    * broke). The follower forgets it, so its leader lease no longer makes it ignore the (pre-)votes of members that
    * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 2 × its rank

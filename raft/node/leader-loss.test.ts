@@ -10,6 +10,7 @@ import { MemoryNetwork } from '../transport/memory.js';
 import type { PeerStats, Transport } from '../transport/transport.js';
 import type { Entry, NodeId } from '../types.js';
 import type { StateMachine } from './state-machine.js';
+import { waitFor } from './wait-testkit.js';
 
 const IDS: NodeId[] = ['a', 'b', 'c'];
 const TICK_MS = 10;
@@ -38,14 +39,6 @@ function withDown(t: Transport, down: Set<NodeId>): Transport {
       return typeof v === 'function' ? v.bind(target) : v;
     },
   });
-}
-
-async function waitFor(cond: () => boolean, timeout_ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeout_ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
 }
 
 describe('a follower that lost its connection to the leader', () => {

@@ -17,6 +17,7 @@ import type { LogDb, LogDbOp, LogDbRange } from '../storage/log-db.js';
 import { MemoryNetwork } from '../transport/memory.js';
 import type { Entry, Message, NodeId, SnapshotMeta } from '../types.js';
 import type { SnapshotChunks, StateMachine } from './state-machine.js';
+import { waitFor } from './wait-testkit.js';
 
 const ROWS_PER_ENTRY = 10_000;
 const ENTRIES = 20;
@@ -145,14 +146,6 @@ interface Member {
   log: LevelLog;
   db: ObservedDb;
   sm: RowMachine;
-}
-
-async function waitFor(cond: () => boolean, timeout_ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeout_ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 function command(start: number, count: number): Uint8Array {

@@ -33,7 +33,7 @@ import {
   segmentSize_bytes,
 } from './codec.js';
 import { type AppliedConf, cloneConf, type DurableLog, isConfState, type PersistBatch } from './durable-log.js';
-import { LogCorruptError, LogStateError } from './errors.js';
+import { LogCorruptError, LogStateError, SnapshotSupersededError } from './errors.js';
 import {
   deleteOps,
   metaRecord,
@@ -397,26 +397,39 @@ export class LevelLog extends CachedLog implements DurableLog {
    * Records the state machine's snapshot at `index`, written chunk record by chunk record as `data` yields it
    * (synced batches of a few records, under a new generation), then recorded as the log's snapshot by one synced
    * batch that also deletes the previous one's records. A crash before that batch leaves the previous snapshot.
-   * Other writes wait meanwhile (mutations are serialized). Does not compact.
+   * The records are written outside the queue of mutations: other writes (the driver's Readies) go on meanwhile,
+   * touching no key of the new generation; only the first checks and the last batch are queued. Does not compact.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array | AsyncIterable<Uint8Array>): Promise<SnapshotInfo> {
-    return this.serialize(async () => {
-      const snapIndex = this.snap?.meta.index ?? 0;
-      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+  async createSnapshot(
+    index: number,
+    conf: ConfState,
+    data: Uint8Array | AsyncIterable<Uint8Array>,
+  ): Promise<SnapshotInfo> {
+    const { meta, writer } = await this.serialize(async () => {
+      this.checkNewSnapshot(index);
       if (index > this.cache.lastIndex())
         throw new LogStateError(`snapshot at ${index} beyond last index ${this.cache.lastIndex()}`);
+      // The term is taken now: compaction may drop the entry while the records are written.
       const meta: SnapshotMeta = { index, term: this.cache.term(index), conf: cloneConf(conf) };
-      const writer = new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes);
+      return { meta, writer: new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes) };
+    });
+    try {
       if (data instanceof Uint8Array) await writer.write(data);
-      else {
-        try {
-          for await (const part of data) await writer.write(part);
-        } catch (err) {
-          if (err instanceof Error && (err as { code?: string }).code?.startsWith('LEVEL_')) throw err;
-          // The state machine's stream failed: its records are garbage of a new generation (deleted on the next
-          // open); the log itself is intact.
-          throw new LogStateError(`snapshot stream at ${index} failed: ${(err as Error).message}`);
-        }
+      else for await (const part of data) await writer.write(part);
+    } catch (err) {
+      // The records written so far are garbage of a generation never recorded (open() deletes them too).
+      await this.db.batch(writer.discardOps(), { sync: true }).catch(() => undefined);
+      if ((err as { code?: string }).code?.startsWith('LEVEL_')) throw err;
+      // The state machine's stream failed: the log itself is intact.
+      throw new LogStateError(`snapshot stream at ${index} failed: ${(err as Error).message}`);
+    }
+    return this.serialize(async () => {
+      try {
+        // A newer snapshot may have been received meanwhile.
+        this.checkNewSnapshot(index);
+      } catch (err) {
+        await this.db.batch(writer.discardOps(), { sync: true });
+        throw err;
       }
       const { ops, crc } = writer.finish();
       const record = metaRecord(meta, writer, crc);
@@ -427,6 +440,11 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.snap = this.stored.info;
       return this.snap;
     });
+  }
+
+  private checkNewSnapshot(index: number): void {
+    const snapIndex = this.snap?.meta.index ?? 0;
+    if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
   }
 
   /**

@@ -88,7 +88,7 @@ describe('LevelLog snapshot records', () => {
     expect(await chunkKeys(dir)).toHaveLength(11);
   });
 
-  it('keeps the recorded snapshot when the stream fails midway; the records written are deleted on open', async () => {
+  it('keeps the recorded snapshot when the stream fails midway and deletes the records it wrote', async () => {
     const log = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
     await log.persist({ snapshot: null, entries: ents(1, 10), hardState: { term: 1, vote: 'a', commit: 10 } });
     const first = bytes(3 * CHUNK, 2);
@@ -101,12 +101,66 @@ describe('LevelLog snapshot records', () => {
     // The log is not poisoned: later writes work.
     await log.append(ents(11, 11));
     await log.close();
-    expect((await chunkKeys(dir)).length).toBeGreaterThan(3);
+    // The records written before the stream broke are deleted at once (open() would delete them too).
+    expect(await chunkKeys(dir)).toHaveLength(3);
     const again = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
     expect(again.snapshot()?.meta.index).toBe(5);
     expectBytes(await read(again), first);
     await again.close();
     expect(await chunkKeys(dir)).toHaveLength(3);
+  });
+
+  it('lets other writes go on while a snapshot streams in, and refuses it if a newer one arrived meanwhile', async () => {
+    const log = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
+    await log.persist({ snapshot: null, entries: ents(1, 10), hardState: { term: 1, vote: 'a', commit: 10 } });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    async function* slow(): AsyncGenerator<Uint8Array> {
+      yield bytes(5 * CHUNK, 7);
+      await gate;
+      yield bytes(10, 8);
+    }
+    const creating = log.createSnapshot(8, conf, slow());
+    // Not queued behind the snapshot: a Ready's persist completes while the state machine is still streaming.
+    await log.append(ents(11, 12));
+    expect(log.lastIndex()).toBe(12);
+    expect(log.snapshot()).toBeNull();
+    release();
+    expect((await creating).meta.index).toBe(8);
+
+    const late = log.createSnapshot(12, conf, slow());
+    // Meanwhile a newer snapshot is received and installed (as a follower would).
+    const meta = { index: 20, term: 2, conf };
+    await log.receiveSnapshot([{ meta, offset_bytes: 0, data: bytes(3, 9), done: true }]);
+    await log.persist({
+      snapshot: { meta, size_bytes: 3 },
+      entries: [],
+      hardState: { term: 2, vote: null, commit: 20 },
+    });
+    await expect(late).rejects.toThrow(/not newer than 20/);
+    expect(log.snapshot()?.meta.index).toBe(20);
+    await log.close();
+    expect(await chunkKeys(dir)).toHaveLength(1);
+  });
+
+  it('deletes on open the records of a generation never recorded (a crash while writing one)', async () => {
+    const log = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
+    await log.persist({ snapshot: null, entries: ents(1, 10), hardState: { term: 1, vote: 'a', commit: 10 } });
+    await log.createSnapshot(5, conf, bytes(2 * CHUNK, 1));
+    await log.close();
+    const db = new ClassicLevel<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open();
+    await db.batch(
+      [0, 1, 2].map((c) => ({ type: 'put' as const, key: chunkKey(7, c), value: encodeMeta(bytes(CHUNK, c)) })),
+    );
+    await db.close();
+    expect(await chunkKeys(dir)).toHaveLength(5);
+    const again = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
+    expectBytes(await read(again), bytes(2 * CHUNK, 1));
+    // The next snapshot gets a generation above every one seen, garbage included.
+    await again.createSnapshot(9, conf, bytes(10, 2));
+    await again.close();
+    expect(await chunkKeys(dir)).toEqual([chunkKey(8, 0).toString('hex')]);
   });
 
   it('replaces a partially received snapshot by one starting over, and records only a complete one', async () => {

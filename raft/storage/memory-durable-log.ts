@@ -6,7 +6,7 @@
 import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
-import { LogStateError } from './errors.js';
+import { LogStateError, SnapshotSupersededError } from './errors.js';
 
 export class MemoryDurableLog extends CachedLog implements DurableLog {
   /** The hard state as of the last synced write (what survives a crash). */
@@ -72,7 +72,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     const bytes = data instanceof Uint8Array ? data : await collect(data);
     return this.serialize(() => {
       const snapIndex = this.snap?.meta.index ?? 0;
-      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+      if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
       if (index > this.cache.lastIndex()) throw new LogStateError(`snapshot at ${index} beyond last index`);
       const snap: SnapshotInfo = {
         meta: { index, term: this.cache.term(index), conf: cloneConf(conf) },
