@@ -149,7 +149,17 @@ const LIVENESS_ELECTION_TIMEOUTS = 60;
  */
 const CONVERGENCE_ELECTION_TIMEOUTS = 30;
 
-type EventKind = 'tick' | 'deliver' | 'sync' | 'restart' | 'heal' | 'chaos' | 'liveness' | 'endChaos' | 'leaderFault';
+type EventKind =
+  | 'tick'
+  | 'deliver'
+  | 'sync'
+  | 'restart'
+  | 'heal'
+  | 'chaos'
+  | 'liveness'
+  | 'endChaos'
+  | 'leaderFault'
+  | 'resumeApply';
 type Phase = 'chaos' | 'liveness' | 'convergence' | 'done';
 
 interface SimEvent extends Timed {
@@ -380,6 +390,16 @@ class Simulation {
         } else {
           this.pause(n, this.rng.range(20, this.p.pauseMaxMs));
         }
+        return;
+      }
+      case 'resumeApply': {
+        // A slow snapshot (below) is written: application resumes.
+        const n = ev.node as SimNode;
+        if (!n.alive || ev.inc !== n.inc) return;
+        if (this.deferIfPaused(n, ev)) return;
+        this.traceEvent(() => `${n.id} snapshot written: apply resumes`);
+        this.coreOf(n).setApplyPaused(false);
+        this.afterStep(n);
         return;
       }
       case 'liveness':
@@ -1007,6 +1027,14 @@ class Simulation {
     const upTo = Math.max(n.sm.index - keep, 0);
     if (upTo >= n.disk.firstIndex()) n.disk.compact(upTo);
     this.traceEvent(() => `${n.id} snapshot@${n.sm.index} compact<=${upTo}`);
+    // Sometimes the snapshot takes long to write, as the driver's does in the background: no committed entries
+    // are handed out meanwhile while everything else goes on (RaftCore.setApplyPaused).
+    if (n.core !== null && this.rng.chance(0.3)) {
+      n.core.setApplyPaused(true);
+      const ms = this.rng.range(10, 3 * this.p.electionTicks * this.p.tickMs);
+      this.traceEvent(() => `${n.id} slow snapshot: apply paused for ${ms}ms`);
+      this.schedule({ kind: 'resumeApply', node: n, inc: n.inc, time: this.now + ms, seq: 0 });
+    }
   }
 
   // ---------------------------------------------------------------- liveness
