@@ -650,13 +650,18 @@ export class RaftNode {
 
   private send(messages: Message[]): void {
     if (messages.length === 0) return;
-    let others = messages;
+    let chunks = 0;
     for (const m of messages) {
       if (m.to === this.id || m.from !== this.id) throw new Error(`raft: core emitted ${m.type} ${m.from}→${m.to}`);
-      if (m.type === 'snapshot') others = others.filter((x) => x.type !== 'snapshot');
+      if (m.type === 'snapshot') chunks++;
+    }
+    if (chunks === 0) {
+      this.transport.send(messages);
+      return;
     }
     // Snapshot chunks leave without their bytes: the sender reads them from the log as it sends them.
-    if (others !== messages) for (const m of messages) if (m.type === 'snapshot') this.snapshotSender.enqueue(m);
+    for (const m of messages) if (m.type === 'snapshot') this.snapshotSender.enqueue(m);
+    const others = messages.filter((m) => m.type !== 'snapshot');
     if (others.length > 0) this.transport.send(others);
   }
 
