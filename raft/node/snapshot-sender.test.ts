@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { msg } from '../core/testkit.js';
 import type { Message, SnapshotMeta } from '../types.js';
 import { MAX_QUEUED_SNAPSHOT_CHUNKS, SnapshotSender } from './snapshot-sender.js';
 
@@ -7,19 +8,14 @@ const META: SnapshotMeta = { index: 9, term: 2, conf };
 const DATA = Uint8Array.from({ length: 25 }, (_, i) => i);
 
 function chunk(to: string, offset_bytes: number, meta = META): Message {
-  return {
+  const done = offset_bytes + 10 >= DATA.byteLength;
+  return msg({
     type: 'snapshot',
     from: 'a',
     to,
     term: 2,
-    logTerm: 0,
-    index: 0,
-    entries: [],
-    commit: 0,
-    reject: false,
-    rejectHint: 0,
-    snapshot: { meta, offset_bytes, data: new Uint8Array(0), done: offset_bytes + 10 >= DATA.byteLength },
-  };
+    snapshot: { meta, offset_bytes, data: new Uint8Array(0), done },
+  });
 }
 
 function harness(read: (meta: SnapshotMeta, off: number, max: number) => Promise<Uint8Array | null>) {
