@@ -205,8 +205,10 @@ describe('LevelLog snapshot records', () => {
     ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(old) });
     await db.batch(ops);
     await db.close();
-    const again = await LevelLog.open(dir, { snapshotChunk_bytes: CHUNK });
+    // Opened with another chunk size than it was written with: the records' own size is used.
+    const again = await LevelLog.open(dir, { snapshotChunk_bytes: 4 * CHUNK });
     expectBytes(await read(again), data);
+    expectBytes(await again.readSnapshot(again.snapshot()!.meta, CHUNK - 2, 4), data.subarray(CHUNK - 2, CHUNK + 2));
     // A new snapshot replaces it under a generation of its own and deletes the old records.
     await again.createSnapshot(9, conf, bytes(10, 6));
     await again.close();

@@ -184,6 +184,11 @@ export async function recoverSnapshots(
     if (!ok) throw new LogCorruptError('snapshot-meta', null, 'malformed snapshot metadata');
     stored = storedOf(m as SnapMetaRecord, chunk_bytes);
     expectedCrc = m.crc as number;
+    if (m.chunk_bytes === undefined && stored.chunks > 1) {
+      // Written before generations, with the chunk size of that time: every record but the last has it.
+      const first = await readRecord(db, stored, 0);
+      if (first !== null && first.byteLength > 0) stored = { ...stored, chunk_bytes: first.byteLength };
+    }
   }
   const keys = await db.keys(CHUNK_RANGE).all();
   const garbage: LogDbOp[] = [];
