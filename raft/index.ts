@@ -3,7 +3,7 @@
 /** To read membership changes (and their context) from `conf` entries handed to StateMachine.apply. */
 export { decodeConfChange } from './core/raft.js';
 export { decodeAddresses as decodeConfAddresses } from './node/conf-context.js';
-export { chunksOf, collectSnapshot } from './node/snapshot-stream.js';
+export { checkedChunks, joinChunks } from './node/snapshot-stream.js';
 export {
   type NodeStatus,
   type ProposalResult,
@@ -15,7 +15,7 @@ export {
   type StateMachine,
 } from './node.js';
 export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';
-export { LogCorruptError, LogStateError } from './storage/errors.js';
+export { LogCorruptError, LogStateError, SnapshotSupersededError } from './storage/errors.js';
 export { LevelLog, type LevelLogOptions } from './storage/level-log.js';
 export type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './storage/log-db.js';
 export { MemoryDurableLog } from './storage/memory-durable-log.js';

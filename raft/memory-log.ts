@@ -13,8 +13,12 @@ import {
   entrySizeBytes,
   type HardState,
   type LogView,
+  type Message,
   type NodeId,
   type Snapshot,
+  type SnapshotChunk,
+  type SnapshotInfo,
+  type SnapshotMeta,
   UnavailableError,
 } from './types.js';
 
@@ -44,6 +48,8 @@ export function copyConfState(cs: ConfState): ConfState {
 export class MemoryLog implements LogView {
   private hardState: HardState;
   private snap: Snapshot | null = null;
+  /** A snapshot being received (receiveSnapshot), adopted by applySnapshot once complete. */
+  private incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null = null;
   private readonly bootConf: ConfState;
   /** Membership the driver recorded as applied (setConf), with the index of its conf entry. */
   private recordedConf: { index: number; conf: ConfState } | null = null;
@@ -114,8 +120,40 @@ export class MemoryLog implements LogView {
     return out;
   }
 
-  snapshot(): Snapshot | null {
-    return this.snap;
+  snapshot(): SnapshotInfo | null {
+    return this.snap === null ? null : { meta: this.snap.meta, size_bytes: this.snap.data.byteLength };
+  }
+
+  /** The latest snapshot's bytes (tests and the simulator). */
+  snapshotData(): Uint8Array | null {
+    return this.snap?.data ?? null;
+  }
+
+  /**
+   * Bytes of the snapshot `meta` names from `offset_bytes` on, at most `max_bytes` of them; null when that is not
+   * the latest snapshot any more (the driver then reports the stream failed).
+   */
+  readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Uint8Array | null {
+    const snap = this.snap;
+    if (snap === null || snap.meta.index !== meta.index || snap.meta.term !== meta.term) return null;
+    if (offset_bytes > snap.data.byteLength) return null;
+    return snap.data.subarray(offset_bytes, Math.min(snap.data.byteLength, offset_bytes + max_bytes));
+  }
+
+  /** Stores received snapshot chunks (Ready.snapshotChunks) in order; offset 0 starts a new snapshot. */
+  receiveSnapshot(chunks: readonly SnapshotChunk[]): void {
+    for (const c of chunks) {
+      if (c.offset_bytes === 0) this.incoming = { meta: c.meta, parts: [], bytes: 0 };
+      const inc = this.incoming;
+      if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
+        throw new Error(`memory-log: snapshot chunk at ${c.offset_bytes} of ${c.meta.index} without its start`);
+      }
+      if (c.offset_bytes !== inc.bytes) {
+        throw new Error(`memory-log: snapshot chunk at ${c.offset_bytes}, expected ${inc.bytes}`);
+      }
+      inc.parts.push(c.data);
+      inc.bytes += c.data.byteLength;
+    }
   }
 
   /**
@@ -168,15 +206,37 @@ export class MemoryLog implements LogView {
     this.hardState = { ...hs };
   }
 
-  /** Replaces the whole log with a snapshot received from the leader. */
-  applySnapshot(snap: Snapshot): void {
+  /**
+   * Replaces the whole log with a snapshot received from the leader: one whose bytes came through
+   * receiveSnapshot (a SnapshotInfo from Ready.snapshot), or a whole one (tests).
+   */
+  applySnapshot(snap: SnapshotInfo | Snapshot): void {
     const current = this.snap ? this.snap.meta.index : 0;
     if (snap.meta.index <= current) {
       throw new Error(`memory-log: snapshot at ${snap.meta.index} is not newer than ${current}`);
     }
-    this.snap = { meta: { ...snap.meta, conf: copyConfState(snap.meta.conf) }, data: snap.data };
+    const data = 'data' in snap ? snap.data : this.takeIncoming(snap);
+    this.snap = { meta: { ...snap.meta, conf: copyConfState(snap.meta.conf) }, data };
     this.ents = [dummy(snap.meta.index, snap.meta.term)];
     if (this.hardState.commit < snap.meta.index) this.hardState = { ...this.hardState, commit: snap.meta.index };
+  }
+
+  private takeIncoming(snap: SnapshotInfo): Uint8Array {
+    const inc = this.incoming;
+    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
+      throw new Error(`memory-log: snapshot at ${snap.meta.index} was not received`);
+    }
+    if (inc.bytes !== snap.size_bytes) {
+      throw new Error(`memory-log: snapshot at ${snap.meta.index}: received ${inc.bytes} of ${snap.size_bytes} bytes`);
+    }
+    this.incoming = null;
+    const data = new Uint8Array(inc.bytes);
+    let at = 0;
+    for (const p of inc.parts) {
+      data.set(p, at);
+      at += p.byteLength;
+    }
+    return data;
   }
 
   /** Discards entries up to and including `index`. Only allowed up to the latest snapshot's index. */
@@ -195,7 +255,7 @@ export class MemoryLog implements LogView {
    * Only `index <= lastIndex()` is checked: like the LevelDB log, the persisted commit index may lag what was
    * applied when commit-only changes are written lazily.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Snapshot {
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): SnapshotInfo {
     const current = this.snap ? this.snap.meta.index : 0;
     if (index <= current) throw new Error(`memory-log: snapshot at ${index} is not newer than ${current}`);
     if (index > this.lastIndex()) {
@@ -203,7 +263,7 @@ export class MemoryLog implements LogView {
     }
     const snap: Snapshot = { meta: { index, term: this.term(index), conf: copyConfState(conf) }, data };
     this.snap = snap;
-    return snap;
+    return { meta: snap.meta, size_bytes: data.byteLength };
   }
 
   private offset(): number {
@@ -213,4 +273,16 @@ export class MemoryLog implements LogView {
 
 function dummy(index: number, term: number): Entry {
   return { index, term, type: 'noop', data: new Uint8Array(0) };
+}
+
+/**
+ * A leader core's outgoing snapshot chunk (emitted without bytes) with its bytes read from `log`, up to
+ * `chunk_bytes` (the core's snapshotChunkBytes); null when `log` no longer holds that snapshot. Other messages
+ * are returned as they are.
+ */
+export function withChunkData(m: Message, log: MemoryLog, chunk_bytes: number): Message | null {
+  const c = m.snapshot;
+  if (m.type !== 'snapshot' || c === undefined) return m;
+  const data = log.readSnapshot(c.meta, c.offset_bytes, chunk_bytes);
+  return data === null ? null : { ...m, snapshot: { ...c, data } };
 }

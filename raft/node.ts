@@ -27,10 +27,12 @@ import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
+import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
 import type { DurableLog } from './storage/durable-log.js';
+import { SnapshotSupersededError } from './storage/errors.js';
 import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
 import {
@@ -77,6 +79,11 @@ export interface RaftNodeOptions {
   maxUncommittedBytes?: number;
   /** Bytes per streamed snapshot chunk; with its framing it must fit the transport's maxPayload_bytes. Default 1 MiB. */
   snapshotChunkBytes?: number;
+  /**
+   * Snapshot chunks in flight to one follower (each read from the log as it is sent, so this bounds the memory a
+   * snapshot stream holds: chunks × snapshotChunkBytes). Default 4.
+   */
+  maxInflightSnapshotChunks?: number;
   /** Bound on proposals waiting to be applied; beyond it propose() rejects at once. Default 10 000. */
   maxPendingProposals?: number;
   /** Bound on linearizable reads waiting. Default 10 000. */
@@ -117,6 +124,9 @@ export interface NodeStatus {
 const cryptoRandom: Random = { int: (n) => randomInt(n) };
 const DEFAULT_MAX_MSG_BYTES = 1 << 20;
 const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
+const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
+/** Ticks without a connection to the leader before a follower stops waiting for it (see checkLeaderConnection). */
+const LEADER_DOWN_TICKS = 2;
 /** Bound on promote() calls waiting for their learner at once. */
 const MAX_WAITING_PROMOTIONS = 64;
 
@@ -153,7 +163,12 @@ export class RaftNode {
   private readonly maxMsgBytes: number;
   private readonly promoteTimeout_ms: number;
   private readonly catchUp: CatchUpWaiters;
+  private readonly snapshotSender: SnapshotSender;
   private tickTimer: NodeJS.Timeout | null = null;
+  /** The state machine's snapshot being written to the log (application is paused meanwhile), or null. */
+  private snapshotTask: Promise<void> | null = null;
+  /** Consecutive ticks this follower's transport has had no open connection to its leader. */
+  private leaderDownTicks = 0;
   private applied: number;
   private role: Role = 'follower';
   private leader: NodeId | null = null;
@@ -208,7 +223,24 @@ export class RaftNode {
       maxInflightMsgs: opts.maxInflightMsgs ?? 256,
       maxUncommittedBytes: opts.maxUncommittedBytes ?? 64 << 20,
       snapshotChunkBytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
+      maxInflightSnapshotChunks: opts.maxInflightSnapshotChunks ?? DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS,
       applied,
+    });
+    this.snapshotSender = new SnapshotSender({
+      read: (meta, offset_bytes, max_bytes) => this.log.readSnapshot(meta, offset_bytes, max_bytes),
+      chunk_bytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
+      send: (m) => {
+        if (!this.stopped) this.transport.send([m]);
+      },
+      gone: (to) => {
+        if (this.stopped) return;
+        // The snapshot was replaced by a newer one: the stream starts over with it.
+        this.guard(() => this.core.reportSnapshot(to, false));
+        this.schedule();
+      },
+      failed: (err) => {
+        if (!this.stopped) this.fail(err);
+      },
     });
   }
 
@@ -243,7 +275,7 @@ export class RaftNode {
       throw new RangeError('raft: applied must be a non-negative integer');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
-      await restoreSnapshot(opts.stateMachine, snap);
+      await restoreSnapshot(opts.stateMachine, snap.meta, log.snapshotChunks());
       applied = snap.meta.index;
     }
     const hs = log.initialState().hardState;
@@ -431,7 +463,7 @@ export class RaftNode {
       }
     }
     this.halt(this.stoppedError());
-    await this.loopIdle;
+    await this.idle();
     await this.transport.close();
     await this.log.close();
   }
@@ -445,9 +477,13 @@ export class RaftNode {
     await this.transport.close();
   }
 
-  /** Resolves when the Ready being processed (if any) is done; for tests that kill then reopen a log. */
-  idle(): Promise<void> {
-    return this.loopIdle;
+  /**
+   * Resolves when the Ready being processed and the snapshot being written (if any) are done; for tests that kill
+   * then reopen a log.
+   */
+  async idle(): Promise<void> {
+    await this.loopIdle;
+    await this.snapshotTask;
   }
 
   // ---- wiring -------------------------------------------------------------------------------------------
@@ -471,6 +507,7 @@ export class RaftNode {
   private tick(): void {
     if (this.stopped) return;
     this.guard(() => {
+      this.checkLeaderConnection();
       this.core.tick();
       const now = Date.now();
       this.reads.expire(now, this.readTimeout_ms);
@@ -478,6 +515,27 @@ export class RaftNode {
       this.checkCatchUp(now);
     });
     this.schedule();
+  }
+
+  /**
+   * A follower whose transport lost its connection to the leader for LEADER_DOWN_TICKS ticks in a row (the leader's
+   * process died: kill -9 closes its sockets at once) tells the core, which campaigns after a short delay instead of
+   * a whole election timeout (RaftCore.leaderUnreachable). A leader that is only slow keeps its connections.
+   */
+  private checkLeaderConnection(): void {
+    const lead = this.leader;
+    if (this.role !== 'follower' || lead === null || lead === this.id) {
+      this.leaderDownTicks = 0;
+      return;
+    }
+    const state = this.transport.peers().find((p) => p.id === lead)?.state;
+    if (state === undefined || state === 'connected') {
+      this.leaderDownTicks = 0;
+      return;
+    }
+    if (++this.leaderDownTicks < LEADER_DOWN_TICKS) return;
+    this.leaderDownTicks = 0;
+    this.core.leaderUnreachable();
   }
 
   /**
@@ -523,7 +581,7 @@ export class RaftNode {
         if (this.stopped) return;
         this.core.advance(rd);
         this.afterAdvance();
-        await this.maybeSnapshot();
+        this.maybeSnapshot();
       }
     } catch (err) {
       this.fail(err as Error);
@@ -539,6 +597,12 @@ export class RaftNode {
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
     const { beforePersist, afterPersist } = splitMessages(rd, this.durableTerm);
     this.send(beforePersist);
+    // Chunks of a snapshot being received go to the log's chunk records before anything acknowledges them; the
+    // snapshot they complete is recorded by the persist below.
+    if (rd.snapshotChunks.length > 0) {
+      await this.log.receiveSnapshot(rd.snapshotChunks);
+      if (this.stopped) return;
+    }
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
       await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
       if (this.stopped) return;
@@ -555,7 +619,10 @@ export class RaftNode {
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
-      await restoreSnapshot(this.sm, rd.snapshot);
+      // Not while this node's own snapshot still reads the state machine.
+      await this.snapshotTask;
+      if (this.stopped) return;
+      await restoreSnapshot(this.sm, rd.snapshot.meta, this.log.snapshotChunks());
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
       this.proposals.skippedThrough(this.applied);
@@ -583,10 +650,19 @@ export class RaftNode {
 
   private send(messages: Message[]): void {
     if (messages.length === 0) return;
+    let chunks = 0;
     for (const m of messages) {
       if (m.to === this.id || m.from !== this.id) throw new Error(`raft: core emitted ${m.type} ${m.from}→${m.to}`);
+      if (m.type === 'snapshot') chunks++;
     }
-    this.transport.send(messages);
+    if (chunks === 0) {
+      this.transport.send(messages);
+      return;
+    }
+    // Snapshot chunks leave without their bytes: the sender reads them from the log as it sends them.
+    for (const m of messages) if (m.type === 'snapshot') this.snapshotSender.enqueue(m);
+    const others = messages.filter((m) => m.type !== 'snapshot');
+    if (others.length > 0) this.transport.send(others);
   }
 
   private afterAdvance(): void {
@@ -670,9 +746,31 @@ export class RaftNode {
     for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
   }
 
-  private async maybeSnapshot(): Promise<void> {
+  /**
+   * Every `snapshotEvery_entries` applied entries: the state machine's snapshot is written to the log in the
+   * background, and the log compacted behind it. Nothing is applied meanwhile (the core hands out no committed
+   * entries: that keeps the state machine's snapshot consistent), but Readies go on being persisted and sent, so
+   * heartbeats, appends and votes keep flowing however long a large snapshot takes.
+   */
+  private maybeSnapshot(): void {
+    if (this.snapshotTask !== null || this.stopped) return;
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
+    this.core.setApplyPaused(true);
+    this.snapshotTask = this.writeSnapshot()
+      .catch((err: unknown) => {
+        if (!this.stopped) this.fail(err as Error);
+      })
+      .finally(() => {
+        this.snapshotTask = null;
+        if (this.stopped) return;
+        this.core.setApplyPaused(false);
+        this.schedule();
+      });
+  }
+
+  private async writeSnapshot(): Promise<void> {
+    // The state machine's chunks go to the log's chunk records as it yields them (no whole-snapshot buffer).
     const { index, data } = await takeSnapshot(this.sm);
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
@@ -684,7 +782,14 @@ export class RaftNode {
       );
       return;
     }
-    await this.log.createSnapshot(index, recorded.conf, data);
+    try {
+      await this.log.createSnapshot(index, recorded.conf, data);
+    } catch (err) {
+      if (!(err instanceof SnapshotSupersededError)) throw err;
+      // A newer snapshot was received from the leader meanwhile.
+      this.errorListeners.emit(new Error(`raft: skipped snapshot at ${index}: ${err.message}`));
+      return;
+    }
     const compactTo = index - this.snapshotKeep;
     if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
   }
@@ -787,6 +892,7 @@ export class RaftNode {
   private halt(err: RaftError): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.snapshotSender.stop();
     if (this.tickTimer !== null) clearInterval(this.tickTimer);
     this.tickTimer = null;
     this.proposals.rejectAll(err);

@@ -58,6 +58,17 @@ export interface SnapshotMeta {
   conf: ConfState;
 }
 
+/**
+ * A snapshot as the core knows it: its metadata and its size. The bytes stay in the driver's storage (the log's
+ * chunk records): the core never holds them. It sends a lagging follower chunk messages whose data the driver
+ * reads from storage as it sends them, and hands a follower's received chunks to its driver to store.
+ */
+export interface SnapshotInfo {
+  meta: SnapshotMeta;
+  size_bytes: number;
+}
+
+/** A whole snapshot in one buffer: for simple state machines (StateMachine.restore) and in-memory logs. */
 export interface Snapshot {
   meta: SnapshotMeta;
   data: Uint8Array;
@@ -106,7 +117,12 @@ export interface Message {
   context?: Uint8Array;
 }
 
-/** A bounded piece of a snapshot. The follower assembles chunks in order and installs on `done`. */
+/**
+ * A bounded piece of a snapshot. The leader's core emits chunks with empty `data` (it does not hold the bytes):
+ * the driver fills in the snapshot's bytes from offset_bytes on (up to its snapshotChunkBytes) from its storage
+ * before sending. A follower's core checks the order and hands every chunk
+ * it accepts to its driver in `Ready.snapshotChunks`, and installs (`Ready.snapshot`) on `done`.
+ */
 export interface SnapshotChunk {
   meta: SnapshotMeta;
   offset_bytes: number;
@@ -129,7 +145,8 @@ export interface ReadState {
 
 /**
  * Work the core hands to its driver. The driver must, in this order:
- * 1. persist `snapshot` (if any), then `entries` (overwriting from entries[0].index), then `hardState` — one synced write;
+ * 1. store `snapshotChunks`, then persist `snapshot` (if any), then `entries` (overwriting from entries[0].index),
+ *    then `hardState` — synced;
  * 2. send `messages` (only after step 1 is durable);
  * 3. apply `committed` entries to the state machine (a snapshot first, if any);
  * 4. call `advance(ready)`.
@@ -138,7 +155,13 @@ export interface Ready {
   softState: SoftState | null;
   hardState: HardState | null;
   entries: Entry[];
-  snapshot: Snapshot | null;
+  /**
+   * Chunks of a snapshot being received, in order, to be stored durably in step 1 before anything else: a chunk
+   * at offset 0 starts a new snapshot (a partial one is discarded). Acknowledgements of them are in `messages`.
+   */
+  snapshotChunks: SnapshotChunk[];
+  /** A received snapshot to install: every byte of it arrived in `snapshotChunks` of this or earlier Readies. */
+  snapshot: SnapshotInfo | null;
   committed: Entry[];
   messages: Message[];
   readStates: ReadState[];
@@ -154,7 +177,8 @@ export interface LogView {
   term(index: number): number;
   /** Entries in [lo, hi), at most maxBytes (at least one entry if any exists). */
   entries(lo: number, hi: number, maxBytes: number): Entry[];
-  snapshot(): Snapshot | null;
+  /** The latest snapshot's metadata and size (its bytes are read by the driver, never by the core). */
+  snapshot(): SnapshotInfo | null;
 }
 
 export class CompactedError extends Error {
@@ -194,6 +218,8 @@ export interface CoreOptions {
   maxUncommittedBytes: number;
   /** Max bytes per snapshot chunk streamed to a follower. */
   snapshotChunkBytes: number;
+  /** Max snapshot chunks in flight to one follower (each up to snapshotChunkBytes). Default maxInflightMsgs. */
+  maxInflightSnapshotChunks?: number;
   /** Index already applied by the state machine at start (committed entries up to it are not handed out again). */
   applied: number;
   /** Max bytes of committed entries handed out in one Ready (at least one entry is always handed out). Default 16 MiB. */

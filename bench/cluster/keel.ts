@@ -4,6 +4,7 @@
  * The nodes serve plain HTTP on loopback (`--insecure-http`, uWS engine): etcd is loaded over plain HTTP too.
  */
 import { join } from 'node:path';
+import { peerClient } from '../../src/cluster/peer-api.js';
 import { type NodeProcess, type NodeSpec, startNode, stopNode } from '../../src/cluster/processes.js';
 
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password-1';
@@ -125,6 +126,27 @@ export class KeelBenchCluster {
       await new Promise((r) => setTimeout(r, 200));
     }
     return { counts, agreed: false };
+  }
+
+  /** The highest Raft term any live member reports (peer API `status`); term changes count elections. */
+  async maxTerm(): Promise<number> {
+    const terms = await Promise.all(
+      this.nodes.filter(alive).map(async (n) => {
+        const c = peerClient(n.peerAddress);
+        try {
+          const s = await Promise.race([
+            c.api.status.query(),
+            new Promise<never>((_, reject) => setTimeout(() => reject(new Error('status timeout')), CALL_TIMEOUT_MS)),
+          ]);
+          return s.term;
+        } catch {
+          return -1;
+        } finally {
+          c.close();
+        }
+      }),
+    );
+    return Math.max(...terms);
   }
 
   async stop(): Promise<void> {

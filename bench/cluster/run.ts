@@ -88,12 +88,17 @@ async function loadLevels(
   duration_s: number,
   warmup_s: number,
   dir: string,
+  maxTerm?: () => Promise<number>,
 ): Promise<WrkResult[]> {
   await runWrk(target, Math.min(16, opts.concurrencies[0]!), warmup_s, levelPrefix(name, 0), dir);
   const out: WrkResult[] = [];
   for (const c of opts.concurrencies) {
+    const before = await maxTerm?.();
     const r = await runWrk(target, c, duration_s, levelPrefix(name, c), dir);
-    console.log(describe(name, r));
+    const after = await maxTerm?.();
+    // A term change under load is an election a busy (not dead) leader should not have suffered.
+    const terms = before === undefined || after === undefined ? '' : `, term changes ${after - before}`;
+    console.log(describe(name, r) + terms);
     out.push(r);
   }
   return out;
@@ -223,7 +228,9 @@ export async function main(argv: string[]): Promise<void> {
       cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n));
       const token = await cluster.login();
       const ports = viaPorts(cluster.ports, await cluster.agreedLeader(token), opts.via);
-      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base);
+      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base, () =>
+        cluster!.maxTerm(),
+      );
       // Every acknowledged create must be on every member. The count also holds the admin, the warm-up's creates
       // and creates still in flight when wrk stopped, so the measured levels' successes are a lower bound.
       const acked = keel.reduce((sum, r) => sum + r.requests - r.httpErrors, 0);

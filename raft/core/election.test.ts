@@ -307,6 +307,60 @@ describe('check-quorum and leader lease', () => {
   });
 });
 
+describe('a leader known to be gone (leaderUnreachable)', () => {
+  const opts = { preVote: true, checkQuorum: true, random: { int: (k: number) => k - 1 } };
+
+  it('its followers campaign within a few ticks, the lower-ranked one first, and elect it', () => {
+    const net = TestNet.create(['a', 'b', 'c'], opts);
+    net.elect('a');
+    const term = net.core('b').status().term;
+    net.isolate('a');
+    // Both learn at once (a's connections closed). b ranks 0 among {b, c}: 1 + 0 + jitter 1 = 2 ticks; c: 4.
+    net.core('b').leaderUnreachable();
+    net.core('c').leaderUnreachable();
+    expect(net.core('b').status().leader).toBeNull();
+    net.tick('b');
+    net.tick('c');
+    net.stabilize();
+    expect(net.core('b').status().role).toBe('follower');
+    net.tick('b');
+    net.tick('c');
+    net.stabilize();
+    expect(net.core('b').status()).toMatchObject({ role: 'leader', term: term + 1 });
+    expect(net.core('c').status()).toMatchObject({ role: 'follower', leader: 'b', term: term + 1 });
+  });
+
+  it('without it the followers wait out their election timeout (contrast)', () => {
+    const net = TestNet.create(['a', 'b', 'c'], opts);
+    net.elect('a');
+    net.isolate('a');
+    for (let i = 0; i < 10; i++) {
+      net.tick('b');
+      net.tick('c');
+      net.stabilize();
+    }
+    expect(net.leader()).toBe('a');
+    expect(net.core('b').status().leader).toBe('a');
+  });
+
+  it('one follower wrongly told cannot disrupt a leader the others still hear from', () => {
+    const net = TestNet.create(['a', 'b', 'c'], opts);
+    net.elect('a');
+    const term = net.core('a').status().term;
+    net.core('c').leaderUnreachable();
+    for (let i = 0; i < 6; i++) {
+      net.tick('c');
+      net.stabilize();
+    }
+    // c's pre-vote found no quorum (b's lease, a leads): no term moved; a's next heartbeat makes c follow again.
+    expect(net.core('c').status().term).toBe(term);
+    net.tick('a');
+    net.stabilize();
+    expect(net.core('a').status()).toMatchObject({ role: 'leader', term });
+    expect(net.core('c').status()).toMatchObject({ leader: 'a', term });
+  });
+});
+
 describe('election safety under contention', () => {
   it('never elects two leaders in one term across many random elections', () => {
     for (let seed = 1; seed <= 30; seed++) {

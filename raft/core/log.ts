@@ -2,7 +2,14 @@
  * The Raft log as the core sees it: durable entries through the LogView plus the unstable tail
  * (etcd's raftLog). Tracks the commit and applied indices.
  */
-import { CompactedError, type Entry, entrySizeBytes, type LogView, type Snapshot, UnavailableError } from '../types.js';
+import {
+  CompactedError,
+  type Entry,
+  entrySizeBytes,
+  type LogView,
+  type SnapshotInfo,
+  UnavailableError,
+} from '../types.js';
 import { Unstable } from './unstable.js';
 import { assert, limitSize } from './util.js';
 
@@ -10,6 +17,8 @@ export class RaftLog {
   readonly unstable: Unstable;
   committed: number;
   applied: number;
+  /** No committed entries are handed out while set (RaftCore.setApplyPaused). */
+  applyPaused = false;
 
   constructor(readonly storage: LogView) {
     const first = storage.firstIndex();
@@ -177,10 +186,12 @@ export class RaftLog {
   }
 
   hasNextCommittedEnts(): boolean {
+    if (this.applyPaused) return false;
     return this.committed > Math.max(this.applied, this.firstIndex() - 1);
   }
 
   nextCommittedEnts(maxBytes: number): Entry[] {
+    if (this.applyPaused) return [];
     const lo = Math.max(this.applied + 1, this.firstIndex());
     const hi = this.committed + 1;
     if (lo >= hi) return [];
@@ -192,11 +203,11 @@ export class RaftLog {
   }
 
   /** The newest snapshot: an unstable one being installed, else the durable one. */
-  snapshot(): Snapshot | null {
+  snapshot(): SnapshotInfo | null {
     return this.unstable.snapshot ?? this.storage.snapshot();
   }
 
-  restore(snap: Snapshot): void {
+  restore(snap: SnapshotInfo): void {
     assert(
       snap.meta.index > this.committed,
       `log: restoring snapshot ${snap.meta.index} <= committed ${this.committed}`,

@@ -2,7 +2,7 @@
  * The leader's view of one follower: how far its log matches, what to send next, and flow control
  * (etcd's tracker.Progress and tracker.Inflights, plus the state of a chunked snapshot stream).
  */
-import type { Snapshot } from '../types.js';
+import type { SnapshotInfo } from '../types.js';
 import { assert } from './util.js';
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
@@ -63,16 +63,20 @@ export class SnapshotStream {
   stalledBeats = 0;
 
   constructor(
-    readonly snapshot: Snapshot,
+    readonly snapshot: SnapshotInfo,
     readonly chunkBytes: number,
   ) {
     assert(chunkBytes >= 1, `snapshot chunk bytes ${chunkBytes}`);
-    this.totalChunks = Math.max(1, Math.ceil(snapshot.data.byteLength / chunkBytes));
+    assert(
+      Number.isSafeInteger(snapshot.size_bytes) && snapshot.size_bytes >= 0,
+      `snapshot size ${snapshot.size_bytes}`,
+    );
+    this.totalChunks = Math.max(1, Math.ceil(snapshot.size_bytes / chunkBytes));
   }
 
   /** Number of whole chunks covered by `bytes` received by the follower. */
   chunksFor(bytes: number): number {
-    if (bytes >= this.snapshot.data.byteLength) return this.snapshot.data.byteLength === 0 ? 0 : this.totalChunks;
+    if (bytes >= this.snapshot.size_bytes) return this.snapshot.size_bytes === 0 ? 0 : this.totalChunks;
     return Math.floor(bytes / this.chunkBytes);
   }
 }

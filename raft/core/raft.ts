@@ -26,8 +26,8 @@ import {
   type ReadState,
   type Ready,
   type Role,
-  type Snapshot,
   type SnapshotChunk,
+  type SnapshotInfo,
   type SnapshotMeta,
   type SoftState,
 } from '../types.js';
@@ -38,7 +38,7 @@ import { type Progress, type ProgressState, SnapshotStream } from './progress.js
 import { NO_COMMIT_LIMIT } from './quorum.js';
 import { ReadOnly, type ReadRequest } from './read-only.js';
 import type { ProgressTracker } from './tracker.js';
-import { assert, bytesEqual, concatBytes, decodeU53, encodeU53, payloadBytes } from './util.js';
+import { assert, bytesEqual, decodeU53, encodeU53, payloadBytes } from './util.js';
 
 export { bootstrapEntries } from './bootstrap.js';
 export { decodeConfChange, encodeConfChange } from './codec.js';
@@ -69,11 +69,11 @@ interface MsgFields {
   context?: Uint8Array;
 }
 
+/** A snapshot being received: its chunks go to the driver's storage (Ready.snapshotChunks); only the count stays. */
 interface IncomingSnapshot {
   from: NodeId;
   term: number;
   meta: SnapshotMeta;
-  parts: Uint8Array[];
   bytes: number;
 }
 
@@ -99,6 +99,7 @@ export interface CoreStatus extends BasicStatus {
 }
 
 const NO_FIELDS: MsgFields = {};
+const EMPTY_BYTES = new Uint8Array(0);
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
 
@@ -116,6 +117,7 @@ export class RaftCore {
   private readonly maxInflightMsgs: number;
   private readonly maxUncommittedBytes: number;
   private readonly snapshotChunkBytes: number;
+  private readonly maxInflightSnapshotChunks: number;
   private readonly maxCommittedBytesPerReady: number;
   private readonly maxPendingReadIndex: number;
   /** Heartbeat responses without snapshot progress (about half an election timeout) before a rewind. */
@@ -137,7 +139,9 @@ export class RaftCore {
   private pendingReadIndex: ReadRequest[] = [];
   private incomingSnapshot: IncomingSnapshot | null = null;
   /** A complete snapshot received while a Ready was outstanding; installed on advance(). */
-  private deferredSnapshot: { snap: Snapshot; from: NodeId; term: number } | null = null;
+  private deferredSnapshot: { snap: SnapshotInfo; from: NodeId; term: number } | null = null;
+  /** Received snapshot chunks for the driver to store (the next Ready's snapshotChunks). */
+  private incomingChunks: SnapshotChunk[] = [];
 
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -172,6 +176,11 @@ export class RaftCore {
     this.maxInflightMsgs = opts.maxInflightMsgs;
     this.maxUncommittedBytes = opts.maxUncommittedBytes;
     this.snapshotChunkBytes = opts.snapshotChunkBytes;
+    this.maxInflightSnapshotChunks = opts.maxInflightSnapshotChunks ?? opts.maxInflightMsgs;
+    assert(
+      Number.isInteger(this.maxInflightSnapshotChunks) && this.maxInflightSnapshotChunks >= 1,
+      'options: maxInflightSnapshotChunks must be >= 1',
+    );
     this.maxCommittedBytesPerReady = opts.maxCommittedBytesPerReady ?? DEFAULT_MAX_COMMITTED_BYTES_PER_READY;
     this.maxPendingReadIndex = opts.maxPendingReadIndex ?? DEFAULT_MAX_PENDING_READ_INDEX;
     assert(this.maxCommittedBytesPerReady >= 1, 'options: maxCommittedBytesPerReady must be >= 1');
@@ -339,7 +348,7 @@ export class RaftCore {
     if (this.lead !== this.prevSoft.leader || this.state !== this.prevSoft.role) return true;
     if (this.hardStateChanged()) return true;
     if (this.log.unstable.nextSnapshot() !== null || this.log.unstable.hasNextEntries()) return true;
-    if (this.msgs.length > 0 || this.readStates.length > 0) return true;
+    if (this.msgs.length > 0 || this.readStates.length > 0 || this.incomingChunks.length > 0) return true;
     return this.log.hasNextCommittedEnts();
   }
 
@@ -351,6 +360,7 @@ export class RaftCore {
       softState: softChanged ? { leader: this.lead, role: this.state } : null,
       hardState: this.hardStateChanged() ? hard : null,
       entries: this.log.unstable.nextEntries(),
+      snapshotChunks: this.incomingChunks,
       snapshot: this.log.unstable.nextSnapshot(),
       committed: this.log.nextCommittedEnts(this.maxCommittedBytesPerReady),
       messages: this.msgs,
@@ -358,6 +368,7 @@ export class RaftCore {
     };
     this.msgs = [];
     this.readStates = [];
+    this.incomingChunks = [];
     this.log.unstable.acceptInProgress();
     if (softChanged) this.prevSoft = { leader: this.lead, role: this.state };
     this.prevHard = hard;
@@ -416,6 +427,36 @@ export class RaftCore {
     const self = this.tracker.progress.get(this.id);
     if (self === undefined || !self.maybeUpdate(durable)) return;
     if (this.leaderMaybeCommit()) this.bcastAppend();
+  }
+
+  /**
+   * While paused, Readies hand out no committed entries (etcd's paused application): the driver may take the
+   * state machine's snapshot while it goes on persisting and sending (heartbeats, appends, votes), so a long
+   * snapshot does not silence a leader. Commit decisions go on; the entries are handed out once resumed.
+   */
+  setApplyPaused(paused: boolean): void {
+    this.log.applyPaused = paused;
+  }
+
+  /**
+   * The driver learned that this follower's leader is gone (its connection closed: the process died or the link
+   * broke). The follower forgets it, so its leader lease no longer makes it ignore the (pre-)votes of members that
+   * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 2 × its rank
+   * among the other voters + 0..1 ticks of jitter (at most electionTicks - 1), so two followers of a dead leader
+   * do not campaign in the same tick and split the vote. Harmless when the leader is alive after all: pre-vote
+   * fails while a quorum still hears from it (their lease), and its next message makes this node follow it again.
+   */
+  leaderUnreachable(): void {
+    if (this.state !== 'follower' || this.lead === null) return;
+    const lost = this.lead;
+    this.lead = null;
+    if (!this.promotable()) return;
+    const rank = this.tracker
+      .voterIds()
+      .filter((id) => id !== lost)
+      .indexOf(this.id);
+    const delay = Math.min(this.electionTicks - 1, 1 + 2 * Math.max(0, rank) + this.random.int(2));
+    this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
   }
 
   /** Tells the leader that the last message to `id` could not be delivered. */
@@ -820,6 +861,11 @@ export class RaftCore {
       this.send('appendResp', m.from, { index: this.log.committed });
       return;
     }
+    if (this.deferredSnapshot !== null) {
+      // A complete snapshot waits to be installed (its chunks are queued for the driver): a chunk starting another
+      // stream now would make the driver discard them.
+      return;
+    }
     let asm = this.incomingSnapshot;
     const same =
       asm !== null &&
@@ -832,7 +878,7 @@ export class RaftCore {
         this.send('snapshotResp', m.from, { index: c.meta.index, logTerm: c.meta.term, reject: true, rejectHint: 0 });
         return;
       }
-      asm = { from: m.from, term: m.term, meta: c.meta, parts: [], bytes: 0 };
+      asm = { from: m.from, term: m.term, meta: c.meta, bytes: 0 };
       this.incomingSnapshot = asm;
     } else if (c.offset_bytes !== asm.bytes) {
       // Older chunk: a duplicate, acknowledge what we hold. Newer chunk: a gap, ask to resend from our offset.
@@ -845,14 +891,15 @@ export class RaftCore {
       });
       return;
     }
-    asm.parts.push(c.data);
+    // The driver stores the chunk (in order; offset 0 starts a new snapshot) before the acknowledgement leaves.
+    this.incomingChunks.push(c);
     asm.bytes += c.data.byteLength;
     if (!c.done) {
       this.send('snapshotResp', m.from, { index: c.meta.index, logTerm: c.meta.term, rejectHint: asm.bytes });
       return;
     }
     this.incomingSnapshot = null;
-    const snap: Snapshot = { meta: c.meta, data: concatBytes(asm.parts, asm.bytes) };
+    const snap: SnapshotInfo = { meta: c.meta, size_bytes: asm.bytes };
     if (this.outstanding !== null) {
       // Entries handed out in the outstanding Ready (maybe conf changes) must be applied against the
       // configuration they were committed under: install the snapshot once that Ready is advanced.
@@ -862,13 +909,13 @@ export class RaftCore {
     this.installSnapshot(snap, m.from);
   }
 
-  private installSnapshot(snap: Snapshot, from: NodeId): void {
+  private installSnapshot(snap: SnapshotInfo, from: NodeId): void {
     if (this.restore(snap)) this.send('appendResp', from, { index: this.log.lastIndex() });
     else this.send('appendResp', from, { index: this.log.committed });
   }
 
   /** Installs a complete snapshot from the leader; false when it is not needed. */
-  private restore(snap: Snapshot): boolean {
+  private restore(snap: SnapshotInfo): boolean {
     if (snap.meta.index <= this.log.committed) return false;
     if (this.state !== 'follower') {
       // Defense in depth: only followers install snapshots.
@@ -1023,14 +1070,15 @@ export class RaftCore {
   private sendSnapshotChunks(to: NodeId, pr: Progress): void {
     const st = pr.stream;
     assert(st !== null, 'snapshot chunks without a stream');
-    const size = st.snapshot.data.byteLength;
-    while (st.nextChunk < st.totalChunks && st.nextChunk - st.ackedChunks < this.maxInflightMsgs) {
+    const size = st.snapshot.size_bytes;
+    while (st.nextChunk < st.totalChunks && st.nextChunk - st.ackedChunks < this.maxInflightSnapshotChunks) {
       const off = st.nextChunk * st.chunkBytes;
-      const end = Math.min(off + st.chunkBytes, size);
+      assert(off <= size, `snapshot chunk at ${off} beyond the snapshot's ${size} bytes`);
+      // No bytes here: the driver reads them from its storage as it sends (fillSnapshotChunk).
       const chunk: SnapshotChunk = {
         meta: st.snapshot.meta,
         offset_bytes: off,
-        data: st.snapshot.data.subarray(off, end),
+        data: EMPTY_BYTES,
         done: st.nextChunk === st.totalChunks - 1,
       };
       this.send('snapshot', to, { snapshot: chunk });

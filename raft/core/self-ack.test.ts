@@ -14,6 +14,7 @@ const enc = (s: string) => new TextEncoder().encode(s);
 
 /** The driver's step 1 for `rd`, without advancing. */
 function persist(log: MemoryLog, rd: Ready): void {
+  log.receiveSnapshot(rd.snapshotChunks);
   if (rd.snapshot) log.applySnapshot(rd.snapshot);
   if (rd.entries.length > 0) log.append(rd.entries);
   if (rd.hardState) log.setHardState(rd.hardState);

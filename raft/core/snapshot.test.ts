@@ -3,7 +3,7 @@
  * streaming with go-back-N recovery, installation on followers, and the corner cases around them.
  */
 import { describe, expect, it } from 'vitest';
-import type { Message, Snapshot, SnapshotChunk } from '../types.js';
+import type { Message, SnapshotChunk, SnapshotInfo } from '../types.js';
 import { confOf, entries, msg, Solo, seedLog, TestNet, text } from './testkit.js';
 
 const ABC = confOf(['a', 'b', 'c']);
@@ -15,22 +15,23 @@ function snapshotData(n: number): Uint8Array {
 }
 
 /** Cluster where c missed 20 entries and the leader compacted them into a snapshot of `size` bytes. */
-function laggingFollower(size: number, chunk: number): { net: TestNet; snap: Snapshot } {
+function laggingFollower(size: number, chunk: number): { net: TestNet; snap: SnapshotInfo; data: Uint8Array } {
   const net = TestNet.create(['a', 'b', 'c'], { snapshotChunkBytes: chunk, maxInflightMsgs: 2 });
   net.elect('a');
   net.isolate('c');
   for (let i = 0; i < 20; i++) net.propose('a', `v${i}`);
   const a = net.node('a');
   const applied = a.core.status().applied;
-  const snap = a.log.createSnapshot(applied, a.core.status().conf, snapshotData(size));
+  const data = snapshotData(size);
+  const snap = a.log.createSnapshot(applied, a.core.status().conf, data);
   a.log.compact(applied);
   net.heal();
-  return { net, snap };
+  return { net, snap, data };
 }
 
 describe('snapshot fallback and streaming', () => {
   it('streams a snapshot in bounded chunks to a follower whose entries were compacted', () => {
-    const { net, snap } = laggingFollower(95, 10);
+    const { net, snap, data } = laggingFollower(95, 10);
     net.tickAll(3);
     const chunks = net.delivered
       .filter((m) => m.type === 'snapshot' && m.to === 'c')
@@ -41,7 +42,8 @@ describe('snapshot fallback and streaming', () => {
     expect(chunks.filter((c) => c.done).length).toBe(1);
     const c = net.node('c');
     expect(c.snapshotsInstalled).toBe(1);
-    expect(c.log.snapshot()?.data).toEqual(snap.data);
+    expect(c.log.snapshotData()).toEqual(data);
+    expect(c.log.snapshot()?.size_bytes).toBe(95);
     expect(c.log.firstIndex()).toBe(snap.meta.index + 1);
     // After the snapshot the follower is caught up from the log and applies new entries.
     net.propose('a', 'after');
@@ -109,7 +111,7 @@ describe('follower side of snapshots', () => {
     expect(n.step(chunk(2, [3, 4], false) as Message)).toMatchObject([{ type: 'snapshotResp', rejectHint: 4 }]);
     const out = n.step(chunk(4, [5], true) as Message);
     expect(out).toMatchObject([{ type: 'appendResp', index: 10, reject: false }]);
-    expect(n.log.snapshot()?.data).toEqual(new Uint8Array([1, 2, 3, 4, 5]));
+    expect(n.log.snapshotData()).toEqual(new Uint8Array([1, 2, 3, 4, 5]));
     expect(n.core.status()).toMatchObject({ commit: 10, applied: 10, lastIndex: 10 });
   });
 

@@ -2,7 +2,7 @@
  * Test support (not used in production): a synchronous network of RaftCores over MemoryLogs, in the
  * spirit of etcd's raft_test.go `network`. Ready handling follows the Ready contract exactly.
  */
-import { MemoryLog } from '../memory-log.js';
+import { MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
 import type { ConfState, CoreOptions, Entry, Message, NodeId, Random, ReadState } from '../types.js';
 import { decodeConfChange, RaftCore } from './raft.js';
@@ -16,6 +16,19 @@ export function confOf(voters: NodeId[], learners: NodeId[] = []): ConfState {
 
 export type CoreFactory = (opts: CoreOptions) => RaftCore;
 
+const DEFAULT_CHUNK_BYTES = 1 << 20;
+
+/** The driver's part of sending: snapshot chunks get their bytes from the log (a stream whose snapshot is gone fails). */
+function withChunksFilled(core: RaftCore, log: MemoryLog, msgs: Message[], chunk_bytes: number): Message[] {
+  const out: Message[] = [];
+  for (const m of msgs) {
+    const filled = withChunkData(m, log, chunk_bytes);
+    if (filled === null) core.reportSnapshot(m.to, false);
+    else out.push(filled);
+  }
+  return out;
+}
+
 export function coreOptions(id: NodeId, storage: MemoryLog, over: Partial<CoreOptions> = {}): CoreOptions {
   return {
     id,
@@ -28,7 +41,7 @@ export function coreOptions(id: NodeId, storage: MemoryLog, over: Partial<CoreOp
     maxMsgBytes: 1 << 20,
     maxInflightMsgs: 256,
     maxUncommittedBytes: 1 << 30,
-    snapshotChunkBytes: 1 << 20,
+    snapshotChunkBytes: DEFAULT_CHUNK_BYTES,
     applied: storage.snapshot()?.meta.index ?? 0,
     ...over,
   };
@@ -132,10 +145,11 @@ export class TestNet {
     const out: Message[] = [];
     for (let guard = 0; guard < 100 && n.core.hasReady(); guard++) {
       const rd = n.core.ready();
+      n.log.receiveSnapshot(rd.snapshotChunks);
       if (rd.snapshot) n.log.applySnapshot(rd.snapshot);
       if (rd.entries.length > 0) n.log.append(rd.entries);
       if (rd.hardState) n.log.setHardState(rd.hardState);
-      out.push(...rd.messages);
+      out.push(...withChunksFilled(n.core, n.log, rd.messages, n.opts.snapshotChunkBytes ?? DEFAULT_CHUNK_BYTES));
       if (rd.snapshot) {
         n.snapshotsInstalled++;
         n.conf = rd.snapshot.meta.conf;
@@ -249,8 +263,11 @@ export class Solo {
     this.log = new MemoryLog({ conf });
     setup?.(this.log);
     const opts = coreOptions(id, this.log, over);
+    this.chunk_bytes = opts.snapshotChunkBytes;
     this.core = factory ? factory(opts) : new RaftCore(opts);
   }
+
+  private readonly chunk_bytes: number;
 
   /** Steps `m` (filled with defaults) and returns the messages it produced. */
   step(m: Partial<Message> & Pick<Message, 'type' | 'from'>): Message[] {
@@ -271,10 +288,11 @@ export class Solo {
     const out: Message[] = [];
     for (let guard = 0; guard < 100 && this.core.hasReady(); guard++) {
       const rd = this.core.ready();
+      this.log.receiveSnapshot(rd.snapshotChunks);
       if (rd.snapshot) this.log.applySnapshot(rd.snapshot);
       if (rd.entries.length > 0) this.log.append(rd.entries);
       if (rd.hardState) this.log.setHardState(rd.hardState);
-      out.push(...rd.messages);
+      out.push(...withChunksFilled(this.core, this.log, rd.messages, this.chunk_bytes));
       for (const e of rd.committed) {
         this.applied.push(e);
         if (e.type === 'conf') this.core.applyConfChange(decodeConfChange(e.data));

@@ -104,7 +104,7 @@ describe('inflights and progress', () => {
 
   it('leaving snapshot state probes after the snapshot', () => {
     const p = new Progress(2, new Inflights(4), false);
-    const snap = { meta: { index: 50, term: 3, conf: confOf(['a']) }, data: new Uint8Array(25) };
+    const snap = { meta: { index: 50, term: 3, conf: confOf(['a']) }, size_bytes: 25 };
     p.becomeSnapshot(50, new SnapshotStream(snap, 10));
     expect(p.isPaused()).toBe(true);
     expect(p.stream?.totalChunks).toBe(3);
@@ -135,7 +135,7 @@ describe('unstable', () => {
   it('restore replaces everything with a snapshot', () => {
     const u = new Unstable(1);
     u.truncateAndAppend(entries(1, [1, 1]));
-    u.restore({ meta: { index: 10, term: 4, conf: confOf(['a']) }, data: new Uint8Array(0) });
+    u.restore({ meta: { index: 10, term: 4, conf: confOf(['a']) }, size_bytes: 0 });
     expect(u.maybeLastIndex()).toBe(10);
     expect(u.maybeTerm(10)).toBe(4);
     expect(u.maybeTerm(2)).toBeNull();

@@ -3,11 +3,11 @@
  * in a Ready; once the driver has persisted them and called advance(), they are dropped from here and read
  * back through the LogView.
  */
-import type { Entry, Snapshot } from '../types.js';
+import type { Entry, SnapshotInfo } from '../types.js';
 import { assert } from './util.js';
 
 export class Unstable {
-  snapshot: Snapshot | null = null;
+  snapshot: SnapshotInfo | null = null;
   /** The snapshot was handed out in the outstanding Ready. */
   snapshotInProgress = false;
   entries: Entry[] = [];
@@ -49,7 +49,7 @@ export class Unstable {
     return this.entries.slice(Math.max(0, start));
   }
 
-  nextSnapshot(): Snapshot | null {
+  nextSnapshot(): SnapshotInfo | null {
     return this.snapshot && !this.snapshotInProgress ? this.snapshot : null;
   }
 
@@ -76,7 +76,7 @@ export class Unstable {
     }
   }
 
-  restore(snap: Snapshot): void {
+  restore(snap: SnapshotInfo): void {
     this.offset = snap.meta.index + 1;
     this.offsetInProgress = this.offset;
     this.entries = [];

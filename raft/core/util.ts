@@ -39,17 +39,6 @@ export function bytesEqual(a: Uint8Array | undefined, b: Uint8Array | undefined)
   return true;
 }
 
-export function concatBytes(parts: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.byteLength;
-  }
-  assert(off === total, `concatBytes: ${off} != ${total}`);
-  return out;
-}
-
 /** Encodes a non-negative safe integer as 8 big-endian bytes (heartbeat read contexts). */
 export function encodeU53(n: number): Uint8Array {
   assert(Number.isSafeInteger(n) && n >= 0, `encodeU53: ${n}`);

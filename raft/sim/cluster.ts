@@ -16,7 +16,7 @@ import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
 import { splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
-import { copyConfState, emptyConfState, MemoryLog } from '../memory-log.js';
+import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
 import {
   type ConfChange,
@@ -149,7 +149,17 @@ const LIVENESS_ELECTION_TIMEOUTS = 60;
  */
 const CONVERGENCE_ELECTION_TIMEOUTS = 30;
 
-type EventKind = 'tick' | 'deliver' | 'sync' | 'restart' | 'heal' | 'chaos' | 'liveness' | 'endChaos' | 'leaderFault';
+type EventKind =
+  | 'tick'
+  | 'deliver'
+  | 'sync'
+  | 'restart'
+  | 'heal'
+  | 'chaos'
+  | 'liveness'
+  | 'endChaos'
+  | 'leaderFault'
+  | 'resumeApply';
 type Phase = 'chaos' | 'liveness' | 'convergence' | 'done';
 
 interface SimEvent extends Timed {
@@ -382,6 +392,16 @@ class Simulation {
         }
         return;
       }
+      case 'resumeApply': {
+        // A slow snapshot (below) is written: application resumes.
+        const n = ev.node as SimNode;
+        if (!n.alive || ev.inc !== n.inc) return;
+        if (this.deferIfPaused(n, ev)) return;
+        this.traceEvent(() => `${n.id} snapshot written: apply resumes`);
+        this.coreOf(n).setApplyPaused(false);
+        this.afterStep(n);
+        return;
+      }
       case 'liveness':
         if (this.phase === 'done' || this.phase === 'chaos') return;
         this.retireRemoved();
@@ -429,7 +449,7 @@ class Simulation {
       n.sm = copySm(app);
       this.stats.appAheadRestarts++;
     } else if (snap) {
-      n.sm = decodeSnapshotData(snap.data, snap.meta.conf);
+      n.sm = decodeSnapshotData(n.disk.snapshotData() as Uint8Array, snap.meta.conf);
       if (n.sm.index !== snap.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
     } else {
       n.sm = { index: 0, hash: 0, count: 0, conf: emptyConfState() };
@@ -492,6 +512,14 @@ class Simulation {
     n.pendingMessages = [];
     n.inc++;
     this.stats.crashes++;
+    // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
+    // (RaftNode.checkLeaderConnection) and campaign early.
+    for (const o of this.nodes) {
+      if (!o.alive || o.core === null || o.pausedUntil > this.now) continue;
+      if (o.core.basicStatus().leader !== n.id) continue;
+      o.core.leaderUnreachable();
+      this.afterStep(o);
+    }
   }
 
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
@@ -596,7 +624,8 @@ class Simulation {
         `${n.id} sync entries=${rd.entries.length} committed=${rd.committed.length} msgs=${messages.length}` +
         `${rd.snapshot ? ` snapshot@${rd.snapshot.meta.index}` : ''}${rd.hardState ? ` hs=${JSON.stringify(rd.hardState)}` : ''}`,
     );
-    // 1. persist
+    // 1. persist: received snapshot chunks first, then the snapshot they complete
+    n.disk.receiveSnapshot(rd.snapshotChunks);
     if (rd.snapshot) n.disk.applySnapshot(rd.snapshot);
     if (rd.entries.length > 0) {
       n.disk.append(rd.entries);
@@ -617,7 +646,7 @@ class Simulation {
     }
     // 3. apply
     if (rd.snapshot) {
-      const st = decodeSnapshotData(rd.snapshot.data, rd.snapshot.meta.conf);
+      const st = decodeSnapshotData(n.disk.snapshotData() as Uint8Array, rd.snapshot.meta.conf);
       if (st.index !== rd.snapshot.meta.index) this.checker.violation('snapshot', `${n.id} snapshot index mismatch`);
       this.checker.onSnapshotInstalled(n.id, st.index, st.hash);
       n.sm = st;
@@ -716,11 +745,17 @@ class Simulation {
 
   // ---------------------------------------------------------------- network
 
-  private send(m: Message): void {
+  private send(unfilled: Message): void {
     this.stats.messages++;
-    const from = this.byId.get(m.from);
-    const to = this.byId.get(m.to);
+    const from = this.byId.get(unfilled.from);
+    const to = this.byId.get(unfilled.to);
     if (!from || !to) return;
+    // Like the driver: a snapshot chunk's bytes are read from the sender's disk as it is sent.
+    const m = withChunkData(unfilled, from.disk, this.p.snapshotChunkBytes);
+    if (m === null) {
+      from.core?.reportSnapshot(unfilled.to, false);
+      return;
+    }
     if (this.blocked.has(from.idx * 64 + to.idx)) {
       // Like a transport whose connection is down, tell the sender (it is mid-Ready: allowed by the contract).
       if (from.core && m.type === 'snapshot') from.core.reportSnapshot(m.to, false);
@@ -992,6 +1027,14 @@ class Simulation {
     const upTo = Math.max(n.sm.index - keep, 0);
     if (upTo >= n.disk.firstIndex()) n.disk.compact(upTo);
     this.traceEvent(() => `${n.id} snapshot@${n.sm.index} compact<=${upTo}`);
+    // Sometimes the snapshot takes long to write, as the driver's does in the background: no committed entries
+    // are handed out meanwhile while everything else goes on (RaftCore.setApplyPaused).
+    if (n.core !== null && this.rng.chance(0.3)) {
+      n.core.setApplyPaused(true);
+      const ms = this.rng.range(10, 3 * this.p.electionTicks * this.p.tickMs);
+      this.traceEvent(() => `${n.id} slow snapshot: apply paused for ${ms}ms`);
+      this.schedule({ kind: 'resumeApply', node: n, inc: n.inc, time: this.now + ms, seq: 0 });
+    }
   }
 
   // ---------------------------------------------------------------- liveness

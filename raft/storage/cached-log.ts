@@ -3,7 +3,7 @@
  * last compaction in a LogCache, the hard state, the applied membership, the snapshot) and the read side of
  * `LogView`/`DurableLog` over it. Subclasses own persistence.
  */
-import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import type { ConfState, Entry, HardState, SnapshotInfo } from '../types.js';
 import { type AppliedConf, cloneConf, emptyConf, type PersistBatch } from './durable-log.js';
 import { LogCache } from './log-cache.js';
 
@@ -11,7 +11,7 @@ export abstract class CachedLog {
   protected readonly cache = new LogCache();
   protected hs: HardState = { term: 0, vote: null, commit: 0 };
   protected conf: AppliedConf = { index: 0, conf: emptyConf(), addresses: {} };
-  protected snap: Snapshot | null = null;
+  protected snap: SnapshotInfo | null = null;
   /** True until the first write (or a recovered non-empty store). */
   protected fresh = true;
 
@@ -35,7 +35,7 @@ export abstract class CachedLog {
     return this.cache.entries(lo, hi, maxBytes);
   }
 
-  snapshot(): Snapshot | null {
+  snapshot(): SnapshotInfo | null {
     return this.snap;
   }
 
@@ -62,7 +62,7 @@ export abstract class CachedLog {
     return this.persist({ snapshot: null, entries: [], hardState: hs });
   }
 
-  applySnapshot(snap: Snapshot): Promise<void> {
+  applySnapshot(snap: SnapshotInfo): Promise<void> {
     return this.persist({ snapshot: snap, entries: [], hardState: null });
   }
 

@@ -53,17 +53,39 @@ export function segmentKey(firstIndex: number): Buffer {
   return key;
 }
 
-export function chunkKey(chunk: number): Buffer {
-  const key = Buffer.allocUnsafe(5);
+/**
+ * Key of record `chunk` of snapshot generation `gen`. Each snapshot written (created or received) gets a new
+ * generation, so a half-written one never overwrites the recorded one. Generation 0 is the layout of format
+ * version 1 logs written before generations (5-byte keys), still read.
+ */
+export function chunkKey(gen: number, chunk: number): Buffer {
+  if (gen === 0) {
+    const key = Buffer.allocUnsafe(5);
+    key[0] = PREFIX_SNAP_CHUNK;
+    key.writeUInt32BE(chunk, 1);
+    return key;
+  }
+  const key = Buffer.allocUnsafe(9);
   key[0] = PREFIX_SNAP_CHUNK;
-  key.writeUInt32BE(chunk, 1);
+  key.writeUInt32BE(gen, 1);
+  key.writeUInt32BE(chunk, 5);
   return key;
+}
+
+/** The (generation, chunk) of a snapshot chunk key; null for a key of another shape. */
+export function decodeChunkKey(key: Buffer): { gen: number; chunk: number } | null {
+  if (key[0] !== PREFIX_SNAP_CHUNK) return null;
+  if (key.length === 5) return { gen: 0, chunk: key.readUInt32BE(1) };
+  if (key.length === 9) return { gen: key.readUInt32BE(1), chunk: key.readUInt32BE(5) };
+  return null;
 }
 
 /** Printable form of a key for error messages. */
 export function describeKey(key: Buffer): string {
   if (key.length === 9 && key[0] === PREFIX_ENTRY) return `segment/${readU64(key, 1)}`;
-  if (key.length === 5 && key[0] === PREFIX_SNAP_CHUNK) return `snapshot-chunk/${key.readUInt32BE(1)}`;
+  const chunk = decodeChunkKey(key);
+  if (chunk !== null)
+    return chunk.gen === 0 ? `snapshot-chunk/${chunk.chunk}` : `snapshot-chunk/${chunk.gen}/${chunk.chunk}`;
   if (key.equals(KEY_FORMAT)) return 'format';
   if (key.equals(KEY_STATE)) return 'state';
   if (key.equals(KEY_CONF)) return 'conf';

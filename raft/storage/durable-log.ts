@@ -1,8 +1,18 @@
-import { type ConfState, type Entry, entrySizeBytes, type HardState, type LogView, type Snapshot } from '../types.js';
+import {
+  type ConfState,
+  type Entry,
+  entrySizeBytes,
+  type HardState,
+  type LogView,
+  type SnapshotChunk,
+  type SnapshotInfo,
+  type SnapshotMeta,
+} from '../types.js';
 
 /** The durable parts of one Ready, written by the driver in one synced batch (group commit). */
 export interface PersistBatch {
-  snapshot: Snapshot | null;
+  /** A received snapshot to record as the log's: every byte of it came through receiveSnapshot. */
+  snapshot: SnapshotInfo | null;
   /** New entries; they overwrite the log from entries[0].index on. */
   entries: Entry[];
   hardState: HardState | null;
@@ -26,11 +36,23 @@ export interface DurableLog extends LogView {
   persist(batch: PersistBatch): Promise<void>;
   append(entries: Entry[]): Promise<void>;
   setHardState(hs: HardState): Promise<void>;
-  applySnapshot(snap: Snapshot): Promise<void>;
+  applySnapshot(snap: SnapshotInfo): Promise<void>;
   /** Discard entries up to and including `index` (which must be ≤ the snapshot index). */
   compact(index: number): Promise<void>;
-  /** Record a snapshot of the state machine at `index` (≤ lastIndex); does not compact. */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<Snapshot>;
+  /**
+   * Record a snapshot of the state machine at `index` (≤ lastIndex), its bytes written as `data` yields them
+   * (never all in memory); a crash before it is recorded leaves the previous snapshot. Does not compact.
+   */
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array | AsyncIterable<Uint8Array>): Promise<SnapshotInfo>;
+  /**
+   * Durably store chunks of a snapshot being received, in order (Ready.snapshotChunks); offset 0 starts a new
+   * one. persist({ snapshot }) then records it; until then the log's snapshot is unchanged.
+   */
+  receiveSnapshot(chunks: readonly SnapshotChunk[]): Promise<void>;
+  /** Bytes of the snapshot `meta` names from `offset_bytes` on, at most `max_bytes`; null when it is not the log's any more. */
+  readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null>;
+  /** The log's snapshot's bytes in bounded chunks, read one at a time. */
+  snapshotChunks(): AsyncIterable<Uint8Array>;
   /** Membership the driver applied at `index`; initialState() returns the latest. */
   setConf(applied: AppliedConf): Promise<void>;
   appliedConf(): AppliedConf;
@@ -56,4 +78,21 @@ export function cloneConf(c: ConfState): ConfState {
     learnersNext: [...c.learnersNext],
     autoLeave: c.autoLeave,
   };
+}
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string');
+}
+
+/** A ConfState as decoded from a stored record (anything else is corruption). */
+export function isConfState(v: unknown): v is ConfState {
+  if (typeof v !== 'object' || v === null) return false;
+  const c = v as Record<string, unknown>;
+  return (
+    isStringArray(c.voters) &&
+    isStringArray(c.learners) &&
+    isStringArray(c.votersOutgoing) &&
+    isStringArray(c.learnersNext) &&
+    typeof c.autoLeave === 'boolean'
+  );
 }

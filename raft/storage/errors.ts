@@ -20,3 +20,14 @@ export class LogStateError extends Error {
     this.name = 'LogStateError';
   }
 }
+
+/**
+ * createSnapshot refused a snapshot not newer than the log's (e.g. a newer one was received from the leader while
+ * it was being written): nothing changed; the caller skips it.
+ */
+export class SnapshotSupersededError extends LogStateError {
+  constructor(index: number, current: number) {
+    super(`snapshot at ${index} is not newer than ${current}`);
+    this.name = 'SnapshotSupersededError';
+  }
+}

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../random.js';
-import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import type { ConfState, Entry, HardState, SnapshotInfo } from '../types.js';
 import { LevelLog } from './level-log.js';
 import { PowerLossDisk } from './power-loss-testkit.js';
 
@@ -21,6 +21,8 @@ const conf3: ConfState = {
   autoLeave: false,
 };
 const enc = new TextEncoder();
+/** Snapshot record size of the logs under test (the smallest allowed), so snapshots span several records. */
+const CHUNK_BYTES = 1024;
 const dec = new TextDecoder();
 
 /** What a log holds, as compared after a power loss. */
@@ -49,7 +51,18 @@ function termAt(m: Model, index: number): number {
   return Number(m.entries[index - m.markerIndex - 1]!.split(':')[0]);
 }
 
-function observe(log: LevelLog): Model {
+async function snapshotText(log: LevelLog): Promise<string> {
+  const parts: Uint8Array[] = [];
+  for await (const c of log.snapshotChunks()) parts.push(c);
+  return dec.decode(Buffer.concat(parts));
+}
+
+/** Snapshot data: sometimes many records (several synced batches, so a power loss can land inside the write). */
+function snapshotBody(name: string, rnd: SeededRandom): string {
+  return rnd.int(3) === 0 ? `${name}:${'x'.repeat(CHUNK_BYTES * (2 + rnd.int(8)) + rnd.int(CHUNK_BYTES))}` : name;
+}
+
+async function observe(log: LevelLog): Promise<Model> {
   const first = log.firstIndex();
   const last = log.lastIndex();
   const ents = last >= first ? log.entries(first, last + 1, Infinity) : [];
@@ -61,7 +74,7 @@ function observe(log: LevelLog): Model {
     entries: ents.map((e) => `${e.term}:${dec.decode(e.data)}`),
     hs,
     syncedCommit: hs.commit,
-    snap: snap === null ? null : { index: snap.meta.index, term: snap.meta.term, data: dec.decode(snap.data) },
+    snap: snap === null ? null : { index: snap.meta.index, term: snap.meta.term, data: await snapshotText(log) },
     confIndex: log.appliedConf().index,
   };
 }
@@ -82,7 +95,11 @@ function matches(got: Model, c: Model): boolean {
   );
 }
 
-type Write = (log: LevelLog) => Promise<unknown>;
+/**
+ * Issues one write. `alone`: the next write waits for it (createSnapshot writes its records outside the queue of
+ * mutations and is recorded by a last queued batch, so later writes would overtake it; the driver waits for it).
+ */
+type Write = ((log: LevelLog) => Promise<unknown>) & { alone?: boolean };
 
 /** Picks a valid next write for model `m`, applies it to `m`, and returns how to issue it. */
 function nextWrite(m: Model, rnd: SeededRandom, seq: number): Write {
@@ -132,9 +149,9 @@ function nextWrite(m: Model, rnd: SeededRandom, seq: number): Write {
   }
   if (r < 80 && m.hs.commit > snapIndex && m.hs.commit > m.markerIndex) {
     const index = Math.max(snapIndex, m.markerIndex) + 1 + rnd.int(m.hs.commit - Math.max(snapIndex, m.markerIndex));
-    const data = `snap${seq}`;
+    const data = snapshotBody(`snap${seq}`, rnd);
     m.snap = { index, term: termAt(m, index), data };
-    return (log) => log.createSnapshot(index, conf3, enc.encode(data));
+    return Object.assign((log: LevelLog) => log.createSnapshot(index, conf3, enc.encode(data)), { alone: true });
   }
   if (r < 90 && snapIndex > m.markerIndex) {
     const index = m.markerIndex + 1 + rnd.int(snapIndex - m.markerIndex);
@@ -150,8 +167,9 @@ function nextWrite(m: Model, rnd: SeededRandom, seq: number): Write {
     const term = Math.max(1, m.hs.term);
     const es = Array.from({ length: rnd.int(3) }, (_, i) => ent(index + 1 + i, term, i));
     const hs = { term, vote: m.hs.vote, commit: index };
-    const data = `installed${seq}`;
-    const snap: Snapshot = { meta: { index, term, conf: conf3 }, data: enc.encode(data) };
+    const data = snapshotBody(`installed${seq}`, rnd);
+    const bytes = enc.encode(data);
+    const snap: SnapshotInfo = { meta: { index, term, conf: conf3 }, size_bytes: bytes.byteLength };
     m.markerIndex = index;
     m.markerTerm = term;
     m.entries = record(es);
@@ -159,7 +177,17 @@ function nextWrite(m: Model, rnd: SeededRandom, seq: number): Write {
     m.hs = hs;
     m.syncedCommit = hs.commit;
     if (index >= m.confIndex) m.confIndex = index;
-    return (log) => log.persist({ snapshot: snap, entries: es, hardState: hs });
+    // Received in pieces (as the leader streams it), then recorded with the entries that follow it.
+    const half = rnd.int(bytes.byteLength + 1);
+    // Both queued at once, in order, like any other write of this test (mutations run in call order).
+    return (log) =>
+      Promise.all([
+        log.receiveSnapshot([
+          { meta: snap.meta, offset_bytes: 0, data: bytes.subarray(0, half), done: false },
+          { meta: snap.meta, offset_bytes: half, data: bytes.subarray(half), done: true },
+        ]),
+        log.persist({ snapshot: snap, entries: es, hardState: hs }),
+      ]);
   }
   const index = Math.max(m.confIndex, m.hs.commit);
   m.confIndex = index;
@@ -179,8 +207,12 @@ describe('LevelLog across power losses', () => {
     it(`keeps every acknowledged write and recovers to a consistent prefix (seed ${seed})`, async () => {
       const rnd = new SeededRandom(seed);
       const disk = new PowerLossDisk(join(dir, 'disk'), rnd, 1);
-      let log = await LevelLog.open(join(dir, 'log'), { db: disk.db(), maxSegment_bytes: 256 });
-      let model: Model = observe(log);
+      let log = await LevelLog.open(join(dir, 'log'), {
+        db: disk.db(),
+        maxSegment_bytes: 256,
+        snapshotChunk_bytes: CHUNK_BYTES,
+      });
+      let model: Model = await observe(log);
       let seq = 0;
       let lostInFlight = 0;
       for (let round = 0; round < 25; round++) {
@@ -203,8 +235,10 @@ describe('LevelLog across power losses', () => {
               },
             ),
           );
-          // Up to 4 writes queued at once; LevelLog serializes them.
-          if (inflight.length >= 1 + rnd.int(4)) await inflight.shift();
+          // Up to 4 writes queued at once; LevelLog serializes them. A snapshot is waited for, unless it is the
+          // last write (then the power cut may land while its records are written).
+          if (write.alone === true && w < writes - 1) while (inflight.length > 0) await inflight.shift();
+          else if (inflight.length >= 1 + rnd.int(4)) await inflight.shift();
         }
         // Cut the power at a random instant while the last writes are in flight.
         for (let i = rnd.int(4); i > 0; i--) await new Promise((r) => setImmediate(r));
@@ -217,8 +251,12 @@ describe('LevelLog across power losses', () => {
           expect(failed, 'a write cut off by the power loss reports failure').not.toBeNull();
         }
 
-        log = await LevelLog.open(join(dir, 'log'), { db: disk.db(), maxSegment_bytes: 256 });
-        const got = observe(log);
+        log = await LevelLog.open(join(dir, 'log'), {
+          db: disk.db(),
+          maxSegment_bytes: 256,
+          snapshotChunk_bytes: CHUNK_BYTES,
+        });
+        const got = await observe(log);
         const candidates = states.slice(cutAt);
         const match = candidates.findIndex((c) => matches(got, c));
         expect(

@@ -30,6 +30,12 @@ function ents(from: number, to: number, term: number): Entry[] {
   return out;
 }
 
+async function snapshotBytes(log: LevelLog): Promise<number[]> {
+  const parts: Uint8Array[] = [];
+  for await (const c of log.snapshotChunks()) parts.push(c);
+  return [...Buffer.concat(parts)];
+}
+
 async function raw(path: string, fn: (db: ClassicLevel<Buffer, Buffer>) => Promise<void>): Promise<void> {
   const db = new ClassicLevel<Buffer, Buffer>(path, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
   await db.open();
@@ -187,14 +193,18 @@ describe('LevelLog', () => {
     expect(again.term(15)).toBe(1);
     expect(again.lastIndex()).toBe(22);
     expect(again.snapshot()?.meta.index).toBe(21);
-    expect([...again.snapshot()!.data]).toEqual([1, 2, 3]);
+    expect(await snapshotBytes(again)).toEqual([1, 2, 3]);
     await again.close();
   });
 
   it('installs a received snapshot: entries dropped, conf taken from the snapshot', async () => {
     const log = await LevelLog.open(dir);
     await log.persist({ snapshot: null, entries: ents(1, 5, 1), hardState: { term: 1, vote: null, commit: 2 } });
-    const snap = { meta: { index: 40, term: 4, conf: conf3 }, data: new Uint8Array([9, 9]) };
+    const snap = { meta: { index: 40, term: 4, conf: conf3 }, size_bytes: 2 };
+    await expect(log.persist({ snapshot: snap, entries: [], hardState: null })).rejects.toThrow(/not received/);
+    await log.receiveSnapshot([{ meta: snap.meta, offset_bytes: 0, data: new Uint8Array([9]), done: false }]);
+    await expect(log.persist({ snapshot: snap, entries: [], hardState: null })).rejects.toThrow(/received 1 of 2/);
+    await log.receiveSnapshot([{ meta: snap.meta, offset_bytes: 1, data: new Uint8Array([9]), done: true }]);
     await log.persist({ snapshot: snap, entries: [ent(41, 4)], hardState: { term: 4, vote: null, commit: 40 } });
     expect(log.firstIndex()).toBe(41);
     expect(log.term(40)).toBe(4);
@@ -204,7 +214,7 @@ describe('LevelLog', () => {
     expect(again.firstIndex()).toBe(41);
     expect(again.lastIndex()).toBe(41);
     expect(again.initialState().hardState.commit).toBe(40);
-    expect([...again.snapshot()!.data]).toEqual([9, 9]);
+    expect(await snapshotBytes(again)).toEqual([9, 9]);
     await again.close();
   });
 
@@ -299,12 +309,12 @@ describe('LevelLog', () => {
 
     it('detects a damaged or missing snapshot chunk', async () => {
       await raw(dir, async (db) => {
-        const v = (await db.get(chunkKey(0)))!;
+        const v = (await db.get(chunkKey(1, 0)))!;
         v[100]! ^= 1;
-        await db.put(chunkKey(0), v);
+        await db.put(chunkKey(1, 0), v);
       });
-      await expectCorrupt(dir, /snapshot-chunk\/0\): checksum mismatch/);
-      await raw(dir, (db) => db.del(chunkKey(0)));
+      await expectCorrupt(dir, /snapshot-chunk\/1\/0\): checksum mismatch/);
+      await raw(dir, (db) => db.del(chunkKey(1, 0)));
       await expectCorrupt(dir, /snapshot truncated/);
     });
 

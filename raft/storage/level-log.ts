@@ -9,17 +9,15 @@
  * across a power loss (it switches log files without fsync), so "the next synced batch makes it durable" is
  * false.
  *
- * Keys: format, state (hard state + log bounds), conf (applied membership), snapshot-meta, snapshot-chunk/N,
+ * Keys: format, state (hard state + log bounds), conf (applied membership), snapshot-meta, snapshot-chunk/GEN/N
+ * (level-snapshots.ts: a snapshot's bytes, written and read chunk by chunk, never held whole in memory),
  * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
  * LogCorruptError naming the key on any mismatch.
  */
 import { ClassicLevel } from 'classic-level';
-import type { ConfState, Entry, HardState, Snapshot } from '../types.js';
+import type { ConfState, Entry, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import {
-  CHUNK_RANGE,
-  checksum,
-  chunkKey,
   decodeMeta,
   decodeSegment,
   decodeSegmentKey,
@@ -34,8 +32,18 @@ import {
   segmentKey,
   segmentSize_bytes,
 } from './codec.js';
-import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
-import { LogCorruptError, LogStateError } from './errors.js';
+import { type AppliedConf, cloneConf, type DurableLog, isConfState, type PersistBatch } from './durable-log.js';
+import { LogCorruptError, LogStateError, SnapshotSupersededError } from './errors.js';
+import {
+  deleteOps,
+  metaRecord,
+  readRange,
+  readRecord,
+  recoverSnapshots,
+  SnapshotWriter,
+  type StoredSnapshot,
+  storedOf,
+} from './level-snapshots.js';
 import type { LogDb, LogDbOp } from './log-db.js';
 
 export interface LevelLogOptions {
@@ -78,15 +86,6 @@ interface StateRecord {
   lastIndex: number;
 }
 
-interface SnapMetaRecord {
-  index: number;
-  term: number;
-  conf: ConfState;
-  size_bytes: number;
-  chunks: number;
-  crc: number;
-}
-
 const FORMAT_NAME = 'keel-raft-log';
 const FORMAT_VERSION = 1;
 const ITERATOR_BATCH = 1024;
@@ -98,30 +97,19 @@ function isNonNegInt(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
-function isStringArray(v: unknown): v is string[] {
-  return Array.isArray(v) && v.every((x) => typeof x === 'string');
-}
-
 function isAddressMap(v: unknown): v is Record<string, string> {
   return (
     typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')
   );
 }
 
-function isConfState(v: unknown): v is ConfState {
-  if (typeof v !== 'object' || v === null) return false;
-  const c = v as Record<string, unknown>;
-  return (
-    isStringArray(c.voters) &&
-    isStringArray(c.learners) &&
-    isStringArray(c.votersOutgoing) &&
-    isStringArray(c.learnersNext) &&
-    typeof c.autoLeave === 'boolean'
-  );
-}
-
 export class LevelLog extends CachedLog implements DurableLog {
-  private snapChunks = 0;
+  /** Where the recorded snapshot's bytes are. */
+  private stored: StoredSnapshot | null = null;
+  /** A snapshot being received from the leader (receiveSnapshot), recorded by persist({ snapshot }). */
+  private incoming: { meta: SnapshotMeta; writer: SnapshotWriter } | null = null;
+  /** The next snapshot generation to write. */
+  private nextGen = 1;
   /** Stored segments in index order; together they hold exactly the cached entries. */
   private segs: Segment[] = [];
   /** Serializes mutations: each runs after the previous one's batch is durable. */
@@ -197,8 +185,10 @@ export class LevelLog extends CachedLog implements DurableLog {
       throw new LogCorruptError('conf', null, 'malformed conf record');
     }
 
-    if (snapV !== undefined) await this.recoverSnapshot(snapV);
-    else await this.expectNoChunks();
+    const snaps = await recoverSnapshots(this.db, snapV, this.chunk_bytes);
+    this.stored = snaps.stored;
+    this.snap = snaps.stored?.info ?? null;
+    this.nextGen = snaps.nextGen;
 
     const ents = await this.recoverEntries(state, maxEntries);
     const snapIndex = this.snap?.meta.index ?? 0;
@@ -243,62 +233,6 @@ export class LevelLog extends CachedLog implements DurableLog {
       s.lastIndex >= s.markerIndex;
     if (!ok) throw new LogCorruptError('state', null, 'malformed state record');
     return s as StateRecord;
-  }
-
-  private async recoverSnapshot(metaV: Buffer): Promise<void> {
-    const m = decodeMeta(metaV, 'snapshot-meta') as Partial<SnapMetaRecord>;
-    if (
-      !isNonNegInt(m.index) ||
-      !isNonNegInt(m.term) ||
-      !isConfState(m.conf) ||
-      !isNonNegInt(m.size_bytes) ||
-      !isNonNegInt(m.chunks) ||
-      !isNonNegInt(m.crc)
-    ) {
-      throw new LogCorruptError('snapshot-meta', null, 'malformed snapshot metadata');
-    }
-    const data = new Uint8Array(m.size_bytes);
-    let offset = 0;
-    let chunk = 0;
-    const it = this.db.iterator(CHUNK_RANGE);
-    try {
-      for (;;) {
-        const batch = await it.nextv(ITERATOR_BATCH);
-        if (batch.length === 0) break;
-        for (const [key, value] of batch) {
-          const name = describeKey(key);
-          if (key.length !== 5 || key.readUInt32BE(1) !== chunk)
-            throw new LogCorruptError(name, null, `expected snapshot-chunk/${chunk}`);
-          if (chunk >= m.chunks) throw new LogCorruptError(name, null, `snapshot has only ${m.chunks} chunks`);
-          const body = decodeMeta(value, name);
-          if (!(body instanceof Uint8Array) || offset + body.byteLength > m.size_bytes) {
-            throw new LogCorruptError(name, null, 'malformed snapshot chunk');
-          }
-          data.set(body, offset);
-          offset += body.byteLength;
-          chunk++;
-        }
-      }
-    } finally {
-      await it.close();
-    }
-    if (chunk !== m.chunks || offset !== m.size_bytes) {
-      throw new LogCorruptError(
-        `snapshot-chunk/${chunk}`,
-        null,
-        `snapshot truncated: ${offset} of ${m.size_bytes} bytes`,
-      );
-    }
-    if (checksum(data) !== m.crc)
-      throw new LogCorruptError('snapshot-meta', m.index, 'snapshot data checksum mismatch');
-    this.snap = { meta: { index: m.index, term: m.term, conf: m.conf }, data };
-    this.snapChunks = m.chunks;
-  }
-
-  private async expectNoChunks(): Promise<void> {
-    const keys = await this.db.keys({ ...CHUNK_RANGE, limit: 1 }).all();
-    if (keys.length > 0)
-      throw new LogCorruptError(describeKey(keys[0]!), null, 'snapshot chunk without snapshot metadata');
   }
 
   /**
@@ -459,20 +393,114 @@ export class LevelLog extends CachedLog implements DurableLog {
     });
   }
 
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<Snapshot> {
-    return this.serialize(async () => {
-      const snapIndex = this.snap?.meta.index ?? 0;
-      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+  /**
+   * Records the state machine's snapshot at `index`, written chunk record by chunk record as `data` yields it
+   * (synced batches of a few records, under a new generation), then recorded as the log's snapshot by one synced
+   * batch that also deletes the previous one's records. A crash before that batch leaves the previous snapshot.
+   * The records are written outside the queue of mutations: other writes (the driver's Readies) go on meanwhile,
+   * touching no key of the new generation; only the first checks and the last batch are queued. Does not compact.
+   */
+  async createSnapshot(
+    index: number,
+    conf: ConfState,
+    data: Uint8Array | AsyncIterable<Uint8Array>,
+  ): Promise<SnapshotInfo> {
+    const { meta, writer } = await this.serialize(async () => {
+      this.checkNewSnapshot(index);
       if (index > this.cache.lastIndex())
         throw new LogStateError(`snapshot at ${index} beyond last index ${this.cache.lastIndex()}`);
-      const snap: Snapshot = { meta: { index, term: this.cache.term(index), conf: cloneConf(conf) }, data };
-      const ops: Op[] = [];
-      const chunks = this.snapshotOps(snap, ops);
-      await this.db.batch(ops, { sync: true });
-      this.snap = snap;
-      this.snapChunks = chunks;
-      return snap;
+      // The term is taken now: compaction may drop the entry while the records are written.
+      const meta: SnapshotMeta = { index, term: this.cache.term(index), conf: cloneConf(conf) };
+      return { meta, writer: new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes) };
     });
+    try {
+      if (data instanceof Uint8Array) await writer.write(data);
+      else for await (const part of data) await writer.write(part);
+    } catch (err) {
+      // The records written so far are garbage of a generation never recorded (open() deletes them too).
+      await this.db.batch(writer.discardOps(), { sync: true }).catch(() => undefined);
+      if ((err as { code?: string }).code?.startsWith('LEVEL_')) throw err;
+      // The state machine's stream failed: the log itself is intact.
+      throw new LogStateError(`snapshot stream at ${index} failed: ${(err as Error).message}`);
+    }
+    return this.serialize(async () => {
+      try {
+        // A newer snapshot may have been received meanwhile.
+        this.checkNewSnapshot(index);
+      } catch (err) {
+        await this.db.batch(writer.discardOps(), { sync: true });
+        throw err;
+      }
+      const { ops, crc } = writer.finish();
+      const record = metaRecord(meta, writer, crc);
+      ops.push(...deleteOps(this.stored));
+      ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
+      await this.db.batch(ops, { sync: true });
+      this.stored = storedOf(record, this.chunk_bytes);
+      this.snap = this.stored.info;
+      return this.snap;
+    });
+  }
+
+  private checkNewSnapshot(index: number): void {
+    const snapIndex = this.snap?.meta.index ?? 0;
+    if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
+  }
+
+  /**
+   * Stores chunks of a snapshot being received (Ready.snapshotChunks), in order, synced (whole records; the
+   * bytes of a last partial record wait in memory for the rest): a chunk at offset 0
+   * starts a new snapshot (a partial one's records are deleted). It becomes the log's snapshot with
+   * persist({ snapshot }); a crash before leaves only garbage records, deleted on the next open.
+   */
+  receiveSnapshot(chunks: readonly SnapshotChunk[]): Promise<void> {
+    if (chunks.length === 0) return Promise.resolve();
+    return this.serialize(async () => {
+      for (const c of chunks) {
+        if (c.offset_bytes === 0) {
+          const abandoned = this.incoming?.writer.discardOps() ?? [];
+          this.incoming = { meta: c.meta, writer: new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes) };
+          if (abandoned.length > 0) await this.db.batch(abandoned, { sync: true });
+        }
+        const inc = this.incoming;
+        if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
+          throw new LogStateError(`snapshot chunk at ${c.offset_bytes} of snapshot ${c.meta.index} without its start`);
+        }
+        if (c.offset_bytes !== inc.writer.size_bytes) {
+          throw new LogStateError(`snapshot chunk at ${c.offset_bytes}, expected ${inc.writer.size_bytes}`);
+        }
+        await inc.writer.write(c.data);
+      }
+      // Durable before the core's acknowledgements of these chunks leave (they are sent after this write).
+      await this.incoming?.writer.flush();
+    });
+  }
+
+  /**
+   * Bytes of the snapshot `meta` names from `offset_bytes` on, at most `max_bytes`, read from its records; null
+   * when that is not the log's snapshot (any more).
+   */
+  async readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null> {
+    const s = this.stored;
+    if (s === null || s.info.meta.index !== meta.index || s.info.meta.term !== meta.term) return null;
+    if (this.closed) return null;
+    return readRange(this.db, s, offset_bytes, max_bytes);
+  }
+
+  /** The log's snapshot, one stored record at a time; throws if it is replaced while being read. */
+  async *snapshotChunks(): AsyncGenerator<Uint8Array> {
+    const s = this.stored;
+    if (s === null) throw new LogStateError('the log holds no snapshot');
+    for (let c = 0; c < s.chunks; c++) {
+      const body = await readRecord(this.db, s, c);
+      if (body === null) throw new LogStateError(`snapshot ${s.info.meta.index} was replaced while being read`);
+      yield body;
+    }
+  }
+
+  private allocGen(): number {
+    if (this.nextGen >= 0xffff_ffff) throw new LogStateError('snapshot generations exhausted');
+    return this.nextGen++;
   }
 
   setConf(applied: AppliedConf): Promise<void> {
@@ -526,34 +554,13 @@ export class LevelLog extends CachedLog implements DurableLog {
     return encodeMeta(rec);
   }
 
-  /** Adds the ops that store `snap` (metadata, chunks, removal of stale chunks); returns the chunk count. */
-  private snapshotOps(snap: Snapshot, ops: Op[]): number {
-    const data = snap.data;
-    const chunks = Math.max(1, Math.ceil(data.byteLength / this.chunk_bytes));
-    for (let c = 0; c < chunks; c++) {
-      const part = data.subarray(c * this.chunk_bytes, Math.min(data.byteLength, (c + 1) * this.chunk_bytes));
-      ops.push({ type: 'put', key: chunkKey(c), value: encodeMeta(part) });
-    }
-    for (let c = chunks; c < this.snapChunks; c++) ops.push({ type: 'del', key: chunkKey(c) });
-    const meta: SnapMetaRecord = {
-      index: snap.meta.index,
-      term: snap.meta.term,
-      conf: snap.meta.conf,
-      size_bytes: data.byteLength,
-      chunks,
-      crc: checksum(data),
-    };
-    ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(meta) });
-    return chunks;
-  }
-
   private async doPersist(batch: PersistBatch): Promise<void> {
     const ops: Op[] = [];
     const { snapshot } = batch;
     let markerIndex = this.cache.markerIndex();
     let markerTerm = this.cache.markerTerm();
     let lastIndex = this.cache.lastIndex();
-    let chunks = this.snapChunks;
+    let stored = this.stored;
     let conf = this.conf;
     let segs = this.segs;
     if (snapshot !== null) {
@@ -563,7 +570,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       }
       for (const seg of segs) ops.push({ type: 'del', key: segmentKey(seg.first) });
       segs = [];
-      chunks = this.snapshotOps(snapshot, ops);
+      stored = this.adoptOps(snapshot, ops);
       markerIndex = snapshot.meta.index;
       markerTerm = snapshot.meta.term;
       lastIndex = markerIndex;
@@ -617,14 +624,35 @@ export class LevelLog extends CachedLog implements DurableLog {
 
     if (snapshot !== null) {
       this.cache.restart(snapshot.meta.index, snapshot.meta.term);
-      this.snap = snapshot;
-      this.snapChunks = chunks;
+      this.stored = stored;
+      this.snap = stored?.info ?? null;
+      this.incoming = null;
       this.conf = conf;
     }
     if (fresh.length > 0) this.cache.append(fresh);
     this.segs = segs;
     this.hs = { ...hs };
     this.fresh = false;
+  }
+
+  /**
+   * The ops recording the received snapshot `snap` as the log's (its last records, its metadata, the deletion of
+   * the previous one's records): every byte of it must have come through receiveSnapshot.
+   */
+  private adoptOps(snap: SnapshotInfo, ops: Op[]): StoredSnapshot {
+    const inc = this.incoming;
+    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
+      throw new LogStateError(`snapshot at ${snap.meta.index} was not received`);
+    }
+    if (inc.writer.size_bytes !== snap.size_bytes) {
+      throw new LogStateError(
+        `snapshot at ${snap.meta.index}: received ${inc.writer.size_bytes} of ${snap.size_bytes} bytes`,
+      );
+    }
+    const { ops: last, crc } = inc.writer.finish();
+    const record = metaRecord(snap.meta, inc.writer, crc);
+    ops.push(...last, ...deleteOps(this.stored), { type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
+    return storedOf(record, this.chunk_bytes);
   }
 
   /**

@@ -3,16 +3,22 @@
  * write rules (serialized mutations, overwrite-from-first-entry, snapshot resets the log), so driver tests
  * exercise the same protocol. `crash()` returns a copy holding only what had been persisted, to emulate a restart.
  */
-import type { ConfState, HardState, Snapshot } from '../types.js';
+import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
-import { LogStateError } from './errors.js';
+import { LogStateError, SnapshotSupersededError } from './errors.js';
 
 export class MemoryDurableLog extends CachedLog implements DurableLog {
   /** The hard state as of the last synced write (what survives a crash). */
   private syncedHs: HardState = { term: 0, vote: null, commit: 0 };
   private tail: Promise<void> = Promise.resolve();
   private closed = false;
+  /** The recorded snapshot's bytes (this log is for tests: it keeps them in memory). */
+  private snapData: Uint8Array = new Uint8Array(0);
+  /** A snapshot being received, recorded by persist({ snapshot }). */
+  private incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null = null;
+  /** Size of the pieces snapshotChunks() hands out. */
+  static readonly READ_CHUNK_BYTES = 1 << 20;
 
   /** Optional artificial latency of each durable write, to emulate fsync in tests. */
   constructor(private readonly writeDelay_ms = 0) {
@@ -27,8 +33,9 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
         if (snapshot.meta.index <= snapIndex) {
           throw new LogStateError(`snapshot at ${snapshot.meta.index} is not newer than ${snapIndex}`);
         }
+        this.snapData = this.takeIncoming(snapshot);
         this.cache.restart(snapshot.meta.index, snapshot.meta.term);
-        this.snap = snapshot;
+        this.snap = { meta: snapshot.meta, size_bytes: snapshot.size_bytes };
         if (snapshot.meta.index >= this.conf.index) {
           this.conf = {
             index: snapshot.meta.index,
@@ -57,16 +64,63 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
       this.cache.compact(index);
     });
   }
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<Snapshot> {
+  async createSnapshot(
+    index: number,
+    conf: ConfState,
+    data: Uint8Array | AsyncIterable<Uint8Array>,
+  ): Promise<SnapshotInfo> {
+    const bytes = data instanceof Uint8Array ? data : await collect(data);
     return this.serialize(() => {
       const snapIndex = this.snap?.meta.index ?? 0;
-      if (index <= snapIndex) throw new LogStateError(`snapshot at ${index} is not newer than ${snapIndex}`);
+      if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
       if (index > this.cache.lastIndex()) throw new LogStateError(`snapshot at ${index} beyond last index`);
-      const snap: Snapshot = { meta: { index, term: this.cache.term(index), conf: cloneConf(conf) }, data };
+      const snap: SnapshotInfo = {
+        meta: { index, term: this.cache.term(index), conf: cloneConf(conf) },
+        size_bytes: bytes.byteLength,
+      };
       this.snap = snap;
+      this.snapData = bytes;
       this.syncedHs = { ...this.hs }; // a synced write makes every earlier write durable
       return snap;
     });
+  }
+  receiveSnapshot(chunks: readonly SnapshotChunk[]): Promise<void> {
+    return this.serialize(() => {
+      for (const c of chunks) {
+        if (c.offset_bytes === 0) this.incoming = { meta: c.meta, parts: [], bytes: 0 };
+        const inc = this.incoming;
+        if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
+          throw new LogStateError(`snapshot chunk at ${c.offset_bytes} of snapshot ${c.meta.index} without its start`);
+        }
+        if (c.offset_bytes !== inc.bytes)
+          throw new LogStateError(`snapshot chunk at ${c.offset_bytes}, expected ${inc.bytes}`);
+        inc.parts.push(c.data.slice());
+        inc.bytes += c.data.byteLength;
+      }
+    });
+  }
+  async readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null> {
+    const s = this.snap;
+    if (s === null || s.meta.index !== meta.index || s.meta.term !== meta.term) return null;
+    if (offset_bytes > this.snapData.byteLength) return null;
+    return this.snapData.subarray(offset_bytes, Math.min(this.snapData.byteLength, offset_bytes + max_bytes));
+  }
+  async *snapshotChunks(): AsyncGenerator<Uint8Array> {
+    if (this.snap === null) throw new LogStateError('the log holds no snapshot');
+    const data = this.snapData;
+    const step = MemoryDurableLog.READ_CHUNK_BYTES;
+    for (let off = 0; off < data.byteLength; off += step) yield data.subarray(off, off + step);
+  }
+  private takeIncoming(snap: SnapshotInfo): Uint8Array {
+    const inc = this.incoming;
+    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
+      throw new LogStateError(`snapshot at ${snap.meta.index} was not received`);
+    }
+    if (inc.bytes !== snap.size_bytes) {
+      throw new LogStateError(`snapshot at ${snap.meta.index}: received ${inc.bytes} of ${snap.size_bytes} bytes`);
+    }
+    this.incoming = null;
+    return Buffer.concat(inc.parts, inc.bytes);
   }
   setConf(applied: AppliedConf): Promise<void> {
     return this.serialize(() => {
@@ -96,6 +150,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     copy.syncedHs = { ...this.syncedHs };
     copy.conf = this.appliedConf();
     copy.snap = this.snap;
+    copy.snapData = this.snapData;
     copy.fresh = this.fresh;
     return copy;
   }
@@ -113,4 +168,10 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     );
     return result;
   }
+}
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
 }

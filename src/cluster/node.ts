@@ -39,8 +39,23 @@ export interface ClusterOptions {
   clusterId?: string;
   /** Take a store snapshot and compact the Raft log every N applied entries (default 10 000). */
   snapshotEvery_entries?: number;
+  /** Length of one Raft tick (default DEFAULT_TICK_MS); the election timeout is 10 ticks, randomized up to 2×. */
   tick_ms?: number;
 }
+
+/**
+ * One Raft tick: a heartbeat every tick, an election timeout of 10–20 ticks (0.5–1 s). A leader killed outright is
+ * replaced within about that (kill -9 failover, bench/cluster/failover.ts); a leader alive but busy keeps its
+ * followers (heartbeats every 50 ms, check-quorum's lease and pre-vote keep a slow leader from being deposed).
+ */
+export const DEFAULT_TICK_MS = 50;
+/**
+ * Bounds that are times to wait, not multiples of the election timeout (RaftNode derives its defaults from ticks):
+ * they stay what they were with 100 ms ticks, so a loaded member catching up still gets its time.
+ */
+const READ_TIMEOUT_MS = 4_000;
+const PROMOTE_TIMEOUT_MS = 10_000;
+const TRANSFER_TIMEOUT_MS = 3_000;
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
@@ -167,7 +182,9 @@ export class ClusterNode {
         applied: store.appliedIndex,
         peers,
         ...(fresh && opts.init ? { bootstrap: { voters: [opts.nodeId] } } : {}),
-        tick_ms: opts.tick_ms ?? 100,
+        tick_ms: opts.tick_ms ?? DEFAULT_TICK_MS,
+        readTimeout_ms: READ_TIMEOUT_MS,
+        promoteTimeout_ms: PROMOTE_TIMEOUT_MS,
         snapshotEvery_entries: opts.snapshotEvery_entries ?? 10_000,
         snapshotKeep_entries: Math.min(1000, Math.max(1, Math.floor((opts.snapshotEvery_entries ?? 10_000) / 2))),
       });
@@ -326,7 +343,7 @@ export class ClusterNode {
           // The leader hands over first, then the new leader removes it.
           const to = this.members().members.find((m) => m.voter && m.id !== id)?.id;
           if (to) {
-            await this.raft.transferLeadership(to);
+            await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
             await this.peer(to).api.removeMember.mutate({ id });
             return;
           }
@@ -338,7 +355,7 @@ export class ClusterNode {
   }
 
   async transferLeadership(to: string): Promise<void> {
-    await this.raft.transferLeadership(to);
+    await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
   }
 
   private handlers(): PeerHandlers {
@@ -372,7 +389,7 @@ export class ClusterNode {
     // forwards already being proposed get their answer (they take a turn of the event loop)
     for (let i = 0; i < STOP_DRAIN_STEPS && this.forwarding > 0; i++) await new Promise((r) => setTimeout(r, 10));
     const graceful = opts.transferLeadership ?? true;
-    await this.raft.stop({ transferLeadership: graceful });
+    await this.raft.stop({ transferLeadership: graceful, timeout_ms: TRANSFER_TIMEOUT_MS });
     // Members learn the new leader within a heartbeat; until then some may still forward here. Keep answering
     // (refusing, definitely) for a moment, so that no forward meets a closing socket and ends "outcome unknown".
     if (graceful) await new Promise((r) => setTimeout(r, STOP_GRACE_MS));
