@@ -31,6 +31,7 @@ import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
+import { routerEnrollOps } from './ops/router-enroll.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
@@ -98,6 +99,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...controllerOps(),
     ...mfaOps(),
     ...accessOps(),
+    ...routerEnrollOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

@@ -11,6 +11,7 @@ import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
+import { routerEnrollmentCommand, routerEnrollmentView } from './enrollment.js';
 import { identities } from './identity.js';
 import { relationsThrough } from './policy.js';
 import { services } from './service.js';
@@ -18,7 +19,7 @@ import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
 const cost = s.int({ minimum: 0, maximum: 65535 });
 
-/** An edge router's stored fields (the data model: enrollment and the control channel come with the routers' stage). */
+/** An edge router's stored fields (the control channel comes with the routers' stage). */
 const edgeRouterFields = {
   name: { type: 'string', unique: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
@@ -27,6 +28,10 @@ const edgeRouterFields = {
   disabled: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
   isTunnelerEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
   appData: { type: 'map', body: tags, api: true, default: {} },
+  // set by router enrollment (src/auth/router-enrollment.ts), cleared by re-enroll; never written by the body
+  isVerified: { type: 'bool', api: true, default: false },
+  fingerprint: { type: 'string', unique: true, api: true, default: '' },
+  certPem: { type: 'string', api: true, default: null },
 } as const satisfies EntityFields;
 
 const writable = bodyFieldsOf(edgeRouterFields);
@@ -178,26 +183,26 @@ export const edgeRouters = defineEntity({
       targets: ['services', 'listEdgeRouterServices', 'List associated services'],
     }),
   ],
-  // not enrolled and never connected yet: the enrollment and the control channel come with the routers' stage
-  toApi: () => ({
+  // never connected yet: the control channel comes with the routers' stage
+  toApi: (row, svc) => ({
     arch: '',
     buildDate: '',
-    certPem: null,
-    enrollmentCreatedAt: null,
-    enrollmentExpiresAt: null,
-    enrollmentJwt: null,
-    enrollmentToken: null,
-    fingerprint: '',
     hostname: '',
     isOnline: false,
-    isVerified: false,
     os: '',
     revision: '',
     supportedProtocols: {},
     syncStatus: 'SYNC_NEW',
     version: '',
+    ...routerEnrollmentView(svc, row.id),
   }),
-  alsoOnCreate: (id, body, _svc, at) => (body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
+  // the enrollment token and JWT are credentials: admins see them, other readers do not
+  redact: (data) => ({ ...data, enrollmentJwt: null, enrollmentToken: null }),
+  // a new router gets its `erott` enrollment (OpenZiti's default window), in the same write
+  alsoOnCreate: async (id, body, svc, at) => [
+    ...(body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
+    await routerEnrollmentCommand(svc, id, at),
+  ],
   alsoOnUpdate(row, set, _svc, at) {
     const was = row.isTunnelerEnabled === true;
     const now = 'isTunnelerEnabled' in set ? set.isTunnelerEnabled === true : was;

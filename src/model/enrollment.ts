@@ -1,10 +1,10 @@
-import type { Row } from '../../storage/types.js';
+import type { Command, Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
-import { signEnrollmentJwt } from '../pki/enrollment-jwt.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
-import { uuid } from '../util/ids.js';
+import { shortId, uuid } from '../util/ids.js';
 import { entityRef, ref } from './common.js';
 import { usernameFree } from './preconditions.js';
 
@@ -21,14 +21,61 @@ export async function enrollmentFields(
   method: string,
   expiresAtMs: number,
 ): Promise<Record<string, unknown>> {
+  return { identityId, ...(await tokenFields(svc, identityId, method, expiresAtMs)) };
+}
+
+/** An edge router's `erott` enrollment (OpenZiti's: the JWT's subject is the router's id). */
+export async function routerEnrollmentFields(
+  svc: Services,
+  edgeRouterId: string,
+  expiresAtMs: number,
+): Promise<Record<string, unknown>> {
+  return { edgeRouterId, ...(await tokenFields(svc, edgeRouterId, ROUTER_ENROLL_METHOD, expiresAtMs)) };
+}
+
+/** Edge router one-time-token enrollment (OpenZiti's `erott`). */
+export const ROUTER_ENROLL_METHOD = 'erott';
+
+/** The command creating an edge router's `erott` enrollment at `at`, valid OpenZiti's default window from then. */
+export async function routerEnrollmentCommand(svc: Services, edgeRouterId: string, at: string): Promise<Command> {
+  const data = await routerEnrollmentFields(svc, edgeRouterId, Date.parse(at) + DEFAULT_ENROLLMENT_DURATION_MS);
+  return { op: 'create', entity: 'enrollments', id: shortId(), at, data };
+}
+
+/** The outstanding `erott` enrollment of an edge router, or undefined. */
+export function routerEnrollmentOf(svc: Services, edgeRouterId: string): Row | undefined {
+  for (const id of svc.store.lookup('enrollments', 'edgeRouterId', edgeRouterId)) {
+    const row = svc.get('enrollments', id);
+    if (row?.method === ROUTER_ENROLL_METHOD) return row;
+  }
+  return undefined;
+}
+
+/** The enrollment fields of an edge router's detail (null once enrolled, as OpenZiti renders them). */
+export function routerEnrollmentView(svc: Services, edgeRouterId: string): Record<string, unknown> {
+  const e = routerEnrollmentOf(svc, edgeRouterId);
+  return {
+    enrollmentCreatedAt: e?.createdAt ?? null,
+    enrollmentExpiresAt: e?.expiresAt ?? null,
+    enrollmentJwt: e?.jwt ?? null,
+    enrollmentToken: e?.token ?? null,
+  };
+}
+
+/** What identifies whom an enrollment enrolls: the identity, or the edge router. */
+export function enrollmentSubject(row: Row): string {
+  return (row.identityId ?? row.edgeRouterId) as string;
+}
+
+/** A fresh token, the JWT that carries it (subject `subjectId`), the expiry and the one-per-method key. */
+async function tokenFields(svc: Services, subjectId: string, method: string, expiresAtMs: number) {
   const token = uuid();
   return {
     method,
-    identityId,
     token,
-    jwt: await signEnrollmentJwt(svc, { identityId, token, method, expiresAtMs }),
+    jwt: await signEnrollmentJwt(svc, { identityId: subjectId, token, method, expiresAtMs }),
     expiresAt: new Date(expiresAtMs).toISOString(),
-    methodKey: `${identityId}:${method}`,
+    methodKey: `${subjectId}:${method}`,
   };
 }
 
@@ -61,6 +108,8 @@ export const enrollmentDetail = detailSchema(
     {
       caId: s.nullable(s.str()),
       details: s.map(s.str()),
+      edgeRouter: entityRef,
+      edgeRouterId: s.str(),
       expiresAt: s.datetime(),
       identity: entityRef,
       identityId: s.str(),
@@ -87,6 +136,8 @@ export const enrollments = defineEntity({
   fields: {
     method: { type: 'string', index: true },
     identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+    /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
+    edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
     token: { type: 'string', unique: true, filter: false },
     expiresAt: { type: 'datetime' },
     jwt: { type: 'string', filter: false },
@@ -111,18 +162,25 @@ export const enrollments = defineEntity({
     ),
   ),
   toApi: (row, svc) => {
-    const identityId = row.identityId as string;
     const out: Record<string, unknown> = {
       caId: row.caId ?? null,
       // the spec lists `details` as required: an empty map (OpenZiti's model has no such field to fill)
       details: {},
       expiresAt: row.expiresAt,
-      identity: ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined),
-      identityId,
       jwt: row.jwt,
       method: row.method,
       token: row.token,
     };
+    const identityId = row.identityId as string | undefined;
+    if (identityId) {
+      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined);
+      out.identityId = identityId;
+    }
+    const routerId = row.edgeRouterId as string | undefined;
+    if (routerId) {
+      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name as string | undefined);
+      out.edgeRouterId = routerId;
+    }
     if (row.method === 'updb') out.username = row.username;
     return out;
   },

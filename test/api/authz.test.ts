@@ -532,6 +532,7 @@ function rows(): Row[] {
     })),
   );
   out.push(...accessModelRows());
+  out.push(...routerEnrollRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -848,6 +849,40 @@ async function restoreDefaultAdminLogin(): Promise<void> {
   if (r.status !== 201) return; // it was not deleted: nothing to restore
   defaultAdmin.authenticatorId = r.body.data.id;
   root = await login(srv.base);
+}
+
+/** Edge router enrollment: enroll with a fresh router's token (no session needed), extend, re-enroll. */
+function routerEnrollRows(): Row[] {
+  const router = async () => (await adminCall('POST', '/edge-routers', { name: uniq('er-enroll') })).data.id as string;
+  return [
+    {
+      op: 'client POST /enroll/erott',
+      prepare: async () => {
+        const id = await router();
+        const token = (await adminCall('GET', `/edge-routers/${id}`)).data.enrollmentToken as string;
+        const scratch = new Scratch();
+        try {
+          const csr = opensslCsr(scratch, 'er', 'ec', `/CN=${id}`);
+          return { body: { token, serverCsr: csr, clientCsr: csr } };
+        } finally {
+          scratch.remove();
+        }
+      },
+      expect: EVERYONE,
+    },
+    // the router is known by its TLS client certificate (test/api/router-enroll.test.ts), not by a session: a
+    // request without CSRs fails alike for everyone
+    {
+      op: 'client POST /enroll/extend/router',
+      prepare: async () => ({ body: { certCsr: clientCsr() } }),
+      expect: '400 400 400 400 400 400 400 400',
+    },
+    {
+      op: 'management POST /edge-routers/{id}/re-enroll',
+      prepare: async () => ({ id: await router() }),
+      expect: adminOnly(200),
+    },
+  ];
 }
 
 const ROWS = rows();
