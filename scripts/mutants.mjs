@@ -299,6 +299,21 @@ export const MUTANTS = [
     replace: 'return router;',
     tests: ['test/api/router-enroll.test.ts'],
   },
+  // ephemeral certificates: another API session's do not exist for the caller; one logs in only while valid
+  {
+    id: 'session-cert-foreign',
+    file: 'src/ops/session-certificates.ts',
+    search: 'if (!row || row.apiSessionId !== ctx.caller!.session.id)',
+    replace: 'if (!row)',
+    tests: ['test/api/session-certificates.test.ts'],
+  },
+  {
+    id: 'session-cert-expiry-unchecked',
+    file: 'src/auth/cert-login.ts',
+    search: '  if (!verified.ok) return null;\n  svc.sessions.touch(live.session);',
+    replace: '  svc.sessions.touch(live.session);',
+    tests: ['test/api/session-certificates.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

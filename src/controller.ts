@@ -32,6 +32,7 @@ import { identityOps } from './ops/identity.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
 import { routerEnrollOps } from './ops/router-enroll.js';
+import { sessionCertificateOps } from './ops/session-certificates.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
@@ -100,6 +101,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...mfaOps(),
     ...accessOps(),
     ...routerEnrollOps(),
+    ...sessionCertificateOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

@@ -43,3 +43,22 @@ function authCas(svc: Services): string[] {
   }
   return out;
 }
+
+/**
+ * A `method=cert` login with an ephemeral certificate (`/current-api-session/certificates`): the certificate stands
+ * for the API session that had it signed, so the login answers that session (no new one) while it lives, its
+ * identity is enabled and the certificate chains to this controller's CAs now. Null for any other certificate.
+ */
+export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<Row | null> {
+  const [leaf, ...sent] = req.peerCertificates ?? [];
+  if (!leaf || !svc.pki) return null;
+  const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));
+  const cert = ids.length === 1 ? svc.get('api-session-certificates', ids[0]!) : undefined;
+  const session = cert ? svc.get('api-sessions', cert.apiSessionId as string) : undefined;
+  const live = session ? svc.sessions.resolve(session.token as string) : null;
+  if (!live || isDisabled(live.identity, svc.clock.now())) return null;
+  const verified = await verifyChain(leaf, sent, svc.pki.caPems, { at: new Date(svc.clock.now()), purpose: 'client' });
+  if (!verified.ok) return null;
+  svc.sessions.touch(live.session);
+  return live.session;
+}

@@ -533,6 +533,7 @@ function rows(): Row[] {
   );
   out.push(...accessModelRows());
   out.push(...routerEnrollRows());
+  out.push(...sessionCertificateRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -882,6 +883,28 @@ function routerEnrollRows(): Row[] {
       prepare: async () => ({ id: await router() }),
       expect: adminOnly(200),
     },
+  ];
+}
+
+/** Ephemeral certificates: for the caller's own API session; another session's certificate does not exist for it. */
+function sessionCertificateRows(): Row[] {
+  const c = 'client';
+  const path = '/current-api-session/certificates';
+  const NOT_OWN = '404 404 404 404 404 401 401 401';
+  const othersCertificate = async () => {
+    const r = await call('POST', `${srv.client}${path}`, { token: root, body: { csr: clientCsr() } });
+    if (r.status !== 201) throw new Error(`fixture certificate: ${r.status} ${r.text}`);
+    return r.body.data.id as string;
+  };
+  return [
+    { op: `${c} GET ${path}`, expect: FULL_SESSION },
+    {
+      op: `${c} POST ${path}`,
+      prepare: async () => ({ body: { csr: clientCsr() } }),
+      expect: FULL_SESSION.replace(/200/g, '201'),
+    },
+    { op: `${c} GET ${path}/{id}`, prepare: async () => ({ id: await othersCertificate() }), expect: NOT_OWN },
+    { op: `${c} DELETE ${path}/{id}`, prepare: async () => ({ id: await othersCertificate() }), expect: NOT_OWN },
   ];
 }
 

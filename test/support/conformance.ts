@@ -64,6 +64,7 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
     file: 'test/api/router-enroll.test.ts',
     paths: /^\/enroll\/(erott|extend\/router)$|^\/edge-routers\/\{id\}\/re-enroll$/,
   },
+  { file: 'test/api/session-certificates.test.ts', paths: /^\/current-api-session\/certificates(\/|$)/ },
 ];
 
 /** The served operations a file of COVERED_IN_OWN_FILES owns. */
