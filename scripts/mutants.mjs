@@ -314,6 +314,21 @@ export const MUTANTS = [
     replace: '  svc.sessions.touch(live.session);',
     tests: ['test/api/session-certificates.test.ts'],
   },
+  // external ids: only a verified, auth-enabled CA's certificates log in by the id they carry
+  {
+    id: 'external-id-login-any-ca',
+    file: 'src/auth/cert-login.ts',
+    search: 'if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;',
+    replace: 'if (!isConfigured(claim)) continue;',
+    tests: ['test/api/external-id.test.ts'],
+  },
+  {
+    id: 'external-id-login-chain-unchecked',
+    file: 'src/auth/cert-login.ts',
+    search: "if (!verified.ok && verified.code !== 'EXPIRED') continue;",
+    replace: '',
+    tests: ['test/api/external-id.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import type { HttpRequest } from '../../http/types.js';
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
+import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
@@ -14,24 +15,54 @@ import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 export async function certLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ identity: Row; authenticator: Row } | null> {
+): Promise<{ identity: Row; authenticator?: Row } | null> {
   const chain = req.peerCertificates;
   if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf!));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
-  if (authenticator?.method !== 'cert') return null;
+  if (authenticator?.method !== 'cert') return externalIdLogin(svc, leaf!, sent);
   const identity = svc.get('identities', authenticator.identityId as string);
-  if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
-  const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
-  if (cert?.allowed === false) return null;
+  const cert = certPolicyOf(svc, identity);
+  if (!identity || !cert) return null;
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
   // that allow authentication
   const trusted = [...svc.pki.caPems, ...authCas(svc)];
   const verified = await verifyChain(leaf!, sent, trusted, { at: new Date(svc.clock.now()), purpose: 'client' });
-  if (!verified.ok && !(verified.code === 'EXPIRED' && cert?.allowExpiredCerts === true)) return null;
+  if (!verified.ok && !(verified.code === 'EXPIRED' && cert.allowExpiredCerts === true)) return null;
   return { identity, authenticator };
+}
+
+/** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
+function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
+  if (!identity || isDisabled(identity, svc.clock.now())) return null;
+  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
+  return cert?.allowed === false ? null : (cert ?? {});
+}
+
+/**
+ * A certificate no authenticator holds, issued by a verified, auth-enabled CA with an `externalIdClaim`: the
+ * identity whose `externalId` the claim finds logs in (as OpenZiti's cert authenticator does), so such identities
+ * may present any certificate of that CA carrying their id.
+ */
+async function externalIdLogin(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<{ identity: Row } | null> {
+  let tried = 0;
+  for (const ca of svc.store.collection('cas').scan()) {
+    const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
+    if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
+    if (++tried > MAX_CHAIN_CANDIDATES) break;
+    const at = new Date(svc.clock.now());
+    const verified = await verifyChain(leaf, sent, [ca.certPem as string], { at, purpose: 'client' });
+    if (!verified.ok && verified.code !== 'EXPIRED') continue;
+    const externalId = externalIdOf(claim, leaf);
+    const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);
+    const identity = ids.length === 1 ? svc.get('identities', ids[0]!) : undefined;
+    const cert = certPolicyOf(svc, identity);
+    if (!identity || !cert || (!verified.ok && cert.allowExpiredCerts !== true)) return null;
+    return { identity };
+  }
+  return null;
 }
 
 /** The certificates of verified CAs with `isAuthEnabled` (at most MAX_CHAIN_CANDIDATES of them). */
