@@ -33,6 +33,7 @@ import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
 import { routerEnrollOps } from './ops/router-enroll.js';
 import { sessionCertificateOps } from './ops/session-certificates.js';
+import { tokenEnrollOps } from './ops/token-enroll.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
 import { KEEL_VERSION } from './version.js';
@@ -102,6 +103,7 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...accessOps(),
     ...routerEnrollOps(),
     ...sessionCertificateOps(),
+    ...tokenEnrollOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

@@ -71,21 +71,33 @@ export async function consumeEnrollment(
 export async function enrollOtt(svc: Services, token: unknown, csrPem: unknown): Promise<EnrolledCerts> {
   const enrollment = enrollmentByToken(svc, token, 'ott');
   if (typeof csrPem !== 'string' || csrPem.trim() === '') throw Errors.MISSING_OR_INVALID_CSR();
+  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId as string, csrPem);
+  await consume(svc, enrollment, authenticator);
+  return certs;
+}
+
+/**
+ * A client certificate for an identity from its CSR (common name = the identity's id): the data of the
+ * network-issued `cert` authenticator that holds it, and the answer (chain and CA bundle).
+ */
+export async function issueIdentityCert(
+  svc: Services,
+  identityId: string,
+  csrPem: string,
+): Promise<{ authenticator: Record<string, unknown>; certs: EnrolledCerts }> {
   const signing = svc.pki?.signing;
   // a node set up from a join bundle holds no CA key: it cannot issue certificates
   if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-  const identityId = enrollment.identityId as string;
-  const certPem = await signCsrOrRefuse(signing, csrPem, { usage: 'client', commonName: identityId });
-  const leaf = new X509Certificate(certPem);
-  await consume(svc, enrollment, {
+  const leaf = new X509Certificate(await signCsrOrRefuse(signing, csrPem, { usage: 'client', commonName: identityId }));
+  const authenticator = {
     method: 'cert',
     identityId,
     certPem: leaf.toString(),
     fingerprint: fingerprintOfDer(leaf.raw),
     methodKey: `${identityId}:cert`,
     isIssuedByNetwork: true,
-  });
-  return { cert: `${leaf.toString()}${signing.certPem.trim()}\n`, ca: caBundle(svc) };
+  };
+  return { authenticator, certs: { cert: `${leaf.toString()}${signing.certPem.trim()}\n`, ca: caBundle(svc) } };
 }
 
 /** signCsr, with a refused request answered as OpenZiti does: 400 COULD_NOT_PROCESS_CSR naming the PKI's code. */

@@ -852,7 +852,10 @@ async function restoreDefaultAdminLogin(): Promise<void> {
   root = await login(srv.base);
 }
 
-/** Edge router enrollment: enroll with a fresh router's token (no session needed), extend, re-enroll. */
+/**
+ * Edge router enrollment (enroll with a fresh router's token, no session needed; extend; re-enroll), token
+ * enrollment and the enrollment challenge (no session needed).
+ */
 function routerEnrollRows(): Row[] {
   const router = async () => (await adminCall('POST', '/edge-routers', { name: uniq('er-enroll') })).data.id as string;
   return [
@@ -882,6 +885,16 @@ function routerEnrollRows(): Row[] {
       op: 'management POST /edge-routers/{id}/re-enroll',
       prepare: async () => ({ id: await router() }),
       expect: adminOnly(200),
+    },
+    // without a signer's token (the enrollment itself: test/api/token-enroll.test.ts) it fails alike for everyone
+    { op: 'client POST /enroll/token', prepare: async () => ({ body: {} }), expect: '400 400 400 400 400 400 400 400' },
+    {
+      op: 'client POST /enroll/challenge',
+      prepare: async () => {
+        const [key] = (await call('GET', `${srv.client}/enroll/jwks`)).body.keys;
+        return { body: { nonce: '0d3c1a77-4b8e-4f2a-9c61-2f5e8a9b7c10', keyId: key.kid } };
+      },
+      expect: EVERYONE,
     },
   ];
 }

@@ -58,13 +58,14 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   {
     file: 'test/api/enroll.test.ts',
     paths:
-      /^\/enroll(ments)?(\/(?!erott$|extend\/router$)|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
+      /^\/enroll(ments)?(\/(?!erott$|extend\/router$|token$|challenge$)|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
   },
   {
     file: 'test/api/router-enroll.test.ts',
     paths: /^\/enroll\/(erott|extend\/router)$|^\/edge-routers\/\{id\}\/re-enroll$/,
   },
   { file: 'test/api/session-certificates.test.ts', paths: /^\/current-api-session\/certificates(\/|$)/ },
+  { file: 'test/api/token-enroll.test.ts', paths: /^\/enroll\/(token|challenge)$/ },
 ];
 
 /** The served operations a file of COVERED_IN_OWN_FILES owns. */
