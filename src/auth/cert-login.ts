@@ -10,7 +10,8 @@ import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
+import { MAX_CHAIN_CANDIDATES } from '../pki/verify.js';
+import { verifyClientChain } from './chain-cache.js';
 
 export async function certLogin(
   svc: Services,
@@ -28,7 +29,7 @@ export async function certLogin(
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
   // that allow authentication
   const trusted = [...svc.pki.caPems, ...authCas(svc)];
-  const verified = await verifyChain(leaf!, sent, trusted, { at: new Date(svc.clock.now()), purpose: 'client' });
+  const verified = await verifyClientChain(leaf!, sent, trusted, new Date(svc.clock.now()));
   if (!verified.ok && !(verified.code === 'EXPIRED' && cert.allowExpiredCerts === true)) return null;
   return { identity, authenticator };
 }
@@ -53,7 +54,7 @@ async function externalIdLogin(svc: Services, leaf: Buffer, sent: Buffer[]): Pro
     if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    const verified = await verifyChain(leaf, sent, [ca.certPem as string], { at, purpose: 'client' });
+    const verified = await verifyClientChain(leaf, sent, [ca.certPem as string], at);
     if (!verified.ok && verified.code !== 'EXPIRED') continue;
     const externalId = externalIdOf(claim, leaf);
     const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);
@@ -88,7 +89,7 @@ export async function sessionOfCertificate(svc: Services, req: HttpRequest): Pro
   const session = cert ? svc.get('api-sessions', cert.apiSessionId as string) : undefined;
   const live = session ? svc.sessions.resolve(session.token as string) : null;
   if (!live || isDisabled(live.identity, svc.clock.now())) return null;
-  const verified = await verifyChain(leaf, sent, svc.pki.caPems, { at: new Date(svc.clock.now()), purpose: 'client' });
+  const verified = await verifyClientChain(leaf, sent, svc.pki.caPems, new Date(svc.clock.now()));
   if (!verified.ok) return null;
   svc.sessions.touch(live.session);
   return live.session;
