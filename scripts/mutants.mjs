@@ -329,6 +329,14 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/external-id.test.ts'],
   },
+  // token enrollment: only what the signer allows (with a CSR / without)
+  {
+    id: 'token-enroll-unrestricted',
+    file: 'src/auth/token-enrollment.ts',
+    search: 'if (withCert ? signer.enrollToCertEnabled !== true : signer.enrollToTokenEnabled !== true) {',
+    replace: 'if (false) {',
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

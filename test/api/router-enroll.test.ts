@@ -193,6 +193,26 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     expect(after).toMatchObject({ isVerified: false, fingerprint: '', certPem: null });
     expect(after.enrollmentToken).not.toBe(second);
     expect(code(await reEnroll('no-such-router'))).toEqual([404, 'NOT_FOUND']);
+    // the router's enrollment refreshes like any other: a new token (the JWT still names the router)
+    const filter0 = encodeURIComponent(`edgeRouterId="${id}"`);
+    const [outstanding] = (await call('GET', `${srv.mgmt}/enrollments?filter=${filter0}`, { token: admin })).body.data;
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const refreshed = await call('POST', `${srv.mgmt}/enrollments/${outstanding.id}/refresh`, {
+      token: admin,
+      body: { expiresAt },
+    });
+    expect(refreshed.status).toBe(200);
+    const fresh = await detail(id);
+    expect(fresh.enrollmentToken).not.toBe(after.enrollmentToken);
+    expect(JSON.parse(Buffer.from(fresh.enrollmentJwt.split('.')[1], 'base64url').toString())).toMatchObject({
+      sub: id,
+      em: 'erott',
+      jti: fresh.enrollmentToken,
+    });
+    expect(code(await erott({ token: after.enrollmentToken, ...routerCsrs(id) }))).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+    ]);
     // readers without admin rights do not see the enrollment secrets
     const ro = `ro-${++seq}`;
     const roId = (
