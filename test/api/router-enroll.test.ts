@@ -5,9 +5,12 @@
  * both certificates over mutual TLS with its client certificate; re-enroll reverts it to a new enrollment. Every
  * refusal has OpenZiti's code; every response goes through the spec check (`call()` / `tlsCall()`).
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSigningCa } from '../../src/pki/index.js';
 import { openssl, opensslFingerprint, Scratch } from '../pki/helpers.js';
 import { shiftedClock } from '../support/clock.js';
 import { expectOwnCoverageAfterAll } from '../support/conformance.js';
@@ -98,6 +101,12 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     const { cert, serverCert, ca } = r.body.data;
     expect(verifies(ca, cert, 'sslclient')).toBe(true);
     expect(verifies(ca, serverCert, 'sslserver')).toBe(true);
+    // both leaves are signed by this controller's signing CA (the intermediate of its PKI directory)
+    const signing = new X509Certificate((await loadSigningCa(join(srv.dataDir, 'pki'))).certPem);
+    for (const pem of [cert, serverCert]) {
+      const leaf = new X509Certificate(pem);
+      expect([leaf.checkIssued(signing), leaf.verify(signing.publicKey)]).toEqual([true, true]);
+    }
     // the client certificate is not for serving, and names the router; the server one carries the requested SANs
     expect(verifies(ca, cert, 'sslserver')).toBe(false);
     expect(x509Text(cert)).toContain(`CN = ${id}`);
