@@ -358,6 +358,21 @@ export const MUTANTS = [
     replace: 'return router;',
     tests: ['test/api/router-enroll.test.ts'],
   },
+  // a transit router's client certificate is named by its id whatever its CSR says; routers share one state row
+  {
+    id: 'router-trott-cn-from-csr',
+    file: 'src/auth/router-enrollment.ts',
+    search: '...(isEdge ? {} : { commonName: routerId }),',
+    replace: '',
+    tests: ['test/api/router-enroll.test.ts'],
+  },
+  {
+    id: 'router-reenroll-no-router-row',
+    file: 'src/auth/router-enrollment.ts',
+    search: ': routerRowOf(edge.id, edge, at),',
+    replace: ": { op: 'update', entity: 'transit-routers', id: edge.id, set: unverified, at },",
+    tests: ['test/api/router-enroll.test.ts'],
+  },
   // ephemeral certificates: another API session's do not exist for the caller; one logs in only while valid
   {
     id: 'session-cert-foreign',

@@ -1,9 +1,11 @@
 /**
- * Edge router enrollment end to end: a router created over the management API enrolls with a server and a client
+ * Router enrollment end to end: an edge router created over the management API enrolls with a server and a client
  * CSR made by openssl (the spec's `POST /enroll/erott` and the legacy `POST /enroll?method=erott` routers send),
- * the issued certificates chain to the signing CA, the router shows `isVerified` and its fingerprint; it extends
- * both certificates over mutual TLS with its client certificate; re-enroll reverts it to a new enrollment. Every
- * refusal has OpenZiti's code; every response goes through the spec check (`call()` / `tlsCall()`).
+ * the issued certificates chain to the signing CA, the router shows `isVerified` and its fingerprint (on
+ * `/edge-routers` and `/routers` alike); a transit router enrolls with its `trott` token on the legacy form; both
+ * extend their certificates over mutual TLS with their client certificate; re-enroll reverts an edge router to a
+ * new enrollment. Every refusal has OpenZiti's code; every response goes through the spec check (`call()` /
+ * `tlsCall()`).
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -121,6 +123,9 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
       enrollmentExpiresAt: null,
     });
     expect(after.certPem).toContain('-----BEGIN CERTIFICATE-----');
+    // one router, one state: its /routers view shows the same enrollment outcome
+    const asRouter = (await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).body.data;
+    expect(asRouter).toMatchObject({ isVerified: true, fingerprint: after.fingerprint, enrollmentToken: null });
     // used up
     const again = await erott({ token: before.enrollmentToken, ...csrs });
     expect(code(again)).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
@@ -183,6 +188,103 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     expect((await erott({ token, serverCsr: good.serverCsr, clientCsr: good.clientCsr })).status).toBe(200);
   });
 
+  it('a transit router: its trott enrollment on /enrollments; the legacy form enrolls it, the common name set to its id', async () => {
+    const made = await call('POST', `${srv.mgmt}/routers`, { token: admin, body: { name: `tr-${++seq}` } });
+    expect(made.status).toBe(201);
+    const id = made.body.data.id as string;
+    const routerDetail = async (token = admin) =>
+      (await call('GET', `${srv.mgmt}/transit-routers/${id}`, { token })).body.data;
+    const before = await routerDetail();
+    expect(before).toMatchObject({ isVerified: false, fingerprint: '' });
+    const filter = encodeURIComponent(`transitRouterId="${id}"`);
+    const [listed] = (await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data;
+    expect(listed).toMatchObject({
+      method: 'trott',
+      transitRouterId: id,
+      transitRouter: { id },
+      token: before.enrollmentToken,
+      jwt: before.enrollmentJwt,
+    });
+    const token = before.enrollmentToken as string;
+    const csrs = routerCsrs('whatever-the-router-calls-itself');
+    const legacy = (method: string, t: string, c = csrs) =>
+      call('POST', `${srv.client}/enroll?method=${method}&token=${t}`, {
+        body: { serverCertCsr: c.serverCsr, certCsr: c.clientCsr },
+      });
+    // a transit router's token is for trott only, an edge router's for erott only
+    expect(code(await legacy('erott', token))).toEqual([400, 'INVALID_ENROLL_METHOD']);
+    expect(code(await erott({ token, serverCsr: csrs.serverCsr, clientCsr: csrs.clientCsr }))).toEqual([
+      400,
+      'INVALID_ENROLL_METHOD',
+    ]);
+    const edgeToken = (await detail(await newRouter())).enrollmentToken as string;
+    expect(code(await legacy('trott', edgeToken, routerCsrs('x')))).toEqual([400, 'INVALID_ENROLL_METHOD']);
+    expect(code(await legacy('trott', token, { ...csrs, serverCsr: '' }))).toEqual([400, 'MISSING_OR_INVALID_CSR']);
+    expect((await routerDetail()).isVerified).toBe(false);
+
+    const r = await legacy('trott', token);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toContain('application/json');
+    const { cert, serverCert, ca } = r.body.data;
+    expect(verifies(ca, cert, 'sslclient')).toBe(true);
+    expect(verifies(ca, serverCert, 'sslserver')).toBe(true);
+    expect(x509Text(cert)).toContain(`CN = ${id}`);
+    expect(x509Text(serverCert)).toMatch(/DNS:router\.example\.test, IP Address:127\.0\.0\.1/);
+    const after = (await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).body.data;
+    expect(after).toMatchObject({
+      isVerified: true,
+      fingerprint: opensslFingerprint(s, cert),
+      enrollmentJwt: null,
+      enrollmentToken: null,
+      enrollmentCreatedAt: null,
+      enrollmentExpiresAt: null,
+    });
+    expect((await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data).toEqual([]);
+    expect(code(await legacy('trott', token))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
+    // a new transit router's enrollment goes with it
+    const gone = await call('POST', `${srv.mgmt}/routers`, { token: admin, body: { name: `tr-${++seq}` } });
+    const goneFilter = encodeURIComponent(`transitRouterId="${gone.body.data.id}"`);
+    expect(
+      (await call('GET', `${srv.mgmt}/enrollments?filter=${goneFilter}`, { token: admin })).body.data,
+    ).toHaveLength(1);
+    expect((await call('DELETE', `${srv.mgmt}/routers/${gone.body.data.id}`, { token: admin })).status).toBe(200);
+    expect((await call('GET', `${srv.mgmt}/enrollments?filter=${goneFilter}`, { token: admin })).body.data).toEqual([]);
+  });
+
+  it('an edge router without a router row (made before routers had rows) gets one on re-enroll, then enrolls', async () => {
+    const name = `legacy-${++seq}`;
+    const id = await (async () => {
+      const r = await call('POST', `${srv.mgmt}/edge-routers`, { token: admin, body: { name, cost: 7 } });
+      return r.body.data.id as string;
+    })();
+    // as such a router was stored: no router row and no enrollment
+    const at = new Date().toISOString();
+    const [enrollment] = (
+      await call('GET', `${srv.mgmt}/enrollments?filter=${encodeURIComponent(`edgeRouterId="${id}"`)}`, {
+        token: admin,
+      })
+    ).body.data;
+    await srv.ctl.svc.write({
+      op: 'batch',
+      ops: [
+        { op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true },
+        { op: 'delete', entity: 'transit-routers', id, at },
+      ],
+    });
+    expect((await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).status).toBe(404);
+    expect(await detail(id)).toMatchObject({ isVerified: false, enrollmentToken: null });
+    expect((await call('POST', `${srv.mgmt}/edge-routers/${id}/re-enroll`, { token: admin })).status).toBe(200);
+    expect((await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).body.data).toMatchObject({
+      name,
+      cost: 7,
+      isVerified: false,
+    });
+    const token = (await detail(id)).enrollmentToken;
+    const csrs = routerCsrs(id);
+    expect((await erott({ token, serverCsr: csrs.serverCsr, clientCsr: csrs.clientCsr })).status).toBe(200);
+    expect((await detail(id)).isVerified).toBe(true);
+  });
+
   it('re-enroll: a new token and JWT replace the old ones, the certificate is forgotten; deleting the router ends its enrollment', async () => {
     const id = await newRouter();
     const first = (await detail(id)).enrollmentToken;
@@ -236,6 +338,11 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     });
     const readonly = await login(srv.base, ro, 'ro-password-1');
     expect(await detail(id, readonly)).toMatchObject({ enrollmentJwt: null, enrollmentToken: null });
+    const routerView = await call('GET', `${srv.mgmt}/routers/${id}`, { token: readonly });
+    expect(routerView.body.data).toMatchObject({ enrollmentJwt: null, enrollmentToken: null });
+    expect((await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).body.data.enrollmentToken).toBe(
+      fresh.enrollmentToken,
+    );
     // the router's deletion takes its enrollment along
     expect((await call('DELETE', `${srv.mgmt}/edge-routers/${id}`, { token: admin })).status).toBe(200);
     const filter = encodeURIComponent(`edgeRouterId="${id}"`);
@@ -311,6 +418,29 @@ describe('edge router certificate extension over mutual TLS (node engine, API TL
     expect(code(await extend(r.key, r.cert, body))).toEqual([401, 'UNAUTHORIZED']);
     expect(before).not.toBe('');
     expect(await fingerprintOf(r.id)).toBe('');
+  });
+
+  it('a transit router extends too (enrolled with trott; its common name is set to its id, not checked)', async () => {
+    const id = (await tlsCall('POST', `${mgmt()}/routers`, { ca, token: admin, body: { name: `t-${++seq}` } })).body
+      .data.id as string;
+    const token = (await tlsCall('GET', `${mgmt()}/routers/${id}`, { ca, token: admin })).body.data.enrollmentToken;
+    const csrs = routerCsrs('transit');
+    const enrolled = await tlsCall('POST', `${client()}/enroll?method=trott&token=${token}`, {
+      ca,
+      body: { serverCertCsr: csrs.serverCsr, certCsr: csrs.clientCsr },
+    });
+    expect(enrolled.status).toBe(200);
+    const rolled = routerCsrs('another-name');
+    const ext = await extend(csrs.key, enrolled.body.data.cert, {
+      serverCertCsr: rolled.serverCsr,
+      certCsr: rolled.clientCsr,
+    });
+    expect(ext.status).toBe(200);
+    expect(x509Text(ext.body.data.cert)).toContain(`CN = ${id}`);
+    const after = (await tlsCall('GET', `${mgmt()}/routers/${id}`, { ca, token: admin })).body.data;
+    expect(after).toMatchObject({ isVerified: true, fingerprint: opensslFingerprint(s, ext.body.data.cert) });
+    const body = { serverCertCsr: rolled.serverCsr, certCsr: rolled.clientCsr };
+    expect(code(await extend(csrs.key, enrolled.body.data.cert, body))).toEqual([401, 'UNAUTHORIZED']);
   });
 
   it('an expired router certificate does not extend (the chain is checked at the current time)', async () => {
