@@ -1,8 +1,8 @@
 /**
- * Edge router enrollment operations (docs/enrollment.md, "Edge routers"): client `POST /enroll/erott` (the
- * spec's form; routers also use the legacy `POST /enroll?method=erott`, src/ops/enroll.ts), client
- * `POST /enroll/extend/router` (over mutual TLS with the router's current client certificate) and management
- * `POST /edge-routers/{id}/re-enroll`.
+ * Router enrollment operations (docs/enrollment.md, "Routers"): client `POST /enroll/erott` (the spec's form for
+ * edge routers; routers also use the legacy `POST /enroll?method=erott|trott`, src/ops/enroll.ts), client
+ * `POST /enroll/extend/router` (edge and transit routers, over mutual TLS with the router's current client
+ * certificate) and management `POST /edge-routers/{id}/re-enroll`.
  */
 import { type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
