@@ -347,7 +347,7 @@ export const MUTANTS = [
   {
     id: 'router-cn-unchecked',
     file: 'src/auth/router-enrollment.ts',
-    search: 'if (client.cn !== routerId) {',
+    search: 'if (isEdge && client.cn !== routerId) {',
     replace: 'if (false) {',
     tests: ['test/api/router-enroll.test.ts'],
   },

@@ -79,13 +79,11 @@ async function signRouterCsrs(svc: Services, router: Row, serverCsr: string, cli
   const server = await requestedSans(serverCsr);
   const client = await requestedSans(clientCsr);
   const isEdge = router.isEdge === true;
-  if (isEdge) {
-    if (client.cn !== routerId) {
-      throw Errors.COULD_NOT_PROCESS_CSR({
-        code: COMMON_NAME_INVALID,
-        message: "The edge router CSR enrollment must have a common name that matches the edge router's id",
-      });
-    }
+  if (isEdge && client.cn !== routerId) {
+    throw Errors.COULD_NOT_PROCESS_CSR({
+      code: COMMON_NAME_INVALID,
+      message: "The edge router CSR enrollment must have a common name that matches the edge router's id",
+    });
   }
   const { dnsNames, ipAddresses } = server;
   const serverPem = await signCsrOrRefuse(signing, serverCsr, { usage: 'server', dnsNames, ipAddresses });
