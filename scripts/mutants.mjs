@@ -343,6 +343,74 @@ export const MUTANTS = [
     replace: 'return false;',
     tests: ['test/pki/cluster.test.ts'],
   },
+  // router enrollment: the client certificate names the router by its id; an extension needs a chain valid now
+  {
+    id: 'router-cn-unchecked',
+    file: 'src/auth/router-enrollment.ts',
+    search: 'if (isEdge && client.cn !== routerId) {',
+    replace: 'if (false) {',
+    tests: ['test/api/router-enroll.test.ts'],
+  },
+  {
+    id: 'router-extend-chain-unchecked',
+    file: 'src/auth/router-enrollment.ts',
+    search: 'return verified.ok ? router : null;',
+    replace: 'return router;',
+    tests: ['test/api/router-enroll.test.ts'],
+  },
+  // a transit router's client certificate is named by its id whatever its CSR says; routers share one state row
+  {
+    id: 'router-trott-cn-from-csr',
+    file: 'src/auth/router-enrollment.ts',
+    search: '...(isEdge ? {} : { commonName: routerId }),',
+    replace: '',
+    tests: ['test/api/router-enroll.test.ts'],
+  },
+  {
+    id: 'router-reenroll-no-router-row',
+    file: 'src/auth/router-enrollment.ts',
+    search: ': routerRowOf(edge.id, edge, at),',
+    replace: ": { op: 'update', entity: 'transit-routers', id: edge.id, set: unverified, at },",
+    tests: ['test/api/router-enroll.test.ts'],
+  },
+  // ephemeral certificates: another API session's do not exist for the caller; one logs in only while valid
+  {
+    id: 'session-cert-foreign',
+    file: 'src/ops/session-certificates.ts',
+    search: 'if (!row || row.apiSessionId !== ctx.caller!.session.id)',
+    replace: 'if (!row)',
+    tests: ['test/api/session-certificates.test.ts'],
+  },
+  {
+    id: 'session-cert-expiry-unchecked',
+    file: 'src/auth/cert-login.ts',
+    search: '  if (!verified.ok) return null;\n  svc.sessions.touch(live.session);',
+    replace: '  svc.sessions.touch(live.session);',
+    tests: ['test/api/session-certificates.test.ts'],
+  },
+  // external ids: only a verified, auth-enabled CA's certificates log in by the id they carry
+  {
+    id: 'external-id-login-any-ca',
+    file: 'src/auth/cert-login.ts',
+    search: 'if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;',
+    replace: 'if (!isConfigured(claim)) continue;',
+    tests: ['test/api/external-id.test.ts'],
+  },
+  {
+    id: 'external-id-login-chain-unchecked',
+    file: 'src/auth/cert-login.ts',
+    search: "if (!verified.ok && verified.code !== 'EXPIRED') continue;",
+    replace: '',
+    tests: ['test/api/external-id.test.ts'],
+  },
+  // token enrollment: only what the signer allows (with a CSR / without)
+  {
+    id: 'token-enroll-unrestricted',
+    file: 'src/auth/token-enrollment.ts',
+    search: 'if (withCert ? signer.enrollToCertEnabled !== true : signer.enrollToTokenEnabled !== true) {',
+    replace: 'if (false) {',
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

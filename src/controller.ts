@@ -35,7 +35,10 @@ import { identityTraceOps } from './ops/identity-trace.js';
 import { informationalOps } from './ops/informational.js';
 import { mfaOps } from './ops/mfa.js';
 import { networkJwtOps } from './ops/network-jwts.js';
+import { routerEnrollOps } from './ops/router-enroll.js';
 import { selfAuthenticatorOps } from './ops/self-authenticators.js';
+import { sessionCertificateOps } from './ops/session-certificates.js';
+import { tokenEnrollOps } from './ops/token-enroll.js';
 import { wellKnownOps } from './ops/well-known.js';
 import { listenerCas, trackListenerCas } from './pki/listener-trust.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
@@ -109,6 +112,9 @@ export function allOps(specs: (api: ApiName) => string, cacerts: () => string = 
     ...databaseOps(),
     ...identityTraceOps(),
     ...networkJwtOps(),
+    ...routerEnrollOps(),
+    ...sessionCertificateOps(),
+    ...tokenEnrollOps(),
     ...ENTITIES.flatMap((e) => e.ops()),
   ];
 }

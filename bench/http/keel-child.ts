@@ -1,6 +1,6 @@
 /**
- * Benchmark child: runs one Keel controller (uWebSockets.js engine, synced writes) in its own process and prints
- * `READY <port>` once listening. Optional: `--identities N` preloads N identities straight into the store (in
+ * Benchmark child: runs one Keel controller (uWebSockets.js engine, synced writes; `--tls`: node engine with API
+ * TLS) in its own process and prints `DATADIR <dir>` and `READY <port>` once listening. Optional: `--identities N` preloads N identities straight into the store (in
  * batches, through the same command path) before the listener opens, and reports how long that and a cold start
  * took.
  */
@@ -14,7 +14,11 @@ import { MAX_GROUP_COMMANDS } from '../../storage/store.js';
 import type { Command } from '../../storage/types.js';
 
 const { values } = parseArgs({
-  options: { identities: { type: 'string', default: '0' }, engine: { type: 'string', default: 'uws' } },
+  options: {
+    identities: { type: 'string', default: '0' },
+    engine: { type: 'string', default: 'uws' },
+    tls: { type: 'boolean', default: false },
+  },
 });
 const n = Number(values.identities);
 const dataDir = mkdtempSync(join(tmpdir(), 'keel-bench-'));
@@ -23,7 +27,9 @@ const opts = {
   host: '127.0.0.1',
   port: 0,
   adminPassword: 'bench-password',
-  engine: values.engine as 'uws' | 'node',
+  // --tls: API TLS with client certificates (cert logins), which needs the node engine
+  engine: (values.tls ? 'node' : values.engine) as 'uws' | 'node',
+  apiTls: values.tls === true,
 };
 let ctl = await Controller.start(opts);
 if (n > 0) {
@@ -57,6 +63,7 @@ if (n > 0) {
   const start_ms = performance.now() - t1;
   process.stdout.write(`LOADED ${n} ${load_ms.toFixed(0)} ${start_ms.toFixed(0)}\n`);
 }
+process.stdout.write(`DATADIR ${dataDir}\n`);
 process.stdout.write(`READY ${ctl.port}\n`);
 process.on('SIGTERM', async () => {
   await ctl.stop();

@@ -7,6 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
+import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 import { shortId } from '../util/ids.js';
@@ -41,13 +42,30 @@ function freeName(svc: Services, name: string): string {
   throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
 }
 
+/**
+ * The external id the CA's `externalIdClaim` finds in the certificate; null when the CA has no claim configured.
+ * A configured claim that resolves to nothing is 400 MISSING_CERT_CLAIM.
+ */
+function claimedExternalId(ca: Row, leaf: Buffer): string | null {
+  const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
+  if (!isConfigured(claim)) return null;
+  const id = externalIdOf(claim, leaf);
+  if (id === null) throw Errors.MISSING_CERT_CLAIM();
+  return id;
+}
+
 export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undefined): Promise<void> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
   const fingerprint = fingerprintOfDer(leaf);
-  if (svc.store.lookup('authenticators', 'fingerprint', fingerprint).length > 0) throw Errors.CERT_IN_USE();
   const ca = await issuingCa(svc, leaf, sent);
   if (!ca) throw Errors.ENROLLMENT_NO_VALID_CAS();
+  // with an external id the identity is found by it at login (OpenZiti: no authenticator, certificates may rotate);
+  // without one the certificate itself becomes the identity's authenticator
+  const externalId = claimedExternalId(ca, leaf);
+  if (externalId === null && svc.store.lookup('authenticators', 'fingerprint', fingerprint).length > 0) {
+    throw Errors.CERT_IN_USE();
+  }
   const cert = new X509Certificate(leaf);
   const identityId = shortId();
   const commonName = /^CN=(.*)$/m.exec(cert.subject)?.[1] ?? '';
@@ -73,23 +91,28 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
           isDefaultAdmin: false,
           authPolicyId: 'default',
           roleAttributes: [...((ca.identityRoles as string[] | undefined) ?? [])],
+          ...(externalId !== null ? { externalId } : {}),
         },
       },
-      {
-        op: 'create',
-        entity: 'authenticators',
-        id: shortId(),
-        at,
-        data: {
-          method: 'cert',
-          identityId,
-          certPem: cert.toString(),
-          fingerprint,
-          methodKey: `${identityId}:cert`,
-          isIssuedByNetwork: false,
-          caId: ca.id,
-        },
-      },
+      ...(externalId !== null
+        ? []
+        : [
+            {
+              op: 'create' as const,
+              entity: 'authenticators',
+              id: shortId(),
+              at,
+              data: {
+                method: 'cert',
+                identityId,
+                certPem: cert.toString(),
+                fingerprint,
+                methodKey: `${identityId}:cert`,
+                isIssuedByNetwork: false,
+                caId: ca.id,
+              },
+            },
+          ]),
     ],
   });
 }

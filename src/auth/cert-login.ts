@@ -7,31 +7,63 @@ import type { HttpRequest } from '../../http/types.js';
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
+import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
+import { MAX_CHAIN_CANDIDATES } from '../pki/verify.js';
+import { verifyClientChain } from './chain-cache.js';
 
 export async function certLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ identity: Row; authenticator: Row } | null> {
+): Promise<{ identity: Row; authenticator?: Row } | null> {
   const chain = req.peerCertificates;
   if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf!));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
-  if (authenticator?.method !== 'cert') return null;
+  if (authenticator?.method !== 'cert') return externalIdLogin(svc, leaf!, sent);
   const identity = svc.get('identities', authenticator.identityId as string);
-  if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
-  const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
-  if (cert?.allowed === false) return null;
+  const cert = certPolicyOf(svc, identity);
+  if (!identity || !cert) return null;
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
   // that allow authentication
   const trusted = [...svc.pki.caPems, ...authCas(svc)];
-  const verified = await verifyChain(leaf!, sent, trusted, { at: new Date(svc.clock.now()), purpose: 'client' });
-  if (!verified.ok && !(verified.code === 'EXPIRED' && cert?.allowExpiredCerts === true)) return null;
+  const verified = await verifyClientChain(leaf!, sent, trusted, new Date(svc.clock.now()));
+  if (!verified.ok && !(verified.code === 'EXPIRED' && cert.allowExpiredCerts === true)) return null;
   return { identity, authenticator };
+}
+
+/** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
+function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
+  if (!identity || isDisabled(identity, svc.clock.now())) return null;
+  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
+  return cert?.allowed === false ? null : (cert ?? {});
+}
+
+/**
+ * A certificate no authenticator holds, issued by a verified, auth-enabled CA with an `externalIdClaim`: the
+ * identity whose `externalId` the claim finds logs in (as OpenZiti's cert authenticator does), so such identities
+ * may present any certificate of that CA carrying their id.
+ */
+async function externalIdLogin(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<{ identity: Row } | null> {
+  let tried = 0;
+  for (const ca of svc.store.collection('cas').scan()) {
+    const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
+    if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
+    if (++tried > MAX_CHAIN_CANDIDATES) break;
+    const at = new Date(svc.clock.now());
+    const verified = await verifyClientChain(leaf, sent, [ca.certPem as string], at);
+    if (!verified.ok && verified.code !== 'EXPIRED') continue;
+    const externalId = externalIdOf(claim, leaf);
+    const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);
+    const identity = ids.length === 1 ? svc.get('identities', ids[0]!) : undefined;
+    const cert = certPolicyOf(svc, identity);
+    if (!identity || !cert || (!verified.ok && cert.allowExpiredCerts !== true)) return null;
+    return { identity };
+  }
+  return null;
 }
 
 /** The certificates of verified CAs with `isAuthEnabled` (at most MAX_CHAIN_CANDIDATES of them). */
@@ -42,4 +74,23 @@ function authCas(svc: Services): string[] {
     if (ca.isVerified === true && ca.isAuthEnabled === true) out.push(ca.certPem as string);
   }
   return out;
+}
+
+/**
+ * A `method=cert` login with an ephemeral certificate (`/current-api-session/certificates`): the certificate stands
+ * for the API session that had it signed, so the login answers that session (no new one) while it lives, its
+ * identity is enabled and the certificate chains to this controller's CAs now. Null for any other certificate.
+ */
+export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<Row | null> {
+  const [leaf, ...sent] = req.peerCertificates ?? [];
+  if (!leaf || !svc.pki) return null;
+  const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));
+  const cert = ids.length === 1 ? svc.get('api-session-certificates', ids[0]!) : undefined;
+  const session = cert ? svc.get('api-sessions', cert.apiSessionId as string) : undefined;
+  const live = session ? svc.sessions.resolve(session.token as string) : null;
+  if (!live || isDisabled(live.identity, svc.clock.now())) return null;
+  const verified = await verifyClientChain(leaf, sent, svc.pki.caPems, new Date(svc.clock.now()));
+  if (!verified.ok) return null;
+  svc.sessions.touch(live.session);
+  return live.session;
 }

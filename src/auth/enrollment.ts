@@ -8,7 +8,7 @@ import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { PkiError, signCsr, verifyChain } from '../pki/index.js';
+import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';
 import { hashPassword } from './password.js';
 
@@ -38,12 +38,23 @@ export function enrollmentByToken(svc: Services, token: unknown, method: string)
 }
 
 /** Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused. */
-async function consume(svc: Services, enrollment: Row, authenticator: Record<string, unknown>): Promise<void> {
-  const at = svc.nowIso();
-  const ops: Command[] = [
-    { op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true },
+function consume(svc: Services, enrollment: Row, authenticator: Record<string, unknown>): Promise<void> {
+  return consumeEnrollment(svc, enrollment, (at) => [
     { op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator },
-  ];
+  ]);
+}
+
+/**
+ * Deletes the enrollment and applies what enrolling it brings (`then`) in one write, so a token enrolls at most
+ * once; a token consumed (or whose subject was deleted) meanwhile is INVALID_ENROLLMENT_TOKEN.
+ */
+export async function consumeEnrollment(
+  svc: Services,
+  enrollment: Row,
+  then: (at: string) => Command[],
+): Promise<void> {
+  const at = svc.nowIso();
+  const ops: Command[] = [{ op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true }, ...then(at)];
   try {
     await svc.write({ op: 'batch', ops });
   } catch (err) {
@@ -60,27 +71,43 @@ async function consume(svc: Services, enrollment: Row, authenticator: Record<str
 export async function enrollOtt(svc: Services, token: unknown, csrPem: unknown): Promise<EnrolledCerts> {
   const enrollment = enrollmentByToken(svc, token, 'ott');
   if (typeof csrPem !== 'string' || csrPem.trim() === '') throw Errors.MISSING_OR_INVALID_CSR();
+  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId as string, csrPem);
+  await consume(svc, enrollment, authenticator);
+  return certs;
+}
+
+/**
+ * A client certificate for an identity from its CSR (common name = the identity's id): the data of the
+ * network-issued `cert` authenticator that holds it, and the answer (chain and CA bundle).
+ */
+export async function issueIdentityCert(
+  svc: Services,
+  identityId: string,
+  csrPem: string,
+): Promise<{ authenticator: Record<string, unknown>; certs: EnrolledCerts }> {
   const signing = svc.pki?.signing;
   // a node set up from a join bundle holds no CA key: it cannot issue certificates
   if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-  const identityId = enrollment.identityId as string;
-  let certPem: string;
-  try {
-    certPem = await signCsr(signing, csrPem, { usage: 'client', commonName: identityId });
-  } catch (err) {
-    if (err instanceof PkiError) throw Errors.COULD_NOT_PROCESS_CSR({ code: err.code, message: err.message });
-    throw err;
-  }
-  const leaf = new X509Certificate(certPem);
-  await consume(svc, enrollment, {
+  const leaf = new X509Certificate(await signCsrOrRefuse(signing, csrPem, { usage: 'client', commonName: identityId }));
+  const authenticator = {
     method: 'cert',
     identityId,
     certPem: leaf.toString(),
     fingerprint: fingerprintOfDer(leaf.raw),
     methodKey: `${identityId}:cert`,
     isIssuedByNetwork: true,
-  });
-  return { cert: `${leaf.toString()}${signing.certPem.trim()}\n`, ca: caBundle(svc) };
+  };
+  return { authenticator, certs: { cert: `${leaf.toString()}${signing.certPem.trim()}\n`, ca: caBundle(svc) } };
+}
+
+/** signCsr, with a refused request answered as OpenZiti does: 400 COULD_NOT_PROCESS_CSR naming the PKI's code. */
+export async function signCsrOrRefuse(signing: CaMaterial, csrPem: string, opts: CsrOptions): Promise<string> {
+  try {
+    return await signCsr(signing, csrPem, opts);
+  } catch (err) {
+    if (err instanceof PkiError) throw Errors.COULD_NOT_PROCESS_CSR({ code: err.code, message: err.message });
+    throw err;
+  }
 }
 
 /** The CA certificates an enrolled client trusts (root first), as one PEM text. */

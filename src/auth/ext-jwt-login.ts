@@ -218,7 +218,22 @@ async function verifyExtJwt(
   headers: Record<string, string>,
 ): Promise<{ identity: Row; signer: SignerRow } | null> {
   const token = bearerToken(headers);
-  if (!token) return null;
+  const verified = token ? await verifySignerToken(svc, token) : null;
+  if (!verified) return null;
+  const identity = identityOf(svc, verified.signer, verified.payload);
+  if (!identity || isDisabled(identity, svc.clock.now())) return null;
+  return { identity, signer: verified.signer };
+}
+
+/**
+ * A JWT verified by an enabled signer of its issuer (and kid), with its claims; only by `signerId` when given.
+ * Null when no such signer verifies it.
+ */
+export async function verifySignerToken(
+  svc: Services,
+  token: string,
+  signerId?: string,
+): Promise<{ signer: SignerRow; payload: JWTPayload } | null> {
   let alg: string | undefined;
   let kid: string | undefined;
   let iss: string | undefined;
@@ -231,11 +246,9 @@ async function verifyExtJwt(
   if (typeof alg !== 'string' || !ALGORITHMS.includes(alg) || typeof iss !== 'string') return null;
   const now_ms = svc.clock.now();
   for (const signer of candidates(svc, iss, kid)) {
+    if (signerId !== undefined && signer.id !== signerId) continue;
     const payload = await verifyWith(signer, token, alg, now_ms);
-    if (!payload) continue;
-    const identity = identityOf(svc, signer, payload);
-    if (!identity || isDisabled(identity, svc.clock.now())) return null;
-    return { identity, signer };
+    if (payload) return { signer, payload };
   }
   return null;
 }

@@ -10,6 +10,7 @@ import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
 import { roles, tags } from './common.js';
+import { checkExternalIdClaim, type ExternalIdClaim } from './external-id-claim.js';
 
 /** OpenZiti's default name of identities a CA auto-enrolls. */
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
@@ -141,8 +142,14 @@ export const cas = defineEntity({
     if (row.externalIdClaim) out.externalIdClaim = row.externalIdClaim;
     return out;
   },
-  fromApi(body, { mode, copied }) {
+  fromApi(body, { mode, copied, existing }) {
     const out = { ...copied };
+    if (out.externalIdClaim !== undefined && out.externalIdClaim !== null) {
+      // PATCH changes the claim's supplied fields only (OpenZiti merges them)
+      const before = mode === 'patch' ? (existing?.externalIdClaim as ExternalIdClaim | null | undefined) : null;
+      out.externalIdClaim = { ...(before ?? {}), ...(out.externalIdClaim as ExternalIdClaim) };
+      checkExternalIdClaim(out.externalIdClaim as ExternalIdClaim);
+    }
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
     if (Object.hasOwn(body, 'identityRoles'))
       out.identityRoles = checkRoleAttributes('identityRoles', body.identityRoles);

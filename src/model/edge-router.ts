@@ -8,19 +8,23 @@ import {
   type EntityFields,
 } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
-import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { identities } from './identity.js';
 import { relationsThrough } from './policy.js';
-import { enrollmentView, routerEnrollmentFields } from './router-enrollment.js';
+import {
+  ROUTER_ENROLL_METHOD,
+  redactRouterEnrollment,
+  routerEnrollmentCommand,
+  routerEnrollmentView,
+} from './router-enrollment.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
 const cost = s.int({ minimum: 0, maximum: 65535 });
 
-/** An edge router's stored fields (the data model: enrollment and the control channel come with the routers' stage). */
+/** An edge router's stored fields (the control channel comes with the routers' stage). */
 const edgeRouterFields = {
   name: { type: 'string', unique: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
@@ -87,8 +91,8 @@ export function sharedRouterFields(set: Record<string, unknown>): Record<string,
   return out;
 }
 
-/** An edge router's router row: the shared fields and an `erott` enrollment (router-enrollment.ts). */
-async function routerRowOf(svc: Services, id: string, body: Record<string, unknown>, at: string): Promise<Command> {
+/** An edge router's router row: the shared fields, unenrolled (its enrollment is an `enrollments` row). */
+export function routerRowOf(id: string, body: Record<string, unknown>, at: string): Command {
   const data = {
     name: body.name,
     cost: body.cost ?? 0,
@@ -97,7 +101,6 @@ async function routerRowOf(svc: Services, id: string, body: Record<string, unkno
     tags: body.tags ?? {},
     isEdge: true,
     isVerified: false,
-    ...(await routerEnrollmentFields(svc, id, 'erott')),
   };
   return { op: 'create', entity: 'transit-routers', id, data, at };
 }
@@ -223,14 +226,15 @@ export const edgeRouters = defineEntity({
       targets: ['services', 'listEdgeRouterServices', 'List associated services'],
     }),
   ],
-  // never connected yet (the control channel comes with the routers' stage); enrollment and fingerprint live on the
-  // router row of the same id (src/model/transit-router.ts)
+  // never connected yet (the control channel comes with the routers' stage); the enrollment is an `enrollments`
+  // row, what it yields (fingerprint, certificate, verified) is on the router row of the same id
+  // (src/model/transit-router.ts)
   toApi: (row, svc) => {
     const router = svc.get('transit-routers', row.id);
     return {
       arch: '',
       buildDate: '',
-      certPem: null,
+      certPem: (router?.certPem as string | undefined) ?? null,
       fingerprint: (router?.fingerprint as string | undefined) ?? '',
       hostname: '',
       isOnline: false,
@@ -240,12 +244,15 @@ export const edgeRouters = defineEntity({
       supportedProtocols: {},
       syncStatus: 'SYNC_NEW',
       version: '',
-      ...enrollmentView(router),
+      ...routerEnrollmentView(svc, row.id),
     };
   },
+  redact: redactRouterEnrollment,
+  // a new router gets its router row and its `erott` enrollment (OpenZiti's default window), in the same write
   alsoOnCreate: async (id, body, svc, at) => [
     ...(body.isTunnelerEnabled === true ? tunnelerOn(id, body.name, at) : []),
-    await routerRowOf(svc, id, body, at),
+    routerRowOf(id, body, at),
+    await routerEnrollmentCommand(svc, id, ROUTER_ENROLL_METHOD, at),
   ],
   alsoOnUpdate(row, set, svc, at) {
     const shared = sharedRouterFields(set);

@@ -21,14 +21,23 @@ export async function enrollmentFields(
   method: string,
   expiresAtMs: number,
 ): Promise<Record<string, unknown>> {
+  return { identityId, ...(await tokenFields(svc, identityId, method, expiresAtMs)) };
+}
+
+/** What identifies whom an enrollment enrolls: the identity, the edge router or the transit router. */
+export function enrollmentSubject(row: Row): string {
+  return (row.identityId ?? row.edgeRouterId ?? row.transitRouterId) as string;
+}
+
+/** A fresh token, the JWT that carries it (subject `subjectId`), the expiry and the one-per-method key. */
+export async function tokenFields(svc: Services, subjectId: string, method: string, expiresAtMs: number) {
   const token = uuid();
   return {
     method,
-    identityId,
     token,
-    jwt: await signEnrollmentJwt(svc, { identityId, token, method, expiresAtMs }),
+    jwt: await signEnrollmentJwt(svc, { identityId: subjectId, token, method, expiresAtMs }),
     expiresAt: new Date(expiresAtMs).toISOString(),
-    methodKey: `${identityId}:${method}`,
+    methodKey: `${subjectId}:${method}`,
   };
 }
 
@@ -61,12 +70,16 @@ export const enrollmentDetail = detailSchema(
     {
       caId: s.nullable(s.str()),
       details: s.map(s.str()),
+      edgeRouter: entityRef,
+      edgeRouterId: s.str(),
       expiresAt: s.datetime(),
       identity: entityRef,
       identityId: s.str(),
       jwt: s.str(),
       method: s.str(),
       token: s.str(),
+      transitRouter: entityRef,
+      transitRouterId: s.str(),
       username: s.str(),
     },
     ['token', 'method', 'expiresAt', 'details'],
@@ -87,6 +100,10 @@ export const enrollments = defineEntity({
   fields: {
     method: { type: 'string', index: true },
     identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+    /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
+    edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
+    /** The transit router a `trott` enrollment enrolls (deleting the router deletes it). */
+    transitRouterId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' } },
     token: { type: 'string', unique: true, filter: false },
     expiresAt: { type: 'datetime' },
     jwt: { type: 'string', filter: false },
@@ -111,18 +128,31 @@ export const enrollments = defineEntity({
     ),
   ),
   toApi: (row, svc) => {
-    const identityId = row.identityId as string;
     const out: Record<string, unknown> = {
       caId: row.caId ?? null,
       // the spec lists `details` as required: an empty map (OpenZiti's model has no such field to fill)
       details: {},
       expiresAt: row.expiresAt,
-      identity: ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined),
-      identityId,
       jwt: row.jwt,
       method: row.method,
       token: row.token,
     };
+    const identityId = row.identityId as string | undefined;
+    if (identityId) {
+      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined);
+      out.identityId = identityId;
+    }
+    const routerId = row.edgeRouterId as string | undefined;
+    if (routerId) {
+      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name as string | undefined);
+      out.edgeRouterId = routerId;
+    }
+    const transitId = row.transitRouterId as string | undefined;
+    if (transitId) {
+      const name = svc.get('transit-routers', transitId)?.name as string | undefined;
+      out.transitRouter = ref('transit-routers', transitId, name);
+      out.transitRouterId = transitId;
+    }
     if (row.method === 'updb') out.username = row.username;
     return out;
   },

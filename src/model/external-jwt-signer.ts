@@ -26,6 +26,12 @@ const signerFields = {
   commonName: { type: 'string', api: true, default: '' },
   notBefore: { type: 'datetime', api: true },
   notAfter: { type: 'datetime', api: true },
+  // token enrollment (`POST /enroll/token`, src/auth/token-enrollment.ts)
+  enrollToCertEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
+  enrollToTokenEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
+  enrollNameClaimsSelector: { type: 'string', body: s.str(), api: true, default: '' },
+  enrollAttributeClaimsSelector: { type: 'string', body: s.str(), api: true, default: '' },
+  enrollAuthPolicyId: { type: 'string', body: s.str(), api: true, default: '' },
 } as const satisfies EntityFields;
 
 export type SignerRow = RowOf<typeof signerFields>;
@@ -52,6 +58,11 @@ const writeFields = {
   scopes: s.nullable(s.arr(s.str())),
   targetToken,
   tags,
+  enrollToCertEnabled: s.bool(),
+  enrollToTokenEnabled: s.bool(),
+  enrollNameClaimsSelector: s.str(),
+  enrollAttributeClaimsSelector: s.str(),
+  enrollAuthPolicyId: s.str(),
 };
 const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const;
 
@@ -113,6 +124,11 @@ export const externalJwtSigners = defineEntity({
         scopes: s.arr(s.str()),
         targetToken,
         useExternalId: s.bool(),
+        enrollToCertEnabled: s.bool(),
+        enrollToTokenEnabled: s.bool(),
+        enrollNameClaimsSelector: s.str(),
+        enrollAttributeClaimsSelector: s.str(),
+        enrollAuthPolicyId: s.str(),
       },
       [
         'name',
@@ -153,7 +169,7 @@ export const externalJwtSigners = defineEntity({
     notAfter: row.notAfter ?? ZERO_TIME,
     kid: row.kid ?? '',
   }),
-  fromApi(_body, { mode, existing, copied }) {
+  fromApi(_body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     const merged = { ...(mode === 'patch' ? existing : {}), ...out } as Record<string, unknown>;
     for (const field of ['name', 'issuer', 'audience'] as const) {
@@ -170,6 +186,10 @@ export const externalJwtSigners = defineEntity({
       throw fieldError('scopes', `at most ${MAX_SCOPES} scopes`, out.scopes.length);
     }
     if (out.claimsProperty === '') throw fieldError('claimsProperty', 'must not be empty', '');
+    const policyId = out.enrollAuthPolicyId;
+    if (typeof policyId === 'string' && policyId !== '' && !svc.get('auth-policies', policyId)) {
+      throw fieldError('enrollAuthPolicyId', `auth policy with id ${policyId} not found`, policyId);
+    }
     checkUrl('jwksEndpoint', out.jwksEndpoint);
     checkUrl('externalAuthUrl', out.externalAuthUrl);
     const hasCert = typeof merged.certPem === 'string' && merged.certPem !== '';

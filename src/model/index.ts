@@ -2,6 +2,7 @@ import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
+import { apiSessionCertificates } from './api-session-certificate.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
@@ -53,6 +54,7 @@ export const ENTITIES = [
   revocations,
   controllerSettingsEntity,
   identityTraces,
+  apiSessionCertificates,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */

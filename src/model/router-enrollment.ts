@@ -1,68 +1,65 @@
 /**
- * A router's outstanding enrollment, kept on its `transit-routers` row (every router has one: an edge router's
- * row is created with it). Created with the router: a one-time token and a JWT signed like identity enrollment
- * JWTs (src/pki/enrollment-jwt.ts: `em` = `erott` for an edge router, `trott` for a transit router, `sub` = the
- * router id, `jti` = the token, `exp` = the expiry). The router enrollment (`POST /enroll/erott`) finds the row by
- * its token (`routerByEnrollmentToken`), checks `enrollmentExpiresAt`, and on success writes `fingerprint`,
- * `isVerified: true` and ENROLLMENT_CLEARED in one update (docs/routers.md).
+ * A router's outstanding enrollment: a row of the `enrollments` entity, as in OpenZiti — method `erott` keyed on
+ * the edge router (`edgeRouterId`), `trott` keyed on the transit router (`transitRouterId`). Created with its router
+ * (OpenZiti's default window, 180 minutes), listed and refreshable on `/enrollments`, used up by the router
+ * enrollment (src/auth/router-enrollment.ts). What enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
+ * kept on the router's `transit-routers` row, which every router has (docs/routers.md).
  */
-import { assert, type Row } from '../../storage/types.js';
+import { assert, type Command, type Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
-import { DEFAULT_ENROLLMENT_DURATION_MS, signEnrollmentJwt } from '../pki/enrollment-jwt.js';
-import { uuid } from '../util/ids.js';
+import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
+import { shortId } from '../util/ids.js';
+import { tokenFields } from './enrollment.js';
 
-export type RouterEnrollmentMethod = 'erott' | 'trott';
+/** Edge router one-time-token enrollment (OpenZiti's `erott`). */
+export const ROUTER_ENROLL_METHOD = 'erott';
+/** Transit router one-time-token enrollment (OpenZiti's `trott`). */
+export const TRANSIT_ROUTER_ENROLL_METHOD = 'trott';
 
-/** The stored fields of a router's enrollment (all null once enrolled). */
-export const ROUTER_ENROLLMENT_FIELDS = [
-  'enrollmentMethod',
-  'enrollmentToken',
-  'enrollmentJwt',
-  'enrollmentCreatedAt',
-  'enrollmentExpiresAt',
-] as const;
+export type RouterEnrollMethod = typeof ROUTER_ENROLL_METHOD | typeof TRANSIT_ROUTER_ENROLL_METHOD;
 
-/** The set of an update that ends the enrollment (the router enrolled). */
-export const ENROLLMENT_CLEARED: Readonly<Record<(typeof ROUTER_ENROLLMENT_FIELDS)[number], null>> = {
-  enrollmentMethod: null,
-  enrollmentToken: null,
-  enrollmentJwt: null,
-  enrollmentCreatedAt: null,
-  enrollmentExpiresAt: null,
+/** The enrollment field naming the router, per method. */
+export const ROUTER_KEY: Readonly<Record<RouterEnrollMethod, 'edgeRouterId' | 'transitRouterId'>> = {
+  erott: 'edgeRouterId',
+  trott: 'transitRouterId',
 };
 
-/** A fresh enrollment of router `routerId`: OpenZiti's default window (180 minutes) from now. */
-export async function routerEnrollmentFields(
+/** The command creating router `routerId`'s enrollment at `at` (the JWT's subject is the router's id). */
+export async function routerEnrollmentCommand(
   svc: Services,
   routerId: string,
-  method: RouterEnrollmentMethod,
-): Promise<Record<string, string>> {
+  method: RouterEnrollMethod,
+  at: string,
+): Promise<Command> {
   assert(routerId.length > 0, 'a router enrollment names its router');
-  const nowMs = svc.clock.now();
-  const expiresAtMs = nowMs + DEFAULT_ENROLLMENT_DURATION_MS;
-  const token = uuid();
+  const expiresAtMs = Date.parse(at) + DEFAULT_ENROLLMENT_DURATION_MS;
+  const data = { [ROUTER_KEY[method]]: routerId, ...(await tokenFields(svc, routerId, method, expiresAtMs)) };
+  return { op: 'create', entity: 'enrollments', id: shortId(), at, data };
+}
+
+/** The outstanding enrollment of a router (edge or transit: the ids are shared), or undefined. */
+export function routerEnrollmentOf(svc: Services, routerId: string): Row | undefined {
+  for (const method of [ROUTER_ENROLL_METHOD, TRANSIT_ROUTER_ENROLL_METHOD] as const) {
+    for (const id of svc.store.lookup('enrollments', ROUTER_KEY[method], routerId)) {
+      const row = svc.get('enrollments', id);
+      if (row?.method === method) return row;
+    }
+  }
+  return undefined;
+}
+
+/** The enrollment fields of a router's detail (`/edge-routers`, `/routers`): null once enrolled, as OpenZiti. */
+export function routerEnrollmentView(svc: Services, routerId: string): Record<string, unknown> {
+  const e = routerEnrollmentOf(svc, routerId);
   return {
-    enrollmentMethod: method,
-    enrollmentToken: token,
-    enrollmentJwt: await signEnrollmentJwt(svc, { identityId: routerId, token, method, expiresAtMs }),
-    enrollmentCreatedAt: new Date(nowMs).toISOString(),
-    enrollmentExpiresAt: new Date(expiresAtMs).toISOString(),
+    enrollmentCreatedAt: e?.createdAt ?? null,
+    enrollmentExpiresAt: e?.expiresAt ?? null,
+    enrollmentJwt: e?.jwt ?? null,
+    enrollmentToken: e?.token ?? null,
   };
 }
 
-/** The router (its `transit-routers` row) whose outstanding enrollment holds `token`, if any. */
-export function routerByEnrollmentToken(svc: Services, token: string): Row | undefined {
-  const [id] = svc.store.lookup('transit-routers', 'enrollmentToken', token);
-  return id === undefined ? undefined : svc.get('transit-routers', id);
-}
-
-/** The enrollment fields of a router's API view: the outstanding enrollment, or nulls once verified. */
-export function enrollmentView(row: Row | undefined): Record<string, unknown> {
-  const pending = row !== undefined && row.isVerified !== true && typeof row.enrollmentToken === 'string';
-  return {
-    enrollmentCreatedAt: pending ? row.enrollmentCreatedAt : null,
-    enrollmentExpiresAt: pending ? row.enrollmentExpiresAt : null,
-    enrollmentJwt: pending ? row.enrollmentJwt : null,
-    enrollmentToken: pending ? row.enrollmentToken : null,
-  };
+/** The enrollment token and JWT are credentials: admins see them, other readers do not. */
+export function redactRouterEnrollment(data: Record<string, unknown>): Record<string, unknown> {
+  return { ...data, enrollmentJwt: null, enrollmentToken: null };
 }

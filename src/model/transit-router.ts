@@ -2,17 +2,22 @@
  * Routers (OpenZiti's fabric routers, `/routers` and the deprecated `/transit-routers`): one row per router of the
  * network. A transit router is created here; an edge router (src/model/edge-router.ts) has a row here too, with
  * the same id (`isEdge`), created, renamed and deleted with it, so that `/routers` lists every router and
- * terminators (src/model/terminator.ts) reference any router. Each row carries its router's outstanding
- * enrollment until the router enrolls (src/model/router-enrollment.ts).
+ * terminators (src/model/terminator.ts) reference any router. A transit router gets its `trott` enrollment (an
+ * `enrollments` row) on create; what any router's enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
+ * kept on its row here (src/model/router-enrollment.ts, src/auth/router-enrollment.ts).
  */
 import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields, getRow, type WriteMode } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
-import { shortId } from '../util/ids.js';
 import { configIdsField } from './common.js';
 import { edgeRouterFollows, edgeRouterGone, edgeRouters, sharedRouterFields } from './edge-router.js';
-import { enrollmentView, routerEnrollmentFields } from './router-enrollment.js';
+import {
+  redactRouterEnrollment,
+  routerEnrollmentCommand,
+  routerEnrollmentView,
+  TRANSIT_ROUTER_ENROLL_METHOD,
+} from './router-enrollment.js';
 
 /** The most configs one router may name (Keel's bound). */
 export const MAX_ROUTER_CONFIGS = 100;
@@ -29,18 +34,14 @@ const routerFields = {
   disabled: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
   ctrlChanListeners: { type: 'map', body: s.nullable(listeners), api: true, default: {} },
   configs: configIdsField,
-  /** Set by enrollment: the SHA-1 fingerprint of the router's certificate. */
+  /** Set by enrollment and extension: the router's client certificate and its SHA-1 fingerprint. */
   fingerprint: { type: 'string', unique: true, api: true, default: '' },
+  certPem: { type: 'string', filter: false },
   isVerified: { type: 'bool', api: true, default: false },
   unverifiedFingerprint: { type: 'string', filter: false, api: true },
   unverifiedCertPem: { type: 'string', filter: false, api: true },
   /** The router is an edge router (its edge side is the `edge-routers` row of the same id). */
   isEdge: { type: 'bool', filter: false },
-  enrollmentMethod: { type: 'string', filter: false },
-  enrollmentToken: { type: 'string', unique: true, filter: false },
-  enrollmentJwt: { type: 'string', filter: false },
-  enrollmentCreatedAt: { type: 'datetime', filter: false },
-  enrollmentExpiresAt: { type: 'datetime', filter: false },
 } as const satisfies EntityFields;
 
 const writable = bodyFieldsOf(routerFields);
@@ -94,20 +95,12 @@ function checkListeners(value: unknown): Record<string, string[]> {
   return map;
 }
 
-async function routerFromApi(
-  mode: WriteMode,
-  svc: Services,
-  copied: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
+function routerFromApi(mode: WriteMode, svc: Services, copied: Record<string, unknown>): Record<string, unknown> {
   const out = { ...copied };
   if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
   if ('configs' in out) out.configs = checkRouterConfigs(svc, (out.configs as string[] | null) ?? []);
   if ('ctrlChanListeners' in out) out.ctrlChanListeners = checkListeners(out.ctrlChanListeners);
-  if (mode === 'create') {
-    // created unenrolled: the id is chosen here, as the enrollment JWT names it
-    out.id = shortId();
-    Object.assign(out, { isVerified: false }, await routerEnrollmentFields(svc, out.id as string, 'trott'));
-  }
+  if (mode === 'create') out.isVerified = false;
   return out;
 }
 
@@ -126,8 +119,14 @@ export const transitRouters = defineEntity({
   // the same operations, under OpenZiti's current path (`/transit-routers` is its deprecated name)
   alias: { path: 'routers', singular: 'Router', plural: 'Routers' },
   // never connected yet: the control channel comes with the routers' stage
-  toApi: (row) => ({ isOnline: false, ...enrollmentView(row) }),
+  toApi: (row, svc) => ({ isOnline: false, ...routerEnrollmentView(svc, row.id) }),
+  redact: redactRouterEnrollment,
   fromApi: (_body, { mode, svc, copied }) => routerFromApi(mode, svc, copied),
+  // created unenrolled: its `trott` enrollment in the same write (an edge router's row gets none: its edge router
+  // has the `erott` one)
+  alsoOnCreate: async (id, _body, svc, at) => [
+    await routerEnrollmentCommand(svc, id, TRANSIT_ROUTER_ENROLL_METHOD, at),
+  ],
   alsoOnUpdate(row, set, svc, at) {
     const edge = row.isEdge === true ? getRow(edgeRouters, svc, row.id) : undefined;
     return edge ? edgeRouterFollows(edge, sharedRouterFields(set), at) : [];

@@ -3,7 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
-import { certLogin } from '../auth/cert-login.js';
+import { certLogin, sessionOfCertificate } from '../auth/cert-login.js';
 import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
@@ -125,6 +125,12 @@ export function authenticationOps(): OpDef<unknown>[] {
           // the secondary step of a session that waits for a signer's token
           if (!(await completeExtJwtSecondary(svc, caller.session, req.headers))) throw Errors.INVALID_AUTH();
           return ok(renderCurrentSession(svc.require('api-sessions', caller.session.id), svc));
+        }
+        // an ephemeral certificate logs in as the API session it belongs to
+        const bound = method === 'cert' ? await sessionOfCertificate(svc, req) : null;
+        if (bound) {
+          const res = ok(renderCurrentSession(bound, svc));
+          return { ...res, headers: { ...res.headers, 'zt-session': bound.token as string } };
         }
         const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
           method === 'ext-jwt'

@@ -1,6 +1,6 @@
 /**
  * The client API's enrollment operations (docs/enrollment.md): `POST /enroll/ott`, `POST /enroll/updb`, the
- * legacy `POST /enroll?method=…&token=…` that SDKs still use, and `GET /enroll/jwks`.
+ * legacy `POST /enroll?method=…&token=…` that SDKs and routers still use, and `GET /enroll/jwks`.
  */
 import type { JWK } from 'jose';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
@@ -10,14 +10,16 @@ import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { enrollCa } from '../auth/ca-enrollment.js';
 import { type EnrolledCerts, enrollOtt, enrollOttca, enrollUpdb } from '../auth/enrollment.js';
+import { enrollRouter } from '../auth/router-enrollment.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
+import { ROUTER_ENROLL_METHOD, TRANSIT_ROUTER_ENROLL_METHOD } from '../model/router-enrollment.js';
 import { ENROLLMENT_SIGNER_ID } from '../pki/enrollment-jwt.js';
-import { s } from '../schema/s.js';
+import { type Schema, s } from '../schema/s.js';
 import { validate } from '../schema/validate.js';
 
 const enrollmentCerts = s.named('enrollmentCerts', s.obj({ ca: s.str(), cert: s.str(), serverCert: s.str() }));
-const enrollmentCertsEnvelope = detailEnvelope('enrollmentCertsEnvelope', enrollmentCerts);
+export const enrollmentCertsEnvelope = detailEnvelope('enrollmentCertsEnvelope', enrollmentCerts);
 const ottEnrollmentRequest = s.named('ottEnrollmentRequest', s.obj({ clientCsr: s.str(), token: s.str() }));
 const updbCredentials = s.named('updbCredentials', s.obj({ password, username }));
 const jwks = s.named('jwks', s.obj({ keys: s.arr(s.obj({})) }));
@@ -36,13 +38,17 @@ function certsResponse(req: HttpRequest, certs: EnrolledCerts): HttpResponse {
   return { status: 200, headers: { 'content-type': PEM_MEDIA_TYPE }, body: certs.cert };
 }
 
-function updbBody(req: HttpRequest): { username?: unknown; password?: unknown } {
+/** The legacy form's JSON body, checked against `schema` (400 COULD_NOT_VALIDATE naming `name` when absent). */
+function legacyJsonBody<T>(req: HttpRequest, schema: Schema<T>, name: string): T {
   const body = req.json();
-  if (body === undefined) throw validationError({ field: 'updbCredentials', reason: 'body is required', value: null });
-  const err = validate(updbCredentials, body);
+  if (body === undefined) throw validationError({ field: name, reason: 'body is required', value: null });
+  const err = validate(schema, body);
   if (err) throw validationError(err);
-  return body as { username?: unknown; password?: unknown };
+  return body as T;
 }
+
+/** What routers send on the legacy form (OpenZiti's router enroller: `certCsr`, not `clientCsr`). */
+const legacyRouterEnroll = s.obj({ certCsr: s.str(), serverCertCsr: s.str() });
 
 function enrollmentJwks(svc: Services): { keys: JWK[] } {
   const key = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
@@ -75,12 +81,19 @@ export function enrollOps(): OpDef<unknown>[] {
       },
       handler: async ({ req, svc }) => {
         const token = req.query.get('token');
-        switch (req.query.get('method')) {
+        const method = req.query.get('method');
+        switch (method) {
           case 'ott':
             return certsResponse(req, await enrollOtt(svc, token, req.body.toString('utf8')));
           case 'updb':
-            await enrollUpdb(svc, token, updbBody(req));
+            await enrollUpdb(svc, token, legacyJsonBody(req, updbCredentials, 'updbCredentials'));
             return okEmpty();
+          case ROUTER_ENROLL_METHOD:
+          case TRANSIT_ROUTER_ENROLL_METHOD: {
+            // a router method answers JSON whatever Accept says (OpenZiti: only ott may answer PEM)
+            const b = legacyJsonBody(req, legacyRouterEnroll, 'body');
+            return ok(await enrollRouter(svc, method, token, b.serverCertCsr, b.certCsr));
+          }
           case 'ottca':
             await enrollOttca(svc, token, req.peerCertificates);
             return okEmpty();

@@ -5,7 +5,7 @@
 import { type OpDef, op } from '../api/op.js';
 import { created, ok } from '../api/respond.js';
 import { createEnvelope } from '../model/common.js';
-import { checkedExpiry, enrollmentFields } from '../model/enrollment.js';
+import { checkedExpiry, enrollmentFields, enrollmentSubject } from '../model/enrollment.js';
 import { s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 
@@ -44,7 +44,7 @@ export function enrollmentOps(): OpDef<unknown>[] {
         const row = svc.require('enrollments', params.id!);
         const expiresAtMs = checkedExpiry(svc, body.expiresAt);
         // a new token: the old token and JWT enroll nothing any more
-        const fresh = await enrollmentFields(svc, row.identityId as string, row.method as string, expiresAtMs);
+        const fresh = await enrollmentFields(svc, enrollmentSubject(row), row.method as string, expiresAtMs);
         const { token, jwt, expiresAt } = fresh;
         // the write applies only to the enrollment the token was read from (deleted or used meanwhile: 404)
         await svc.write({

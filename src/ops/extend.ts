@@ -9,11 +9,10 @@ import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
-import { caBundle } from '../auth/enrollment.js';
+import { caBundle, signCsrOrRefuse } from '../auth/enrollment.js';
 import { ownAuthenticator } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
-import { PkiError, signCsr } from '../pki/index.js';
 import { s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
@@ -100,13 +99,7 @@ export function extendOps(): OpDef<unknown>[] {
         const row = extendable(ownAuthenticator(svc, identityId, params.id!));
         const signing = svc.pki?.signing;
         if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-        let certPem: string;
-        try {
-          certPem = await signCsr(signing, body.clientCertCsr, { usage: 'client', commonName: identityId });
-        } catch (err) {
-          if (err instanceof PkiError) throw Errors.COULD_NOT_PROCESS_CSR({ code: err.code, message: err.message });
-          throw err;
-        }
+        const certPem = await signCsrOrRefuse(signing, body.clientCertCsr, { usage: 'client', commonName: identityId });
         const leaf = new X509Certificate(certPem);
         const set = { unverifiedCertPem: leaf.toString(), unverifiedFingerprint: fingerprintOfDer(leaf.raw) };
         await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });

@@ -52,6 +52,7 @@ export const MAX_COMMON_NAME_LENGTH = 64;
 export const MAX_SANS = 100;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+const MIN_SHORT_VALIDITY_MS = 60 * 1000;
 const OID_BASIC_CONSTRAINTS = '2.5.29.19';
 const EC_CURVES_ACCEPTED = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
 
@@ -83,6 +84,8 @@ export interface CsrOptions {
   dnsNames?: string[];
   ipAddresses?: string[];
   validity_days?: number;
+  /** A lifetime shorter than a day (ephemeral certificates); replaces `validity_days`. 1 minute .. 1 day. */
+  validity_ms?: number;
   usage: CertUsage;
 }
 
@@ -98,6 +101,14 @@ function validityDays(days: number | undefined, fallback: number): number {
     throw new PkiError('INVALID_ARGUMENT', `validity_days must be an integer in 1..${MAX_VALIDITY_DAYS}`);
   }
   return d;
+}
+
+/** A sub-day lifetime in (fractional) days, checked: MIN_SHORT_VALIDITY_MS .. one day. */
+function shortValidityDays(ms: number): number {
+  if (!Number.isInteger(ms) || ms < MIN_SHORT_VALIDITY_MS || ms > DAY_MS) {
+    throw new PkiError('INVALID_ARGUMENT', `validity_ms must be an integer in ${MIN_SHORT_VALIDITY_MS}..${DAY_MS}`);
+  }
+  return ms / DAY_MS;
 }
 
 /** notBefore/notAfter for a new certificate; never past its issuer's notAfter. */
@@ -378,7 +389,10 @@ function checkCsrKey(csr: x509.Pkcs10CertificateRequest): boolean {
  */
 export async function signCsr(ca: CaMaterial, csrPem: string, opts: CsrOptions): Promise<string> {
   if (opts.commonName !== undefined) checkCommonName(opts.commonName);
-  const days = validityDays(opts.validity_days, DEFAULT_LEAF_VALIDITY_DAYS);
+  const days =
+    opts.validity_ms === undefined
+      ? validityDays(opts.validity_days, DEFAULT_LEAF_VALIDITY_DAYS)
+      : shortValidityDays(opts.validity_ms);
   const sans = sanNames(opts.dnsNames, opts.ipAddresses);
   const { csr, rsa } = await checkedCsr(csrPem);
   const subject = opts.commonName !== undefined ? cnName(opts.commonName) : csr.subjectName;

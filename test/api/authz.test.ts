@@ -536,6 +536,8 @@ function rows(): Row[] {
   out.push(...accessModelRows());
   out.push(...selfServiceRows());
   out.push(...operationsRows());
+  out.push(...routerEnrollRows());
+  out.push(...sessionCertificateRows());
   // identity status (disable/enable): identity permission holders may, like the other identity writes
   out.push(
     ...forTargets((target) => ({
@@ -982,6 +984,75 @@ async function restoreDefaultAdminLogin(): Promise<void> {
   if (r.status !== 201) return; // it was not deleted: nothing to restore
   defaultAdmin.authenticatorId = r.body.data.id;
   root = await login(srv.base);
+}
+
+/**
+ * Edge router enrollment (enroll with a fresh router's token, no session needed; extend; re-enroll), token
+ * enrollment and the enrollment challenge (no session needed).
+ */
+function routerEnrollRows(): Row[] {
+  const router = async () => (await adminCall('POST', '/edge-routers', { name: uniq('er-enroll') })).data.id as string;
+  return [
+    {
+      op: 'client POST /enroll/erott',
+      prepare: async () => {
+        const id = await router();
+        const token = (await adminCall('GET', `/edge-routers/${id}`)).data.enrollmentToken as string;
+        const scratch = new Scratch();
+        try {
+          const csr = opensslCsr(scratch, 'er', 'ec', `/CN=${id}`);
+          return { body: { token, serverCsr: csr, clientCsr: csr } };
+        } finally {
+          scratch.remove();
+        }
+      },
+      expect: EVERYONE,
+    },
+    // the router is known by its TLS client certificate (test/api/router-enroll.test.ts), not by a session: a
+    // request without CSRs fails alike for everyone
+    {
+      op: 'client POST /enroll/extend/router',
+      prepare: async () => ({ body: { certCsr: clientCsr() } }),
+      expect: '400 400 400 400 400 400 400 400',
+    },
+    {
+      op: 'management POST /edge-routers/{id}/re-enroll',
+      prepare: async () => ({ id: await router() }),
+      expect: adminOnly(200),
+    },
+    // without a signer's token (the enrollment itself: test/api/token-enroll.test.ts) it fails alike for everyone
+    { op: 'client POST /enroll/token', prepare: async () => ({ body: {} }), expect: '400 400 400 400 400 400 400 400' },
+    {
+      op: 'client POST /enroll/challenge',
+      prepare: async () => {
+        const [key] = (await call('GET', `${srv.client}/enroll/jwks`)).body.keys;
+        return { body: { nonce: '0d3c1a77-4b8e-4f2a-9c61-2f5e8a9b7c10', keyId: key.kid } };
+      },
+      expect: EVERYONE,
+    },
+  ];
+}
+
+/** Ephemeral certificates: for the caller's own API session; another session's certificate does not exist for it. */
+function sessionCertificateRows(): Row[] {
+  const c = 'client';
+  const path = '/current-api-session/certificates';
+  const NOT_OWN = '404 404 404 404 404 401 401 401';
+  const othersCertificate = async () => {
+    const r = await call('POST', `${srv.client}${path}`, { token: root, body: { csr: clientCsr() } });
+    if (r.status !== 201) throw new Error(`fixture certificate: ${r.status} ${r.text}`);
+    return r.body.data.id as string;
+  };
+  return [
+    { op: `${c} GET ${path}`, expect: FULL_SESSION },
+    {
+      op: `${c} POST ${path}`,
+      prepare: async () => ({ body: { csr: clientCsr() } }),
+      expect: FULL_SESSION.replace(/200/g, '201'),
+    },
+    { op: `${c} GET ${path}/{id}`, prepare: async () => ({ id: await othersCertificate() }), expect: NOT_OWN },
+    { op: `${c} DELETE ${path}/{id}`, prepare: async () => ({ id: await othersCertificate() }), expect: NOT_OWN },
+  ];
 }
 
 const ROWS = rows();

@@ -160,6 +160,17 @@ describe('CAs and issued certificates', () => {
       expect(t).toContain('TLS Web Server Authentication, TLS Web Client Authentication');
     });
 
+    it('issues sub-day lifetimes (validity_ms, ephemeral certificates) within bounds', async () => {
+      const csr = opensslCsr(s, 'short', 'ec', '/CN=short');
+      const before = Date.now();
+      const cert = new x509.X509Certificate(await signCsr(signing, csr, { usage: 'client', validity_ms: 3_600_000 }));
+      expect(Math.abs(cert.notAfter.getTime() - (before + 3_600_000))).toBeLessThan(5_000);
+      const sign = (ms: number) => refusal(signCsr(signing, csr, { usage: 'client', validity_ms: ms }));
+      expect(await sign(59_999)).toBe('INVALID_ARGUMENT');
+      expect(await sign(86_400_001)).toBe('INVALID_ARGUMENT');
+      expect(await sign(1.5)).toBe('INVALID_ARGUMENT');
+    });
+
     it('refuses malformed and unacceptable requests with typed errors', async () => {
       const good = opensslCsr(s, 'good', 'ec', '/CN=good');
       const sign = (pem: string) => refusal(signCsr(signing, pem, { usage: 'client' }));

@@ -2,9 +2,10 @@
  * `conformant()`: calls a spec operation by its path template. The check itself is `call()`'s (spec-check.ts):
  * every response to a spec operation is validated, however the test reaches it.
  */
+import { afterAll, expect } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { call, type Res } from './server.js';
-import type { SpecName } from './spec.js';
+import { SPEC_AVAILABLE, type SpecName } from './spec.js';
 import { exercised, exercisedStatuses } from './spec-check.js';
 
 export { exercised, exercisedStatuses, undeclared } from './spec-check.js';
@@ -51,13 +52,13 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
   {
     file: 'test/api/access.test.ts',
     paths:
-      /^(?!\/service-policies\/\{id\}\/posture-checks$)\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
+      /^(?!\/service-policies\/\{id\}\/posture-checks$)(?!\/edge-routers\/\{id\}\/re-enroll$)\/(services|edge-routers|service-policies|edge-router-policies|service-edge-router-policies|service-role-attributes|edge-router-role-attributes)(\/|$)|^\/identities\/\{id\}\/(services|service-policies|edge-routers|edge-router-policies|service-configs)$|^\/identities\/\{id\}\/policy-advice\/\{serviceId\}$|^\/summary$|^\/configs\/\{id\}\/services$|^\/current-identity\/edge-routers$|^\/current-api-session\/service-updates$|^\/sessions(\/|$)/,
   },
   { file: 'test/api/cas.test.ts', paths: /^\/cas(\/|$)/ },
   {
     file: 'test/api/enroll.test.ts',
     paths:
-      /^\/enroll(ments)?(\/|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
+      /^\/enroll(ments)?(\/(?!erott$|extend\/router$|token$|challenge$)|$)|^\/identities\/\{id\}\/enrollments$|^\/authenticators\/\{id\}\/(re-enroll|request-extend)$|^\/current-identity\/authenticators\/\{id\}\/extend(-verify)?$/,
   },
   { file: 'test/api/routers.test.ts', paths: /^\/(routers|transit-routers|terminators)(\/|$)/ },
   { file: 'test/api/self-authenticators.test.ts', paths: /^\/current-identity\/authenticators(\/\{id\})?$/ },
@@ -65,6 +66,12 @@ export const COVERED_IN_OWN_FILES: { file: string; paths: RegExp }[] = [
     file: 'test/api/operations.test.ts',
     paths: /^\/(revocations|controller-settings|database)(\/|$)|^\/identities\/\{id\}\/trace$/,
   },
+  {
+    file: 'test/api/router-enroll.test.ts',
+    paths: /^\/enroll\/(erott|extend\/router)$|^\/edge-routers\/\{id\}\/re-enroll$/,
+  },
+  { file: 'test/api/session-certificates.test.ts', paths: /^\/current-api-session\/certificates(\/|$)/ },
+  { file: 'test/api/token-enroll.test.ts', paths: /^\/enroll\/(token|challenge)$/ },
 ];
 
 /** The served operations a file of COVERED_IN_OWN_FILES owns. */
@@ -94,4 +101,16 @@ export function uncoveredInOwnFile(file: string, ops: readonly OpDef<unknown>[])
   return ownedBy(file, ops)
     .flatMap((o) => o.apis.flatMap((api) => Object.keys(o.responses).map((st) => `${api} ${o.method} ${o.path} ${st}`)))
     .filter((k) => !exercisedStatuses.has(k));
+}
+
+/**
+ * For a COVERED_IN_OWN_FILES file: after all its tests, every success status of the operations it owns must have
+ * been checked against the spec. Returns the list to fill with the served operations (`srv.ctl.ops`).
+ */
+export function expectOwnCoverageAfterAll(file: string): OpDef<unknown>[] {
+  const served: OpDef<unknown>[] = [];
+  afterAll(() => {
+    if (SPEC_AVAILABLE) expect(uncoveredInOwnFile(file, served)).toEqual([]);
+  });
+  return served;
 }

@@ -94,6 +94,8 @@ export const UNDECLARED_OK: Record<string, string> = {
   '431 *': 'the node engine refuses a request line plus headers over 80 KiB before any operation',
   '413 *': 'the 1 MiB body limit of the HTTP layer applies before any operation (REQUEST_ENTITY_TOO_LARGE)',
   '429 *': 'the HTTP layer refuses requests beyond --max-connections before any operation (SERVER_TOO_MANY_REQUESTS)',
+  '404 DELETE /current-api-session/certificates/{id}':
+    "unknown certificate, or another API session's: the delete loads it first (OpenZiti: RespondWithNotFound)",
 };
 
 /**

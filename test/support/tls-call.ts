@@ -1,5 +1,9 @@
 /** HTTPS requests with a client certificate (mutual TLS), checked against the spec like `call()`. */
+import { readFileSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import type { ControllerOptions } from '../../src/controller.js';
+import { ADMIN_PASSWORD, startServer, type TestServer } from './server.js';
 import { checkResponse } from './spec-check.js';
 
 export interface TlsRes {
@@ -99,4 +103,20 @@ export function tlsCall(
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.end(payload);
   });
+}
+
+/**
+ * A controller on the node engine with API TLS (client certificates for mutual TLS), the trust anchor a client
+ * bootstraps (the root, as in /.well-known/est/cacerts) and the default admin's session token.
+ */
+export async function startTlsServer(
+  opts: Partial<ControllerOptions> = {},
+): Promise<{ srv: TestServer; ca: string; admin: string }> {
+  const srv = await startServer({ engine: 'node', apiTls: true, ...opts });
+  const ca = readFileSync(join(srv.dataDir, 'pki', 'ca.cert.pem'), 'utf8');
+  const r = await tlsCall('POST', `${srv.mgmt}/authenticate?method=password`, {
+    ca,
+    body: { username: 'admin', password: ADMIN_PASSWORD },
+  });
+  return { srv, ca, admin: r.headers['zt-session'] as string };
 }
