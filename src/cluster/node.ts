@@ -9,6 +9,7 @@ import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/in
 import type { Store } from '../../storage/store.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
+import { ForwardBatcher } from './forward-batch.js';
 import { MemberMonitor, type MemberView } from './members.js';
 import {
   type ForwardResult,
@@ -68,6 +69,8 @@ export class ClusterNode {
   private stopped = false;
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
+  /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
+  private readonly forwards = new ForwardBatcher((leader, items) => this.transmitForwards(leader, items));
   apiAddresses: string[] = [];
 
   private constructor(
@@ -82,7 +85,7 @@ export class ClusterNode {
     this.proposer = new RaftProposer(
       raft,
       sm,
-      (leader, data) => this.forwardTo(leader, data),
+      (leader, data) => this.forwards.send(leader, data),
       (msg, extra) => logger('warn', msg, extra),
     );
     this.monitor = new MemberMonitor(this);
@@ -265,17 +268,21 @@ export class ClusterNode {
   }
 
   /**
-   * Sends a proposal to the leader's peer API. Never sent (no open connection within the bound) is a definite
-   * refusal, so the proposer may try again; a failure after sending is thrown (outcome unknown).
+   * Sends one forward message to the leader's peer API. Never sent (no address or no open connection within the
+   * bound) is a definite refusal of every command in it, so the proposer may try again; a failure after sending is
+   * thrown (outcome unknown).
    */
-  private async forwardTo(leader: string, data: Uint8Array): Promise<ForwardResult> {
-    const client = this.peer(leader);
-    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
-    return withTimeout(
-      client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
-      FORWARD_TIMEOUT_MS,
-      `forward to ${leader}`,
-    );
+  private async transmitForwards(leader: string, items: string[]): Promise<ForwardResult[]> {
+    const refused = (): ForwardResult[] => items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
+    let client: PeerClient;
+    try {
+      client = this.peer(leader);
+    } catch (err) {
+      if (err instanceof RaftError) return refused();
+      throw err;
+    }
+    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return refused();
+    return withTimeout(client.api.forward.mutate({ items }), FORWARD_TIMEOUT_MS, `forward to ${leader}`);
   }
 
   /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
@@ -343,13 +350,13 @@ export class ClusterNode {
 
   private handlers(): PeerHandlers {
     return {
-      forward: async (data) => {
+      forward: async (items) => {
         // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
         // answer lost to the closing socket would leave the sender not knowing whether the write happened.
-        if (this.stopped) return { ok: false, code: 'not-leader', leader: null };
+        if (this.stopped) return items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
         this.forwarding++;
         try {
-          return await proposeOnLeader(this.raft, data);
+          return await proposeOnLeader(this.raft, items);
         } finally {
           this.forwarding--;
         }

@@ -143,7 +143,7 @@ export class RaftProposer implements Proposer {
       attempt++;
       let r: ForwardResult;
       if (leader === this.node.id) {
-        r = await proposeOnLeader(this.node, data);
+        r = (await proposeOnLeader(this.node, [data]))[0]!;
       } else {
         try {
           r = await this.forwardWhileLeader(leader, data);
@@ -192,28 +192,32 @@ export class RaftProposer implements Proposer {
 }
 
 /**
- * Proposes on this node as leader; resolves as soon as the leader accepted the entry (not when it is applied).
- * A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`) is definite: nothing was proposed. Later
- * failures (leadership lost, overwritten) leave the outcome to the waiting proposer.
+ * Proposes each of `items` on this node as leader, in order; resolves, one result per item, as soon as the leader
+ * accepted or refused each (not when applied). A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`)
+ * is definite: nothing was proposed. Later failures (leadership lost, overwritten) leave the outcome to the waiting
+ * proposer.
  */
-export async function proposeOnLeader(node: RaftNode, data: Uint8Array): Promise<ForwardResult> {
-  const p = node.propose(data);
-  const pending = Symbol('pending');
+export async function proposeOnLeader(node: RaftNode, items: Uint8Array[]): Promise<ForwardResult[]> {
   // propose() refuses with an already-rejected promise; one still pending once the microtasks have run (after
-  // setImmediate) means the core accepted the entry. (Racing against an already-resolved promise would not do:
-  // the rejection handler runs a microtask later, and the race would count every refusal as accepted.)
-  const first = await Promise.race([
-    p.then(
-      () => pending,
-      (e: unknown) => e,
-    ),
-    new Promise<symbol>((resolve) => setImmediate(() => resolve(pending))),
-  ]);
-  if (first === pending) {
-    p.catch(() => {});
-    return { ok: true };
+  // setImmediate) means the core accepted the entry. (Checking a promise synchronously is not possible: its
+  // rejection handler runs a microtask later.)
+  const refusals: unknown[] = new Array(items.length).fill(undefined);
+  const accepted = Symbol('accepted');
+  for (let i = 0; i < items.length; i++) {
+    node.propose(items[i]!).then(
+      () => {},
+      (e: unknown) => {
+        refusals[i] ??= e;
+      },
+    );
   }
-  const err = first;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  // anything that fails from now on failed after the core had accepted it
+  for (let i = 0; i < items.length; i++) refusals[i] ??= accepted;
+  return refusals.map((err) => (err === accepted ? { ok: true } : refusal(err)));
+}
+
+function refusal(err: unknown): ForwardResult {
   if (err instanceof RaftError) {
     switch (err.code) {
       case 'not-leader':

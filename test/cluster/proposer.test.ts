@@ -62,21 +62,30 @@ describe('proposeOnLeader', () => {
       () => 'me',
       () => Promise.reject(new RaftError('not-leader', 'transferring', { leader: 'other' })),
     );
-    expect(await proposeOnLeader(refused, new Uint8Array(1))).toEqual({
-      ok: false,
-      code: 'not-leader',
-      leader: 'other',
-    });
+    expect(await proposeOnLeader(refused, [new Uint8Array(1)])).toEqual([
+      { ok: false, code: 'not-leader', leader: 'other' },
+    ]);
     const full = fakeNode(
       () => 'me',
       () => Promise.reject(new RaftError('too-many-pending', 'full')),
     );
-    expect(await proposeOnLeader(full, new Uint8Array(1))).toEqual({ ok: false, code: 'overloaded' });
+    expect(await proposeOnLeader(full, [new Uint8Array(1)])).toEqual([{ ok: false, code: 'overloaded' }]);
     const accepted = fakeNode(
       () => 'me',
       () => new Promise(() => {}),
     );
-    expect(await proposeOnLeader(accepted, new Uint8Array(1))).toEqual({ ok: true });
+    expect(await proposeOnLeader(accepted, [new Uint8Array(1)])).toEqual([{ ok: true }]);
+  });
+
+  it('answers each command of a forward message on its own, in order', async () => {
+    // the second proposal is refused (the leader's queue filled up), the others are accepted
+    let n = 0;
+    const node = fakeNode(
+      () => 'me',
+      () => (++n === 2 ? Promise.reject(new RaftError('too-many-pending', 'full')) : new Promise(() => {})),
+    );
+    const items = [new Uint8Array([1]), new Uint8Array([2]), new Uint8Array([3])];
+    expect(await proposeOnLeader(node, items)).toEqual([{ ok: true }, { ok: false, code: 'overloaded' }, { ok: true }]);
   });
 });
 
