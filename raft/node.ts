@@ -11,7 +11,8 @@
  *   2. send the other messages (votes, acknowledgements, read answers: only after step 1 is durable);
  *   3. apply: install a snapshot if any, then membership changes (recorded in the log before the application
  *      sees the entries), then the committed entries through StateMachine.apply;
- *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
+ *   4. advance; settle proposals and reads; every `snapshotEvery_entries` applied entries, start a snapshot +
+ *      compaction in the background (the state machine encodes its state while the loop goes on).
  *
  * Failures: a malformed message from a peer is dropped (onError). Anything else the core throws — in step, tick,
  * ready/advance or a proposal — and any log or state-machine failure stops the node (onFatal; pending work is
@@ -163,6 +164,8 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
+  /** The snapshot being taken in the background (maybeSnapshot), or null. */
+  private snapshotting: Promise<void> | null = null;
   private stopped = false;
   /** stop() was called: the transport and the log are (being) closed. */
   private closing = false;
@@ -432,6 +435,7 @@ export class RaftNode {
     }
     this.halt(this.stoppedError());
     await this.loopIdle;
+    await this.snapshotting;
     await this.transport.close();
     await this.log.close();
   }
@@ -445,9 +449,12 @@ export class RaftNode {
     await this.transport.close();
   }
 
-  /** Resolves when the Ready being processed (if any) is done; for tests that kill then reopen a log. */
+  /**
+   * Resolves when the Ready being processed and the snapshot being taken (if any) are done; for tests that kill
+   * then reopen a log.
+   */
   idle(): Promise<void> {
-    return this.loopIdle;
+    return Promise.all([this.loopIdle, this.snapshotting]).then(() => {});
   }
 
   // ---- wiring -------------------------------------------------------------------------------------------
@@ -523,7 +530,7 @@ export class RaftNode {
         if (this.stopped) return;
         this.core.advance(rd);
         this.afterAdvance();
-        await this.maybeSnapshot();
+        this.maybeSnapshot();
       }
     } catch (err) {
       this.fail(err as Error);
@@ -670,21 +677,46 @@ export class RaftNode {
     for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
   }
 
-  private async maybeSnapshot(): Promise<void> {
+  /**
+   * Every `snapshotEvery_entries` applied entries, takes a snapshot in the background: the state machine captures
+   * its state and encodes it while this loop goes on persisting, sending and applying, so a large state does not
+   * stall the node. One at a time. A snapshot overtaken meanwhile (a newer one stored, a membership change applied
+   * past it) is skipped.
+   */
+  private maybeSnapshot(): void {
+    if (this.snapshotting !== null) return;
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
+    this.snapshotting = this.snapshot().then(
+      () => {
+        this.snapshotting = null;
+      },
+      (err: unknown) => {
+        this.snapshotting = null;
+        this.fail(err as Error);
+      },
+    );
+  }
+
+  private async snapshot(): Promise<void> {
     const { index, data } = await takeSnapshot(this.sm);
+    if (this.stopped) return;
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
     const recorded = this.log.appliedConf();
-    const current = this.log.snapshot()?.meta.index ?? 0;
-    if (index < recorded.index || index <= current) {
+    const current = (): number => this.log.snapshot()?.meta.index ?? 0;
+    const skip = (): void =>
       this.errorListeners.emit(
-        new Error(`raft: skipped snapshot at ${index} (conf at ${recorded.index}, last snapshot ${current})`),
+        new Error(`raft: skipped snapshot at ${index} (conf at ${recorded.index}, last snapshot ${current()})`),
       );
-      return;
+    if (index < recorded.index || index <= current()) return skip();
+    try {
+      await this.log.createSnapshot(index, recorded.conf, data);
+    } catch (err) {
+      // a snapshot from the leader, stored while this one was written, supersedes it
+      if (index <= current()) return skip();
+      throw err;
     }
-    await this.log.createSnapshot(index, recorded.conf, data);
     const compactTo = index - this.snapshotKeep;
     if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
   }

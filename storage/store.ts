@@ -80,6 +80,12 @@ export type { Change };
 
 export type PublishListener = (changes: Change[]) => void;
 
+/** The state as of `index`, captured by `Store.snapshotView`: each entity's rows in id order. */
+export interface SnapshotView {
+  index: number;
+  entities: Array<[string, Row[]]>;
+}
+
 /**
  * The state machine's durable home: entity rows in LevelDB, mirrored in memory (Collections) for reads.
  *
@@ -401,32 +407,35 @@ export class Store {
   }
 
   /**
-   * The state as of `appliedIndex`, as framed chunks (`u32` length + one msgpackr value each): a header
-   * `{format, version, index}`, then `[entity, rows]` chunks of at most SNAPSHOT_CHUNK_ROWS rows (entities and
-   * rows in id order), then `{end: rowCount}`. Read from the in-memory collections, which equal disk after every
-   * publish; the generator must be drained before the next `applyGroup` (asserted).
+   * The state as of `appliedIndex`, captured at once (the rows of every collection in id order, by reference: rows
+   * are replaced on write, never changed in place), for `snapshotFrames` to encode later while writes go on.
    */
-  *snapshotChunks(): Generator<Uint8Array> {
-    const epoch = this.epoch;
-    const index = this.appliedIndex;
-    yield frame({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, index });
+  snapshotView(): SnapshotView {
+    const entities: Array<[string, Row[]]> = [];
+    for (const [entity, c] of this.collections) entities.push([entity, [...c.scan()]]);
+    return { index: this.appliedIndex, entities };
+  }
+
+  /**
+   * A captured state as framed chunks (`u32` length + one msgpackr value each): a header `{format, version,
+   * index}`, then `[entity, rows]` chunks of at most SNAPSHOT_CHUNK_ROWS rows (entities and rows in id order), then
+   * `{end: rowCount}`.
+   */
+  *snapshotFrames(view: SnapshotView): Generator<Uint8Array> {
+    yield frame({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, index: view.index });
     let count = 0;
-    for (const [entity, c] of this.collections) {
-      let rows: Row[] = [];
-      for (const row of c.scan()) {
-        rows.push(row);
-        if (rows.length === SNAPSHOT_CHUNK_ROWS) {
-          yield frame([entity, rows]);
-          count += rows.length;
-          rows = [];
-          assert(this.epoch === epoch, 'store changed while a snapshot was being read');
-        }
+    for (const [entity, rows] of view.entities) {
+      for (let at = 0; at < rows.length; at += SNAPSHOT_CHUNK_ROWS) {
+        yield frame([entity, rows.slice(at, at + SNAPSHOT_CHUNK_ROWS)]);
       }
-      if (rows.length > 0) yield frame([entity, rows]);
       count += rows.length;
     }
-    assert(this.epoch === epoch, 'store changed while a snapshot was being read');
     yield frame({ end: count });
+  }
+
+  /** The state as of `appliedIndex` as framed chunks (`snapshotFrames` of a view captured now). */
+  snapshotChunks(): Generator<Uint8Array> {
+    return this.snapshotFrames(this.snapshotView());
   }
 
   /** The snapshot as one buffer (the Raft state machine interface takes one `Uint8Array`). */

@@ -78,25 +78,33 @@ export class StoreStateMachine implements StateMachine {
   }
 
   async snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    const snap = await this.store.snapshot();
     // the log is compacted up to the snapshot: the store on disk must not be behind it
     await this.store.flush();
-    return this.store.snapshot();
+    return snap;
   }
 
   async restore(snap: Snapshot): Promise<void> {
     checkIndex(await this.store.restore(snap.data), snap.meta);
   }
 
-  /** The snapshot frame by frame (at most SNAPSHOT_CHUNK_ROWS rows each), read as the log stores it. */
+  /**
+   * The snapshot frame by frame (at most SNAPSHOT_CHUNK_ROWS rows each), read as the log stores it. The state is
+   * captured at once (by reference) and encoded a frame at a time, giving the event loop a turn after each, so
+   * Raft can take snapshots in the background while requests and applies go on (StateMachine's contract).
+   */
   async snapshotStream(): Promise<SnapshotChunks> {
     const store = this.store;
+    const view = store.snapshotView();
     // the log is compacted up to the snapshot: the store on disk must not be behind it
     await store.flush();
-    const index = store.appliedIndex;
     async function* chunks(): AsyncGenerator<Uint8Array> {
-      yield* store.snapshotChunks();
+      for (const f of store.snapshotFrames(view)) {
+        yield f;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
-    return { index, chunks: chunks() };
+    return { index: view.index, chunks: chunks() };
   }
 
   /** Restores from chunks of any size, writing rows batch by batch as they arrive. */
