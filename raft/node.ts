@@ -384,6 +384,11 @@ export class RaftNode {
     };
   }
 
+  /** The current term (cheap: for callers that check it per request). */
+  term(): number {
+    return this.core.basicStatus().term;
+  }
+
   isLeader(): boolean {
     return this.role === 'leader' && !this.stopped;
   }

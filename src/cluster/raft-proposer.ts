@@ -2,7 +2,7 @@ import { RaftError, type RaftNode } from '../../raft/index.js';
 import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Command, CommandResult } from '../../storage/types.js';
-import { encodeLogged } from './codec.js';
+import { encodeLoggedBytes } from './codec.js';
 import type { ForwardResult } from './peer-api.js';
 import type { StoreStateMachine } from './state-machine.js';
 
@@ -68,7 +68,7 @@ export class RaftProposer implements Proposer {
     const encoded = encodeCommand(cmd);
     if (!encoded.ok) return encoded.result;
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
-    const data = encodeLogged({ rid, cmd: encoded.cmd });
+    const data = encodeLoggedBytes(rid, encoded.bytes);
     const started_ms = Date.now();
     const waiter = this.sm.wait(rid);
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
@@ -89,7 +89,7 @@ export class RaftProposer implements Proposer {
         );
       });
       for (let round = 0; round < MAX_RESENDS; round++) {
-        const term = this.node.status().term;
+        const term = this.node.term();
         const { leader, unknown } = await this.submit(data);
         if (!unknown) return await Promise.race([result, timeout]);
         // Sent, no answer. Wait for the entry; if instead a later term's leader confirms a read index and the
@@ -113,7 +113,7 @@ export class RaftProposer implements Proposer {
   private async notCommitted(term: number, applied: () => boolean): Promise<typeof NOT_COMMITTED> {
     for (;;) {
       if (this.closed) return new Promise(() => {});
-      if (this.node.leaderId() !== null && this.node.status().term > term) {
+      if (this.node.leaderId() !== null && this.node.term() > term) {
         try {
           await this.node.readIndex();
           if (!applied()) return NOT_COMMITTED;

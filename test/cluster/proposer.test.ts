@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftError, type RaftNode } from '../../raft/index.js';
-import { decodeLogged, encodeLogged } from '../../src/cluster/codec.js';
+import { decodeLogged, encodeLogged, encodeLoggedBytes } from '../../src/cluster/codec.js';
 import type { ForwardResult } from '../../src/cluster/peer-api.js';
 import { proposeOnLeader, RaftProposer, type RaftProposerOptions } from '../../src/cluster/raft-proposer.js';
 import { StoreStateMachine } from '../../src/cluster/state-machine.js';
+import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError } from '../../storage/proposer.js';
 import { Schema } from '../../storage/schema.js';
 import { Store } from '../../storage/store.js';
@@ -33,7 +34,7 @@ function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Pr
     id: 'me',
     leaderId: leader,
     propose,
-    status: () => ({ term: raftState.term }),
+    term: () => raftState.term,
     readIndex: () => raftState.readIndex(),
   } as unknown as RaftNode;
 }
@@ -219,6 +220,9 @@ describe('RaftProposer', () => {
     const sm = new StoreStateMachine(s, (i) => skipped.push(i));
     const a = encodeLogged({ rid: 'r1', cmd: create('policies', 'a', { name: 'a' }) });
     expect(decodeLogged(a)?.cmd).toMatchObject({ op: 'create', id: 'a' });
+    // the proposer's form (the command's bytes from encodeCommand, not packed again) is the same entry
+    const encoded = encodeCommand(create('policies', 'a', { name: 'a' }));
+    expect(encoded.ok && Buffer.from(encodeLoggedBytes('r1', encoded.bytes)).equals(Buffer.from(a))).toBe(true);
     await sm.apply([{ index: 1, term: 1, type: 'normal', data: a }]);
     await sm.apply([
       { index: 1, term: 1, type: 'normal', data: a },
