@@ -756,6 +756,45 @@ class GatedMachine extends TestMachine {
   }
 }
 
+describe('RaftNode proposal batching', () => {
+  it('hands the proposals of one turn to the core together: one append per follower for the lot', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    for (const id of ['a', 'b', 'c']) await c.start(id);
+    const leader = await c.waitLeader();
+    await proposeMany(c, 'warm', 3, 1);
+    const appends: number[] = [];
+    c.net.filter = (m) => {
+      if (m.type === 'append' && m.from === leader.id && (m.entries?.length ?? 0) > 0) appends.push(m.entries!.length);
+      return 'deliver';
+    };
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => leader.propose(enc.encode(`batch-${i}`))));
+    const indexes = results.map((r) => r.index);
+    expect(indexes).toEqual(indexes.map((_, i) => indexes[0]! + i)); // in order, contiguous
+    expect(appends).toEqual([20, 20]);
+    c.net.filter = null;
+  });
+
+  it('settles a refusal before a callback the caller queues after proposing, and bounds the batch', async () => {
+    const c = new MemCluster(['a'], { maxUncommittedBytes: 10, maxPendingProposals: 3 });
+    cleanup.push(() => c.stopAll());
+    await c.start('a');
+    const leader = await c.waitLeader();
+    const settled: string[] = [];
+    const ps = ['123456', '123456', '12', '1'].map((d, i) =>
+      leader.propose(enc.encode(d)).then(
+        () => settled.push(`${i} ok`),
+        (e: RaftError) => settled.push(`${i} ${e.code}`),
+      ),
+    );
+    // what proposeOnLeader relies on: a refusal is known once a setImmediate queued after the calls runs
+    await new Promise((r) => setImmediate(r));
+    expect(settled.sort()).toEqual(['1 too-many-pending', '2 too-many-pending', '3 too-many-pending']);
+    await Promise.all(ps);
+    expect(settled).toContain('0 ok');
+  });
+});
+
 describe('RaftNode snapshots in the background', () => {
   it('keeps replicating and applying while a snapshot is taken, then stores it at its index and compacts', async () => {
     const c = new MemCluster(['a'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 }, () => new GatedMachine());

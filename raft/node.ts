@@ -164,6 +164,12 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
+  /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
+  private batched: Array<{
+    data: Uint8Array;
+    resolve: (r: ProposalResult) => void;
+    reject: (err: Error) => void;
+  }> = [];
   /** The snapshot being taken in the background (maybeSnapshot), or null. */
   private snapshotting: Promise<void> | null = null;
   private stopped = false;
@@ -268,19 +274,51 @@ export class RaftNode {
   /**
    * Proposes `data`; resolves once the entry is applied locally, with its index and term. Rejects with a
    * RaftError: `not-leader` (with `leader`, the leader to forward to), `too-large`, `too-many-pending`,
-   * `leadership-lost`, `overwritten`, `stopped` or `fatal`.
+   * `leadership-lost`, `overwritten`, `stopped` or `fatal`. The entry is appended at the end of this turn of the
+   * event loop, together with every other proposed in it (proposeBatched): a refusal (`not-leader`,
+   * `too-many-pending`, `too-large`, `stopped`) is settled by then — in a setImmediate callback queued before any
+   * the caller queues after calling — and means nothing was appended.
    */
   propose(data: Uint8Array): Promise<ProposalResult> {
     const err = this.checkProposable() ?? this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
     if (err !== null) return Promise.reject(err);
-    let at: { index: number; term: number };
-    try {
-      at = this.core.propose(data);
-    } catch (e) {
-      return Promise.reject(this.refused(e, false));
+    if (this.proposals.size + this.batched.length >= this.proposals.max) {
+      return Promise.reject(new RaftError('too-many-pending', `${this.proposals.size} proposals pending`));
     }
-    this.schedule();
-    return this.proposals.add(at.index, at.term);
+    return new Promise((resolve, reject) => {
+      this.batched.push({ data, resolve, reject });
+      if (this.batched.length === 1) setImmediate(() => this.proposeBatched());
+    });
+  }
+
+  /**
+   * Hands the proposals of one turn of the event loop to the core together, so that they travel in one append per
+   * follower (and are acknowledged once) instead of one each. A proposal refused here (leadership moved, the node
+   * stopped, the uncommitted-bytes bound) was never appended: a definite refusal, as from propose() itself.
+   */
+  private proposeBatched(): void {
+    const batch = this.batched;
+    this.batched = [];
+    if (batch.length === 0) return;
+    const err = this.checkProposable();
+    if (err !== null) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    let ats: Array<{ index: number; term: number }>;
+    try {
+      ats = this.core.proposeMany(batch.map((p) => p.data));
+    } catch (e) {
+      const refusal = this.refused(e, false);
+      for (const p of batch) p.reject(refusal);
+      return;
+    }
+    if (ats.length > 0) this.schedule();
+    for (const [i, p] of batch.entries()) {
+      const at = ats[i];
+      if (at === undefined) p.reject(new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
+      else this.proposals.add(at.index, at.term).then(p.resolve, p.reject);
+    }
   }
 
   /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */

@@ -281,6 +281,23 @@ export class RaftCore {
     return { index: e.index, term: e.term };
   }
 
+  /**
+   * Appends several normal entries, in order, and replicates them together: one append per follower for the lot
+   * instead of one per entry. Stops at the first entry the uncommitted-bytes bound refuses; returns where the
+   * appended ones went (none: nothing was appended or sent).
+   */
+  proposeMany(datas: Uint8Array[]): Array<{ index: number; term: number }> {
+    this.checkCanPropose();
+    const out: Array<{ index: number; term: number }> = [];
+    for (const data of datas) {
+      const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: 'normal', data };
+      if (!this.appendEntries([e], true)) break;
+      out.push({ index: e.index, term: e.term });
+    }
+    if (out.length > 0) this.bcastAppend();
+    return out;
+  }
+
   /** Appends a membership change (leader only; one pending at a time; validated against the current config). */
   proposeConfChange(cc: ConfChange): { index: number; term: number } {
     this.checkCanPropose();

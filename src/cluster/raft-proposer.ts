@@ -198,9 +198,9 @@ export class RaftProposer implements Proposer {
  * proposer.
  */
 export async function proposeOnLeader(node: RaftNode, items: Uint8Array[]): Promise<ForwardResult[]> {
-  // propose() refuses with an already-rejected promise; one still pending once the microtasks have run (after
-  // setImmediate) means the core accepted the entry. (Checking a promise synchronously is not possible: its
-  // rejection handler runs a microtask later.)
+  // propose() settles a refusal at the latest in the setImmediate callback RaftNode queued when the first proposal
+  // of this turn arrived (it hands the turn's proposals to the core together): so one still pending when our own
+  // setImmediate (queued after it) runs was accepted by the core.
   const refusals: unknown[] = new Array(items.length).fill(undefined);
   const accepted = Symbol('accepted');
   for (let i = 0; i < items.length; i++) {
