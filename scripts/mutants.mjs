@@ -359,6 +359,14 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/cluster/write-behind.test.ts'],
   },
+  // cluster: a background snapshot is labelled with the index its rows were captured at, not a later one
+  {
+    id: 'cluster-snapshot-index-after-capture',
+    file: 'src/cluster/state-machine.ts',
+    search: '    return { index: view.index, chunks: chunks() };',
+    replace: '    return { index: store.appliedIndex, chunks: chunks() };',
+    tests: ['test/cluster/state-machine.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
