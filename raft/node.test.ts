@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftInvariantError } from './core/raft.js';
+import { joinChunks } from './node/snapshot-stream.js';
 import type { SnapshotChunks } from './node/state-machine.js';
 import { RaftError, type RaftErrorCode, RaftNode, type RaftNodeOptions, type StateMachine } from './node.js';
 import { SeededRandom } from './random.js';
@@ -724,6 +725,134 @@ describe('RaftNode over the in-memory transport', () => {
       await c.leader()!.removeNode('d');
       expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
     }, 20_000);
+});
+
+/**
+ * A streaming machine whose snapshot streams wait for `release()` before their first chunk: the state (as of the
+ * call) is captured at once, as the StateMachine contract asks, and handed out only later.
+ */
+class GatedMachine extends TestMachine {
+  private gate: Promise<void> = new Promise(() => {});
+  private open: () => void = () => {};
+  streamsStarted = 0;
+  constructor() {
+    super();
+    this.close();
+  }
+  close(): void {
+    this.gate = new Promise((r) => (this.open = r));
+  }
+  release(): void {
+    this.open();
+  }
+  async snapshotStream(): Promise<SnapshotChunks> {
+    const { index, data } = await super.snapshot();
+    this.streamsStarted++;
+    const gate = this.gate;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      await gate;
+      yield data;
+    }
+    return { index, chunks: chunks() };
+  }
+}
+
+describe('RaftNode proposal batching', () => {
+  it('hands the proposals of one turn to the core together: one append per follower for the lot', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    for (const id of ['a', 'b', 'c']) await c.start(id);
+    const leader = await c.waitLeader();
+    await proposeMany(c, 'warm', 3, 1);
+    const appends: number[] = [];
+    c.net.filter = (m) => {
+      if (m.type === 'append' && m.from === leader.id && (m.entries?.length ?? 0) > 0) appends.push(m.entries!.length);
+      return 'deliver';
+    };
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => leader.propose(enc.encode(`batch-${i}`))));
+    const indexes = results.map((r) => r.index);
+    expect(indexes).toEqual(indexes.map((_, i) => indexes[0]! + i)); // in order, contiguous
+    expect(appends).toEqual([20, 20]);
+    c.net.filter = null;
+  });
+
+  it('settles a refusal before a callback the caller queues after proposing, and bounds the batch', async () => {
+    const c = new MemCluster(['a'], { maxUncommittedBytes: 10, maxPendingProposals: 3 });
+    cleanup.push(() => c.stopAll());
+    await c.start('a');
+    const leader = await c.waitLeader();
+    const settled: string[] = [];
+    const ps = ['123456', '123456', '12', '1'].map((d, i) =>
+      leader.propose(enc.encode(d)).then(
+        () => settled.push(`${i} ok`),
+        (e: RaftError) => settled.push(`${i} ${e.code}`),
+      ),
+    );
+    // what proposeOnLeader relies on: a refusal is known once a setImmediate queued after the calls runs
+    await new Promise((r) => setImmediate(r));
+    expect(settled.sort()).toEqual(['1 too-many-pending', '2 too-many-pending', '3 too-many-pending']);
+    await Promise.all(ps);
+    expect(settled).toContain('0 ok');
+  });
+});
+
+describe('RaftNode snapshots in the background', () => {
+  it('keeps replicating and applying while a snapshot is taken, then stores it at its index and compacts', async () => {
+    const c = new MemCluster(['a'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 }, () => new GatedMachine());
+    cleanup.push(() => c.stopAll());
+    const a = await c.start('a');
+    await c.waitLeader();
+    const sm = a.sm as GatedMachine;
+    await proposeMany(c, 'pre', 25, 1);
+    await waitFor(() => sm.streamsStarted === 1, 5_000, 'a snapshot to start');
+    const captured = JSON.parse(dec.decode((await TestMachine.prototype.snapshot.call(sm)).data)).applied as number;
+    // the snapshot is held back: proposals are still committed and applied meanwhile (the old loop waited here)
+    const during = await proposeMany(c, 'during', 10, 1);
+    expect(Math.min(...during.keys())).toBeGreaterThan(captured);
+    expect(a.log.snapshot()).toBeNull();
+    expect(sm.streamsStarted).toBe(1); // one at a time
+    sm.release();
+    await waitFor(() => a.log.snapshot() !== null, 5_000, 'the snapshot to be stored');
+    const snapIndex = a.log.snapshot()!.meta.index;
+    expect(snapIndex).toBeGreaterThanOrEqual(20);
+    expect(snapIndex).toBeLessThan(Math.min(...during.keys()));
+    // its data is the state as of its index, not as of when it was stored
+    const stored = JSON.parse(dec.decode(await joinChunks(a.log.snapshotChunks()))) as {
+      applied: number;
+      entries: unknown[];
+    };
+    expect(stored.applied).toBe(snapIndex);
+    await waitFor(() => a.log.firstIndex() === snapIndex - 5 + 1, 5_000, 'compaction up to the snapshot');
+  }, 20_000);
+
+  it('skips its snapshot when one from the leader was installed while it was being taken', async () => {
+    const c = new MemCluster(
+      ['a', 'b', 'c'],
+      { snapshotEvery_entries: 20, snapshotKeep_entries: 1 },
+      () => new GatedMachine(),
+    );
+    cleanup.push(() => c.stopAll());
+    for (const id of ['a', 'b', 'c']) await c.start(id);
+    const leader = await c.waitLeader();
+    const lagging = [...c.members.values()].find((m) => m.node !== leader)!;
+    for (const m of c.members.values()) if (m !== lagging) (m.sm as GatedMachine).release();
+    const errors: string[] = [];
+    lagging.node.onError((e) => errors.push(e.message));
+    // the lagging follower starts a snapshot (held back), is cut off, and misses enough for the leader to compact
+    await proposeMany(c, 'pre', 25, 1);
+    await waitFor(() => (lagging.sm as GatedMachine).streamsStarted === 1, 5_000, 'the follower to start a snapshot');
+    c.net.isolate(lagging.node.id, c.ids);
+    await proposeMany(c, 'cut', 60, 4);
+    await waitFor(() => leader.status().firstIndex > lagging.node.status().applied + 1, 5_000, 'compaction');
+    c.net.heal();
+    await waitFor(() => lagging.sm.restores === 1, 10_000, 'the leader to send its snapshot');
+    (lagging.sm as GatedMachine).release();
+    await waitFor(() => errors.some((e) => /skipped snapshot/.test(e)), 5_000, 'the stale snapshot to be skipped');
+    expect(lagging.node.status().stopped).toBe(false);
+    const more = await proposeMany(c, 'post', 5, 1);
+    await converge([...c.members.values()]);
+    expectAllApplied(c.members.values(), more);
+  }, 20_000);
 });
 
 describe('RaftNode with LevelDB logs across power losses', () => {

@@ -11,7 +11,9 @@
  *   2. send the other messages (votes, acknowledgements, read answers: only after step 1 is durable);
  *   3. apply: install a snapshot if any, then membership changes (recorded in the log before the application
  *      sees the entries), then the committed entries through StateMachine.apply;
- *   4. advance; settle proposals and reads; snapshot + compact every `snapshotEvery_entries` applied entries.
+ *   4. advance; settle proposals and reads; every `snapshotEvery_entries` applied entries, start a snapshot +
+ *      compaction in the background (the state machine captures its state at once; its chunks are written to the
+ *      log as it encodes them while the loop goes on persisting, sending and applying).
  *
  * Failures: a malformed message from a peer is dropped (onError). Anything else the core throws — in step, tick,
  * ready/advance or a proposal — and any log or state-machine failure stops the node (onFatal; pending work is
@@ -165,8 +167,6 @@ export class RaftNode {
   private readonly catchUp: CatchUpWaiters;
   private readonly snapshotSender: SnapshotSender;
   private tickTimer: NodeJS.Timeout | null = null;
-  /** The state machine's snapshot being written to the log (application is paused meanwhile), or null. */
-  private snapshotTask: Promise<void> | null = null;
   /** Consecutive ticks this follower's transport has had no open connection to its leader. */
   private leaderDownTicks = 0;
   private applied: number;
@@ -178,6 +178,17 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
+  /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
+  private batched: Array<{
+    data: Uint8Array;
+    resolve: (r: ProposalResult) => void;
+    reject: (err: Error) => void;
+  }> = [];
+  /**
+   * The snapshot being taken in the background (maybeSnapshot), or null: the state machine's state captured at
+   * once, written to the log chunk by chunk while this node goes on persisting, sending and applying.
+   */
+  private snapshotting: Promise<void> | null = null;
   private stopped = false;
   /** stop() was called: the transport and the log are (being) closed. */
   private closing = false;
@@ -297,19 +308,51 @@ export class RaftNode {
   /**
    * Proposes `data`; resolves once the entry is applied locally, with its index and term. Rejects with a
    * RaftError: `not-leader` (with `leader`, the leader to forward to), `too-large`, `too-many-pending`,
-   * `leadership-lost`, `overwritten`, `stopped` or `fatal`.
+   * `leadership-lost`, `overwritten`, `stopped` or `fatal`. The entry is appended at the end of this turn of the
+   * event loop, together with every other proposed in it (proposeBatched): a refusal (`not-leader`,
+   * `too-many-pending`, `too-large`, `stopped`) is settled by then — in a setImmediate callback queued before any
+   * the caller queues after calling — and means nothing was appended.
    */
   propose(data: Uint8Array): Promise<ProposalResult> {
     const err = this.checkProposable() ?? this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
     if (err !== null) return Promise.reject(err);
-    let at: { index: number; term: number };
-    try {
-      at = this.core.propose(data);
-    } catch (e) {
-      return Promise.reject(this.refused(e, false));
+    if (this.proposals.size + this.batched.length >= this.proposals.max) {
+      return Promise.reject(new RaftError('too-many-pending', `${this.proposals.size} proposals pending`));
     }
-    this.schedule();
-    return this.proposals.add(at.index, at.term);
+    return new Promise((resolve, reject) => {
+      this.batched.push({ data, resolve, reject });
+      if (this.batched.length === 1) setImmediate(() => this.proposeBatched());
+    });
+  }
+
+  /**
+   * Hands the proposals of one turn of the event loop to the core together, so that they travel in one append per
+   * follower (and are acknowledged once) instead of one each. A proposal refused here (leadership moved, the node
+   * stopped, the uncommitted-bytes bound) was never appended: a definite refusal, as from propose() itself.
+   */
+  private proposeBatched(): void {
+    const batch = this.batched;
+    this.batched = [];
+    if (batch.length === 0) return;
+    const err = this.checkProposable();
+    if (err !== null) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    let ats: Array<{ index: number; term: number }>;
+    try {
+      ats = this.core.proposeMany(batch.map((p) => p.data));
+    } catch (e) {
+      const refusal = this.refused(e, false);
+      for (const p of batch) p.reject(refusal);
+      return;
+    }
+    if (ats.length > 0) this.schedule();
+    for (const [i, p] of batch.entries()) {
+      const at = ats[i];
+      if (at === undefined) p.reject(new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
+      else this.proposals.add(at.index, at.term).then(p.resolve, p.reject);
+    }
   }
 
   /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */
@@ -413,6 +456,11 @@ export class RaftNode {
     };
   }
 
+  /** The current term (cheap: for callers that check it per request). */
+  term(): number {
+    return this.core.basicStatus().term;
+  }
+
   isLeader(): boolean {
     return this.role === 'leader' && !this.stopped;
   }
@@ -478,12 +526,12 @@ export class RaftNode {
   }
 
   /**
-   * Resolves when the Ready being processed and the snapshot being written (if any) are done; for tests that kill
+   * Resolves when the Ready being processed and the snapshot being taken (if any) are done; for tests that kill
    * then reopen a log.
    */
   async idle(): Promise<void> {
     await this.loopIdle;
-    await this.snapshotTask;
+    await this.snapshotting;
   }
 
   // ---- wiring -------------------------------------------------------------------------------------------
@@ -619,9 +667,8 @@ export class RaftNode {
 
     // 3. Apply.
     if (rd.snapshot !== null && rd.snapshot.meta.index > this.applied) {
-      // Not while this node's own snapshot still reads the state machine.
-      await this.snapshotTask;
-      if (this.stopped) return;
+      // This node's own snapshot may still be being written meanwhile: it encodes the state it captured (not this
+      // one), and the log refuses it once this newer one is recorded (SnapshotSupersededError: skipped).
       await restoreSnapshot(this.sm, rd.snapshot.meta, this.log.snapshotChunks());
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
@@ -747,31 +794,31 @@ export class RaftNode {
   }
 
   /**
-   * Every `snapshotEvery_entries` applied entries: the state machine's snapshot is written to the log in the
-   * background, and the log compacted behind it. Nothing is applied meanwhile (the core hands out no committed
-   * entries: that keeps the state machine's snapshot consistent), but Readies go on being persisted and sent, so
-   * heartbeats, appends and votes keep flowing however long a large snapshot takes.
+   * Every `snapshotEvery_entries` applied entries, takes a snapshot in the background: the state machine captures
+   * its state at once (StateMachine.snapshot's contract) and hands it over chunk by chunk, each written to the log's
+   * chunk records as it comes (no whole-snapshot buffer), while this loop goes on persisting, sending and applying —
+   * the capture keeps the snapshot consistent at its index however far application moves on meanwhile. The log is
+   * compacted behind it once it is recorded. One at a time. A snapshot overtaken meanwhile (a newer one received
+   * from the leader, a membership change applied past it) is skipped.
    */
   private maybeSnapshot(): void {
-    if (this.snapshotTask !== null || this.stopped) return;
+    if (this.snapshotting !== null || this.stopped) return;
     if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
     this.lastSnapshotIndex = this.applied;
-    this.core.setApplyPaused(true);
-    this.snapshotTask = this.writeSnapshot()
-      .catch((err: unknown) => {
+    this.snapshotting = this.snapshot().then(
+      () => {
+        this.snapshotting = null;
+      },
+      (err: unknown) => {
+        this.snapshotting = null;
         if (!this.stopped) this.fail(err as Error);
-      })
-      .finally(() => {
-        this.snapshotTask = null;
-        if (this.stopped) return;
-        this.core.setApplyPaused(false);
-        this.schedule();
-      });
+      },
+    );
   }
 
-  private async writeSnapshot(): Promise<void> {
-    // The state machine's chunks go to the log's chunk records as it yields them (no whole-snapshot buffer).
+  private async snapshot(): Promise<void> {
     const { index, data } = await takeSnapshot(this.sm);
+    if (this.stopped) return;
     if (index > this.applied)
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
     const recorded = this.log.appliedConf();

@@ -411,6 +411,30 @@ export const MUTANTS = [
     replace: 'if (false) {',
     tests: ['test/api/token-enroll.test.ts'],
   },
+  // cluster: the write-behind store's flush is synced, and the store is flushed before Raft takes a snapshot
+  {
+    id: 'store-write-behind-unsynced',
+    file: 'storage/store.ts',
+    search: '    this.staged = new Map();\n    try {\n      await this.db.batch(ops, { sync: true });',
+    replace: '    this.staged = new Map();\n    try {\n      await this.db.batch(ops, { sync: false });',
+    tests: ['test/cluster/write-behind.test.ts'],
+  },
+  {
+    id: 'cluster-snapshot-unflushed',
+    file: 'src/cluster/state-machine.ts',
+    search:
+      '    // the log is compacted up to the snapshot: the store on disk must not be behind it\n    await store.flush();',
+    replace: '',
+    tests: ['test/cluster/write-behind.test.ts'],
+  },
+  // cluster: a background snapshot is labelled with the index its rows were captured at, not a later one
+  {
+    id: 'cluster-snapshot-index-after-capture',
+    file: 'src/cluster/state-machine.ts',
+    search: '    return { index: view.index, chunks: chunks() };',
+    replace: '    return { index: store.appliedIndex, chunks: chunks() };',
+    tests: ['test/cluster/state-machine.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -35,6 +35,12 @@ const RESTORE_BATCH_ROWS = 10_000;
 const MAX_SNAPSHOT_FRAME_BYTES = 256 << 20;
 /** The largest group of commands applied as one batch. */
 export const MAX_GROUP_COMMANDS = 4096;
+/** Write-behind (applyGroupBehind): staged rows are written at least this often. */
+export const WRITE_BEHIND_INTERVAL_MS = 100;
+/** Write-behind: a flush starts as soon as this many rows are staged. */
+export const WRITE_BEHIND_FLUSH_OPS = 8192;
+/** Write-behind: applying waits for the batch being written once this many rows are staged (bounds memory). */
+export const WRITE_BEHIND_MAX_OPS = 65_536;
 
 function entityKey(entity: string, id: string): string {
   return `${ENTITY_PREFIX}${entity}${SEP}${id}`;
@@ -74,6 +80,12 @@ export type { Change };
 
 export type PublishListener = (changes: Change[]) => void;
 
+/** The state as of `index`, captured by `Store.snapshotView`: each entity's rows in id order. */
+export interface SnapshotView {
+  index: number;
+  entities: Array<[string, Row[]]>;
+}
+
 /**
  * The state machine's durable home: entity rows in LevelDB, mirrored in memory (Collections) for reads.
  *
@@ -95,6 +107,15 @@ export class Store {
   private closed = false;
   private failure: StoreFailedError | null = null;
   appliedIndex = 0;
+  /** The applied index on disk (= appliedIndex except while write-behind rows are staged). */
+  private durable = 0;
+  /** Write-behind: rows applied and published, not yet written (key → encoded row, null: delete). */
+  private staged = new Map<string, Uint8Array | null>();
+  /** The applied index the staged rows bring the disk to. */
+  private stagedIndex = 0;
+  /** The write-behind batch being written (settled: none). */
+  private flushing: Promise<void> = Promise.resolve();
+  private flushTimer: NodeJS.Timeout | null = null;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
 
@@ -138,6 +159,8 @@ export class Store {
     }
     const applied = await this.db.get(META_APPLIED);
     this.appliedIndex = applied === undefined ? 0 : (packr.unpack(applied) as number);
+    this.durable = this.appliedIndex;
+    this.stagedIndex = this.appliedIndex;
 
     let current: string | null = null;
     let rows: Row[] = [];
@@ -213,44 +236,21 @@ export class Store {
    * recorded result, not an exception. `index` is the log index of the last command (recorded with the batch).
    */
   async applyGroup(cmds: Command[], opts: { index?: number; sync: boolean }): Promise<CommandResult[]> {
-    assert(!this.closed, 'applyGroup on a closed store');
-    if (this.failure !== null) throw this.failure;
-    assert(!this.applying, 'applyGroup is not re-entrant');
-    assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
-    this.applying = true;
+    this.enterApply(cmds);
+    assert(this.staged.size === 0 && this.stagedIndex === this.appliedIndex, 'applyGroup on a write-behind store');
     // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
     let stage: StoreFailedError['stage'] = 'apply';
     try {
-      const group = new Txn(this);
-      /** LevelDB key → encoded row (null: delete), the last write of each key in the group. */
-      const encoded = new Map<string, Uint8Array | null>();
-      const results: CommandResult[] = [];
-      for (const cmd of cmds) {
-        const txn = new Txn(group);
-        let writes: Array<[string, Uint8Array | null]>;
-        let value: unknown;
-        try {
-          value = applyCommand(this.schema, txn, cmd);
-          writes = encodeWrites(txn);
-        } catch (err) {
-          results.push({ ok: false, error: commandError(cmd, err) });
-          continue; // the command's overlay is dropped: nothing of it is written
-        }
-        txn.mergeInto(group);
-        for (const [key, bytes] of writes) encoded.set(key, bytes);
-        results.push({ ok: true, value });
-      }
-      const index = opts.index ?? this.appliedIndex;
-      assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
-      let groupWrites = 0;
-      for (const writes of group.writes.values()) groupWrites += writes.size;
-      assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
+      const { group, encoded, results } = this.prepare(cmds);
+      const index = this.checkIndex(opts.index);
       const ops: StoreDbOp[] = [];
       for (const [key, value] of encoded) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
       ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
       stage = 'write';
       await this.db.batch(ops, { sync: opts.sync });
       this.appliedIndex = index;
+      this.stagedIndex = index;
+      this.durable = index;
       // the batch is on disk: a failure now leaves memory holding part of it
       stage = 'publish';
       this.publish(group);
@@ -260,6 +260,134 @@ export class Store {
     } finally {
       this.applying = false;
     }
+  }
+
+  /**
+   * Write-behind (a Raft member, whose log already holds every command durably): applies commands like
+   * `applyGroup` and publishes them at once, but only stages their rows; `flush()` — every WRITE_BEHIND_INTERVAL_MS,
+   * or sooner once WRITE_BEHIND_FLUSH_OPS rows are staged — writes everything staged as one synced batch together
+   * with the index of its last command. So the store on disk is always the state as of some applied index
+   * (`durableIndex`, ≤ `appliedIndex`), never a mix, and after a crash the member replays its log above it. Whoever
+   * compacts the log must not pass `durableIndex` (flush first). Applying waits for the batch being written when
+   * WRITE_BEHIND_MAX_OPS rows are staged, so staging is bounded.
+   */
+  async applyGroupBehind(cmds: Command[], index: number): Promise<CommandResult[]> {
+    if (this.staged.size >= WRITE_BEHIND_MAX_OPS) await this.flush();
+    this.enterApply(cmds);
+    let stage: StoreFailedError['stage'] = 'apply';
+    try {
+      const { group, encoded, results } = this.prepare(cmds);
+      this.checkIndex(index);
+      for (const [key, value] of encoded) this.staged.set(key, value);
+      this.stagedIndex = index;
+      this.appliedIndex = index;
+      stage = 'publish';
+      this.publish(group);
+      if (this.staged.size >= WRITE_BEHIND_FLUSH_OPS) void this.flush().catch(() => {});
+      else this.scheduleFlush();
+      return results;
+    } catch (err) {
+      throw this.fail(stage, err);
+    } finally {
+      this.applying = false;
+    }
+  }
+
+  /** The applied index whose state is on disk (synced): what a restart starts from. */
+  get durableIndex(): number {
+    return this.durable;
+  }
+
+  /**
+   * Writes what `applyGroupBehind` staged as one synced batch with its applied index; resolves once everything
+   * staged before the call is durable. Batches are written one at a time, in order.
+   */
+  flush(): Promise<void> {
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    const next = this.flushing.then(() => this.writeStaged());
+    this.flushing = next.catch(() => {});
+    return next;
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer !== null || this.closed) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      void this.flush().catch(() => {});
+    }, WRITE_BEHIND_INTERVAL_MS);
+  }
+
+  private async writeStaged(): Promise<void> {
+    if (this.failure !== null) throw this.failure;
+    const index = this.stagedIndex;
+    if (index === this.durable) return;
+    assert(index > this.durable, `staged index ${index} below the durable index ${this.durable}`);
+    const ops: StoreDbOp[] = [];
+    for (const [key, value] of this.staged)
+      ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+    ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+    this.staged = new Map();
+    try {
+      await this.db.batch(ops, { sync: true });
+    } catch (err) {
+      throw this.fail('write', err);
+    }
+    this.durable = index;
+  }
+
+  /** Drops the staged rows (a snapshot is about to replace the whole state) once the batch being written is done. */
+  private async dropStaged(): Promise<void> {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    await this.flushing;
+    this.staged = new Map();
+    this.stagedIndex = this.durable;
+  }
+
+  private enterApply(cmds: Command[]): void {
+    assert(!this.closed, 'applyGroup on a closed store');
+    if (this.failure !== null) throw this.failure;
+    assert(!this.applying, 'applyGroup is not re-entrant');
+    assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
+    this.applying = true;
+  }
+
+  private checkIndex(given: number | undefined): number {
+    const index = given ?? this.appliedIndex;
+    assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
+    return index;
+  }
+
+  /**
+   * Applies each command into its own overlay over the group's: the merged overlay, the LevelDB writes of the
+   * successful commands (key → encoded row, null: delete; the last write of each key) and every command's result.
+   */
+  private prepare(cmds: Command[]): { group: Txn; encoded: Map<string, Uint8Array | null>; results: CommandResult[] } {
+    const group = new Txn(this);
+    const encoded = new Map<string, Uint8Array | null>();
+    const results: CommandResult[] = [];
+    for (const cmd of cmds) {
+      const txn = new Txn(group);
+      let writes: Array<[string, Uint8Array | null]>;
+      let value: unknown;
+      try {
+        value = applyCommand(this.schema, txn, cmd);
+        writes = encodeWrites(txn);
+      } catch (err) {
+        results.push({ ok: false, error: commandError(cmd, err) });
+        continue; // the command's overlay is dropped: nothing of it is written
+      }
+      txn.mergeInto(group);
+      for (const [key, bytes] of writes) encoded.set(key, bytes);
+      results.push({ ok: true, value });
+    }
+    let groupWrites = 0;
+    for (const writes of group.writes.values()) groupWrites += writes.size;
+    assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
+    return { group, encoded, results };
   }
 
   private publish(group: Txn): void {
@@ -279,32 +407,35 @@ export class Store {
   }
 
   /**
-   * The state as of `appliedIndex`, as framed chunks (`u32` length + one msgpackr value each): a header
-   * `{format, version, index}`, then `[entity, rows]` chunks of at most SNAPSHOT_CHUNK_ROWS rows (entities and
-   * rows in id order), then `{end: rowCount}`. Read from the in-memory collections, which equal disk after every
-   * publish; the generator must be drained before the next `applyGroup` (asserted).
+   * The state as of `appliedIndex`, captured at once (the rows of every collection in id order, by reference: rows
+   * are replaced on write, never changed in place), for `snapshotFrames` to encode later while writes go on.
    */
-  *snapshotChunks(): Generator<Uint8Array> {
-    const epoch = this.epoch;
-    const index = this.appliedIndex;
-    yield frame({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, index });
+  snapshotView(): SnapshotView {
+    const entities: Array<[string, Row[]]> = [];
+    for (const [entity, c] of this.collections) entities.push([entity, [...c.scan()]]);
+    return { index: this.appliedIndex, entities };
+  }
+
+  /**
+   * A captured state as framed chunks (`u32` length + one msgpackr value each): a header `{format, version,
+   * index}`, then `[entity, rows]` chunks of at most SNAPSHOT_CHUNK_ROWS rows (entities and rows in id order), then
+   * `{end: rowCount}`.
+   */
+  *snapshotFrames(view: SnapshotView): Generator<Uint8Array> {
+    yield frame({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, index: view.index });
     let count = 0;
-    for (const [entity, c] of this.collections) {
-      let rows: Row[] = [];
-      for (const row of c.scan()) {
-        rows.push(row);
-        if (rows.length === SNAPSHOT_CHUNK_ROWS) {
-          yield frame([entity, rows]);
-          count += rows.length;
-          rows = [];
-          assert(this.epoch === epoch, 'store changed while a snapshot was being read');
-        }
+    for (const [entity, rows] of view.entities) {
+      for (let at = 0; at < rows.length; at += SNAPSHOT_CHUNK_ROWS) {
+        yield frame([entity, rows.slice(at, at + SNAPSHOT_CHUNK_ROWS)]);
       }
-      if (rows.length > 0) yield frame([entity, rows]);
       count += rows.length;
     }
-    assert(this.epoch === epoch, 'store changed while a snapshot was being read');
     yield frame({ end: count });
+  }
+
+  /** The state as of `appliedIndex` as framed chunks (`snapshotFrames` of a view captured now). */
+  snapshotChunks(): Generator<Uint8Array> {
+    return this.snapshotFrames(this.snapshotView());
   }
 
   /** The snapshot as one buffer (the Raft state machine interface takes one `Uint8Array`). */
@@ -333,6 +464,8 @@ export class Store {
     assert(!this.applying, 'restore while applying');
     this.applying = true;
     try {
+      // staged write-behind rows are older than the snapshot, which replaces everything
+      await this.dropStaged();
       const frames = readFrames(chunks);
       const header = (await frames.next()).value as
         | { format?: unknown; version?: unknown; index?: unknown }
@@ -389,6 +522,8 @@ export class Store {
         this.collections.set(def.name, next);
       }
       this.appliedIndex = index as number;
+      this.durable = this.appliedIndex;
+      this.stagedIndex = this.appliedIndex;
       this.epoch++;
       this.derived.rebuild(this);
       for (const l of this.listeners) l(changes);
@@ -413,9 +548,12 @@ export class Store {
     }
   }
 
+  /** Closes the store; staged write-behind rows are written first (unless the store failed). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.failure === null) await this.flush().catch(() => {});
+    await this.flushing;
     await this.db.close();
   }
 }

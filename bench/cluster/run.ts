@@ -15,6 +15,7 @@ import type { NodeProcess } from '../../src/cluster/processes.js';
 import { EtcdCluster, etcdVersion } from '../raft/etcd.js';
 import { fmt, freePorts, row } from '../raft/run.js';
 import { LatencySamples } from '../raft/stats.js';
+import { type Accounted, startAccounting } from './cpu.js';
 import { failoverTrial, type Trial } from './failover.js';
 import { alive, KeelBenchCluster } from './keel.js';
 import { keelBody, nameLength, runWrk, type Target, WRK, type WrkResult, wrkChildren } from './wrk.js';
@@ -88,17 +89,21 @@ async function loadLevels(
   duration_s: number,
   warmup_s: number,
   dir: string,
+  procs: Accounted[],
   maxTerm?: () => Promise<number>,
 ): Promise<WrkResult[]> {
   await runWrk(target, Math.min(16, opts.concurrencies[0]!), warmup_s, levelPrefix(name, 0), dir);
   const out: WrkResult[] = [];
   for (const c of opts.concurrencies) {
     const before = await maxTerm?.();
+    const cpu = startAccounting(procs);
     const r = await runWrk(target, c, duration_s, levelPrefix(name, c), dir);
     const after = await maxTerm?.();
     // A term change under load is an election a busy (not dead) leader should not have suffered.
     const terms = before === undefined || after === undefined ? '' : `, term changes ${after - before}`;
     console.log(describe(name, r) + terms);
+    const perWrite = cpu.per(r.requests);
+    if (perWrite !== null) console.log(`    ${perWrite}`);
     out.push(r);
   }
   return out;
@@ -227,8 +232,13 @@ export async function main(argv: string[]): Promise<void> {
     try {
       cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n));
       const token = await cluster.login();
-      const ports = viaPorts(cluster.ports, await cluster.agreedLeader(token), opts.via);
-      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base, () =>
+      const leader = await cluster.agreedLeader(token);
+      const ports = viaPorts(cluster.ports, leader, opts.via);
+      const procs = cluster.nodes.map((n, i) => ({
+        name: `${n.spec.id}${i === leader ? '*' : ''}`,
+        pid: n.child.pid ?? 0,
+      }));
+      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base, procs, () =>
         cluster!.maxTerm(),
       );
       // Every acknowledged create must be on every member. The count also holds the admin, the warm-up's creates
@@ -273,6 +283,10 @@ export async function main(argv: string[]): Promise<void> {
           duration_s,
           warmup_s,
           base,
+          etcd.pids.map((pid, i) => ({
+            name: `e${i + 1}${etcd!.clientPorts[i] === etcd!.leaderPort ? '*' : ''}`,
+            pid,
+          })),
         );
       } finally {
         await etcd?.stop();

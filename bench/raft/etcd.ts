@@ -89,6 +89,11 @@ export class EtcdCluster {
     readonly leaderPort: number,
   ) {}
 
+  /** The members' process ids (e1, e2, e3: the order of clientPorts). */
+  get pids(): number[] {
+    return this.procs.map((p) => p.pid ?? 0);
+  }
+
   /** ports: 6 free ports (3 client, 3 peer). */
   static async start(baseDir: string, ports: number[]): Promise<EtcdCluster> {
     const names = ['e1', 'e2', 'e3'];

@@ -17,8 +17,6 @@ export class RaftLog {
   readonly unstable: Unstable;
   committed: number;
   applied: number;
-  /** No committed entries are handed out while set (RaftCore.setApplyPaused). */
-  applyPaused = false;
 
   constructor(readonly storage: LogView) {
     const first = storage.firstIndex();
@@ -186,12 +184,10 @@ export class RaftLog {
   }
 
   hasNextCommittedEnts(): boolean {
-    if (this.applyPaused) return false;
     return this.committed > Math.max(this.applied, this.firstIndex() - 1);
   }
 
   nextCommittedEnts(maxBytes: number): Entry[] {
-    if (this.applyPaused) return [];
     const lo = Math.max(this.applied + 1, this.firstIndex());
     const hi = this.committed + 1;
     if (lo >= hi) return [];

@@ -290,6 +290,23 @@ export class RaftCore {
     return { index: e.index, term: e.term };
   }
 
+  /**
+   * Appends several normal entries, in order, and replicates them together: one append per follower for the lot
+   * instead of one per entry. Stops at the first entry the uncommitted-bytes bound refuses; returns where the
+   * appended ones went (none: nothing was appended or sent).
+   */
+  proposeMany(datas: Uint8Array[]): Array<{ index: number; term: number }> {
+    this.checkCanPropose();
+    const out: Array<{ index: number; term: number }> = [];
+    for (const data of datas) {
+      const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: 'normal', data };
+      if (!this.appendEntries([e], true)) break;
+      out.push({ index: e.index, term: e.term });
+    }
+    if (out.length > 0) this.bcastAppend();
+    return out;
+  }
+
   /** Appends a membership change (leader only; one pending at a time; validated against the current config). */
   proposeConfChange(cc: ConfChange): { index: number; term: number } {
     this.checkCanPropose();
@@ -427,15 +444,6 @@ export class RaftCore {
     const self = this.tracker.progress.get(this.id);
     if (self === undefined || !self.maybeUpdate(durable)) return;
     if (this.leaderMaybeCommit()) this.bcastAppend();
-  }
-
-  /**
-   * While paused, Readies hand out no committed entries (etcd's paused application): the driver may take the
-   * state machine's snapshot while it goes on persisting and sending (heartbeats, appends, votes), so a long
-   * snapshot does not silence a leader. Commit decisions go on; the entries are handed out once resumed.
-   */
-  setApplyPaused(paused: boolean): void {
-    this.log.applyPaused = paused;
   }
 
   /**

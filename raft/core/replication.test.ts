@@ -190,6 +190,42 @@ describe('flow control and bounds', () => {
     expect(() => a.propose(enc('123456'))).not.toThrow();
   });
 
+  it('proposeMany appends a batch and sends it in one append per follower, which commits and applies it', () => {
+    const net = TestNet.create(['a', 'b', 'c']);
+    net.elect('a');
+    net.stabilize();
+    const a = net.core('a');
+    const last = a.status().lastIndex;
+    const at = a.proposeMany(['m0', 'm1', 'm2', 'm3'].map(enc));
+    expect(at.map((x) => x.index)).toEqual([last + 1, last + 2, last + 3, last + 4]);
+    const appends = net.takePending().filter((m) => m.type === 'append');
+    expect(appends.map((m) => [m.to, m.entries?.length])).toEqual([
+      ['b', 4],
+      ['c', 4],
+    ]);
+    for (const m of appends) net.deliver(m);
+    net.stabilize();
+    for (const id of ['a', 'b', 'c']) {
+      expect(
+        net
+          .node(id)
+          .applied.filter((e) => e.type === 'normal')
+          .map(text),
+      ).toEqual(['m0', 'm1', 'm2', 'm3']);
+    }
+  });
+
+  it('proposeMany stops at the first entry beyond maxUncommittedBytes, and refuses on a follower', () => {
+    const net = TestNet.create(['a', 'b', 'c'], { maxUncommittedBytes: 10 });
+    net.elect('a');
+    net.isolate('a');
+    const a = net.core('a');
+    const at = a.proposeMany(['123456', '123456', ''].map(enc));
+    expect(at.length).toBe(1); // the second exceeds the bound: it and everything after it are left out
+    expect(a.status().lastIndex).toBe(at[0]!.index);
+    expect(() => net.core('b').proposeMany([enc('x')])).toThrow(ProposalDroppedError);
+  });
+
   it('rejects proposals on followers, naming the leader so the application can forward', () => {
     const net = TestNet.create(['a', 'b', 'c']);
     net.elect('a');

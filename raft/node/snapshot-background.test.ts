@@ -1,7 +1,8 @@
 /**
- * A snapshot that takes long (millions of rows) is written while the node goes on persisting and sending: the
- * leader's heartbeats keep flowing, so no election happens however long it takes; entries committed meanwhile
- * are applied once it is written (nothing is applied while the state machine's snapshot is read).
+ * A snapshot that takes long (millions of rows) is written while the node goes on persisting, sending and applying:
+ * the leader's heartbeats keep flowing, so no election happens however long it takes, and entries committed
+ * meanwhile are applied (the state machine captured its state when the snapshot started); the snapshot is recorded
+ * at the index it was captured at.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftNode } from '../node.js';
@@ -18,8 +19,10 @@ const ELECTION_TICKS = 10;
 /** Counts applied entries; its snapshot stream stalls until `release()` (a long snapshot). */
 class SlowSnapshotMachine implements StateMachine {
   applied = 0;
-  /** Entries applied while a snapshot was being read (must stay 0). */
+  /** Entries applied while a snapshot was being read. */
   appliedDuringSnapshot = 0;
+  /** The applied index the last snapshot was captured at. */
+  capturedAt = -1;
   snapshots = 0;
   reading = false;
   private gate: Promise<void> = new Promise(() => {});
@@ -43,6 +46,7 @@ class SlowSnapshotMachine implements StateMachine {
   }
   async snapshotStream(): Promise<SnapshotChunks> {
     const index = this.applied;
+    this.capturedAt = index;
     const self = this;
     async function* chunks(): AsyncGenerator<Uint8Array> {
       self.reading = true;
@@ -103,19 +107,22 @@ describe('a long snapshot', () => {
     // Enough entries for every member to start a snapshot, which then stalls (bootstrap entries count too).
     const before = Array.from({ length: 10 }, (_, i) => leader.propose(new Uint8Array([i])));
     await waitFor(() => [...machines.values()].every((m) => m.reading), 10_000, 'every member reading a snapshot');
-    // While the snapshots stall, the leader goes on committing (not applying) and every member keeps its leader.
-    const during = leader.propose(new Uint8Array([99]));
+    // While the snapshots stall, the leader goes on committing and applying, and every member keeps its leader.
+    const during = await leader.propose(new Uint8Array([99]));
     const stalled_ms = 6 * ELECTION_TICKS * TICK_MS;
     await new Promise((r) => setTimeout(r, stalled_ms));
     expect(leader.isLeader()).toBe(true);
     for (const n of nodes) expect(n.status().term).toBe(term);
-    expect(leader.status().commit).toBeGreaterThan(leader.appliedIndex());
+    expect(during.index).toBeGreaterThan(10);
+    expect(sm.applied).toBeGreaterThanOrEqual(during.index);
+    expect(sm.appliedDuringSnapshot).toBeGreaterThan(0);
+    expect(leader.status().snapshotIndex).toBe(0);
     for (const m of machines.values()) m.release();
     await Promise.all(before);
-    const applied = await during;
-    expect(applied.index).toBeGreaterThan(10);
-    await waitFor(() => sm.snapshots >= 1, 10_000, 'the snapshot');
-    expect(leader.status().snapshotIndex).toBeGreaterThanOrEqual(10);
-    for (const m of machines.values()) expect(m.appliedDuringSnapshot).toBe(0);
+    await waitFor(() => leader.status().snapshotIndex > 0, 10_000, 'the snapshot');
+    // recorded at the index it was captured at, not at the one applied when it was written
+    expect(leader.status().snapshotIndex).toBe(sm.capturedAt);
+    expect(sm.capturedAt).toBeGreaterThanOrEqual(10);
+    expect(sm.capturedAt).toBeLessThan(during.index);
   });
 });

@@ -17,8 +17,10 @@ export interface SnapshotChunks {
  * - apply(entries): committed entries in log order, every index exactly once since the applied index given at
  *   start (entries of type 'noop' and 'conf' are included so the application can track its applied index;
  *   membership is already handled by the node). Must be deterministic.
- * - snapshot(): capture the state as of the last applied entry (never called while apply is running) and
- *   return it with that index. Used for log compaction and to catch up lagging or new members.
+ * - snapshot(): capture the state as of the last applied entry and return it with that index. Called between two
+ *   applies, but the node takes snapshots in the background: apply may run again while the returned promise (or
+ *   snapshotStream's chunks) is pending, so the state must be captured when the call is made (before its first
+ *   await) and not read later. Used for log compaction and to catch up lagging or new members.
  * - restore(snap): replace the whole state with a snapshot's data (applied index becomes snap.meta.index).
  *
  * The streaming forms are optional and preferred when present: a store with millions of rows encodes them chunk

@@ -159,7 +159,7 @@ type EventKind =
   | 'liveness'
   | 'endChaos'
   | 'leaderFault'
-  | 'resumeApply';
+  | 'snapshotWritten';
 type Phase = 'chaos' | 'liveness' | 'convergence' | 'done';
 
 interface SimEvent extends Timed {
@@ -168,6 +168,15 @@ interface SimEvent extends Timed {
   inc?: number;
   msg?: Message;
   faultKind?: number;
+  /** snapshotWritten: the state captured when the snapshot was started. */
+  snap?: CapturedSnapshot;
+}
+
+/** A node's state machine captured at once for a snapshot that is written later (the driver's background one). */
+interface CapturedSnapshot {
+  index: number;
+  conf: ConfState;
+  data: Uint8Array;
 }
 
 interface PendingProposal {
@@ -258,6 +267,8 @@ class Simulation {
   /** Number of bootstrap entries (committed conf entries at term 1). */
   private readonly bootEntries: number;
   private latestConf: { index: number; conf: ConfState };
+  /** Every configuration applied so far, by index (latestConf is the last): what retireRemoved keeps. */
+  private readonly confHistory: Array<{ index: number; conf: ConfState }> = [];
   private readonly everMember = new Set<NodeId>();
   private readonly traceLines: string[] = [];
   readonly stats: SimStats = emptyStats();
@@ -272,6 +283,7 @@ class Simulation {
     const conf: ConfState = { voters, learners, votersOutgoing: [], learnersNext: [], autoLeave: false };
     this.bootEntries = bootstrapEntries(voters, learners).entries.length;
     this.latestConf = { index: this.bootEntries, conf: copyConfState(conf) };
+    this.confHistory.push(this.latestConf);
     this.checker.setBootstrapCommit(this.bootEntries);
     for (const id of [...voters, ...learners]) {
       this.everMember.add(id);
@@ -392,13 +404,12 @@ class Simulation {
         }
         return;
       }
-      case 'resumeApply': {
-        // A slow snapshot (below) is written: application resumes.
+      case 'snapshotWritten': {
+        // A slow snapshot (below) is written, of the state captured when it started.
         const n = ev.node as SimNode;
         if (!n.alive || ev.inc !== n.inc) return;
         if (this.deferIfPaused(n, ev)) return;
-        this.traceEvent(() => `${n.id} snapshot written: apply resumes`);
-        this.coreOf(n).setApplyPaused(false);
+        this.recordSnapshot(n, ev.snap as CapturedSnapshot);
         this.afterStep(n);
         return;
       }
@@ -736,6 +747,7 @@ class Simulation {
   private noteConf(index: number, conf: ConfState): void {
     if (index <= this.latestConf.index) return;
     this.latestConf = { index, conf: copyConfState(conf) };
+    this.confHistory.push(this.latestConf);
     // Bootstrap entries are not changes.
     if (index > this.bootEntries) this.stats.confChanges++;
     for (const id of [...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]) {
@@ -841,7 +853,9 @@ class Simulation {
     const target =
       leaders.length > 0 && this.rng.chance(0.9) ? this.rng.pick(leaders) : alive.length ? this.rng.pick(alive) : null;
     if (!target) return;
-    this.propose(target);
+    // Sometimes several at once, as the driver hands the proposals of one event-loop turn to the core together.
+    if (this.rng.chance(0.3)) this.proposeMany(target, 2 + this.rng.int(3));
+    else this.propose(target);
   }
 
   /** A proposal of `n` still pending is not known to have failed: a correct client never re-proposes it. */
@@ -866,6 +880,27 @@ class Simulation {
     } catch (err) {
       if (err instanceof ProposalDroppedError) return false;
       throw err;
+    }
+  }
+
+  /** `count` proposals in one RaftCore.proposeMany call; those past the uncommitted-bytes bound are not appended. */
+  private proposeMany(n: SimNode, count: number): void {
+    const pids: number[] = [];
+    const datas: Uint8Array[] = [];
+    for (let i = 0; i < count; i++) {
+      pids.push(this.unknownOutcome.shift() ?? this.nextPid++);
+      datas.push(encodeProposal(pids[i]!, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0));
+    }
+    try {
+      const ats = this.coreOf(n).proposeMany(datas);
+      for (const [i, { index, term }] of ats.entries()) {
+        n.proposals.set(index, { pid: pids[i]!, term });
+        this.stats.proposals++;
+      }
+      this.traceEvent(() => `${n.id} proposeMany #${pids.join(',')} -> ${ats.map((a) => a.index).join(',')}`);
+      this.afterStep(n);
+    } catch (err) {
+      if (!(err instanceof ProposalDroppedError)) throw err;
     }
   }
 
@@ -1016,25 +1051,36 @@ class Simulation {
     }
   }
 
+  /**
+   * Captures the state machine at once and records it as the log's snapshot, now or — sometimes, as the driver's
+   * background snapshot does — a while later, with entries applied meanwhile (the log then compacts behind a
+   * snapshot older than the applied index; one overtaken by a snapshot received meanwhile is skipped).
+   */
   private snapshot(n: SimNode): void {
-    const snap = n.disk.snapshot();
-    const snapIndex = snap ? snap.meta.index : 0;
-    if (n.sm.index <= snapIndex) return;
-    n.disk.createSnapshot(n.sm.index, n.sm.conf, encodeSnapshotData(n.sm, this.p.snapshotFillerMax));
+    const captured = {
+      index: n.sm.index,
+      conf: copyConfState(n.sm.conf),
+      data: encodeSnapshotData(n.sm, this.p.snapshotFillerMax),
+    };
+    if (n.core !== null && this.rng.chance(0.3)) {
+      const ms = this.rng.range(10, 3 * this.p.electionTicks * this.p.tickMs);
+      this.traceEvent(() => `${n.id} slow snapshot@${captured.index}: written in ${ms}ms, apply goes on`);
+      this.schedule({ kind: 'snapshotWritten', node: n, inc: n.inc, time: this.now + ms, seq: 0, snap: captured });
+      return;
+    }
+    this.recordSnapshot(n, captured);
+  }
+
+  private recordSnapshot(n: SimNode, snap: CapturedSnapshot): void {
+    const current = n.disk.snapshot();
+    if (snap.index <= (current ? current.meta.index : 0)) return;
+    n.disk.createSnapshot(snap.index, snap.conf, snap.data);
     this.stats.snapshotsCreated++;
     // Compact, sometimes keeping a few entries behind the snapshot for slow followers.
     const keep = this.rng.chance(0.5) ? 0 : this.rng.int(20);
-    const upTo = Math.max(n.sm.index - keep, 0);
+    const upTo = Math.max(snap.index - keep, 0);
     if (upTo >= n.disk.firstIndex()) n.disk.compact(upTo);
-    this.traceEvent(() => `${n.id} snapshot@${n.sm.index} compact<=${upTo}`);
-    // Sometimes the snapshot takes long to write, as the driver's does in the background: no committed entries
-    // are handed out meanwhile while everything else goes on (RaftCore.setApplyPaused).
-    if (n.core !== null && this.rng.chance(0.3)) {
-      n.core.setApplyPaused(true);
-      const ms = this.rng.range(10, 3 * this.p.electionTicks * this.p.tickMs);
-      this.traceEvent(() => `${n.id} slow snapshot: apply paused for ${ms}ms`);
-      this.schedule({ kind: 'resumeApply', node: n, inc: n.inc, time: this.now + ms, seq: 0 });
-    }
+    this.traceEvent(() => `${n.id} snapshot@${snap.index} compact<=${upTo}`);
   }
 
   // ---------------------------------------------------------------- liveness
@@ -1089,14 +1135,28 @@ class Simulation {
    * them has applied it: until then the survivors may need their votes (a removed leader steps down at once,
    * and with one or two voters left, or a joint configuration, the others cannot elect a leader without it).
    */
+  /**
+   * The operator stops the members a committed change removed, once every member of the latest configuration is
+   * up: those in no configuration from the one in effect at the least applied index among these members on (a
+   * member that has not applied the latest configuration yet may still need the others — e.g. the outgoing half of
+   * a joint configuration it has to leave — and a removed member kept meanwhile may go on disrupting elections).
+   */
   private retireRemoved(): void {
     const inConf = confMembers(this.latestConf.conf);
+    let minApplied = this.latestConf.index;
     for (const id of inConf) {
       const m = this.byId.get(id);
-      if (!m?.alive || m.sm.index < this.latestConf.index) return;
+      if (!m?.alive) return;
+      minApplied = Math.min(minApplied, m.sm.index);
+    }
+    const keep = new Set<NodeId>();
+    for (let i = this.confHistory.length - 1; i >= 0; i--) {
+      const c = this.confHistory[i]!;
+      for (const id of confMembers(c.conf)) keep.add(id);
+      if (c.index <= minApplied) break;
     }
     for (const n of this.nodes) {
-      if (n.stopped || !this.everMember.has(n.id) || inConf.has(n.id)) continue;
+      if (n.stopped || !this.everMember.has(n.id) || keep.has(n.id)) continue;
       this.traceEvent(() => `${n.id} removed: stopped by the operator`);
       if (n.alive) this.crash(n);
       n.stopped = true;

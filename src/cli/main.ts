@@ -45,7 +45,7 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --join ADDR             first start of a new member: join through the member at peer address ADDR
   --peer-tls              mutual TLS on peer links with this node's certificate from the PKI directory (made by
                           keel cluster init on the first node, a join bundle from keel pki issue-node on others)
-  --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 10000)
+  --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 100000)
   After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
 
 Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed

@@ -15,6 +15,17 @@ export function encodeLogged(entry: LoggedCommand): Uint8Array {
   return packr.pack([entry.rid, entry.cmd]);
 }
 
+/** msgpack's header of a two-element array (fixarray). */
+const PAIR = Buffer.from([0x92]);
+
+/**
+ * `encodeLogged` for a command already encoded (`encodeCommand`'s bytes): the same bytes, without packing the
+ * command a second time.
+ */
+export function encodeLoggedBytes(rid: string, cmd: Uint8Array): Uint8Array {
+  return Buffer.concat([PAIR, packr.pack(rid), cmd]);
+}
+
 /** Decodes a normal entry; null when the bytes are not a logged command (never produced by Keel itself). */
 export function decodeLogged(data: Uint8Array): LoggedCommand | null {
   let v: unknown;

@@ -9,6 +9,7 @@ import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/in
 import type { Store } from '../../storage/store.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
+import { ForwardBatcher } from './forward-batch.js';
 import { MemberMonitor, type MemberView } from './members.js';
 import {
   type ForwardResult,
@@ -37,7 +38,7 @@ export interface ClusterOptions {
   /** Mutual TLS for the peer listener and every peer connection (certificates from the cluster CA). */
   tls?: PeerTlsOptions;
   clusterId?: string;
-  /** Take a store snapshot and compact the Raft log every N applied entries (default 10 000). */
+  /** Take a store snapshot and compact the Raft log every N applied entries (default DEFAULT_SNAPSHOT_EVERY). */
   snapshotEvery_entries?: number;
   /** Length of one Raft tick (default DEFAULT_TICK_MS); the election timeout is 10 ticks, randomized up to 2×. */
   tick_ms?: number;
@@ -60,6 +61,12 @@ const TRANSFER_TIMEOUT_MS = 3_000;
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
 const JOIN_TIMEOUT_MS = 30_000;
+/**
+ * Entries between two snapshots (etcd's default). A snapshot costs time in proportion to the whole state (it is
+ * encoded in the background, but every row is read and encoded), while the log between two snapshots is kept in
+ * memory (about 0.3 KiB per entry here): rare snapshots keep that cost per write small.
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 100_000;
 /** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
 const STOP_GRACE_MS = 500;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
@@ -83,6 +90,8 @@ export class ClusterNode {
   private stopped = false;
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
+  /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
+  private readonly forwards = new ForwardBatcher((leader, items) => this.transmitForwards(leader, items));
   apiAddresses: string[] = [];
 
   private constructor(
@@ -97,7 +106,7 @@ export class ClusterNode {
     this.proposer = new RaftProposer(
       raft,
       sm,
-      (leader, data) => this.forwardTo(leader, data),
+      (leader, data) => this.forwards.send(leader, data),
       (msg, extra) => logger('warn', msg, extra),
     );
     this.monitor = new MemberMonitor(this);
@@ -185,8 +194,11 @@ export class ClusterNode {
         tick_ms: opts.tick_ms ?? DEFAULT_TICK_MS,
         readTimeout_ms: READ_TIMEOUT_MS,
         promoteTimeout_ms: PROMOTE_TIMEOUT_MS,
-        snapshotEvery_entries: opts.snapshotEvery_entries ?? 10_000,
-        snapshotKeep_entries: Math.min(1000, Math.max(1, Math.floor((opts.snapshotEvery_entries ?? 10_000) / 2))),
+        snapshotEvery_entries: opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY,
+        snapshotKeep_entries: Math.min(
+          1000,
+          Math.max(1, Math.floor((opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY) / 2)),
+        ),
       });
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
@@ -282,17 +294,21 @@ export class ClusterNode {
   }
 
   /**
-   * Sends a proposal to the leader's peer API. Never sent (no open connection within the bound) is a definite
-   * refusal, so the proposer may try again; a failure after sending is thrown (outcome unknown).
+   * Sends one forward message to the leader's peer API. Never sent (no address or no open connection within the
+   * bound) is a definite refusal of every command in it, so the proposer may try again; a failure after sending is
+   * thrown (outcome unknown).
    */
-  private async forwardTo(leader: string, data: Uint8Array): Promise<ForwardResult> {
-    const client = this.peer(leader);
-    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return { ok: false, code: 'not-leader', leader: null };
-    return withTimeout(
-      client.api.forward.mutate({ data: Buffer.from(data).toString('base64') }),
-      FORWARD_TIMEOUT_MS,
-      `forward to ${leader}`,
-    );
+  private async transmitForwards(leader: string, items: string[]): Promise<ForwardResult[]> {
+    const refused = (): ForwardResult[] => items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
+    let client: PeerClient;
+    try {
+      client = this.peer(leader);
+    } catch (err) {
+      if (err instanceof RaftError) return refused();
+      throw err;
+    }
+    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return refused();
+    return withTimeout(client.api.forward.mutate({ items }), FORWARD_TIMEOUT_MS, `forward to ${leader}`);
   }
 
   /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
@@ -360,13 +376,13 @@ export class ClusterNode {
 
   private handlers(): PeerHandlers {
     return {
-      forward: async (data) => {
+      forward: async (items) => {
         // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
         // answer lost to the closing socket would leave the sender not knowing whether the write happened.
-        if (this.stopped) return { ok: false, code: 'not-leader', leader: null };
+        if (this.stopped) return items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
         this.forwarding++;
         try {
-          return await proposeOnLeader(this.raft, data);
+          return await proposeOnLeader(this.raft, items);
         } finally {
           this.forwarding--;
         }

@@ -7,6 +7,7 @@ import type { PeerCertificate } from 'node:tls';
 import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc/client';
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
+import { MAX_FORWARD_BATCH_CHARS, MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
 
 /** What a member reports about itself (`status`). */
 export interface MemberStatus {
@@ -40,7 +41,8 @@ export type ForwardResult =
 
 /** What a member does for its peers (implemented by ClusterNode). */
 export interface PeerHandlers {
-  forward(data: Uint8Array): Promise<ForwardResult>;
+  /** Proposes each command on the leader, in order; one result per command. */
+  forward(items: Uint8Array[]): Promise<ForwardResult[]>;
   readIndex(): Promise<number>;
   status(): MemberStatus;
   members(): { leader: string | null; members: MemberInfo[] };
@@ -66,12 +68,25 @@ function obj(v: unknown): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
+/** A forward message: 1 to MAX_FORWARD_BATCH_ITEMS base64 commands, within the per-command and per-message caps. */
+function forwardItems(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_FORWARD_BATCH_ITEMS) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `items: 1 to ${MAX_FORWARD_BATCH_ITEMS} commands` });
+  }
+  let chars = 0;
+  for (const item of v) chars += str(item, 'items[]', MAX_FORWARD_CHARS).length;
+  if (chars > Math.max(MAX_FORWARD_BATCH_CHARS, MAX_FORWARD_CHARS)) {
+    throw new TRPCError({ code: 'BAD_REQUEST', message: `items: more than ${MAX_FORWARD_BATCH_CHARS} characters` });
+  }
+  return v as string[];
+}
+
 const t = initTRPC.context<{ handlers: PeerHandlers }>().create();
 
 export const peerRouter = t.router({
   forward: t.procedure
-    .input((v) => ({ data: str(obj(v).data, 'data', MAX_FORWARD_CHARS) }))
-    .mutation(({ ctx, input }) => ctx.handlers.forward(Buffer.from(input.data, 'base64'))),
+    .input((v) => ({ items: forwardItems(obj(v).items) }))
+    .mutation(({ ctx, input }) => ctx.handlers.forward(input.items.map((d) => Buffer.from(d, 'base64')))),
   readIndex: t.procedure.query(({ ctx }) => ctx.handlers.readIndex()),
   status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
   members: t.procedure.query(({ ctx }) => ctx.handlers.members()),

@@ -2,7 +2,7 @@ import { RaftError, type RaftNode } from '../../raft/index.js';
 import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Command, CommandResult } from '../../storage/types.js';
-import { encodeLogged } from './codec.js';
+import { encodeLoggedBytes } from './codec.js';
 import type { ForwardResult } from './peer-api.js';
 import type { StoreStateMachine } from './state-machine.js';
 
@@ -68,7 +68,7 @@ export class RaftProposer implements Proposer {
     const encoded = encodeCommand(cmd);
     if (!encoded.ok) return encoded.result;
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
-    const data = encodeLogged({ rid, cmd: encoded.cmd });
+    const data = encodeLoggedBytes(rid, encoded.bytes);
     const started_ms = Date.now();
     const waiter = this.sm.wait(rid);
     if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
@@ -89,7 +89,7 @@ export class RaftProposer implements Proposer {
         );
       });
       for (let round = 0; round < MAX_RESENDS; round++) {
-        const term = this.node.status().term;
+        const term = this.node.term();
         const { leader, unknown } = await this.submit(data);
         if (!unknown) return await Promise.race([result, timeout]);
         // Sent, no answer. Wait for the entry; if instead a later term's leader confirms a read index and the
@@ -113,7 +113,7 @@ export class RaftProposer implements Proposer {
   private async notCommitted(term: number, applied: () => boolean): Promise<typeof NOT_COMMITTED> {
     for (;;) {
       if (this.closed) return new Promise(() => {});
-      if (this.node.leaderId() !== null && this.node.status().term > term) {
+      if (this.node.leaderId() !== null && this.node.term() > term) {
         try {
           await this.node.readIndex();
           if (!applied()) return NOT_COMMITTED;
@@ -143,7 +143,7 @@ export class RaftProposer implements Proposer {
       attempt++;
       let r: ForwardResult;
       if (leader === this.node.id) {
-        r = await proposeOnLeader(this.node, data);
+        r = (await proposeOnLeader(this.node, [data]))[0]!;
       } else {
         try {
           r = await this.forwardWhileLeader(leader, data);
@@ -192,28 +192,32 @@ export class RaftProposer implements Proposer {
 }
 
 /**
- * Proposes on this node as leader; resolves as soon as the leader accepted the entry (not when it is applied).
- * A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`) is definite: nothing was proposed. Later
- * failures (leadership lost, overwritten) leave the outcome to the waiting proposer.
+ * Proposes each of `items` on this node as leader, in order; resolves, one result per item, as soon as the leader
+ * accepted or refused each (not when applied). A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`)
+ * is definite: nothing was proposed. Later failures (leadership lost, overwritten) leave the outcome to the waiting
+ * proposer.
  */
-export async function proposeOnLeader(node: RaftNode, data: Uint8Array): Promise<ForwardResult> {
-  const p = node.propose(data);
-  const pending = Symbol('pending');
-  // propose() refuses with an already-rejected promise; one still pending once the microtasks have run (after
-  // setImmediate) means the core accepted the entry. (Racing against an already-resolved promise would not do:
-  // the rejection handler runs a microtask later, and the race would count every refusal as accepted.)
-  const first = await Promise.race([
-    p.then(
-      () => pending,
-      (e: unknown) => e,
-    ),
-    new Promise<symbol>((resolve) => setImmediate(() => resolve(pending))),
-  ]);
-  if (first === pending) {
-    p.catch(() => {});
-    return { ok: true };
+export async function proposeOnLeader(node: RaftNode, items: Uint8Array[]): Promise<ForwardResult[]> {
+  // propose() settles a refusal at the latest in the setImmediate callback RaftNode queued when the first proposal
+  // of this turn arrived (it hands the turn's proposals to the core together): so one still pending when our own
+  // setImmediate (queued after it) runs was accepted by the core.
+  const refusals: unknown[] = new Array(items.length).fill(undefined);
+  const accepted = Symbol('accepted');
+  for (let i = 0; i < items.length; i++) {
+    node.propose(items[i]!).then(
+      () => {},
+      (e: unknown) => {
+        refusals[i] ??= e;
+      },
+    );
   }
-  const err = first;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  // anything that fails from now on failed after the core had accepted it
+  for (let i = 0; i < items.length; i++) refusals[i] ??= accepted;
+  return refusals.map((err) => (err === accepted ? { ok: true } : refusal(err)));
+}
+
+function refusal(err: unknown): ForwardResult {
   if (err instanceof RaftError) {
     switch (err.code) {
       case 'not-leader':

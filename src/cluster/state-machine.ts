@@ -12,10 +12,13 @@ export interface Waiter {
 }
 
 /**
- * The store as Raft's state machine. Committed entries are applied in log order through `Store.applyGroup`, in
- * groups of at most MAX_GROUP_COMMANDS, each one synced LevelDB batch together with the index of its last entry
- * (noop and membership entries only advance the index). Entries at or below the store's applied index are skipped,
- * so replay after a crash is idempotent. A proposal made on this node waits here, by request id, for the result
+ * The store as Raft's state machine. Committed entries are applied in log order through `Store.applyGroupBehind`,
+ * in groups of at most MAX_GROUP_COMMANDS, published at once and written behind: the store writes what was applied
+ * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop and membership entries
+ * only advance the index). The Raft log already holds every applied entry durably, so nothing acknowledged depends
+ * on the store's write; after a crash the store reopens at its durable index and Raft replays the entries above
+ * it. Entries at or below the store's applied index are skipped, so replay is idempotent. A snapshot (after which
+ * Raft compacts its log) is taken only once the store on disk has caught up with it. A proposal made on this node waits here, by request id, for the result
  * recorded when its entry is applied on this node. Any exception escaping apply stops the Raft node (fail-stop).
  */
 export class StoreStateMachine implements StateMachine {
@@ -45,7 +48,7 @@ export class StoreStateMachine implements StateMachine {
     let last = -1;
     const flush = async () => {
       if (last < 0) return;
-      const results = await this.store.applyGroup(cmds, { index: last, sync: true });
+      const results = await this.store.applyGroupBehind(cmds, last);
       for (let i = 0; i < rids.length; i++) {
         const resolve = this.waiters.get(rids[i]!);
         if (resolve === undefined) continue;
@@ -74,22 +77,34 @@ export class StoreStateMachine implements StateMachine {
     await flush();
   }
 
-  snapshot(): Promise<{ index: number; data: Uint8Array }> {
-    return this.store.snapshot();
+  async snapshot(): Promise<{ index: number; data: Uint8Array }> {
+    const snap = await this.store.snapshot();
+    // the log is compacted up to the snapshot: the store on disk must not be behind it
+    await this.store.flush();
+    return snap;
   }
 
   async restore(snap: Snapshot): Promise<void> {
     checkIndex(await this.store.restore(snap.data), snap.meta);
   }
 
-  /** The snapshot frame by frame (at most SNAPSHOT_CHUNK_ROWS rows each), read as the log stores it. */
+  /**
+   * The snapshot frame by frame (at most SNAPSHOT_CHUNK_ROWS rows each), read as the log stores it. The state is
+   * captured at once (by reference) and encoded a frame at a time, giving the event loop a turn after each, so
+   * Raft can take snapshots in the background while requests and applies go on (StateMachine's contract).
+   */
   async snapshotStream(): Promise<SnapshotChunks> {
     const store = this.store;
-    const index = store.appliedIndex;
+    const view = store.snapshotView();
+    // the log is compacted up to the snapshot: the store on disk must not be behind it
+    await store.flush();
     async function* chunks(): AsyncGenerator<Uint8Array> {
-      yield* store.snapshotChunks();
+      for (const f of store.snapshotFrames(view)) {
+        yield f;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
-    return { index, chunks: chunks() };
+    return { index: view.index, chunks: chunks() };
   }
 
   /** Restores from chunks of any size, writing rows batch by batch as they arrive. */

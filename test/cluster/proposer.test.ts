@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RaftError, type RaftNode } from '../../raft/index.js';
-import { decodeLogged, encodeLogged } from '../../src/cluster/codec.js';
+import { decodeLogged, encodeLogged, encodeLoggedBytes } from '../../src/cluster/codec.js';
 import type { ForwardResult } from '../../src/cluster/peer-api.js';
 import { proposeOnLeader, RaftProposer, type RaftProposerOptions } from '../../src/cluster/raft-proposer.js';
 import { StoreStateMachine } from '../../src/cluster/state-machine.js';
+import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError } from '../../storage/proposer.js';
 import { Schema } from '../../storage/schema.js';
 import { Store } from '../../storage/store.js';
@@ -33,7 +34,7 @@ function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Pr
     id: 'me',
     leaderId: leader,
     propose,
-    status: () => ({ term: raftState.term }),
+    term: () => raftState.term,
     readIndex: () => raftState.readIndex(),
   } as unknown as RaftNode;
 }
@@ -62,21 +63,30 @@ describe('proposeOnLeader', () => {
       () => 'me',
       () => Promise.reject(new RaftError('not-leader', 'transferring', { leader: 'other' })),
     );
-    expect(await proposeOnLeader(refused, new Uint8Array(1))).toEqual({
-      ok: false,
-      code: 'not-leader',
-      leader: 'other',
-    });
+    expect(await proposeOnLeader(refused, [new Uint8Array(1)])).toEqual([
+      { ok: false, code: 'not-leader', leader: 'other' },
+    ]);
     const full = fakeNode(
       () => 'me',
       () => Promise.reject(new RaftError('too-many-pending', 'full')),
     );
-    expect(await proposeOnLeader(full, new Uint8Array(1))).toEqual({ ok: false, code: 'overloaded' });
+    expect(await proposeOnLeader(full, [new Uint8Array(1)])).toEqual([{ ok: false, code: 'overloaded' }]);
     const accepted = fakeNode(
       () => 'me',
       () => new Promise(() => {}),
     );
-    expect(await proposeOnLeader(accepted, new Uint8Array(1))).toEqual({ ok: true });
+    expect(await proposeOnLeader(accepted, [new Uint8Array(1)])).toEqual([{ ok: true }]);
+  });
+
+  it('answers each command of a forward message on its own, in order', async () => {
+    // the second proposal is refused (the leader's queue filled up), the others are accepted
+    let n = 0;
+    const node = fakeNode(
+      () => 'me',
+      () => (++n === 2 ? Promise.reject(new RaftError('too-many-pending', 'full')) : new Promise(() => {})),
+    );
+    const items = [new Uint8Array([1]), new Uint8Array([2]), new Uint8Array([3])];
+    expect(await proposeOnLeader(node, items)).toEqual([{ ok: true }, { ok: false, code: 'overloaded' }, { ok: true }]);
   });
 });
 
@@ -210,6 +220,9 @@ describe('RaftProposer', () => {
     const sm = new StoreStateMachine(s, (i) => skipped.push(i));
     const a = encodeLogged({ rid: 'r1', cmd: create('policies', 'a', { name: 'a' }) });
     expect(decodeLogged(a)?.cmd).toMatchObject({ op: 'create', id: 'a' });
+    // the proposer's form (the command's bytes from encodeCommand, not packed again) is the same entry
+    const encoded = encodeCommand(create('policies', 'a', { name: 'a' }));
+    expect(encoded.ok && Buffer.from(encodeLoggedBytes('r1', encoded.bytes)).equals(Buffer.from(a))).toBe(true);
     await sm.apply([{ index: 1, term: 1, type: 'normal', data: a }]);
     await sm.apply([
       { index: 1, term: 1, type: 'normal', data: a },

@@ -54,6 +54,35 @@ describe('StoreStateMachine', () => {
     expect(again.collection('policies').size).toBe(4);
     await again.close();
   });
+
+  it('streams the state as of the snapshot index while later entries are applied (background snapshots)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-sm-'));
+    const dir2 = mkdtempSync(join(tmpdir(), 'keel-sm-'));
+    dirs.push(dir, dir2);
+    const store = await Store.open(dir, new Schema(defs));
+    const sm = new StoreStateMachine(store);
+    await sm.apply(Array.from({ length: 2500 }, (_, i) => createP(i + 1)));
+    const streaming = sm.snapshotStream(); // the state is captured now; the store is flushed before it resolves
+    // Raft's loop goes on while the store is flushed and the chunks are read: a rename and new rows applied
+    // meanwhile must not leak into the snapshot, nor into the index it is labelled with
+    await sm.apply([entry(2501, { op: 'update', entity: 'policies', id: 'p1', set: { name: 'renamed' }, at: AT })]);
+    const stream = await streaming;
+    expect(stream.index).toBe(2500);
+    expect(store.durableIndex).toBeGreaterThanOrEqual(2500); // flushed: Raft may compact up to it
+    const read = (async () => {
+      const parts: Uint8Array[] = [];
+      for await (const c of stream.chunks) parts.push(c);
+      return Buffer.concat(parts);
+    })();
+    await sm.apply([createP(2502)]);
+    const data = await read;
+    const other = await Store.open(dir2, new Schema(defs));
+    expect(await other.restore(data)).toBe(2500);
+    expect(other.collection('policies').size).toBe(2500);
+    expect(other.get('policies', 'p1')?.name).toBe('P1');
+    await other.close();
+    await store.close();
+  });
 });
 
 /** Passes `chunks` on, recording the largest. */

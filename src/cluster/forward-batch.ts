@@ -1,0 +1,88 @@
+import type { ForwardResult } from './peer-api.js';
+
+/** Bound on the commands one forward message carries. */
+export const MAX_FORWARD_BATCH_ITEMS = 256;
+/**
+ * Bound on the base64 characters one forward message carries (a single larger command still goes alone, up to the
+ * peer API's per-command cap): with the JSON framing it stays well inside the peer listener's 4 MiB frames.
+ */
+export const MAX_FORWARD_BATCH_CHARS = 2 << 20;
+
+/**
+ * Sends one forward message carrying `items` (base64 commands) to `leader`. Resolves with one result per item, in
+ * order; rejects when the outcome is unknown (sent, no answer); resolves with refusals when nothing was sent.
+ */
+export type Transmit = (leader: string, items: string[]) => Promise<ForwardResult[]>;
+
+interface Pending {
+  item: string;
+  resolve: (r: ForwardResult) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Outbox {
+  pending: Pending[];
+  chars: number;
+}
+
+/**
+ * Coalesces the forwards a follower makes in one turn of the event loop into one peer message per leader: the
+ * commands of every request that arrived together travel (and are answered) together, instead of one tRPC round trip
+ * each. Each command keeps its own outcome: accepted, refused (nothing proposed), or unknown (the whole message went
+ * unanswered). A message leaves at the end of the turn (setImmediate) or as soon as it is full.
+ */
+export class ForwardBatcher {
+  private readonly outboxes = new Map<string, Outbox>();
+
+  constructor(private readonly transmit: Transmit) {}
+
+  send(leader: string, data: Uint8Array): Promise<ForwardResult> {
+    const item = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+    return new Promise<ForwardResult>((resolve, reject) => {
+      let box = this.outboxes.get(leader);
+      if (box !== undefined && box.chars + item.length > MAX_FORWARD_BATCH_CHARS) {
+        this.dispatch(leader, box);
+        box = undefined;
+      }
+      if (box === undefined) {
+        const fresh: Outbox = { pending: [], chars: 0 };
+        this.outboxes.set(leader, fresh);
+        setImmediate(() => this.dispatch(leader, fresh));
+        box = fresh;
+      }
+      box.pending.push({ item, resolve, reject });
+      box.chars += item.length;
+      if (box.pending.length >= MAX_FORWARD_BATCH_ITEMS) this.dispatch(leader, box);
+    });
+  }
+
+  /** Sends `box` (once: a box already sent, or replaced, is left alone). */
+  private dispatch(leader: string, box: Outbox): void {
+    if (this.outboxes.get(leader) === box) this.outboxes.delete(leader);
+    const pending = box.pending;
+    if (pending.length === 0) return;
+    box.pending = [];
+    let sent: Promise<ForwardResult[]>;
+    try {
+      sent = this.transmit(
+        leader,
+        pending.map((p) => p.item),
+      );
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (results) => {
+        if (results.length !== pending.length) {
+          const err = new Error(`forward to ${leader}: ${results.length} answers for ${pending.length} commands`);
+          for (const p of pending) p.reject(err);
+          return;
+        }
+        for (let i = 0; i < pending.length; i++) pending[i]!.resolve(results[i]!);
+      },
+      (err: unknown) => {
+        for (const p of pending) p.reject(err);
+      },
+    );
+  }
+}
