@@ -110,6 +110,29 @@ describe('WebSocketTransport', () => {
     await waitFor(() => gotA.length === 1);
   });
 
+  it('redials a peer in backoff at once for an election request, not for other messages', async () => {
+    // A long backoff (2.5..5 s): without the immediate redial the pre-vote would wait for the backoff timer.
+    const a = transport({ id: 'a', backoff: { min_ms: 5000, max_ms: 5000 } });
+    let b = transport({ id: 'b' });
+    const addrB = await b.listen(0);
+    const port = Number(addrB.split(':')[1]);
+    await b.close();
+    a.addPeer('b', addrB);
+    await waitFor(() => a.peers()[0]!.state === 'backoff');
+    b = transport({ id: 'b' });
+    await b.listen(port);
+    b.addPeer('a', 'unused');
+    const gotB = inbox(b);
+    a.send([msg('a', 'b', 1)]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(a.peers()[0]!.state).toBe('backoff');
+    const preVote: Message = { ...msg('a', 'b', 2), type: 'preVote', entries: [] };
+    a.send([preVote]);
+    await waitFor(() => gotB.length === 2, 1500);
+    expect(gotB.map((m) => m.type)).toEqual(['append', 'preVote']);
+    expect(a.peers()[0]!.connects).toBe(1);
+  });
+
   it('rejects handshakes from the wrong cluster, an unknown peer, or with a bad secret', async () => {
     const errors: string[] = [];
     const b = transport({ id: 'b', secret: 's3cret', onError: (e) => errors.push(e.message) });

@@ -30,6 +30,9 @@ import {
   type UnreachableHandler,
 } from './transport.js';
 
+/** Messages that start an election: sent at most once per election timeout, each worth an immediate redial. */
+const ELECTION_REQUESTS: ReadonlySet<Message['type']> = new Set(['preVote', 'vote', 'timeoutNow']);
+
 export interface TransportTlsOptions {
   key: string | Buffer;
   cert: string | Buffer;
@@ -240,6 +243,7 @@ export class WebSocketTransport implements Transport {
         drop(m.to, m);
         continue;
       }
+      if (ELECTION_REQUESTS.has(m.type)) this.dialNowIfBackingOff(p);
       this.scheduleFlush(p);
     }
     if (drops !== null) for (const [to, list] of drops as Map<NodeId, Message[]>) this.unreachable(to, list);
@@ -336,6 +340,20 @@ export class WebSocketTransport implements Transport {
   }
 
   // ---- connections ----------------------------------------------------------------------------------------
+
+  /**
+   * An election needs this peer now: if this side dials it and is waiting out a reconnect backoff (up to
+   * backoff.max_ms), dial at once. Without it, after a peer restarted only the accepting side (the larger id) has
+   * no way to reach its dialer, so the two survivors of a later leader's death could not exchange (pre-)votes
+   * until the dialer's backoff timer fired: a failover of up to max_ms. Elections are rare (a node requests votes
+   * at most once per election timeout), so this cannot hammer a dead peer; the backoff attempt count is kept.
+   */
+  private dialNowIfBackingOff(p: Peer): void {
+    if (!p.dialer || p.state !== 'backoff' || p.timer === null) return;
+    clearTimeout(p.timer);
+    p.timer = null;
+    this.dial(p);
+  }
 
   private dial(p: Peer): void {
     if (this.closed || this.peerMap.get(p.id) !== p) return;
