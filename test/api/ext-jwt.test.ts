@@ -11,6 +11,7 @@ import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { createRootCa } from '../../src/pki/ca.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
+import { expectOnlyService, grantDial } from '../support/grant.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
 const clock = manualClock(Date.now());
@@ -156,8 +157,12 @@ describe('ext-jwt login', () => {
     const id = await createIdentity();
     const before = jwksHits;
     expect((await extJwtLogin(await jwksToken(id))).status).toBe(200);
-    expect((await extJwtLogin(await jwksToken(id))).status).toBe(200);
+    const r = await extJwtLogin(await jwksToken(id));
+    expect(r.status, r.text).toBe(200);
     expect(jwksHits - before).toBeLessThanOrEqual(1);
+    // the session lists the services granted to the identity
+    const granted = await grantDial(call, srv.mgmt, token, `@${id}`);
+    await expectOnlyService(call, srv.client, r.headers.get('zt-session')!, granted);
   });
 
   it('a rotated JWKS key is fetched on its unknown kid, at most once per cooldown', async () => {
