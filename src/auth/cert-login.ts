@@ -34,6 +34,19 @@ export async function certLogin(
   return { identity, authenticator };
 }
 
+/**
+ * Whether the client certificate is an admin's (the identity of the cert authenticator holding it): picks the lane
+ * of the auth rate limiter the login's chain check runs in.
+ */
+export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
+  const leaf = req.peerCertificates?.[0];
+  if (!leaf) return false;
+  const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
+  const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
+  if (authenticator?.method !== 'cert') return false;
+  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+}
+
 /** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
 function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
   if (!identity || isDisabled(identity, svc.clock.now())) return null;

@@ -9,10 +9,12 @@ import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
+import { loginGate } from '../../src/auth/rate-limit.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { expectOnlyService, grantDial, type Send } from '../support/grant.js';
+import { whileSaturated } from '../support/saturate.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { type TlsRes, tlsCall } from '../support/tls-call.js';
@@ -300,6 +302,16 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     // the leaf alone (without the signing CA the chain carries) is enough: the controller knows its CAs
     const leafOnly = me.cert.slice(0, me.cert.indexOf('-----END CERTIFICATE-----') + 25);
     expect((await certLogin(me.key, leafOnly)).status).toBe(200);
+  });
+
+  it('goes through the auth rate limiter: 429 SERVER_TOO_MANY_REQUESTS with Retry-After when its lane is full', async () => {
+    const me = await enrolled();
+    await whileSaturated(loginGate, async () => {
+      const r = await certLogin(me.key, me.cert);
+      expect([r.status, r.body.error?.code], r.text).toEqual([429, 'SERVER_TOO_MANY_REQUESTS']);
+      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    });
+    expect((await certLogin(me.key, me.cert)).status).toBe(200);
   });
 
   it('refuses with 401 INVALID_AUTH: no certificate, a foreign one, one of this CA with no authenticator, a removed authenticator, a disabled identity', async () => {
