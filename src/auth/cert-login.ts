@@ -35,6 +35,19 @@ export async function certLogin(
 }
 
 /**
+ * A login by the client certificate, checked as one step (one pass through the auth rate limiter): an ephemeral
+ * certificate logs in as the API session it belongs to (`bound`), any other as its authenticator's identity
+ * (`login`, null when refused).
+ */
+export async function certificateLogin(
+  svc: Services,
+  req: HttpRequest,
+): Promise<{ bound: Row } | { login: { identity: Row; authenticator?: Row } | null }> {
+  const bound = await sessionOfCertificate(svc, req);
+  return bound ? { bound } : { login: await certLogin(svc, req) };
+}
+
+/**
  * Whether the client certificate is an admin's (the identity of the cert authenticator holding it): picks the lane
  * of the auth rate limiter the login's chain check runs in.
  */

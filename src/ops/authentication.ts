@@ -3,7 +3,7 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
-import { certLogin, certNamesAdmin, sessionOfCertificate } from '../auth/cert-login.js';
+import { certificateLogin, certNamesAdmin } from '../auth/cert-login.js';
 import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner, tokenNamesAdmin } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
@@ -136,16 +136,16 @@ export function authenticationOps(): OpDef<unknown>[] {
           return ok(renderCurrentSession(svc.require('api-sessions', caller.session.id), svc));
         }
         // an ephemeral certificate logs in as the API session it belongs to
-        const bound = method === 'cert' ? await gated(certLane(), () => sessionOfCertificate(svc, req)) : null;
-        if (bound) {
-          const res = ok(renderCurrentSession(bound, svc));
-          return { ...res, headers: { ...res.headers, 'zt-session': bound.token as string } };
+        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;
+        if (byCert && 'bound' in byCert) {
+          const res = ok(renderCurrentSession(byCert.bound, svc));
+          return { ...res, headers: { ...res.headers, 'zt-session': byCert.bound.token as string } };
         }
         const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
           method === 'ext-jwt'
             ? await gated(jwtLane(), () => extJwtLogin(svc, req.headers))
-            : method === 'cert'
-              ? await gated(certLane(), () => certLogin(svc, req))
+            : byCert
+              ? byCert.login
               : await passwordLogin(svc, body, source);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
