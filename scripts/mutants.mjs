@@ -435,6 +435,29 @@ export const MUTANTS = [
     replace: '    return { index: store.appliedIndex, chunks: chunks() };',
     tests: ['test/cluster/state-machine.test.ts'],
   },
+  // auth rate limiter: an admin's credential check has a lane of its own; cert and ext-jwt logins are gated too
+  {
+    id: 'auth-no-admin-lane',
+    file: 'src/auth/rate-limit.ts',
+    search: '  return who.admin === true ? adminGate : loginGate;',
+    replace: '  return loginGate;',
+    tests: ['test/api/rate-limit.test.ts', 'test/api/ext-jwt.test.ts'],
+  },
+  {
+    id: 'auth-cert-login-ungated',
+    file: 'src/ops/authentication.ts',
+    search:
+      "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;",
+    replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, req) : null;",
+    tests: ['test/api/enroll.test.ts'],
+  },
+  {
+    id: 'auth-ext-jwt-login-ungated',
+    file: 'src/ops/authentication.ts',
+    search: '            ? await gated(jwtLane(), () => extJwtLogin(svc, req.headers))',
+    replace: '            ? await extJwtLogin(svc, req.headers)',
+    tests: ['test/api/ext-jwt.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

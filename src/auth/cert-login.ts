@@ -34,6 +34,32 @@ export async function certLogin(
   return { identity, authenticator };
 }
 
+/**
+ * A login by the client certificate, checked as one step (one pass through the auth rate limiter): an ephemeral
+ * certificate logs in as the API session it belongs to (`bound`), any other as its authenticator's identity
+ * (`login`, null when refused).
+ */
+export async function certificateLogin(
+  svc: Services,
+  req: HttpRequest,
+): Promise<{ bound: Row } | { login: { identity: Row; authenticator?: Row } | null }> {
+  const bound = await sessionOfCertificate(svc, req);
+  return bound ? { bound } : { login: await certLogin(svc, req) };
+}
+
+/**
+ * Whether the client certificate is an admin's (the identity of the cert authenticator holding it): picks the lane
+ * of the auth rate limiter the login's chain check runs in.
+ */
+export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
+  const leaf = req.peerCertificates?.[0];
+  if (!leaf) return false;
+  const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
+  const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
+  if (authenticator?.method !== 'cert') return false;
+  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+}
+
 /** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
 function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
   if (!identity || isDisabled(identity, svc.clock.now())) return null;

@@ -159,6 +159,26 @@ function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): Row 
   return ids.length === 1 ? svc.get('identities', ids[0]!) : undefined;
 }
 
+/**
+ * Whether the bearer token names an admin through an enabled signer of its issuer, read without verifying it: it
+ * only picks the lane of the auth rate limiter the check runs in (a forged admin claim fills the admin lane alone,
+ * as a password flood with an admin's username does).
+ */
+export function tokenNamesAdmin(svc: Services, headers: Record<string, string>): boolean {
+  const token = bearerToken(headers);
+  if (!token) return false;
+  let kid: string | undefined;
+  let payload: JWTPayload;
+  try {
+    kid = decodeProtectedHeader(token).kid;
+    payload = decodeJwt(token);
+  } catch {
+    return false;
+  }
+  if (typeof payload.iss !== 'string') return false;
+  return candidates(svc, payload.iss, kid).some((signer) => identityOf(svc, signer, payload)?.isAdmin === true);
+}
+
 /** Verifies an ext-jwt login: the identity and the signer, or null (→ 401 INVALID_AUTH). */
 export async function extJwtLogin(
   svc: Services,

@@ -1,5 +1,5 @@
 import argon2 from 'argon2';
-import { adminGate, type FairGate, loginGate } from './rate-limit.js';
+import { gated, type LoginSource } from './rate-limit.js';
 
 /**
  * Password hashing: argon2id with OWASP's minimum parameters (19 MiB, 2 passes, 1 lane). The encoded hash
@@ -11,24 +11,14 @@ import { adminGate, type FairGate, loginGate } from './rate-limit.js';
  */
 const OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
-/** Who asks: the client's address (fairness) and whether the username is an admin's (the admin lane). */
-export interface PasswordCheckSource {
-  source: string;
-  admin?: boolean;
+const INTERNAL: LoginSource = { source: 'internal' };
+
+export function hashPassword(password: string, who: LoginSource = INTERNAL): Promise<string> {
+  return gated(who, () => argon2.hash(password, OPTIONS));
 }
 
-const INTERNAL: PasswordCheckSource = { source: 'internal' };
-
-function gateOf(who: PasswordCheckSource): FairGate {
-  return who.admin === true ? adminGate : loginGate;
-}
-
-export function hashPassword(password: string, who: PasswordCheckSource = INTERNAL): Promise<string> {
-  return gateOf(who).run(who.source, () => argon2.hash(password, OPTIONS));
-}
-
-export function verifyPassword(hash: string, password: string, who: PasswordCheckSource = INTERNAL): Promise<boolean> {
-  return gateOf(who).run(who.source, async () => {
+export function verifyPassword(hash: string, password: string, who: LoginSource = INTERNAL): Promise<boolean> {
+  return gated(who, async () => {
     try {
       return await argon2.verify(hash, password);
     } catch {
@@ -39,7 +29,7 @@ export function verifyPassword(hash: string, password: string, who: PasswordChec
 
 /** A hash of a random password, verified against when the username is unknown so that timing does not tell. */
 let dummy: Promise<string> | null = null;
-export async function verifyAgainstDummy(password: string, who: PasswordCheckSource = INTERNAL): Promise<void> {
+export async function verifyAgainstDummy(password: string, who: LoginSource = INTERNAL): Promise<void> {
   dummy ??= argon2.hash(`dummy-${Math.random()}`, OPTIONS);
   await verifyPassword(await dummy, password, { source: who.source });
 }

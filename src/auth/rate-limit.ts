@@ -48,13 +48,19 @@ export class FairGate {
     return { inFlight: this.inFlight, waiting: this.waiting, service_ms: this.service_ms, capacity: this.capacity() };
   }
 
+  /** When a refused caller may try again: once the queue ahead has drained (whole seconds, at least 1, at most 60). */
+  retryAfter_s(): number {
+    const drain_ms = ((this.waiting + 1) * this.service_ms) / this.opts.maxInFlight;
+    return Math.min(60, Math.max(1, Math.ceil(drain_ms / 1_000)));
+  }
+
   async run<T>(source: string, work: () => Promise<T>): Promise<T> {
     if (this.inFlight < this.opts.maxInFlight && this.waiting === 0) {
       this.inFlight++;
     } else {
       const queue = this.queues.get(source);
       if (this.waiting >= this.capacity() || (queue?.length ?? 0) >= this.opts.maxWaitingPerSource) {
-        throw Errors.SERVER_TOO_MANY_REQUESTS();
+        throw Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers: { 'retry-after': String(this.retryAfter_s()) } });
       }
       // the slot is handed over by `release` (inFlight stays counted for us)
       await new Promise<void>((resolve) => {
@@ -108,3 +114,19 @@ export const loginGate = new FairGate({
   targetWait_ms: 1_000,
 });
 export const adminGate = new FairGate({ maxInFlight: 1, maxWaiting: 4, maxWaitingPerSource: 4, targetWait_ms: 1_000 });
+
+/** Who asks for a credential check: the client's address (fairness) and whether the credential names an admin. */
+export interface LoginSource {
+  source: string;
+  admin?: boolean;
+}
+
+/** The lane of a credential check: the admin lane when the credential names an admin, else the logins' lane. */
+export function gateOf(who: LoginSource): FairGate {
+  return who.admin === true ? adminGate : loginGate;
+}
+
+/** Runs one credential check (password, certificate chain, external JWT) through its lane of the limiter. */
+export function gated<T>(who: LoginSource, work: () => Promise<T>): Promise<T> {
+  return gateOf(who).run(who.source, work);
+}

@@ -3,10 +3,11 @@ import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
-import { certLogin, sessionOfCertificate } from '../auth/cert-login.js';
-import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner } from '../auth/ext-jwt-login.js';
+import { certificateLogin, certNamesAdmin } from '../auth/cert-login.js';
+import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner, tokenNamesAdmin } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
+import { gated } from '../auth/rate-limit.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
@@ -121,23 +122,31 @@ export function authenticationOps(): OpDef<unknown>[] {
       handler: async ({ req, body, svc, caller }) => {
         const method = req.query.get('method');
         if (method !== 'password' && method !== 'ext-jwt' && method !== 'cert') throw Errors.INVALID_AUTH_METHOD();
+        // every credential check runs through the auth rate limiter (the password's inside passwordLogin), in the
+        // admin lane when the credential names an admin
+        const source = req.remoteAddress;
+        const jwtLane = () => ({ source, admin: tokenNamesAdmin(svc, req.headers) });
+        const certLane = () => ({ source, admin: certNamesAdmin(svc, req) });
         if (method === 'ext-jwt' && typeof caller?.session.extJwtPending === 'string') {
           // the secondary step of a session that waits for a signer's token
-          if (!(await completeExtJwtSecondary(svc, caller.session, req.headers))) throw Errors.INVALID_AUTH();
+          const session = caller.session;
+          if (!(await gated(jwtLane(), () => completeExtJwtSecondary(svc, session, req.headers)))) {
+            throw Errors.INVALID_AUTH();
+          }
           return ok(renderCurrentSession(svc.require('api-sessions', caller.session.id), svc));
         }
         // an ephemeral certificate logs in as the API session it belongs to
-        const bound = method === 'cert' ? await sessionOfCertificate(svc, req) : null;
-        if (bound) {
-          const res = ok(renderCurrentSession(bound, svc));
-          return { ...res, headers: { ...res.headers, 'zt-session': bound.token as string } };
+        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;
+        if (byCert && 'bound' in byCert) {
+          const res = ok(renderCurrentSession(byCert.bound, svc));
+          return { ...res, headers: { ...res.headers, 'zt-session': byCert.bound.token as string } };
         }
         const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
           method === 'ext-jwt'
-            ? await extJwtLogin(svc, req.headers)
-            : method === 'cert'
-              ? await certLogin(svc, req)
-              : await passwordLogin(svc, body, req.remoteAddress);
+            ? await gated(jwtLane(), () => extJwtLogin(svc, req.headers))
+            : byCert
+              ? byCert.login
+              : await passwordLogin(svc, body, source);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
         const at = svc.nowIso();

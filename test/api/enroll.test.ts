@@ -9,9 +9,12 @@ import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
+import { loginGate } from '../../src/auth/rate-limit.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
+import { expectOnlyService, grantDial, type Send } from '../support/grant.js';
+import { whileSaturated } from '../support/saturate.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { type TlsRes, tlsCall } from '../support/tls-call.js';
@@ -212,6 +215,8 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     const session = await login(srv.base, username, 'updb-pass-1');
     const me = await call('GET', `${srv.client}/current-identity`, { token: session });
     expect(me.body.data.id).toBe(e.id);
+    const granted = await grantDial(call, srv.mgmt, admin, `@${e.id}`);
+    await expectOnlyService(call, srv.client, session, granted);
     expect((await updb(e.token, { password: 'updb-pass-2' })).body.error.code).toBe('INVALID_ENROLLMENT_TOKEN');
     // the legacy form with a JSON body
     const name2 = `updb-user-${++seq}`;
@@ -247,6 +252,7 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
   const client = () => `${srv.base}/edge/client/v1`;
   const certLogin = (key?: string, cert?: string) =>
     tlsCall('POST', `${client()}/authenticate?method=cert`, { ca, key, cert, body: {} });
+  const send: Send = (method, url, opts) => tlsCall(method, url, { ca, ...opts });
 
   beforeAll(async () => {
     srv = await startServer({ engine: 'node', apiTls: true });
@@ -286,6 +292,8 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(session).toBe(r.body.data.token);
     const current = await tlsCall('GET', `${client()}/current-identity`, { ca, token: session });
     expect([current.status, current.body.data.id, current.body.data.name]).toEqual([200, me.id, me.name]);
+    const granted = await grantDial(send, mgmt(), admin, `@${me.id}`);
+    await expectOnlyService(send, client(), session, granted);
     // the session needs no client certificate afterwards, and names the cert authenticator
     const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
       .data;
@@ -294,6 +302,16 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     // the leaf alone (without the signing CA the chain carries) is enough: the controller knows its CAs
     const leafOnly = me.cert.slice(0, me.cert.indexOf('-----END CERTIFICATE-----') + 25);
     expect((await certLogin(me.key, leafOnly)).status).toBe(200);
+  });
+
+  it('goes through the auth rate limiter: 429 SERVER_TOO_MANY_REQUESTS with Retry-After when its lane is full', async () => {
+    const me = await enrolled();
+    await whileSaturated(loginGate, async () => {
+      const r = await certLogin(me.key, me.cert);
+      expect([r.status, r.body.error?.code], r.text).toEqual([429, 'SERVER_TOO_MANY_REQUESTS']);
+      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    });
+    expect((await certLogin(me.key, me.cert)).status).toBe(200);
   });
 
   it('refuses with 401 INVALID_AUTH: no certificate, a foreign one, one of this CA with no authenticator, a removed authenticator, a disabled identity', async () => {
@@ -396,6 +414,8 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     // the CA allows authentication: the enrolled certificate logs in
     const login = await certLogin(key, cert);
     expect([login.status, login.body.data.identityId]).toEqual([200, identityId]);
+    const granted = await grantDial(send, mgmt(), admin, `@${identityId}`);
+    await expectOnlyService(send, client(), login.headers['zt-session'] as string, granted);
     // deleting the CA removes the authenticator enrolled through it
     expect((await mg('DELETE', `/cas/${caId}`)).status).toBe(200);
     expect((await mg('GET', `/authenticators/${auth.id}`)).status).toBe(404);
@@ -415,6 +435,8 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
       identityRoles: ['auto', 'sensors'],
     };
     const caId = (await mg('POST', '/cas', caBody)).body.data.id;
+    // granted by an attribute the CA gives the identities it creates
+    const granted = await grantDial(send, mgmt(), admin, '#sensors');
     const cert = opensslIssue(s, caName, 'auto-1', 'sensor-1');
     const key = s.read('auto-1.key');
     const enroll = (k?: string, c?: string) => tlsCall('POST', `${client()}/enroll/ca`, { ca, key: k, cert: c });
@@ -435,6 +457,7 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     const session = (await certLogin(key, cert)).headers['zt-session'] as string;
     const me = await tlsCall('GET', `${client()}/current-identity`, { ca, token: session });
     expect(me.body.data.name).toBe(`${caName}-sensor-1`);
+    await expectOnlyService(send, client(), session, granted);
     // the same certificate again
     expect(code(await enroll(key, cert))).toEqual([409, 'CERT_IN_USE']);
     // another certificate with the same common name gets a numbered name (the legacy form here)

@@ -7,10 +7,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, importPKCS8, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminGate, loginGate } from '../../src/auth/rate-limit.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { createRootCa } from '../../src/pki/ca.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
+import { expectOnlyService, grantDial } from '../support/grant.js';
+import { whileSaturated } from '../support/saturate.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
 const clock = manualClock(Date.now());
@@ -156,8 +159,30 @@ describe('ext-jwt login', () => {
     const id = await createIdentity();
     const before = jwksHits;
     expect((await extJwtLogin(await jwksToken(id))).status).toBe(200);
-    expect((await extJwtLogin(await jwksToken(id))).status).toBe(200);
+    const r = await extJwtLogin(await jwksToken(id));
+    expect(r.status, r.text).toBe(200);
     expect(jwksHits - before).toBeLessThanOrEqual(1);
+    // the session lists the services granted to the identity
+    const granted = await grantDial(call, srv.mgmt, token, `@${id}`);
+    await expectOnlyService(call, srv.client, r.headers.get('zt-session')!, granted);
+  });
+
+  it('goes through the auth rate limiter: 429 with Retry-After when its lane is full; an admin has a lane of its own', async () => {
+    const user = await createIdentity();
+    const admin = await createIdentity({ isAdmin: true });
+    const refused = (r: Res) => {
+      expect([r.status, r.body.error?.code], r.text).toEqual([429, 'SERVER_TOO_MANY_REQUESTS']);
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    };
+    await whileSaturated(loginGate, async () => {
+      refused(await extJwtLogin(await jwksToken(user)));
+      expect((await extJwtLogin(await certToken(admin))).status).toBe(200);
+    });
+    await whileSaturated(adminGate, async () => {
+      refused(await extJwtLogin(await certToken(admin)));
+      expect((await extJwtLogin(await certToken(user))).status).toBe(200);
+    });
+    expect((await extJwtLogin(await certToken(admin))).status).toBe(200);
   });
 
   it('a rotated JWKS key is fetched on its unknown kid, at most once per cooldown', async () => {
