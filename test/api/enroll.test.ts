@@ -10,6 +10,7 @@ import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { loginGate } from '../../src/auth/rate-limit.js';
+import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
@@ -254,8 +255,9 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     tlsCall('POST', `${client()}/authenticate?method=cert`, { ca, key, cert, body: {} });
   const send: Send = (method, url, opts) => tlsCall(method, url, { ca, ...opts });
 
+  let certClockOffset_ms = 0;
   beforeAll(async () => {
-    srv = await startServer({ engine: 'node', apiTls: true });
+    srv = await startServer({ engine: 'node', apiTls: true, clock: { now: () => Date.now() + certClockOffset_ms } });
     // the trust anchor a client bootstraps (the root in /.well-known/est/cacerts)
     ca = readFileSync(join(srv.dataDir, 'pki', 'ca.cert.pem'), 'utf8');
     const r = await tlsCall('POST', `${mgmt()}/authenticate?method=password`, {
@@ -312,6 +314,42 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     });
     expect((await certLogin(me.key, me.cert)).status).toBe(200);
+  });
+
+  it("follows the identity's auth policy: primary.cert.allowed false refuses, allowExpiredCerts decides an expired certificate", async () => {
+    const code = (r: TlsRes) => [r.status, r.body?.error?.code];
+    const policyWith = async (name: string, cert: { allowed: boolean; allowExpiredCerts: boolean }) => {
+      const base = structuredClone(DEFAULT_AUTH_POLICY);
+      const body = { ...base, name, primary: { ...base.primary, cert } };
+      const r = await tlsCall('POST', `${mgmt()}/auth-policies`, { ca, token: admin, body });
+      expect(r.status, r.text).toBe(201);
+      return r.body.data.id as string;
+    };
+    const withPolicy = async (policyId: string) => {
+      const me = await enrolled();
+      const r = await tlsCall('PATCH', `${mgmt()}/identities/${me.id}`, {
+        ca,
+        token: admin,
+        body: { authPolicyId: policyId },
+      });
+      expect(r.status, r.text).toBe(200);
+      return me;
+    };
+    const noCert = await withPolicy(await policyWith('cert-refused', { allowed: false, allowExpiredCerts: true }));
+    const strict = await withPolicy(await policyWith('cert-unexpired', { allowed: true, allowExpiredCerts: false }));
+    const lax = await withPolicy(await policyWith('cert-expired-ok', { allowed: true, allowExpiredCerts: true }));
+    expect(code(await certLogin(noCert.key, noCert.cert))).toEqual([401, 'INVALID_AUTH']);
+    expect((await certLogin(strict.key, strict.cert)).status).toBe(200);
+    expect((await certLogin(lax.key, lax.cert)).status).toBe(200);
+    // the controller's clock past the issued certificates' end (they last a year)
+    certClockOffset_ms = 400 * 24 * 60 * 60 * 1000;
+    try {
+      expect(code(await certLogin(strict.key, strict.cert))).toEqual([401, 'INVALID_AUTH']);
+      expect((await certLogin(lax.key, lax.cert)).status).toBe(200);
+      expect(code(await certLogin(noCert.key, noCert.cert))).toEqual([401, 'INVALID_AUTH']);
+    } finally {
+      certClockOffset_ms = 0;
+    }
   });
 
   it('refuses with 401 INVALID_AUTH: no certificate, a foreign one, one of this CA with no authenticator, a removed authenticator, a disabled identity', async () => {
