@@ -20,9 +20,8 @@ export async function certLogin(
   const chain = req.peerCertificates;
   if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
-  const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf!));
-  const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
-  if (authenticator?.method !== 'cert') return externalIdLogin(svc, leaf!, sent);
+  const authenticator = certAuthenticatorOf(svc, leaf!);
+  if (!authenticator) return externalIdLogin(svc, leaf!, sent);
   const identity = svc.get('identities', authenticator.identityId as string);
   const cert = certPolicyOf(svc, identity);
   if (!identity || !cert) return null;
@@ -54,10 +53,16 @@ export async function certificateLogin(
 export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
   const leaf = req.peerCertificates?.[0];
   if (!leaf) return false;
+  const authenticator = certAuthenticatorOf(svc, leaf);
+  if (!authenticator) return false;
+  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+}
+
+/** The cert authenticator holding this certificate (by fingerprint), if any. */
+function certAuthenticatorOf(svc: Services, leaf: Buffer): Row | undefined {
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
-  if (authenticator?.method !== 'cert') return false;
-  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+  return authenticator?.method === 'cert' ? authenticator : undefined;
 }
 
 /** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
