@@ -15,6 +15,18 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  */
 export type Access = 'none' | 'partial' | 'authenticated' | 'admin';
 
+/** The action of a management permission: `identity.read`, `identity.update`, … */
+export type PermissionAction = 'read' | 'create' | 'update' | 'delete';
+
+/** The action a request method stands for, unless an operation declares its own (`permissionAction`). */
+export const ACTION_OF_METHOD: Record<Method, PermissionAction> = {
+  GET: 'read',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'update',
+  DELETE: 'delete',
+};
+
 export interface QueryParamDoc {
   name: string;
   type: 'string' | 'integer' | 'array' | 'boolean';
@@ -62,6 +74,11 @@ export interface OpDef<B = unknown> {
   access: Access;
   /** Permission entity for management access (e.g. `identity`): `identity` / `identity.read` grant it. */
   permission?: string;
+  /**
+   * The action of `permission` the operation needs, when not its method's (ACTION_OF_METHOD): OpenZiti files
+   * actions by what they do, e.g. `POST /identities/{id}/disable` under `identity.update` (docs/permissions.md).
+   */
+  permissionAction?: PermissionAction;
   body?: Schema<B>;
   bodyName?: string;
   /**

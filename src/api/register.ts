@@ -4,7 +4,7 @@ import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { isDisabled } from '../model/identity.js';
 import { validate } from '../schema/validate.js';
 import { Errors, unauthorized, validationError } from './errors.js';
-import type { ApiName, Caller, OpDef } from './op.js';
+import { ACTION_OF_METHOD, type ApiName, type Caller, type OpDef } from './op.js';
 import type { Services } from './services.js';
 
 export const API_BASE: Record<ApiName, string> = {
@@ -17,24 +17,17 @@ export interface RouteMeta {
   api: ApiName;
 }
 
-const ACTION_OF: Record<string, string> = {
-  GET: 'read',
-  POST: 'create',
-  PUT: 'update',
-  PATCH: 'update',
-  DELETE: 'delete',
-};
-
 /**
  * Management access (OpenZiti's DefaultManagementAccess): an admin, or an identity whose `permissions` hold
- * `admin_readonly` (reads), the entity permission (e.g. `identity`) or the entity-action one (`identity.read`).
+ * `admin_readonly` (reads), the entity permission (e.g. `identity`) or the entity-action one (`identity.read`). The
+ * action is the operation's `permissionAction`, else its method's.
  */
 export function hasAdminAccess(identity: Caller['identity'], op: OpDef<unknown>): boolean {
   if (identity.isAdmin === true) return true;
   if (!op.permission) return false;
   const perms = (identity.permissions as string[] | undefined) ?? [];
   if (perms.length === 0) return false;
-  const action = ACTION_OF[op.method]!;
+  const action = op.permissionAction ?? ACTION_OF_METHOD[op.method];
   if (action === 'read' && perms.includes('admin_readonly')) return true;
   return perms.includes(op.permission) || perms.includes(`${op.permission}.${action}`);
 }

@@ -38,7 +38,10 @@ export interface RelationSpec {
   summary?: string;
   apis?: ApiName[];
   access?: Access;
-  /** Management permission entity (default: the parent's). */
+  /**
+   * Management permission entity, read action (default: the listed entity's, as OpenZiti's routers file an
+   * association list under what it lists: `/services/{id}/identities` needs `identity.read`).
+   */
   permission?: string;
   /** Refuses a caller the route lets in but who may not see this parent (throw an ApiError, e.g. 404). */
   guard?: (ctx: OpContext<unknown>, parent: Row) => void;
@@ -99,7 +102,7 @@ export function relationOps(parent: Entity): OpDef<unknown>[] {
       tags: [parent.tag],
       summary: rel.summary ?? `List the ${listed.plural.toLowerCase()} of a ${parent.type}`,
       access: rel.access ?? 'admin',
-      permission: rel.permission ?? parent.permission,
+      permission: rel.permission ?? listed.permission,
       query:
         'through' in rel.via && rel.via.policyType
           ? [...LIST_QUERY, { name: 'policyType', type: 'string', enum: ['dial', 'bind'] }]

@@ -12,5 +12,13 @@ export const identityTypes = defineEntity({
   fields: { name: { type: 'string', unique: true } },
   detail: detailSchema('identityTypeDetail', s.obj({ name: s.str() })),
   toApi: (row) => ({ name: row.name }),
-  operations: { create: false, update: false, patch: false, delete: false },
+  // any full session reads them (OpenZiti v2's identity_type_router.go: IsAuthenticated, no permission)
+  operations: {
+    list: { access: 'authenticated', permission: null },
+    detail: { access: 'authenticated', permission: null },
+    create: false,
+    update: false,
+    patch: false,
+    delete: false,
+  },
 });

@@ -215,6 +215,8 @@ export const identities = defineEntity({
       path: 'authenticators',
       listed: () => authenticators,
       via: { ref: 'identityId' },
+      // OpenZiti: `authenticator.read`, a permission it does not grant (admins and admin_readonly only)
+      permission: 'authenticator',
       operationId: 'getIdentityAuthenticators',
       summary: 'Retrieve the current authenticators of a specific identity',
     },

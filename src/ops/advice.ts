@@ -47,7 +47,8 @@ export function adviceOps(): OpDef<unknown>[] {
         'Whether the identity may dial or bind the service, and the edge routers both its edge router policies and ' +
         "the service's service edge router policies allow.",
       access: 'admin',
-      permission: 'identity',
+      // OpenZiti files the advice under the service it is about (identity_router.go)
+      permission: 'service',
       responses: {
         200: {
           description: 'Returns the document that represents the policy advice',

@@ -28,6 +28,7 @@ export function caOps(): OpDef<unknown>[] {
         'Allows a CA to become verified by submitting a certificate in PEM format that has been signed by the target CA. The common name on the certificate must match the verificationToken property of the CA.',
       access: 'admin',
       permission: 'ca',
+      permissionAction: 'update',
       consumes: PEM_TYPES,
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ req, params, svc }) => {

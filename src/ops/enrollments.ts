@@ -32,6 +32,7 @@ export function enrollmentOps(): OpDef<unknown>[] {
         'For expired or unexpired enrollments, reset the expiration window. A new JWT will be generated and must be used for the enrollment.',
       access: 'admin',
       permission: 'enrollment',
+      permissionAction: 'update',
       body: enrollmentRefresh,
       bodyName: 'refresh',
       responses: {

@@ -11,7 +11,7 @@ const MAX_DISABLE_MINUTES = 5_256_000;
 
 const disableParams = s.named('disableParams', s.obj({ durationMinutes: s.int() }, ['durationMinutes']));
 
-/** `POST /identities/{id}/disable` and `/enable` (management, identity permission). */
+/** `POST /identities/{id}/disable` and `/enable` (management, `identity.update` as OpenZiti files them). */
 export function identityStatusOps(): OpDef<unknown>[] {
   return [
     op({
@@ -24,6 +24,7 @@ export function identityStatusOps(): OpDef<unknown>[] {
       description: "Reject an identity's API session requests for N minutes or indefinitely if 0.",
       access: 'admin',
       permission: 'identity',
+      permissionAction: 'update',
       body: disableParams,
       bodyName: 'disable',
       responses: { 200: { description: 'Base empty response', schema: empty } },
@@ -62,6 +63,7 @@ export function identityStatusOps(): OpDef<unknown>[] {
       description: 'Allows an admin to remove disabled statuses from an identity.',
       access: 'admin',
       permission: 'identity',
+      permissionAction: 'update',
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ params, svc, caller }) => {
         const target = svc.require('identities', params.id!);

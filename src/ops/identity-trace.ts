@@ -36,6 +36,7 @@ export function identityTraceOps(): OpDef<unknown>[] {
         'Turns tracing of an identity on for `duration` (Go syntax, e.g. `10m`; at most 24h) with `traceId` (a new ' +
         'UUID when empty) and `channels` (default all), or off. Keel records it; it has no data plane to trace yet.',
       access: 'admin',
+      permission: 'identity',
       body: traceSpec,
       bodyName: 'traceSpec',
       responses: {

@@ -387,6 +387,8 @@ export function mfaOps(): OpDef<unknown>[] {
       description: 'Allows an admin to remove MFA enrollment from a specific identity.',
       access: 'admin',
       permission: 'identity',
+      // OpenZiti: identity.update (removing an identity's MFA changes the identity)
+      permissionAction: 'update',
       responses: emptyResponse,
       handler: async ({ caller, params, svc }) => {
         const identity = svc.require('identities', params.id!);

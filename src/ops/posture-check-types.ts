@@ -48,13 +48,15 @@ function renderType(id: PostureCheckType): Row {
   };
 }
 
-/** The posture check types: built in, listed and shown to whoever may read posture checks. */
+/**
+ * The posture check types: built in, listed and shown to any full session (OpenZiti v2's
+ * posture_check_type_router.go: IsAuthenticated, no permission).
+ */
 export function postureCheckTypeOps(): OpDef<unknown>[] {
   const base = {
     apis: ['management'] as const,
     tags: ['Posture Checks'],
-    access: 'admin' as const,
-    permission: 'posture-check',
+    access: 'authenticated' as const,
   };
   return [
     op({

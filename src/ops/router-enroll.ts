@@ -75,6 +75,7 @@ export function routerEnrollOps(): OpDef<unknown>[] {
         "Removes the edge router's certificate and reverts it to an outstanding enrollment with a new JWT; a previous enrollment JWT enrolls nothing any more.",
       access: 'admin',
       permission: 'router',
+      permissionAction: 'update',
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ params, svc }) => {
         await reEnrollRouter(svc, params.id!);

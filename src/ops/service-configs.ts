@@ -42,7 +42,10 @@ function configTypeOf(svc: Services, pair: Pair): string {
 
 const identityOf = (ctx: OpContext<unknown>) => requireRow(identities, ctx.svc, ctx.params.id!).id;
 
-/** `/identities/{id}/service-configs`: an identity's own configs for services (list, associate, remove). */
+/**
+ * `/identities/{id}/service-configs`: an identity's own configs for services (list, associate, remove); OpenZiti files
+ * them under the identity (`identity.read` to list, `identity.update` to associate or remove).
+ */
 export function serviceConfigOps(): OpDef<unknown>[] {
   const common = {
     path: '/identities/{id}/service-configs',
@@ -81,6 +84,7 @@ export function serviceConfigOps(): OpDef<unknown>[] {
     op<Pair[]>({
       ...common,
       method: 'POST',
+      permissionAction: 'update',
       operationId: 'associateIdentitysServiceConfigs',
       summary: 'Associate service configs for a specific identity',
       body: assignList,
@@ -113,6 +117,7 @@ export function serviceConfigOps(): OpDef<unknown>[] {
     op<Pair[] | undefined>({
       ...common,
       method: 'DELETE',
+      permissionAction: 'update',
       operationId: 'disassociateIdentitysServiceConfigs',
       summary: 'Remove associated service configs from a specific identity',
       body: assignList,
