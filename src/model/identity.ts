@@ -306,6 +306,8 @@ export const identities = defineEntity({
     const grants = body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);
     if (caller && caller.identity.isAdmin !== true && grants) throw unauthorized('forbidden');
     if (caller && grants) expect.push(callerIsAdmin(caller));
+    // OpenZiti's identity_router.go: "non-admins may not use the PUT method, use PATCH instead"
+    if (mode === 'update' && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');
     if (existing) expect.push(...guardAdminTarget(caller, existing.isAdmin === true, existing.id));
     const out = copied;
     if (existing?.isDefaultAdmin && out.isAdmin === false) {
