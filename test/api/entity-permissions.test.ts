@@ -6,7 +6,7 @@
  * reads, `admin_readonly`. Everyone else gets 401 `UNAUTHORIZED`.
  *
  * Which entity and action guard an operation is OpenZiti's table, written out here independently of the
- * declarations (EXPECTED: docs/permissions.md, from OpenZiti's v2 routers): a collection's CRUD takes the action of
+ * declarations (COLLECTION_PERMISSION, OPENZITI; docs/permissions.md): a collection's CRUD takes the action of
  * the method, an association list the read permission of the entity it LISTS (`/services/{id}/identities`:
  * `identity.read`), an action the action it performs (`POST /identities/{id}/disable`: `identity.update`). For each
  * permission the operations walked are the ones that table files under it, so a wrong declaration fails the walk;
@@ -228,7 +228,6 @@ const collectionOf = (path: string) => `/${path.split('/')[1]}`;
 /** The `{id}` to send: a fixture row, or a fresh one where the call may remove or re-key it. */
 async function idFor(op: OpDef<unknown>): Promise<string> {
   const collection = collectionOf(op.path);
-  if (collection === '/posture-check-types') return 'OS';
   if (op.method === 'DELETE' || op.method === 'POST') return adminCreate(collection);
   const id = fixture.get(collection);
   if (id === undefined) throw new Error(`no fixture row for ${op.path}`);
@@ -314,7 +313,7 @@ function declaredOps(permission: Permission): OpDef<unknown>[] {
   return managementOps().filter((op) => op.permission === permission);
 }
 
-/** The operations OpenZiti files under `permission` (EXPECTED), whatever they declare. */
+/** The operations OpenZiti files under `permission` (the tables above), whatever they declare. */
 function opsOf(permission: Permission): OpDef<unknown>[] {
   return managementOps().filter((op) => expected(op)?.startsWith(`${permission}.`));
 }
