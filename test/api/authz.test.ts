@@ -878,7 +878,7 @@ function selfServiceRows(): Row[] {
   ]);
 }
 
-/** Revocations, controller settings, database operations, identity tracing (management, admins). */
+/** Revocations, controller settings, database operations (management, admins), identity tracing (identity.update). */
 function operationsRows(): Row[] {
   const m = 'management';
   const revocation = async () =>
