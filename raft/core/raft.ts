@@ -472,14 +472,16 @@ export class RaftCore {
     if (this.state !== 'follower' || this.lead === null) return;
     const lost = this.lead;
     this.lead = null;
+    if (this.promotable()) {
+      const rank = this.tracker
+        .voterIds()
+        .filter((id) => id !== lost)
+        .indexOf(this.id);
+      const delay = Math.min(this.electionTicks - 1, 1 + RANK_SPACING_TICKS * Math.max(0, rank) + this.random.int(2));
+      this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
+    }
+    // after the timer moved: a vote granted now restarts it (Figure 2), so this node does not campaign against it
     this.releaseDeferredVotes();
-    if (!this.promotable()) return;
-    const rank = this.tracker
-      .voterIds()
-      .filter((id) => id !== lost)
-      .indexOf(this.id);
-    const delay = Math.min(this.electionTicks - 1, 1 + RANK_SPACING_TICKS * Math.max(0, rank) + this.random.int(2));
-    this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
   }
 
   /** Tells the leader that the last message to `id` could not be delivered. */
@@ -673,6 +675,9 @@ export class RaftCore {
    */
   private deferVoteRequest(m: Message): void {
     if (this.state !== 'follower' || !this.tracker.progress.has(m.from)) return;
+    // members removed since they asked are forgotten: the map holds current members only (at most one each)
+    for (const id of this.leaseDeferredVotes.keys())
+      if (!this.tracker.progress.has(id)) this.leaseDeferredVotes.delete(id);
     this.leaseDeferredVotes.set(m.from, m);
     assert(this.leaseDeferredVotes.size <= this.tracker.progress.size, 'more deferred vote requests than members');
   }
