@@ -465,8 +465,9 @@ export class RaftCore {
    * broke). The follower forgets it, so its leader lease no longer makes it ignore the (pre-)votes of members that
    * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 3 × its rank
    * among the other voters + 0..1 ticks of jitter (at most electionTicks - 1), so two followers of a dead leader
-   * do not campaign in the same tick and split the vote (RANK_SPACING_TICKS). Harmless when the leader is alive after all: pre-vote
-   * fails while a quorum still hears from it (their lease), and its next message makes this node follow it again.
+   * do not campaign in the same tick and split the vote (RANK_SPACING_TICKS). It answers the vote requests it
+   * ignored under that lease (deferVoteRequest). Harmless when the leader is alive after all: pre-vote fails while
+   * a quorum still hears from it (their lease), and its next message makes this node follow it again.
    */
   leaderUnreachable(): void {
     if (this.state !== 'follower' || this.lead === null) return;
