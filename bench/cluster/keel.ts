@@ -2,10 +2,13 @@
  * A 3-node Keel cluster for the benchmark: three `keel run` processes (src/cluster/processes.ts, as
  * `npm run cluster` starts them), each with its own data directory; every store batch and Raft append is synced.
  * The nodes serve plain HTTP on loopback (`--insecure-http`, uWS engine): etcd is loaded over plain HTTP too.
+ * Their peer links are mutual TLS, as every Keel cluster's (certificates made as `npm run cluster` makes them).
  */
 import { join } from 'node:path';
-import { peerClient } from '../../src/cluster/peer-api.js';
+import { preparePeerPki } from '../../src/cluster/local.js';
+import { type PeerTlsOptions, peerClient } from '../../src/cluster/peer-api.js';
 import { type NodeProcess, type NodeSpec, startNode, stopNode } from '../../src/cluster/processes.js';
+import { loadPeerTlsOptions } from '../../src/pki/index.js';
 
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password-1';
 /** Bound on one HTTP call the harness makes itself (login, member lists). */
@@ -17,6 +20,8 @@ export class KeelBenchCluster {
   private constructor(
     private readonly dir: string,
     readonly nodes: NodeProcess[],
+    /** The first member's peer certificate, which the harness presents to the peer API (maxTerm). */
+    private readonly peerTls: PeerTlsOptions,
   ) {}
 
   private static spec(dir: string, i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec {
@@ -34,7 +39,9 @@ export class KeelBenchCluster {
 
   /** Starts n1 with `--cluster-init`, then n2 and n3 joining through it. */
   static async start(dir: string, onStarted: (n: NodeProcess) => void): Promise<KeelBenchCluster> {
-    const c = new KeelBenchCluster(dir, []);
+    const ids = ['n1', 'n2', 'n3'];
+    await preparePeerPki(ids, (id) => join(dir, id));
+    const c = new KeelBenchCluster(dir, [], await loadPeerTlsOptions(join(dir, 'n1', 'pki')));
     const first = await startNode(KeelBenchCluster.spec(dir, 0, { init: true }));
     onStarted(first);
     c.nodes.push(first);
@@ -132,7 +139,7 @@ export class KeelBenchCluster {
   async maxTerm(): Promise<number> {
     const terms = await Promise.all(
       this.nodes.filter(alive).map(async (n) => {
-        const c = peerClient(n.peerAddress);
+        const c = peerClient(n.peerAddress, this.peerTls);
         try {
           const s = await Promise.race([
             c.api.status.query(),

@@ -54,6 +54,13 @@ const MAX_OUTBOX_MESSAGES = 1 << 20;
 /** Re-send unacknowledged snapshot chunks after this many rewind periods without progress, then start over. */
 const SNAPSHOT_STALL_ABORT_REWINDS = 4;
 
+/**
+ * Ticks between the early campaigns of a dead leader's followers, by rank (leaderUnreachable). The followers learn
+ * of the death up to about a tick apart (their tick phases differ) and jitter adds one more: with 3 ticks between
+ * ranks two of them never campaign in the same tick, whose split vote would cost a whole election timeout.
+ */
+const RANK_SPACING_TICKS = 3;
+
 type CampaignType = 'preElection' | 'election' | 'transfer';
 
 interface MsgFields {
@@ -138,6 +145,11 @@ export class RaftCore {
   /** Read requests received before this leader committed an entry of its term. */
   private pendingReadIndex: ReadRequest[] = [];
   private incomingSnapshot: IncomingSnapshot | null = null;
+  /**
+   * Vote requests this follower ignored under its leader's lease, the latest per sender (so at most one per
+   * member): stepped again once the lease ends, dropped when the leader is heard from (see deferVoteRequest).
+   */
+  private readonly leaseDeferredVotes = new Map<NodeId, Message>();
   /** A complete snapshot received while a Ready was outstanding; installed on advance(). */
   private deferredSnapshot: { snap: SnapshotInfo; from: NodeId; term: number } | null = null;
   /** Received snapshot chunks for the driver to store (the next Ready's snapshotChunks). */
@@ -227,9 +239,11 @@ export class RaftCore {
     } else if (m.term > this.term) {
       if (m.type === 'vote' || m.type === 'preVote') {
         const force = bytesEqual(m.context, TRANSFER_CONTEXT);
-        const inLease = this.checkQuorum && this.lead !== null && this.electionElapsed < this.electionTicks;
         // Leader lease: while we hear from a live leader, a vote request cannot disrupt it.
-        if (!force && inLease) return;
+        if (!force && this.inLease()) {
+          this.deferVoteRequest(m);
+          return;
+        }
       }
       if (m.type === 'preVote') {
         // Never change the term in response to a pre-vote.
@@ -449,22 +463,26 @@ export class RaftCore {
   /**
    * The driver learned that this follower's leader is gone (its connection closed: the process died or the link
    * broke). The follower forgets it, so its leader lease no longer makes it ignore the (pre-)votes of members that
-   * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 2 × its rank
+   * lost the leader too, and campaigns after a short delay instead of a whole election timeout: 1 + 3 × its rank
    * among the other voters + 0..1 ticks of jitter (at most electionTicks - 1), so two followers of a dead leader
-   * do not campaign in the same tick and split the vote. Harmless when the leader is alive after all: pre-vote
-   * fails while a quorum still hears from it (their lease), and its next message makes this node follow it again.
+   * do not campaign in the same tick and split the vote (RANK_SPACING_TICKS). It answers the vote requests it
+   * ignored under that lease (deferVoteRequest). Harmless when the leader is alive after all: pre-vote fails while
+   * a quorum still hears from it (their lease), and its next message makes this node follow it again.
    */
   leaderUnreachable(): void {
     if (this.state !== 'follower' || this.lead === null) return;
     const lost = this.lead;
     this.lead = null;
-    if (!this.promotable()) return;
-    const rank = this.tracker
-      .voterIds()
-      .filter((id) => id !== lost)
-      .indexOf(this.id);
-    const delay = Math.min(this.electionTicks - 1, 1 + 2 * Math.max(0, rank) + this.random.int(2));
-    this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
+    if (this.promotable()) {
+      const rank = this.tracker
+        .voterIds()
+        .filter((id) => id !== lost)
+        .indexOf(this.id);
+      const delay = Math.min(this.electionTicks - 1, 1 + RANK_SPACING_TICKS * Math.max(0, rank) + this.random.int(2));
+      this.electionElapsed = Math.max(this.electionElapsed, this.randomizedElectionTimeout - delay);
+    }
+    // after the timer moved: a vote granted now restarts it (Figure 2), so this node does not campaign against it
+    this.releaseDeferredVotes();
   }
 
   /** Tells the leader that the last message to `id` could not be delivered. */
@@ -611,6 +629,7 @@ export class RaftCore {
 
   private tickElection(): void {
     this.electionElapsed++;
+    if (this.leaseDeferredVotes.size > 0 && !this.inLease()) this.releaseDeferredVotes();
     if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
       this.electionElapsed = 0;
       this.hup(this.preVote ? 'preElection' : 'election');
@@ -639,6 +658,43 @@ export class RaftCore {
       this.heartbeatElapsed = 0;
       this.bcastHeartbeat(0);
     }
+  }
+
+  /** Check-quorum's leader lease: this node heard from its leader within an election timeout. */
+  private inLease(): boolean {
+    return this.checkQuorum && this.lead !== null && this.electionElapsed < this.electionTicks;
+  }
+
+  /**
+   * A vote request ignored under the lease is kept (the latest per sender) and stepped again once the lease ends
+   * without word from the leader: when the driver reports the leader gone (leaderUnreachable) or the election
+   * timeout runs out. Without this, a survivor that has not yet noticed its leader's death leaves the first
+   * candidate's pre-vote unanswered; if that candidate's log is the longer one, it refuses the survivor's own
+   * pre-vote, and both wait out a whole randomized election timeout. Answering late is answering a message the
+   * network delayed, which Raft tolerates; it happens only once this node would answer a fresh request too, so the
+   * lease still protects a live leader. A leader's message drops them (followLeader): the lease holds again.
+   */
+  private deferVoteRequest(m: Message): void {
+    if (this.state !== 'follower' || !this.tracker.progress.has(m.from)) return;
+    // members removed since they asked are forgotten: the map holds current members only (at most one each)
+    for (const id of this.leaseDeferredVotes.keys())
+      if (!this.tracker.progress.has(id)) this.leaseDeferredVotes.delete(id);
+    this.leaseDeferredVotes.set(m.from, m);
+    assert(this.leaseDeferredVotes.size <= this.tracker.progress.size, 'more deferred vote requests than members');
+  }
+
+  private releaseDeferredVotes(): void {
+    if (this.leaseDeferredVotes.size === 0) return;
+    const requests = [...this.leaseDeferredVotes.values()];
+    this.leaseDeferredVotes.clear();
+    for (const m of requests) this.step(m);
+  }
+
+  /** A message from the leader: the election timer restarts and the lease holds again. */
+  private followLeader(from: NodeId): void {
+    this.electionElapsed = 0;
+    this.lead = from;
+    if (this.leaseDeferredVotes.size > 0) this.leaseDeferredVotes.clear();
   }
 
   private hup(t: CampaignType): void {
@@ -810,18 +866,15 @@ export class RaftCore {
   private stepFollower(m: Message): void {
     switch (m.type) {
       case 'append':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.followLeader(m.from);
         this.handleAppendEntries(m);
         break;
       case 'heartbeat':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.followLeader(m.from);
         this.handleHeartbeat(m);
         break;
       case 'snapshot':
-        this.electionElapsed = 0;
-        this.lead = m.from;
+        this.followLeader(m.from);
         this.handleSnapshotChunk(m);
         break;
       case 'timeoutNow':

@@ -159,6 +159,7 @@ type EventKind =
   | 'liveness'
   | 'endChaos'
   | 'leaderFault'
+  | 'leaderGone'
   | 'snapshotWritten';
 type Phase = 'chaos' | 'liveness' | 'convergence' | 'done';
 
@@ -168,6 +169,8 @@ interface SimEvent extends Timed {
   inc?: number;
   msg?: Message;
   faultKind?: number;
+  /** leaderGone: the crashed leader whose connection `node` sees closed. */
+  gone?: NodeId;
   /** snapshotWritten: the state captured when the snapshot was started. */
   snap?: CapturedSnapshot;
 }
@@ -404,6 +407,16 @@ class Simulation {
         }
         return;
       }
+      case 'leaderGone': {
+        const o = ev.node as SimNode;
+        if (!o.alive || ev.inc !== o.inc || o.pausedUntil > this.now) return;
+        const core = this.coreOf(o);
+        if (core.basicStatus().leader !== ev.gone) return;
+        this.traceEvent(() => `${o.id} learns its leader ${ev.gone} is gone`);
+        core.leaderUnreachable();
+        this.afterStep(o);
+        return;
+      }
       case 'snapshotWritten': {
         // A slow snapshot (below) is written, of the state captured when it started.
         const n = ev.node as SimNode;
@@ -524,12 +537,13 @@ class Simulation {
     n.inc++;
     this.stats.crashes++;
     // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
-    // (RaftNode.checkLeaderConnection) and campaign early.
+    // (RaftNode.checkLeaderConnection) and campaign early, each within 0-2 ticks of the others (their tick phases
+    // and event loops differ), so one may pre-vote while another still holds the dead leader's lease.
     for (const o of this.nodes) {
       if (!o.alive || o.core === null || o.pausedUntil > this.now) continue;
       if (o.core.basicStatus().leader !== n.id) continue;
-      o.core.leaderUnreachable();
-      this.afterStep(o);
+      const time = this.now + this.rng.int(2 * o.tickMs + 1);
+      this.schedule({ kind: 'leaderGone', node: o, inc: o.inc, gone: n.id, time, seq: 0 });
     }
   }
 

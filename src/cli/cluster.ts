@@ -5,27 +5,27 @@ import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
 import { peerClient } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
-import { initClusterPki, loadPeerTls, peerIdFromCert } from '../pki/index.js';
+import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
 import { withTimeout } from '../util/timeout.js';
 
 export const CLUSTER_USAGE = `Usage:
   keel cluster init --data-dir DIR --node-id ID [--host H]...
         the cluster's root CA, signing CA and the first node's peer certificate in DIR/pki (then start that node
-        with keel run --data-dir DIR --node-id ID --cluster-init --peer-tls); for each further node, issue a join
-        bundle with keel pki issue-node --ca-dir DIR/pki --node-id ID2 --host ... --out BUNDLE and copy BUNDLE to
-        that node's DIR2/pki before its first start (keel run ... --join ADDR --peer-tls)
+        with keel run --data-dir DIR --node-id ID --cluster-init); for each further node, issue a join bundle
+        with keel pki issue-node --ca-dir DIR/pki --node-id ID2 --host ... --out BUNDLE and copy BUNDLE to that
+        node's DIR2/pki before its first start (keel run ... --join ADDR). Peer links are always mutual TLS.
   keel cluster local [--base-port P] [--peer-base-port P] [--data-dir DIR] [--admin-password X]
         three nodes on this machine (API ports P..P+2, default 1280; peer ports default 6262..6264;
         data in DIR/n1..n3, default ./data-cluster); prints each API URL and the admin login
-  keel cluster list --peer ADDR
+  keel cluster list --peer ADDR --pki-dir DIR
         the members (id, peer address, voter, leader, reachable, applied index, API addresses)
-  keel cluster add --peer ADDR --id ID --address HOST:PORT [--learner]
+  keel cluster add --peer ADDR --pki-dir DIR --id ID --address HOST:PORT [--learner]
         adds a member (a learner, promoted to voter once caught up unless --learner); the new node is started
         with --join instead when it can reach a member itself
-  keel cluster remove --peer ADDR --id ID
-  keel cluster transfer-leadership --peer ADDR --to ID
-  ADDR is any member's peer address (host:port of its --peer-listen). With peer TLS, add --pki-dir DIR: a
-  member's PKI directory (<data-dir>/pki), whose certificate the command presents.
+  keel cluster remove --peer ADDR --pki-dir DIR --id ID
+  keel cluster transfer-leadership --peer ADDR --pki-dir DIR --to ID
+  ADDR is any member's peer address (host:port of its --peer-listen); DIR a member's PKI directory
+  (<data-dir>/pki), whose peer certificate the command presents (peer links are mutual TLS).
 `;
 
 const CALL_TIMEOUT_MS = 30_000;
@@ -64,9 +64,7 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     const dir = join(resolve(values['data-dir']), 'pki');
     await initClusterPki(dir, { nodeId: values['node-id'], hosts: values.host ?? [] });
     out(`Cluster PKI created in ${dir} (root CA, signing CA, peer certificate of ${values['node-id']})`);
-    out(
-      `Start the node: keel run --data-dir ${values['data-dir']} --node-id ${values['node-id']} --cluster-init --peer-tls`,
-    );
+    out(`Start the node: keel run --data-dir ${values['data-dir']} --node-id ${values['node-id']} --cluster-init`);
     return 0;
   }
   if (sub === 'local') {
@@ -90,8 +88,10 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     return sub === undefined ? 0 : 2;
   }
   if (!values.peer) throw new Error('--peer ADDR (a member peer address) is required');
-  const pki = values['pki-dir'] ? await loadPeerTls(resolve(values['pki-dir'])) : null;
-  const c = peerClient(values.peer, pki ? { key: pki.key, cert: pki.cert, ca: pki.ca, peerIdFromCert } : undefined);
+  if (!values['pki-dir']) {
+    throw new Error("--pki-dir DIR (a member's PKI directory, <data-dir>/pki) is required: peer links are mutual TLS");
+  }
+  const c = peerClient(values.peer, await loadPeerTlsOptions(resolve(values['pki-dir'])));
   try {
     if (sub === 'list') {
       const m = await timed(c.api.members.query());

@@ -4,8 +4,9 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
+import type { PeerTlsOptions } from '../cluster/peer-api.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
-import { importRootCa, isLoopbackHost, loadPeerTls, PKI_FILES, PkiError, peerIdFromCert } from '../pki/index.js';
+import { importRootCa, isLoopbackHost, loadPeerTlsOptions, PKI_FILES, PkiError } from '../pki/index.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
@@ -43,9 +44,10 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --peer-advertise H:P    address other members dial (default: the peer listener's)
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
-  --peer-tls              mutual TLS on peer links with this node's certificate from the PKI directory (made by
-                          keel cluster init on the first node, a join bundle from keel pki issue-node on others)
   --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 100000)
+  Every peer link is mutual TLS, with this node's peer certificate from the PKI directory (made by keel cluster
+  init on the first node; a join bundle from keel pki issue-node, copied there, on the others): a cluster member
+  does not start without one. --peer-tls (the default) is accepted for older scripts.
   After the first start a member restarts with the same --node-id and --data-dir (no --cluster-init/--join).
 
 Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
@@ -113,7 +115,28 @@ export function parsePeerAddress(text: string, flag: string): string {
   return text.trim();
 }
 
-async function clusterOptions(
+/**
+ * This member's peer TLS material (its certificate, key and the cluster root, from `keel cluster init` or a join
+ * bundle from `keel pki issue-node`), checked to chain to the root and to name this node. Peer links are always
+ * mutual TLS: a member without it does not start.
+ */
+async function peerTlsOf(pkiDir: string, id: string): Promise<PeerTlsOptions> {
+  let peer: Awaited<ReturnType<typeof loadPeerTlsOptions>>;
+  try {
+    peer = await loadPeerTlsOptions(pkiDir);
+  } catch (err) {
+    if (!(err instanceof PkiError)) throw err;
+    throw new Error(
+      `no valid peer certificate for ${id} in ${pkiDir} (${err.code}: ${err.message}); peer links use mutual TLS: ` +
+        `on the first member run keel cluster init --data-dir DIR --node-id ${id}, on the others copy in a join ` +
+        `bundle from keel pki issue-node --node-id ${id} (docs/cluster.md)`,
+    );
+  }
+  if (peer.nodeId !== id) throw new Error(`the peer certificate in ${pkiDir} names ${peer.nodeId}, not ${id}`);
+  return peer;
+}
+
+export async function clusterOptions(
   values: Record<string, string | boolean | undefined>,
   pkiDir: string,
 ): Promise<ClusterOptions | undefined> {
@@ -126,14 +149,7 @@ async function clusterOptions(
   }
   if (!NODE_ID.test(id)) throw new Error(`invalid --node-id '${id}' (1-64 of letters, digits, '.', '_', '-')`);
   if (values['cluster-init'] && values.join) throw new Error('--cluster-init and --join exclude each other');
-  let tls: ClusterOptions['tls'];
-  if (values['peer-tls']) {
-    // this node's peer certificate, key and the cluster root from its PKI directory (keel cluster init, or a join
-    // bundle from keel pki issue-node): checked to chain to the root and to name this node
-    const peer = await loadPeerTls(pkiDir);
-    if (peer.nodeId !== id) throw new Error(`the peer certificate in ${pkiDir} names ${peer.nodeId}, not ${id}`);
-    tls = { key: peer.key, cert: peer.cert, ca: peer.ca, peerIdFromCert };
-  }
+  const tls = await peerTlsOf(pkiDir, id);
   return {
     nodeId: id,
     peerListen: parseListen((values['peer-listen'] as string | undefined) ?? '127.0.0.1:6262', '--peer-listen'),
@@ -142,7 +158,7 @@ async function clusterOptions(
       : {}),
     init: values['cluster-init'] === true,
     ...(values.join ? { join: parsePeerAddress(values.join as string, '--join') } : {}),
-    ...(tls ? { tls } : {}),
+    tls,
     ...(values['snapshot-every']
       ? { snapshotEvery_entries: positiveInt(values['snapshot-every'] as string, '--snapshot-every') }
       : {}),

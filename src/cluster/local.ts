@@ -47,7 +47,6 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
     peerPort: o.peerBasePort + i,
     ...(start ? { start } : {}),
     ...(i === 0 && password ? { adminPassword: password } : {}),
-    extraArgs: ['--peer-tls'],
     env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
   });
   const started = (n: NodeProcess) => {

@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -35,8 +35,12 @@ export interface ClusterOptions {
   init?: boolean;
   /** Join the cluster that the member at this peer address belongs to (first start only). */
   join?: string;
-  /** Mutual TLS for the peer listener and every peer connection (certificates from the cluster CA). */
-  tls?: PeerTlsOptions;
+  /**
+   * Mutual TLS for the peer listener and every peer connection (certificates from the cluster CA). Required: a
+   * member speaks to its peers over nothing else, so a process without such a certificate cannot join or send
+   * Raft messages.
+   */
+  tls: PeerTlsOptions;
   clusterId?: string;
   /** Take a store snapshot and compact the Raft log every N applied entries (default DEFAULT_SNAPSHOT_EVERY). */
   snapshotEvery_entries?: number;
@@ -116,10 +120,9 @@ export class ClusterNode {
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
       if (path !== PEER_API_PATH) return; // the Raft transport's listener takes /raft
-      // With peer TLS the server already required a certificate from the cluster CA; it must also name a member
-      // (identity and router certificates from the same CA do not).
-      const tls = this.opts.tls;
-      if (tls && !tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
+      // The server already required a certificate from the cluster CA; it must also name a member (identity and
+      // router certificates from the same CA do not).
+      if (!this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
         socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
         return;
       }
@@ -140,9 +143,13 @@ export class ClusterNode {
   ): Promise<ClusterNode> {
     const log = await LevelLog.open(join(dataDir, 'raft'));
     const tls = opts.tls;
-    const server = tls
-      ? createHttpsServer({ key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: true, rejectUnauthorized: true })
-      : createHttpServer();
+    const server = createHttpsServer({
+      key: tls.key,
+      cert: tls.cert,
+      ca: tls.ca,
+      requestCert: true,
+      rejectUnauthorized: true,
+    });
     server.on('request', (_req, res) => res.writeHead(426).end());
     try {
       await new Promise<void>((resolve, reject) => {
@@ -158,7 +165,7 @@ export class ClusterNode {
       const transport = new WebSocketTransport({
         id: opts.nodeId,
         clusterId: opts.clusterId ?? 'keel',
-        ...(tls ? { tls } : {}),
+        tls,
         onError: (err, peer) => logger('info', 'raft transport', { err: err.message, peer }),
       });
       transport.attach(server);
@@ -345,10 +352,9 @@ export class ClusterNode {
     return this.monitor.view();
   }
 
-  /** This node's peer certificate (PEM, the leaf without its chain) when peer links use mutual TLS, else null. */
+  /** This node's peer certificate (PEM, the leaf without its chain). */
   get peerCertPem(): string | null {
-    const cert = this.opts.tls?.cert;
-    if (cert === undefined) return null;
+    const cert = this.opts.tls.cert;
     return /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(cert.toString())?.[0] ?? null;
   }
 

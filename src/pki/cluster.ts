@@ -150,6 +150,14 @@ export async function loadPeerTls(dir: string): Promise<PeerTls> {
 }
 
 /**
+ * A member's peer TLS material (loadPeerTls) with the check every peer listener applies to the other side's
+ * certificate (peerIdFromCert): what the Raft transport and the peer API take.
+ */
+export async function loadPeerTlsOptions(dir: string): Promise<PeerTls & { peerIdFromCert: typeof peerIdFromCert }> {
+  return { ...(await loadPeerTls(dir)), peerIdFromCert };
+}
+
+/**
  * The node id a peer certificate names: its one SAN URI `spiffe://keel/controller/<id>`, or null. The subject CN is
  * deliberately not used: identity and router certificates from the same signing CA carry arbitrary CNs.
  */

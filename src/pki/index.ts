@@ -27,6 +27,7 @@ export {
   issueNodeBundle,
   issuePeerCert,
   loadPeerTls,
+  loadPeerTlsOptions,
   MAX_HOSTS,
   NODE_ID_PATTERN,
   type NodeOptions,

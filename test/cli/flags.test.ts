@@ -1,6 +1,11 @@
-/** `keel run`'s choice of scheme and engine (src/cli/main.ts listenerScheme), without starting a process. */
-import { describe, expect, it } from 'vitest';
-import { listenerScheme } from '../../src/cli/main.js';
+/**
+ * `keel run`'s choice of scheme and engine (src/cli/main.ts listenerScheme) and of a cluster member's peer security
+ * (clusterOptions), without starting a process.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { clusterOptions, listenerScheme } from '../../src/cli/main.js';
+import { initClusterPki } from '../../src/pki/index.js';
+import { Scratch } from '../pki/helpers.js';
 
 const refusal = (f: () => unknown) => {
   try {
@@ -33,5 +38,38 @@ describe('keel run: HTTPS by default, plain HTTP on loopback only', () => {
     expect(refusal(() => listenerScheme({ engine: 'uws' }, '127.0.0.1'))).toContain('serves plain HTTP only');
     expect(refusal(() => listenerScheme({ tls: true, 'insecure-http': true }, '127.0.0.1'))).toContain('exclude');
     expect(refusal(() => listenerScheme({ engine: 'apache' }, '127.0.0.1'))).toContain('invalid --engine');
+  });
+});
+
+describe('keel run as a cluster member: peer links are mutual TLS by default, with no way to turn it off', () => {
+  const s = new Scratch();
+  afterAll(() => s.remove());
+  const failure = async (p: Promise<unknown>) =>
+    p.then(
+      () => 'accepted',
+      (err: Error) => err.message,
+    );
+
+  it('loads the member certificate without any TLS flag (--peer-tls is the default, kept for older scripts)', async () => {
+    const pki = s.path('n1-pki');
+    await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    for (const flags of [{}, { 'peer-tls': true }, { 'cluster-init': true }, { join: '127.0.0.1:6262' }]) {
+      const o = await clusterOptions({ 'node-id': 'n1', ...flags }, pki);
+      expect(o?.tls.cert.toString()).toContain('BEGIN CERTIFICATE');
+      expect(o?.tls.key.toString()).toContain('PRIVATE KEY');
+      expect(o?.tls.peerIdFromCert).toBeTypeOf('function');
+    }
+    expect(await clusterOptions({}, pki)).toBeUndefined(); // a single node has no peer links
+    expect(await failure(clusterOptions({ 'peer-tls': true }, pki))).toContain('--peer-tls needs --node-id');
+  });
+
+  it('refuses to start a member without a certificate, or with one naming another node', async () => {
+    const none = await failure(clusterOptions({ 'node-id': 'n2', join: '127.0.0.1:6262' }, s.path('empty')));
+    expect(none).toContain('no valid peer certificate for n2');
+    expect(none).toContain('MISSING_FILE');
+    expect(none).toContain('keel pki issue-node --node-id n2');
+    const other = s.path('n3-pki');
+    await initClusterPki(other, { nodeId: 'n3', hosts: [] });
+    expect(await failure(clusterOptions({ 'node-id': 'n2' }, other))).toContain('names n3, not n2');
   });
 });

@@ -7,9 +7,11 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { WebSocketTransport } from '../../raft/index.js';
 import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
 import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
-import { issueNodeBundle } from '../../src/pki/index.js';
+import { issueNodeBundle, loadPeerTlsOptions } from '../../src/pki/index.js';
 import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
 import { tlsCall } from '../support/tls-call.js';
 import {
@@ -40,6 +42,22 @@ function apiCertOf(n: NodeProcess): Promise<string> {
       resolve(new X509Certificate(der).toString());
     });
     socket.on('error', reject);
+  });
+}
+
+/** Whether a WebSocket to `url` opens (within 5 s) with these TLS options. */
+function wsOpens(url: string, tls: { key?: string | Buffer; cert?: string | Buffer; ca?: unknown }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { ...(tls as object), handshakeTimeout: 5_000 });
+    ws.on('open', () => {
+      ws.close();
+      resolve(true);
+    });
+    ws.on('error', () => resolve(false));
+    ws.on('unexpected-response', (req) => {
+      req.destroy();
+      resolve(false);
+    });
   });
 }
 
@@ -224,16 +242,48 @@ describe('a 3-node cluster of keel processes', () => {
     }
   }, 60_000);
 
-  it('a process without a certificate from the cluster CA cannot join', async () => {
+  it('with the default flags, a process without a certificate from the cluster CA cannot join, connect or send Raft messages', async () => {
     // its own CA (another cluster's): the members refuse its TLS handshake
     await preparePeerPki(['intruder'], (id) => join(c.dir, id));
     const join1 = { join: c.nodes[0]!.peerAddress };
     const intruder = { id: 'intruder', dataDir: join(c.dir, 'intruder'), apiPort: 0, peerPort: 0, start: join1 };
-    await expect(startNode({ ...intruder, extraArgs: ['--peer-tls'] }, 30_000)).rejects.toThrow(/exited/);
-    // no certificate at all
+    await expect(startNode(intruder, 30_000)).rejects.toThrow(/exited/);
+    // no certificate at all: a cluster member does not start without one (there is no plain peer mode)
     await expect(startNode({ ...intruder, id: 'plain', dataDir: join(c.dir, 'plain') }, 30_000)).rejects.toThrow(
-      /exited/,
+      /no valid peer certificate for plain/,
     );
+    // a member's peer listener: neither path takes plain WebSocket, TLS without a client certificate, or a
+    // certificate from another CA; a member's own certificate is let in (the check can tell them apart)
+    const foreign = await loadPeerTlsOptions(join(c.dir, 'intruder', 'pki'));
+    const member = await loadPeerTlsOptions(join(c.dir, 'n2', 'pki'));
+    const addr = c.nodes[0]!.peerAddress;
+    for (const path of ['/raft', '/peer-api']) {
+      expect(await wsOpens(`ws://${addr}${path}`, {})).toBe(false);
+      expect(await wsOpens(`wss://${addr}${path}`, { ca: member.ca })).toBe(false);
+      expect(await wsOpens(`wss://${addr}${path}`, { key: foreign.key, cert: foreign.cert, ca: member.ca })).toBe(
+        false,
+      );
+    }
+    expect(await wsOpens(`wss://${addr}/peer-api`, { key: member.key, cert: member.cert, ca: member.ca })).toBe(true);
+    // a Raft transport with the foreign certificate (trusting the cluster's root, so that the refusal is n1's)
+    // dials n1 and asks for its vote in a far term: never delivered (n1's term does not move)
+    const term = (await memberStatus(c.nodes[0]!)).term;
+    const errors: string[] = [];
+    const outsider = new WebSocketTransport({
+      id: 'n0',
+      clusterId: 'keel',
+      tls: { ...foreign, ca: member.ca },
+      onError: (e) => errors.push(e.message),
+    });
+    try {
+      outsider.addPeer('n1', addr);
+      const zero = { entries: [], commit: 0, reject: false, rejectHint: 0 };
+      outsider.send([{ type: 'vote', from: 'n0', to: 'n1', term: term + 1000, index: 1e9, logTerm: 1e9, ...zero }]);
+      await until(() => errors.length > 0, 5_000, 'the refused handshake');
+    } finally {
+      await outsider.close();
+    }
+    expect((await memberStatus(c.nodes[0]!)).term).toBe(term);
     const m = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });
     expect(m.body.data.map((x: any) => x.id)).toEqual(['n1', 'n2', 'n3']);
   }, 90_000);
@@ -254,7 +304,6 @@ describe('a 3-node cluster of keel processes', () => {
       apiPort: 0,
       peerPort: 0,
       start: { join: c.nodes[1]!.peerAddress },
-      extraArgs: ['--peer-tls'],
     });
     try {
       const listed = await call('GET', `${c.nodes[0]!.base}/fabric/v1/cluster/list-members`, { token });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { preparePeerPki } from '../../src/cluster/local.js';
 import { type MemberStatus, type PeerTlsOptions, peerClient } from '../../src/cluster/peer-api.js';
 import { type NodeProcess, type NodeSpec, startNode } from '../../src/cluster/processes.js';
-import { loadPeerTls, peerIdFromCert } from '../../src/pki/index.js';
+import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { withTimeout } from '../../src/util/timeout.js';
 import { ADMIN_PASSWORD, call, login } from '../support/server.js';
 import { trustCa } from '../support/tls-call.js';
@@ -27,7 +27,7 @@ export interface TestCluster {
   restart(i: number, extraArgs?: string[]): Promise<NodeProcess>;
 }
 
-/** Starts `size` members with peer mutual TLS (certificates as `keel cluster init` / `keel pki issue-node` make them). */
+/** Starts `size` members (peer mutual TLS, certificates as `keel cluster init` / `keel pki issue-node` make them). */
 export async function startCluster(size: number, extraArgs: string[] = []): Promise<TestCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-cluster-'));
   const nodes: NodeProcess[] = [];
@@ -35,10 +35,10 @@ export async function startCluster(size: number, extraArgs: string[] = []): Prom
     Array.from({ length: size }, (_, i) => `n${i + 1}`),
     (id) => join(dir, id),
   );
-  const t = await loadPeerTls(join(dir, 'n1', 'pki'));
+  const t = await loadPeerTlsOptions(join(dir, 'n1', 'pki'));
   // every member's API certificate chains to the one cluster root (their bundles carry it): call() trusts it
   trustCa(t.ca);
-  clientTls = { key: t.key, cert: t.cert, ca: t.ca, peerIdFromCert };
+  clientTls = t;
   const spec = (i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec => ({
     id: `n${i + 1}`,
     dataDir: join(dir, `n${i + 1}`),
@@ -46,7 +46,7 @@ export async function startCluster(size: number, extraArgs: string[] = []): Prom
     peerPort,
     ...(start ? { start } : {}),
     ...(i === 0 ? { adminPassword: ADMIN_PASSWORD } : {}),
-    extraArgs: ['--peer-tls', ...extraArgs],
+    extraArgs,
   });
   nodes.push(await startNode(spec(0, { init: true })));
   for (let i = 1; i < size; i++) nodes.push(await startNode(spec(i, { join: nodes[0]!.peerAddress })));
