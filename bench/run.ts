@@ -6,6 +6,7 @@
  *   policy the derived role index: incremental maintenance vs naive evaluation (bench/policy.ts)
  *   auth   password logins per second beside the raw argon2id verify rate (bench/auth.ts)
  *   access the policy engine on a real store: load, an identity's services, a policy change, session create (bench/access.ts)
+ *   apply  the CPU a replicated identity create costs a member's apply path (bench/apply.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -26,7 +27,10 @@ if (name === 'http') {
 } else if (name === 'access') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./access.js');
+} else if (name === 'apply') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./apply.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access> [options]');
+  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access|apply> [options]');
   process.exit(2);
 }

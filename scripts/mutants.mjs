@@ -458,6 +458,14 @@ export const MUTANTS = [
     replace: '            ? await extJwtLogin(svc, req.headers)',
     tests: ['test/api/ext-jwt.test.ts'],
   },
+  // the production store database hands `sync` to LevelDB (the power-loss tests inject another StoreDb)
+  {
+    id: 'store-db-unsynced',
+    file: 'storage/store-db.ts',
+    search: '  await batch.write({ sync: opts.sync });',
+    replace: '  await batch.write({ sync: false });',
+    tests: ['test/storage/store-db.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

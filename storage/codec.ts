@@ -1,4 +1,5 @@
 import { Packr } from 'msgpackr';
+import { assert } from './types.js';
 
 /**
  * The state machine's one encoding (msgpackr), and the check that what is stored is what was meant: a value is
@@ -45,8 +46,9 @@ export function isWellFormed(s: string): boolean {
  * and the decoded copy (what a reader, or another node, will see). Throws UnstorableError, never anything else.
  */
 export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
-  const deep = deeperThan(value, MAX_STORED_DEPTH);
-  if (deep !== null) {
+  if (nestsDeeper(value, MAX_STORED_DEPTH)) {
+    const deep = deeperThan(value, MAX_STORED_DEPTH);
+    assert(deep !== null, 'the depth checks disagree');
     throw new UnstorableError(deep.reverse().join('.'), `is nested deeper than ${MAX_STORED_DEPTH} levels`);
   }
   let bytes: Uint8Array;
@@ -147,6 +149,21 @@ function locateUnencodable(value: unknown, depth: number): string[] {
     }
   }
   return [];
+}
+
+/**
+ * Whether `value` holds a part nested deeper than `levels` levels (`deeperThan` without allocating: the common
+ * case of every write). Recursive, but at most `levels` calls deep, so it cannot overflow the stack.
+ */
+function nestsDeeper(value: unknown, levels: number): boolean {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof Date) return false;
+  if (levels === 0) return true;
+  if (Array.isArray(value)) {
+    for (const x of value) if (nestsDeeper(x, levels - 1)) return true;
+    return false;
+  }
+  for (const k of Object.keys(value)) if (nestsDeeper((value as Record<string, unknown>)[k], levels - 1)) return true;
+  return false;
 }
 
 /**

@@ -1,12 +1,22 @@
 import { SortedIds } from './sorted-ids.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
-/** Values of `field` in `row` that an index holds: every element of a set, or the scalar; null/undefined/'' are skipped. */
-export function indexValues(row: Row | undefined, field: string): unknown[] {
-  if (!row) return [];
+const NO_VALUES: readonly unknown[] = Object.freeze([]);
+
+function indexable(x: unknown): boolean {
+  return x !== undefined && x !== null && x !== '';
+}
+
+/**
+ * Values of `field` in `row` that an index holds: every element of a set, or the scalar; null/undefined/'' are
+ * skipped. Read-only: a set with nothing to skip is returned as it is (rows are immutable), so the indexing every
+ * write does allocates only for scalars.
+ */
+export function indexValues(row: Row | undefined, field: string): readonly unknown[] {
+  if (!row) return NO_VALUES;
   const v = row[field];
-  if (v === undefined || v === null || v === '') return [];
-  if (Array.isArray(v)) return v.filter((x) => x !== undefined && x !== null && x !== '');
+  if (!indexable(v)) return NO_VALUES;
+  if (Array.isArray(v)) return v.every(indexable) ? v : v.filter(indexable);
   return [v];
 }
 

@@ -32,7 +32,31 @@ export function levelStoreDb(dir: string): StoreDb {
     close: () => db.close(),
     get: (key) => db.get(key),
     put: (key, value, opts) => db.put(key, value, opts),
-    batch: (ops, opts) => db.batch(ops, opts),
+    batch: (ops, opts) => chainedBatch(db, ops, opts),
     iterator: (range) => db.iterator(range),
   };
+}
+
+/**
+ * `ops` written as one chained batch. The same atomic LevelDB write as `db.batch(ops, opts)`, several times cheaper
+ * per operation: abstract-level's array form copies every operation with the call's options merged in, about 6 µs
+ * per row on this machine (bench/apply.ts), where the chained form hands each key and value straight to the native
+ * batch (under 1 µs). The options (`sync`) apply to the write as a whole.
+ */
+async function chainedBatch(
+  db: ClassicLevel<string, Uint8Array>,
+  ops: StoreDbOp[],
+  opts: { sync: boolean },
+): Promise<void> {
+  const batch = db.batch();
+  try {
+    for (const op of ops) {
+      if (op.type === 'put') batch.put(op.key, op.value);
+      else batch.del(op.key);
+    }
+  } catch (err) {
+    await batch.close();
+    throw err;
+  }
+  await batch.write({ sync: opts.sync });
 }

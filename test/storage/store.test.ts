@@ -87,6 +87,26 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('builds rows with a fixed field order (the same stored bytes on every node and version)', async () => {
+    const s = await open();
+    await one(
+      s,
+      create('people', 'a', { tags: { t: 1 }, name: 'Ann', attrs: undefined, id: 'a', policyId: undefined }),
+    );
+    const row = s.get('people', 'a')!;
+    // the data's fields in their order (undefined ones left out, base fields in place), then the base fields
+    expect(Object.keys(row)).toEqual(['tags', 'name', 'id', 'createdAt', 'updatedAt']);
+    expect(row).toEqual({ tags: { t: 1 }, name: 'Ann', id: 'a', createdAt: AT, updatedAt: AT });
+    const at = '2026-01-02T00:00:00.000Z';
+    await one(s, { op: 'update', entity: 'people', id: 'a', set: { attrs: ['x'], tags: undefined, name: 'A' }, at });
+    const next = s.get('people', 'a')!;
+    // an update keeps the row's order, drops fields set to undefined (tags then default to {}) and appends new ones
+    expect(Object.keys(next)).toEqual(['name', 'id', 'createdAt', 'updatedAt', 'attrs', 'tags']);
+    expect(next).toEqual({ name: 'A', id: 'a', createdAt: AT, updatedAt: at, attrs: ['x'], tags: {} });
+    expect(Object.getPrototypeOf(next)).toBe(Object.prototype);
+    await s.close();
+  });
+
   it('restricts, cascades (transitively) and clears on delete', async () => {
     const s = await open();
     await one(s, create('policies', 'p1', { name: 'P' }));

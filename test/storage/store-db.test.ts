@@ -1,0 +1,94 @@
+/**
+ * The production StoreDb (storage/store-db.ts): a batch is one atomic LevelDB write whose operations apply in order,
+ * and a batch refused part-way writes nothing. (It writes through a chained batch rather than abstract-level's
+ * array form, for speed; these are the properties the store relies on either way.)
+ */
+import { ClassicLevel } from 'classic-level';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { levelStoreDb, type StoreDbOp } from '../../storage/store-db.js';
+import { tempDirs } from '../support/temp-dir.js';
+
+const tempDir = tempDirs('keel-store-db-');
+const bytes = (s: string) => new Uint8Array(Buffer.from(s));
+const text = (v: Uint8Array | undefined) => (v === undefined ? undefined : Buffer.from(v).toString());
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** Records the options every LevelDB batch write is given (the power-loss tests use another StoreDb). */
+function recordBatchWrites(): unknown[] {
+  const seen: unknown[] = [];
+  const batch = ClassicLevel.prototype.batch;
+  vi.spyOn(ClassicLevel.prototype, 'batch').mockImplementation(function (this: ClassicLevel, ...args: unknown[]) {
+    const out = (batch as (...a: unknown[]) => unknown).apply(this, args);
+    if (args.length === 0) {
+      const chained = out as { write(o: unknown): Promise<void> };
+      const write = chained.write.bind(chained);
+      chained.write = (o: unknown) => {
+        seen.push(o);
+        return write(o);
+      };
+    } else {
+      seen.push(args[1]);
+    }
+    return out as never;
+  });
+  return seen;
+}
+
+describe('levelStoreDb', () => {
+  it('applies a batch in order (a later operation on a key wins) and keeps it across a reopen', async () => {
+    const dir = tempDir();
+    const db = levelStoreDb(dir);
+    await db.open();
+    await db.put('gone', bytes('x'), { sync: true });
+    await db.batch(
+      [
+        { type: 'put', key: 'a', value: bytes('1') },
+        { type: 'del', key: 'a' },
+        { type: 'put', key: 'b', value: bytes('1') },
+        { type: 'put', key: 'b', value: bytes('2') },
+        { type: 'del', key: 'gone' },
+        { type: 'del', key: 'c' },
+        { type: 'put', key: 'c', value: bytes('3') },
+      ],
+      { sync: true },
+    );
+    await db.close();
+    const again = levelStoreDb(dir);
+    await again.open();
+    expect(text(await again.get('a'))).toBeUndefined();
+    expect(text(await again.get('b'))).toBe('2');
+    expect(text(await again.get('c'))).toBe('3');
+    expect(text(await again.get('gone'))).toBeUndefined();
+    await again.close();
+  });
+
+  it('hands the sync option to LevelDB: a synced batch is fsynced, an unsynced one is not', async () => {
+    const seen = recordBatchWrites();
+    const db = levelStoreDb(tempDir());
+    await db.open();
+    await db.batch([{ type: 'put', key: 'a', value: bytes('1') }], { sync: true });
+    await db.batch([{ type: 'put', key: 'b', value: bytes('1') }], { sync: false });
+    expect(seen).toEqual([{ sync: true }, { sync: false }]);
+    await db.close();
+  });
+
+  it('a batch with an invalid operation is refused whole, and the database stays usable', async () => {
+    const db = levelStoreDb(tempDir());
+    await db.open();
+    const bad = [
+      { type: 'put', key: 'a', value: bytes('1') },
+      { type: 'put', key: 'b', value: null },
+    ] as unknown as StoreDbOp[];
+    await expect(db.batch(bad, { sync: true })).rejects.toThrow();
+    expect(await db.get('a')).toBeUndefined();
+    await db.batch([{ type: 'put', key: 'a', value: bytes('ok') }], { sync: false });
+    expect(text(await db.get('a'))).toBe('ok');
+    const keys: string[] = [];
+    for await (const [key] of db.iterator({ gte: '', lt: '\uffff' })) keys.push(key);
+    expect(keys).toEqual(['a']);
+    await db.close();
+  });
+});
