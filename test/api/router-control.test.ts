@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
 import { CLOSE, MAX_HELLO_LISTENERS, ROUTER_CONTROL_DEFAULTS } from '../../src/routers/control.js';
+import { adminApi } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
 import {
   connectRouter,
@@ -30,14 +31,10 @@ let user: { id: string; token: string };
 let serviceId: string;
 let seq = 0;
 
-const mgmt = (method: string, path: string, body?: unknown) =>
-  call(method, `${srv.mgmt}${path}`, { token: admin, body });
-
-async function create(path: string, body: Record<string, unknown>): Promise<string> {
-  const r = await mgmt('POST', path, body);
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.id;
-}
+const { mgmt, create } = adminApi(
+  () => srv,
+  () => admin,
+);
 
 beforeAll(async () => {
   srv = await startServer({

@@ -6,6 +6,7 @@
  * rule for disabled routers (they still count for NO_EDGE_ROUTERS_AVAILABLE).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminApi } from '../support/admin-api.js';
 import { expectError, userWith } from '../support/api.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -18,19 +19,10 @@ beforeAll(async () => {
 });
 afterAll(() => srv.stop());
 
-const mgmt = (method: string, path: string, body?: unknown) =>
-  call(method, `${srv.mgmt}${path}`, { token: admin, body });
-
-async function create(path: string, body: Record<string, unknown>): Promise<string> {
-  const r = await mgmt('POST', path, body);
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.id;
-}
-
-async function patch(path: string, body: Record<string, unknown>): Promise<void> {
-  const r = await mgmt('PATCH', path, body);
-  expect(r.status, r.text).toBe(200);
-}
+const { mgmt, create, patch } = adminApi(
+  () => srv,
+  () => admin,
+);
 
 const router = (name: string, roleAttributes: string[] = []) => create('/edge-routers', { name, roleAttributes });
 const erp = (name: string, semantic: string, identityRoles: string[], edgeRouterRoles: string[]) =>
