@@ -7,7 +7,7 @@
 import type { RoleIndex } from '../../storage/role-index.js';
 import type { Services } from '../api/services.js';
 import { roleIndexName } from '../model/policy.js';
-import { routerPresenceOf } from './presence.js';
+import { routerPresenceOf, SYNC_DONE } from './presence.js';
 
 /** At most this many routers per session (OpenZiti lists at most 25 per session too). */
 export const MAX_SESSION_EDGE_ROUTERS = 25;
@@ -50,7 +50,7 @@ export function sessionEdgeRouters(svc: Services, identityId: string, serviceId:
       name: row.name,
       noTraversal: row.noTraversal === true,
       supportedProtocols: { ...on.protocols },
-      syncStatus: routerPresenceOf(svc).state(row.id).syncStatus,
+      syncStatus: SYNC_DONE,
       urls: { ...on.protocols },
     });
   }
