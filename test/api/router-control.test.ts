@@ -20,6 +20,7 @@ import {
   rawMutation,
 } from '../support/router-client.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
+import { startTlsServer, trustCa } from '../support/tls-call.js';
 
 const MAX_CONNECTIONS = 3;
 const HELLO_TIMEOUT_MS = 1_500;
@@ -251,5 +252,34 @@ describe('router presence', () => {
     for (const ws of held) ws.close();
     await until(async () => srv.ctl.routerControl!.connectionCount === 0);
     expect(await online(r.id)).toBe(false);
+  });
+});
+
+describe('router presence with API TLS', () => {
+  it("the listener serves the API's certificate; a router answering pings stays online, a mute one is dropped", async () => {
+    const tls = await startTlsServer({
+      routerControl: { host: '127.0.0.1', port: 0, ping_ms: 200, pongWait_ms: 1_000 },
+    });
+    try {
+      trustCa(tls.ca);
+      const port = tls.srv.ctl.routerControl!.port;
+      const enroll = (name: string) => enrolledRouter(tls.srv.mgmt, tls.srv.client, tls.admin, { name });
+      const view = async (id: string) =>
+        (await call('GET', `${tls.srv.mgmt}/edge-routers/${id}`, { token: tls.admin })).body.data;
+      const creds = await enroll('tls-router');
+      const conn = await connectRouter(port, creds);
+      expect(await view(creds.id)).toMatchObject({ isOnline: true, supportedProtocols: PROTOCOLS });
+      // a router that stops answering the keep-alive pings is dropped; the tRPC client answers them
+      const mute = await enroll('tls-mute');
+      const p = await probe(port, mute);
+      if (!('ws' in p)) throw new Error(`refused ${p.refused}`);
+      expect((await rawMutation(p.ws, 'hello', DEFAULT_HELLO)).result?.data?.routerId).toBe(mute.id);
+      expect(await p.closed).toBe(1006);
+      await until(async () => (await view(mute.id)).isOnline === false);
+      expect((await view(creds.id)).isOnline).toBe(true);
+      conn.close();
+    } finally {
+      await tls.srv.stop();
+    }
   });
 });
