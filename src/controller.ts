@@ -40,8 +40,10 @@ import { selfAuthenticatorOps } from './ops/self-authenticators.js';
 import { sessionCertificateOps } from './ops/session-certificates.js';
 import { tokenEnrollOps } from './ops/token-enroll.js';
 import { wellKnownOps } from './ops/well-known.js';
+import { issueHostCert } from './pki/ca.js';
 import { listenerCas, trackListenerCas } from './pki/listener-trust.js';
 import { apiCertHosts, type NodePki, openNodePki } from './pki/node-pki.js';
+import { RouterControl, type RouterControlOptions } from './routers/control.js';
 import { KEEL_VERSION } from './version.js';
 
 export interface ControllerOptions {
@@ -78,6 +80,8 @@ export interface ControllerOptions {
   cluster?: ClusterOptions;
   /** The cluster member stopped itself (a broken Raft invariant or a failing Raft log): the process should exit. */
   onClusterFatal?: (err: Error) => void;
+  /** Serve the router control listener (routers connect and go online: docs/routers.md); absent: none. */
+  routerControl?: RouterControlOptions;
 }
 
 /** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */
@@ -90,6 +94,17 @@ export const DEFAULT_MAX_CONNECTIONS = 10_000;
 export function defaultBaseUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
   const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
   return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/**
+ * The router control listener's certificate: the API's (API TLS), else one the signing CA issues in memory for
+ * the listen host at every start.
+ */
+async function routerControlTls(pki: NodePki, host: string): Promise<{ key: string; cert: string }> {
+  if (pki.apiTls) return pki.apiTls;
+  if (!pki.signing) throw new Error('the router control listener needs API TLS or the signing CA (docs/routers.md)');
+  const leaf = await issueHostCert(pki.signing, apiCertHosts(host, []));
+  return { key: leaf.keyPem, cert: [leaf.certPem, ...leaf.chainPem].join('\n') };
 }
 
 /** Every operation Keel serves, in one list (CRUD from the entity declarations plus the hand-written ones). */
@@ -127,6 +142,8 @@ export class Controller {
   /** The admin password generated on this start (first start without a configured one), else null. */
   generatedAdminPassword: string | null = null;
   private server: HttpServer | null = null;
+  /** The router control listener, when configured. */
+  routerControl: RouterControl | null = null;
   private stopped = false;
 
   private constructor(
@@ -251,6 +268,13 @@ export class Controller {
       const scheme = pki.apiTls ? 'https' : 'http';
       if (!opts.apiBaseUrls) svc.config.apiBaseUrls.push(defaultBaseUrl(opts.host, ctl.server.port, scheme));
       if (cluster) cluster.apiAddresses = svc.config.apiBaseUrls;
+      if (opts.routerControl) {
+        ctl.routerControl = await RouterControl.start(
+          svc,
+          opts.routerControl,
+          await routerControlTls(pki, opts.routerControl.host),
+        );
+      }
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -281,6 +305,7 @@ export class Controller {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    await this.routerControl?.stop();
     await this.server?.close();
     await this.svc.sessions?.stop();
     await this.proposer.close();

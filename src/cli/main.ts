@@ -36,6 +36,8 @@ Options of run:
   --tls                   HTTPS (the default; kept for older scripts)
   --session-timeout DUR   idle timeout of API sessions, e.g. 30m, 90s, 2h (default 30m)
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
+  --router-listen H:P     router control listener: enrolled routers connect here (mutual TLS) and are online
+                          while connected (docs/routers.md); default: none
   -h, --help              this text
 
 Cluster options of run (without --node-id the node runs alone, as above):
@@ -227,6 +229,7 @@ async function run(argv: string[]): Promise<void> {
       'root-ca-key': { type: 'string' },
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
+      'router-listen': { type: 'string' },
       'node-id': { type: 'string' },
       'peer-listen': { type: 'string' },
       'peer-advertise': { type: 'string' },
@@ -293,6 +296,7 @@ async function run(argv: string[]): Promise<void> {
       : DEFAULT_SESSION_TIMEOUT_MS,
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: advertise ? [advertise] : undefined,
+    routerControl: values['router-listen'] ? parseListen(values['router-listen'], '--router-listen') : undefined,
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
     onFatal,
   });
@@ -305,6 +309,7 @@ async function run(argv: string[]): Promise<void> {
     `  Management API:  ${base}/edge/management/v1`,
     `  Admin username:  admin`,
   ];
+  if (ctl.routerControl) lines.push(`  Router control:  ${values['router-listen']} (port ${ctl.routerControl.port})`);
   if (ctl.generatedAdminPassword) {
     lines.push(`  Admin password:  ${ctl.generatedAdminPassword}   (generated: shown this once, keep it safe)`);
   } else {

@@ -8,6 +8,7 @@ import {
   type EntityFields,
 } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
+import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
@@ -226,27 +227,30 @@ export const edgeRouters = defineEntity({
       targets: ['services', 'listEdgeRouterServices', 'List associated services'],
     }),
   ],
-  // never connected yet (the control channel comes with the routers' stage); the enrollment is an `enrollments`
-  // row, what it yields (fingerprint, certificate, verified) is on the router row of the same id
-  // (src/model/transit-router.ts)
+  // the connection state (online, hostname, protocols, version) is this controller's router presence
+  // (src/routers/presence.ts); the enrollment is an `enrollments` row, what it yields (fingerprint, certificate,
+  // verified) is on the router row of the same id (src/model/transit-router.ts)
   toApi: (row, svc) => {
     const router = svc.get('transit-routers', row.id);
+    const state = routerPresenceOf(svc).state(row.id);
     return {
-      arch: '',
-      buildDate: '',
+      arch: state.versionInfo?.arch ?? '',
+      buildDate: state.versionInfo?.buildDate ?? '',
       certPem: (router?.certPem as string | undefined) ?? null,
       fingerprint: (router?.fingerprint as string | undefined) ?? '',
-      hostname: '',
-      isOnline: false,
+      hostname: state.hostname,
+      isOnline: state.isOnline,
       isVerified: router?.isVerified === true,
-      os: '',
-      revision: '',
-      supportedProtocols: {},
-      syncStatus: 'SYNC_NEW',
-      version: '',
+      os: state.versionInfo?.os ?? '',
+      revision: state.versionInfo?.revision ?? '',
+      supportedProtocols: state.supportedProtocols,
+      syncStatus: state.syncStatus,
+      version: state.versionInfo?.version ?? '',
       ...routerEnrollmentView(svc, row.id),
     };
   },
+  // shows this controller's router presence, which changes without a write
+  cacheable: () => false,
   redact: redactRouterEnrollment,
   // a new router gets its router row and its `erott` enrollment (OpenZiti's default window), in the same write
   alsoOnCreate: async (id, body, svc, at) => [

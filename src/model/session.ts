@@ -1,6 +1,7 @@
 import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema } from '../api/entity.js';
 import type { Services } from '../api/services.js';
+import { sessionEdgeRouters } from '../routers/session-routers.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
 import { commonEdgeRouterProperties } from './edge-router.js';
@@ -29,14 +30,14 @@ export const sessionDetail = detailSchema(
 );
 
 /**
- * What a session shows beyond its stored fields. `edgeRouters` lists the online routers the session may use, with
- * their listener URLs: routers do not connect yet, so it is empty.
+ * What a session shows beyond its stored fields. `edgeRouters` lists the routers online on this controller that
+ * the session's identity and service may use, with their listener URLs (src/routers/session-routers.ts).
  */
 function renderSession(row: Row, svc: Services): Record<string, unknown> {
   const service = svc.get('services', row.serviceId as string);
   return {
     apiSession: ref('api-sessions', row.apiSessionId as string, ''),
-    edgeRouters: [],
+    edgeRouters: sessionEdgeRouters(svc, row.identityId as string, row.serviceId as string),
     service: ref('services', row.serviceId as string, service?.name as string | undefined),
   };
 }
@@ -63,6 +64,8 @@ export const sessions = defineEntity({
     type: { type: 'string', index: true, api: true },
   },
   detail: sessionDetail,
+  // shows this controller's router presence, which changes without a write
+  cacheable: () => false,
   toApi: renderSession,
   // only admins see other callers' session tokens (the field stays, as the schema requires it, but empty)
   redact: (data) => ({ ...data, token: '' }),

@@ -9,6 +9,7 @@
 import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields, getRow, type WriteMode } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
+import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
 import { configIdsField } from './common.js';
 import { edgeRouterFollows, edgeRouterGone, edgeRouters, sharedRouterFields } from './edge-router.js';
@@ -118,8 +119,13 @@ export const transitRouters = defineEntity({
   patch: s.named('routerPatch', s.obj({ ...writable, name: s.nullable(s.str()) })),
   // the same operations, under OpenZiti's current path (`/transit-routers` is its deprecated name)
   alias: { path: 'routers', singular: 'Router', plural: 'Routers' },
-  // never connected yet: the control channel comes with the routers' stage
-  toApi: (row, svc) => ({ isOnline: false, ...routerEnrollmentView(svc, row.id) }),
+  // online while its control connection to this controller is up (src/routers/presence.ts)
+  toApi: (row, svc) => ({
+    isOnline: routerPresenceOf(svc).state(row.id).isOnline,
+    ...routerEnrollmentView(svc, row.id),
+  }),
+  // shows this controller's router presence, which changes without a write
+  cacheable: () => false,
   redact: redactRouterEnrollment,
   fromApi: (_body, { mode, svc, copied }) => routerFromApi(mode, svc, copied),
   // created unenrolled: its `trott` enrollment in the same write (an edge router's row gets none: its edge router

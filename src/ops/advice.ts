@@ -7,6 +7,7 @@ import { entityRef, meta, ref } from '../model/common.js';
 import { identities } from '../model/identity.js';
 import { ENTITIES } from '../model/index.js';
 import { services } from '../model/service.js';
+import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
 
 const routerEntityRef = s.named('routerEntityRef', s.allOf(entityRef, s.obj({ isOnline: s.bool() }, ['isOnline'])));
@@ -65,8 +66,7 @@ export function adviceOps(): OpDef<unknown>[] {
         return ok({
           commonRouters: common.map((id) => ({
             ...ref('edge-routers', id, svc.get('edge-routers', id)?.name as string | undefined),
-            // routers do not connect yet
-            isOnline: false,
+            isOnline: routerPresenceOf(svc).state(id).isOnline,
           })),
           identity: ref('identities', identity.id, identity.name as string),
           identityId: identity.id,

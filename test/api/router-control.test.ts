@@ -1,0 +1,285 @@
+/**
+ * Router presence end to end: an enrolled edge router connects to the router control listener over mutual TLS with
+ * its enrolled certificate, says hello over tRPC and is online (`isOnline`, `hostname`, `supportedProtocols`,
+ * `syncStatus`, its version) on every view of it; sessions list it with its `urls` while it is online and the
+ * policies allow it. Refusals (wrong certificate, disabled, second connection, other path, full listener), the
+ * hello's limits (timeout, size, shape) and the disconnects that disabling and re-enrolling cause.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
+import { CLOSE, MAX_HELLO_LISTENERS, ROUTER_CONTROL_DEFAULTS } from '../../src/routers/control.js';
+import { adminApi } from '../support/admin-api.js';
+import { userWith } from '../support/api.js';
+import {
+  connectRouter,
+  DEFAULT_HELLO,
+  enrolledRouter,
+  type Probe,
+  probe,
+  type RouterCreds,
+  rawMutation,
+} from '../support/router-client.js';
+import { call, login, startServer, type TestServer } from '../support/server.js';
+import { startTlsServer, trustCa } from '../support/tls-call.js';
+
+const MAX_CONNECTIONS = 3;
+const HELLO_TIMEOUT_MS = 1_500;
+
+let srv: TestServer;
+let admin: string;
+let port: number;
+let user: { id: string; token: string };
+let serviceId: string;
+let seq = 0;
+
+const { mgmt, create } = adminApi(
+  () => srv,
+  () => admin,
+);
+
+beforeAll(async () => {
+  srv = await startServer({
+    routerControl: { host: '127.0.0.1', port: 0, maxConnections: MAX_CONNECTIONS, helloTimeout_ms: HELLO_TIMEOUT_MS },
+  });
+  admin = await login(srv.base);
+  port = srv.ctl.routerControl!.port;
+  user = await userWith(srv.base, admin, 'rc-user', { roleAttributes: ['rc'] });
+  serviceId = await create('/services', { name: 'rc-svc', encryptionRequired: true, roleAttributes: ['rc-svc'] });
+  await create('/service-policies', {
+    name: 'rc-dial',
+    type: 'Dial',
+    semantic: 'AnyOf',
+    identityRoles: ['#rc'],
+    serviceRoles: ['#rc-svc'],
+  });
+  await create('/edge-router-policies', {
+    name: 'rc-erp',
+    semantic: 'AnyOf',
+    identityRoles: ['#rc'],
+    edgeRouterRoles: ['#rc-er'],
+  });
+  await create('/service-edge-router-policies', {
+    name: 'rc-serp',
+    semantic: 'AnyOf',
+    serviceRoles: ['#rc-svc'],
+    edgeRouterRoles: ['#rc-er'],
+  });
+});
+afterAll(() => srv.stop());
+
+/** A new enrolled edge router the test identity and service may use (or not: `roleAttributes: []`). */
+const router = (roleAttributes = ['rc-er']) =>
+  enrolledRouter(srv.mgmt, srv.client, admin, { name: `rc-r${++seq}`, roleAttributes });
+
+const detail = async (id: string) => (await mgmt('GET', `/edge-routers/${id}`)).body.data;
+
+async function session(): Promise<any> {
+  const r = await call('POST', `${srv.client}/sessions`, { token: user.token, body: { serviceId } });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data;
+}
+
+/** Polls until `check` holds (the control connection closes asynchronously), at most 5 s. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('condition not met within 5 s');
+}
+
+const online = async (id: string) => (await detail(id)).isOnline === true;
+const refused = (p: Probe) => ('refused' in p ? p.refused : 0);
+
+const PROTOCOLS = { tls: 'tls:router1.example.test:3022', wss: 'wss:router1.example.test:3023' };
+
+describe('router presence', () => {
+  it('an enrolled router says hello and is online everywhere; sessions list it with its urls until it goes', async () => {
+    const r1 = await router();
+    const stranger = await router([]);
+    expect(await detail(r1.id)).toMatchObject({ isOnline: false, syncStatus: 'SYNC_NEW', hostname: '' });
+    expect((await session()).edgeRouters).toEqual([]);
+
+    const conn = await connectRouter(port, r1);
+    const other = await connectRouter(port, stranger);
+    expect(conn.answer).toEqual({ routerId: r1.id, name: (await detail(r1.id)).name });
+    expect(await detail(r1.id)).toMatchObject({
+      isOnline: true,
+      hostname: 'router1.example.test',
+      supportedProtocols: PROTOCOLS,
+      syncStatus: 'SYNC_DONE',
+      version: 'v1.1.0',
+      revision: 'abc123',
+      buildDate: '2026-11-26',
+      os: 'linux',
+      arch: 'amd64',
+    });
+    expect((await mgmt('GET', `/routers/${r1.id}`)).body.data.isOnline).toBe(true);
+    // the client's listings
+    const mine = await call('GET', `${srv.client}/current-identity/edge-routers`, { token: user.token });
+    expect(mine.body.data.map((r: any) => [r.id, r.isOnline, r.supportedProtocols])).toEqual([
+      [r1.id, true, PROTOCOLS],
+    ]);
+    const viaService = await call('GET', `${srv.client}/services/${serviceId}/edge-routers`, { token: user.token });
+    expect(viaService.body.data.edgeRouters.map((r: any) => [r.name, r.isOnline])).toEqual([[`rc-r${seq - 1}`, true]]);
+    const advice = await mgmt('GET', `/identities/${user.id}/policy-advice/${serviceId}`);
+    expect(advice.body.data.commonRouters.map((r: any) => [r.id, r.isOnline])).toEqual([[r1.id, true]]);
+
+    // a session lists the online router its policies allow (not the one they do not), with its urls
+    const s = await session();
+    expect(s.edgeRouters).toEqual([
+      {
+        name: `rc-r${seq - 1}`,
+        hostname: 'router1.example.test',
+        isOnline: true,
+        supportedProtocols: PROTOCOLS,
+        urls: PROTOCOLS,
+        syncStatus: 'SYNC_DONE',
+        cost: 0,
+        noTraversal: false,
+        disabled: false,
+        appData: {},
+      },
+    ]);
+    const read = await call('GET', `${srv.client}/sessions/${s.id}`, { token: user.token });
+    expect(read.body.data.edgeRouters.map((r: any) => r.urls)).toEqual([PROTOCOLS]);
+
+    conn.close();
+    other.close();
+    await until(async () => !(await online(r1.id)) && !(await online(stranger.id)));
+    expect(await detail(r1.id)).toMatchObject({ syncStatus: 'SYNC_DISCONNECTED', supportedProtocols: {}, version: '' });
+    expect((await mgmt('GET', `/routers/${r1.id}`)).body.data.isOnline).toBe(false);
+    expect((await session()).edgeRouters).toEqual([]);
+    // and it may come back
+    const again = await connectRouter(port, r1);
+    expect(await online(r1.id)).toBe(true);
+    again.close();
+    await until(async () => !(await online(r1.id)));
+  });
+
+  it('refused: a certificate not the enrolled one, another CA, another path, a second connection', async () => {
+    const r = await router();
+    // a certificate of the same signing CA naming the router, but not the one it enrolled
+    const forged = await issueLeaf(srv.ctl.svc.pki!.signing!, { commonName: r.id, usage: 'client' });
+    const forgedCreds = { key: forged.keyPem, cert: forged.certPem, ca: r.ca };
+    expect(refused(await probe(port, forgedCreds))).toBe(401);
+    // a certificate of another CA fails the TLS handshake
+    const foreignCa = await createRootCa({ commonName: 'foreign' });
+    const foreign = await issueLeaf(foreignCa, { commonName: r.id, usage: 'client' });
+    await expect(probe(port, { key: foreign.keyPem, cert: foreign.certPem, ca: r.ca })).rejects.toThrow();
+    expect(refused(await probe(port, r, '/other'))).toBe(404);
+    const conn = await connectRouter(port, r);
+    expect(refused(await probe(port, r))).toBe(409);
+    await expect(connectRouter(port, forgedCreds as RouterCreds)).rejects.toThrow();
+    expect(await online(r.id)).toBe(true);
+    conn.close();
+    await until(async () => !(await online(r.id)));
+  });
+
+  it('a disabled router is refused, and disconnected when disabled; a re-enrolled one is disconnected', async () => {
+    const r = await router();
+    const conn = await connectRouter(port, r);
+    expect((await mgmt('PATCH', `/edge-routers/${r.id}`, { disabled: true })).status).toBe(200);
+    // offline as soon as the change is applied
+    expect(await detail(r.id)).toMatchObject({ isOnline: false, disabled: true });
+    expect((await session()).edgeRouters).toEqual([]);
+    await until(async () => srv.ctl.routerControl!.connectionCount === 0);
+    expect(refused(await probe(port, r))).toBe(403);
+    // disabled through /routers too
+    expect((await mgmt('PATCH', `/edge-routers/${r.id}`, { disabled: false })).status).toBe(200);
+    const back = await connectRouter(port, r);
+    expect((await mgmt('PATCH', `/routers/${r.id}`, { disabled: true })).status).toBe(200);
+    expect(await online(r.id)).toBe(false);
+    expect(refused(await probe(port, r))).toBe(403);
+    expect((await mgmt('PATCH', `/routers/${r.id}`, { disabled: false })).status).toBe(200);
+
+    // re-enrolled: the old certificate is no longer the router's
+    const third = await connectRouter(port, r);
+    expect((await mgmt('POST', `/edge-routers/${r.id}/re-enroll`)).status).toBe(200);
+    expect(await online(r.id)).toBe(false);
+    expect(refused(await probe(port, r))).toBe(401);
+    for (const c of [conn, back, third]) c.close();
+    await until(async () => srv.ctl.routerControl!.connectionCount === 0);
+  });
+
+  it(`limits: a hello within ${HELLO_TIMEOUT_MS} ms, at most ${ROUTER_CONTROL_DEFAULTS.maxHello_bytes} bytes, well-formed; ${MAX_CONNECTIONS} connections`, async () => {
+    const r = await router();
+    const opened = async (): Promise<Extract<Probe, { ws: unknown }>> => {
+      const p = await probe(port, r);
+      if ('refused' in p) throw new Error(`refused ${p.refused}`);
+      return p;
+    };
+    // no hello: closed after the timeout, never online (waiting for its hello meanwhile)
+    const silent = await opened();
+    expect((await detail(r.id)).syncStatus).toBe('SYNC_HELLO_WAIT');
+    expect(await silent.closed).toBe(CLOSE.helloTimeout);
+    expect(await online(r.id)).toBe(false);
+    // a message beyond the hello size: closed (1009, message too big)
+    const big = await opened();
+    big.ws.send('x'.repeat(ROUTER_CONTROL_DEFAULTS.maxHello_bytes + 1));
+    expect(await big.closed).toBe(1009);
+    // malformed hellos: BAD_REQUEST; a bad listener address also closes the connection
+    const shapes = await opened();
+    const tooMany = Array.from({ length: MAX_HELLO_LISTENERS + 1 }, (_, i) => `tls:h${i}:3022`);
+    for (const input of [{ ...DEFAULT_HELLO, version: '' }, { ...DEFAULT_HELLO, listeners: tooMany }, 'hello']) {
+      expect((await rawMutation(shapes.ws, 'hello', input)).error?.data?.code).toBe('BAD_REQUEST');
+    }
+    const dup = await rawMutation(shapes.ws, 'hello', { ...DEFAULT_HELLO, listeners: ['tls:a:1', 'tls:b:2'] });
+    expect(dup.error?.data?.code).toBe('BAD_REQUEST');
+    expect(await shapes.closed).toBe(CLOSE.badHello);
+    const badAddress = await opened();
+    const res = await rawMutation(badAddress.ws, 'hello', { ...DEFAULT_HELLO, listeners: ['tls:host:99999'] });
+    expect(res.error?.data?.code).toBe('BAD_REQUEST');
+    expect(await badAddress.closed).toBe(CLOSE.badHello);
+    expect(await online(r.id)).toBe(false);
+    // a good hello over the raw socket; a second one is refused
+    const good = await opened();
+    expect((await rawMutation(good.ws, 'hello', DEFAULT_HELLO)).result?.data).toEqual({
+      routerId: r.id,
+      name: (await detail(r.id)).name,
+    });
+    expect((await rawMutation(good.ws, 'hello', DEFAULT_HELLO)).error?.data?.code).toBe('BAD_REQUEST');
+    expect(await online(r.id)).toBe(true);
+    // the listener is full at MAX_CONNECTIONS (waiting ones count): the next router is refused with 503
+    const more = await Promise.all([router(), router(), router()]);
+    const held = [good.ws];
+    for (const m of more.slice(0, MAX_CONNECTIONS - 1)) {
+      const p = await probe(port, m);
+      if ('ws' in p) held.push(p.ws);
+    }
+    expect(held.length).toBe(MAX_CONNECTIONS);
+    expect(refused(await probe(port, more[MAX_CONNECTIONS - 1]!))).toBe(503);
+    for (const ws of held) ws.close();
+    await until(async () => srv.ctl.routerControl!.connectionCount === 0);
+    expect(await online(r.id)).toBe(false);
+  });
+});
+
+describe('router presence with API TLS', () => {
+  it("the listener serves the API's certificate; a router answering pings stays online, a mute one is dropped", async () => {
+    const tls = await startTlsServer({
+      routerControl: { host: '127.0.0.1', port: 0, ping_ms: 200, pongWait_ms: 1_000 },
+    });
+    try {
+      trustCa(tls.ca);
+      const port = tls.srv.ctl.routerControl!.port;
+      const enroll = (name: string) => enrolledRouter(tls.srv.mgmt, tls.srv.client, tls.admin, { name });
+      const view = async (id: string) =>
+        (await call('GET', `${tls.srv.mgmt}/edge-routers/${id}`, { token: tls.admin })).body.data;
+      const creds = await enroll('tls-router');
+      const conn = await connectRouter(port, creds);
+      expect(await view(creds.id)).toMatchObject({ isOnline: true, supportedProtocols: PROTOCOLS });
+      // a router that stops answering the keep-alive pings is dropped; the tRPC client answers them
+      const mute = await enroll('tls-mute');
+      const p = await probe(port, mute);
+      if (!('ws' in p)) throw new Error(`refused ${p.refused}`);
+      expect((await rawMutation(p.ws, 'hello', DEFAULT_HELLO)).result?.data?.routerId).toBe(mute.id);
+      expect(await p.closed).toBe(1006);
+      await until(async () => (await view(mute.id)).isOnline === false);
+      expect((await view(creds.id)).isOnline).toBe(true);
+      conn.close();
+    } finally {
+      await tls.srv.stop();
+    }
+  });
+});
