@@ -47,7 +47,8 @@ export class Schema<M extends RowMap = RowMap> {
   readonly referrers = new Map<string, Referrer[]>();
   /** entity → the policy role fields naming its rows by `@id` (FieldDef.roles). */
   readonly roleReferrers = new Map<string, { entity: string; field: string }[]>();
-  readonly custom = new Map<string, CustomCommand<never, M>>();
+  /** By name; apply runs them on the untyped view of its transaction (storage is generic over entity types). */
+  readonly custom = new Map<string, CustomCommand<never>>();
 
   constructor(
     defs: EntityDef[],
@@ -75,7 +76,7 @@ export class Schema<M extends RowMap = RowMap> {
         this.referrers.set(f.ref.entity, list);
       }
     }
-    for (const [name, fn] of Object.entries(custom)) this.custom.set(name, fn);
+    for (const [name, fn] of Object.entries(custom)) this.custom.set(name, fn as CustomCommand<never>);
   }
 
   def(entity: string): EntityDef {

@@ -99,7 +99,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
         : [
             {
               op: 'create' as const,
-              entity: 'authenticators',
+              entity: 'authenticators' as const,
               id: shortId(),
               at,
               data: {

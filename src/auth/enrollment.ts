@@ -3,10 +3,11 @@
  * by the write that creates the identity's authenticator, so a token enrolls at most once.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
+import type { Command } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';

@@ -1,8 +1,8 @@
-import type { ApplyContext } from '../../storage/schema.js';
 import { fail, type Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { isDisabled } from '../model/identity.js';
+import type { ApplyContext } from '../model/rows.js';
 
 /**
  * Identity disable and password lockout (the auth policy's `primary.updb.maxAttempts` and

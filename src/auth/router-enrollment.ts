@@ -8,7 +8,7 @@
  * certificates. Re-enrolling an edge router reverts it to a fresh enrollment and forgets its certificate.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerRowOf } from '../model/edge-router.js';
@@ -19,6 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentOf,
 } from '../model/router-enrollment.js';
+import type { Command } from '../model/rows.js';
 import { x509 } from '../pki/crypto.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, PkiError, parseCsr, verifyChain } from '../pki/index.js';
@@ -148,7 +149,7 @@ export async function extendRouter(
   const expect = [
     {
       check: 'eq' as const,
-      entity: 'transit-routers',
+      entity: 'transit-routers' as const,
       id: router.id,
       field: 'fingerprint',
       value: router.fingerprint,
@@ -181,10 +182,12 @@ export async function reEnrollRouter(svc: Services, routerId: string): Promise<v
   const old = routerEnrollmentOf(svc, edge.id);
   const unverified = { isVerified: false, fingerprint: null, certPem: null };
   const ops: Command[] = [
-    ...(old ? [{ op: 'delete' as const, entity: 'enrollments', id: old.id, at, system: true, ifExists: true }] : []),
+    ...(old
+      ? [{ op: 'delete' as const, entity: 'enrollments' as const, id: old.id, at, system: true, ifExists: true }]
+      : []),
     await routerEnrollmentCommand(svc, edge.id, ROUTER_ENROLL_METHOD, at),
     svc.get('transit-routers', edge.id)
-      ? { op: 'update', entity: 'transit-routers', id: edge.id, set: unverified, at }
+      ? { op: 'update' as const, entity: 'transit-routers' as const, id: edge.id, set: unverified, at }
       : routerRowOf(edge.id, edge, at),
   ];
   await svc.write({ op: 'batch', ops });

@@ -6,11 +6,11 @@
  * (default `default`). With a CSR the identity also gets a network-issued certificate.
  */
 import type { JWTPayload } from 'jose';
-import type { Command } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
+import type { Command } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
 import { bearerToken, verifySignerToken } from './ext-jwt-login.js';
@@ -105,7 +105,7 @@ export async function enrollToken(
   const expect = [
     {
       check: 'absent' as const,
-      entity: 'identities',
+      entity: 'identities' as const,
       field: 'externalId',
       value: externalId,
       reason: 'an identity with this external id is already enrolled',

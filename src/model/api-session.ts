@@ -1,9 +1,9 @@
-import type { ApplyContext } from '../../storage/schema.js';
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
+import type { ApplyContext } from './rows.js';
 
 const authQueryDetail = s.named(
   'authQueryDetail',
@@ -96,7 +96,23 @@ export function renderApiSessionFields(row: Row, svc: Services): Record<string, 
   };
 }
 
-export const apiSessions = defineEntity({
+const apiSessionStoredFields = {
+  // never filterable: a `token contains` probe would read other sessions' tokens
+  token: { type: 'string', unique: true, filter: false },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  authenticatorId: { type: 'string', ref: { entity: 'authenticators', onDelete: 'cascade' } },
+  ipAddress: { type: 'string' },
+  configTypes: { type: 'string', set: true },
+  isMfaRequired: { type: 'bool' },
+  isMfaComplete: { type: 'bool' },
+  /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
+  extJwtPending: { type: 'string', filter: false },
+  // when the session last passed MFA (the MFA posture check's timeout counts from it)
+  mfaCompletedAt: { type: 'datetime' },
+  lastActivityAt: { type: 'datetime' },
+} as const satisfies EntityFields;
+
+export const apiSessions: Entity<'api-sessions', typeof apiSessionStoredFields> = defineEntity({
   name: 'api-sessions',
   type: 'apiSession',
   tag: 'API Session',
@@ -104,21 +120,7 @@ export const apiSessions = defineEntity({
   plural: 'APISessions',
   // OpenZiti files API sessions under the `ops` permission (api_session_router.go)
   permission: 'ops',
-  fields: {
-    // never filterable: a `token contains` probe would read other sessions' tokens
-    token: { type: 'string', unique: true, filter: false },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    authenticatorId: { type: 'string', ref: { entity: 'authenticators', onDelete: 'cascade' } },
-    ipAddress: { type: 'string' },
-    configTypes: { type: 'string', set: true },
-    isMfaRequired: { type: 'bool' },
-    isMfaComplete: { type: 'bool' },
-    /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
-    extJwtPending: { type: 'string', filter: false },
-    // when the session last passed MFA (the MFA posture check's timeout counts from it)
-    mfaCompletedAt: { type: 'datetime' },
-    lastActivityAt: { type: 'datetime' },
-  },
+  fields: apiSessionStoredFields,
   detail: apiSessionDetail,
   toApi: renderApiSessionFields,
   // activity and expiry move with every request

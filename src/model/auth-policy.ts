@@ -1,5 +1,5 @@
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
@@ -155,23 +155,25 @@ export function isPrimaryAllowed(
   return !allowed || allowed.length === 0 || (signerId !== undefined && allowed.includes(signerId));
 }
 
-export const authPolicies = defineEntity({
+const authPolicieFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  primary: { type: 'object' },
+  secondary: { type: 'object' },
+  /**
+   * Every signer the policy names (`allowedSigners` and `requireExtJwtSigner`): a restricting reference, so the
+   * store refuses a policy naming a missing signer and the delete of a named signer (409), both in apply.
+   */
+  signerIds: { type: 'string', set: true, ref: { entity: SIGNERS, onDelete: 'restrict' }, filter: false },
+} as const satisfies EntityFields;
+
+export const authPolicies: Entity<'auth-policies', typeof authPolicieFields> = defineEntity({
   name: 'auth-policies',
   type: 'authPolicy',
   tag: 'Auth Policy',
   singular: 'AuthPolicy',
   plural: 'AuthPolicies',
   permission: 'auth-policy',
-  fields: {
-    name: { type: 'string', unique: true, body: s.str(), api: true },
-    primary: { type: 'object' },
-    secondary: { type: 'object' },
-    /**
-     * Every signer the policy names (`allowedSigners` and `requireExtJwtSigner`): a restricting reference, so the
-     * store refuses a policy naming a missing signer and the delete of a named signer (409), both in apply.
-     */
-    signerIds: { type: 'string', set: true, ref: { entity: SIGNERS, onDelete: 'restrict' }, filter: false },
-  },
+  fields: authPolicieFields,
   detail: detailSchema(
     'authPolicyDetail',
     s.obj({ name: s.str(), primary, secondary }, ['name', 'primary', 'secondary']),

@@ -1,5 +1,5 @@
-import type { Expect, Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import type { Row } from '../../storage/types.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { type ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
@@ -8,6 +8,7 @@ import { s } from '../schema/s.js';
 import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
 import { guardAdminTarget } from './preconditions.js';
+import type { Expect } from './rows.js';
 
 export const username = s.named('username', s.str({ minLength: 4, maxLength: 100 }));
 export const password = s.named('password', s.str({ minLength: 5, maxLength: 100 }));
@@ -74,33 +75,35 @@ export function renderAuthenticatorFields(row: Row, svc: Services): Record<strin
   return out;
 }
 
-export const authenticators = defineEntity({
+const authenticatorFields = {
+  method: { type: 'string', index: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  username: { type: 'string', unique: true },
+  password: { type: 'string', filter: false },
+  certPem: { type: 'string', filter: false },
+  fingerprint: { type: 'string', unique: true, conflictCode: 'CERT_IN_USE' },
+  /** `<identityId>:<method>`: an identity holds at most one authenticator per method. */
+  methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'MAX_AUTHENTICATOR_METHODS_REACHED' },
+  isIssuedByNetwork: { type: 'bool' },
+  /** Extension (docs/enrollment.md, "Extending a certificate"): requested by an admin, pending until verified. */
+  isExtendRequested: { type: 'bool' },
+  extendRequestedAt: { type: 'datetime' },
+  isKeyRollRequested: { type: 'bool' },
+  lastExtendRolledKeys: { type: 'bool' },
+  unverifiedCertPem: { type: 'string', filter: false },
+  unverifiedFingerprint: { type: 'string', filter: false },
+  /** The CA the certificate was enrolled through (ottca): deleting the CA deletes the authenticator. */
+  caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
+} as const satisfies EntityFields;
+
+export const authenticators: Entity<'authenticators', typeof authenticatorFields> = defineEntity({
   name: 'authenticators',
   type: 'authenticator',
   tag: 'Authenticator',
   singular: 'Authenticator',
   plural: 'Authenticators',
   permission: 'identity',
-  fields: {
-    method: { type: 'string', index: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    username: { type: 'string', unique: true },
-    password: { type: 'string', filter: false },
-    certPem: { type: 'string', filter: false },
-    fingerprint: { type: 'string', unique: true, conflictCode: 'CERT_IN_USE' },
-    /** `<identityId>:<method>`: an identity holds at most one authenticator per method. */
-    methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'MAX_AUTHENTICATOR_METHODS_REACHED' },
-    isIssuedByNetwork: { type: 'bool' },
-    /** Extension (docs/enrollment.md, "Extending a certificate"): requested by an admin, pending until verified. */
-    isExtendRequested: { type: 'bool' },
-    extendRequestedAt: { type: 'datetime' },
-    isKeyRollRequested: { type: 'bool' },
-    lastExtendRolledKeys: { type: 'bool' },
-    unverifiedCertPem: { type: 'string', filter: false },
-    unverifiedFingerprint: { type: 'string', filter: false },
-    /** The CA the certificate was enrolled through (ottca): deleting the CA deletes the authenticator. */
-    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
-  },
+  fields: authenticatorFields,
   detail: authenticatorDetail,
   create: s.named(
     'authenticatorCreate',

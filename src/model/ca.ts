@@ -4,7 +4,7 @@
  * `verificationToken`), then trusted for `ottca` enrollment and (with `isAuthEnabled`) certificate login.
  */
 import type { X509Certificate } from 'node:crypto';
-import { checkRoleAttributes, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
@@ -61,7 +61,7 @@ export function caCertificate(pem: unknown): X509Certificate {
   return cert;
 }
 
-export const cas = defineEntity({
+export const cas: Entity<'cas', typeof caFields> = defineEntity({
   name: 'cas',
   type: 'ca',
   tag: 'Certificate Authority',

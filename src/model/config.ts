@@ -23,7 +23,7 @@ function configTypeOf(svc: Services, id: unknown): Row {
   return type;
 }
 
-export const configs = defineEntity({
+export const configs: Entity<'configs', typeof configFields> = defineEntity({
   name: 'configs',
   type: 'config',
   tag: 'Config',
@@ -50,7 +50,7 @@ export const configs = defineEntity({
   ),
   update: s.named('configUpdate', s.obj({ data, name: s.str(), tags }, ['name', 'data'])),
   patch: s.named('configPatch', s.obj({ data, name: s.str(), tags })),
-  toApi: (row, svc) => {
+  toApi: (row, svc): Record<string, unknown> => {
     const type = svc.get('config-types', row.configTypeId!);
     return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
   },

@@ -4,7 +4,7 @@
  * `oidc.redirectUris` and `oidc.postLogoutUris`; Keel stores and serves them (it has no OIDC endpoint yet).
  */
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { controllerRows } from '../ops/cluster.js';
@@ -46,16 +46,18 @@ export function isController(svc: Services, id: string): boolean {
   return controllerRows(svc).some((r) => r.id === id);
 }
 
-export const controllerSettingsEntity = defineEntity({
+const controllerSettingsFields = {
+  oidc: { type: 'object', filter: false },
+} as const satisfies EntityFields;
+
+export const controllerSettingsEntity: Entity<'controller-settings', typeof controllerSettingsFields> = defineEntity({
   name: 'controller-settings',
   type: 'controllerSetting',
   tag: 'Settings',
   singular: 'ControllerSetting',
   plural: 'ControllerSettings',
   permission: 'controller-setting',
-  fields: {
-    oidc: { type: 'object', filter: false },
-  },
+  fields: controllerSettingsFields,
   detail: detailSchema('controllerSettingDetail', controllerSettings),
   create: s.named(
     'controllerSettingCreate',

@@ -1,4 +1,4 @@
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -19,6 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentView,
 } from './router-enrollment.js';
+import type { Command } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
@@ -185,7 +186,7 @@ export const edgeRouterDetail = detailSchema(
   ),
 );
 
-export const edgeRouters = defineEntity({
+export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defineEntity({
   name: 'edge-routers',
   type: 'edgeRouter',
   tag: 'Edge Router',
@@ -229,7 +230,7 @@ export const edgeRouters = defineEntity({
   // never connected yet (the control channel comes with the routers' stage); the enrollment is an `enrollments`
   // row, what it yields (fingerprint, certificate, verified) is on the router row of the same id
   // (src/model/transit-router.ts)
-  toApi: (row, svc) => {
+  toApi: (row, svc): Record<string, unknown> => {
     const router = svc.get('transit-routers', row.id);
     return {
       arch: '',

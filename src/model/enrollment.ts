@@ -1,5 +1,5 @@
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { signEnrollmentJwt } from '../pki/enrollment-jwt.js';
@@ -86,33 +86,35 @@ export const enrollmentDetail = detailSchema(
   ),
 );
 
+const enrollmentStoredFields = {
+  method: { type: 'string', index: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
+  edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
+  /** The transit router a `trott` enrollment enrolls (deleting the router deletes it). */
+  transitRouterId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' } },
+  token: { type: 'string', unique: true, filter: false },
+  expiresAt: { type: 'datetime' },
+  jwt: { type: 'string', filter: false },
+  username: { type: 'string', unique: true },
+  /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
+  caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
+  /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
+  methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
+} as const satisfies EntityFields;
+
 /**
  * Outstanding enrollments of identities (one-time token, or username/password), created with the identity or over
  * `/enrollments`; the client's enroll operations consume them (src/auth/enrollment.ts, docs/enrollment.md).
  */
-export const enrollments = defineEntity({
+export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> = defineEntity({
   name: 'enrollments',
   type: 'enrollment',
   tag: 'Enrollment',
   singular: 'Enrollment',
   plural: 'Enrollments',
   permission: 'enrollment',
-  fields: {
-    method: { type: 'string', index: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
-    edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
-    /** The transit router a `trott` enrollment enrolls (deleting the router deletes it). */
-    transitRouterId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' } },
-    token: { type: 'string', unique: true, filter: false },
-    expiresAt: { type: 'datetime' },
-    jwt: { type: 'string', filter: false },
-    username: { type: 'string', unique: true },
-    /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
-    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
-    /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
-    methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
-  },
+  fields: enrollmentStoredFields,
   detail: enrollmentDetail,
   create: s.named(
     'enrollmentCreate',
@@ -200,19 +202,21 @@ export function identityEnrollments(svc: Services, identityId: string): Record<s
   return out;
 }
 
+const controllerKeyFields = {
+  kid: { type: 'string', filter: false },
+  alg: { type: 'string', filter: false },
+  privateJwk: { type: 'object', filter: false },
+  publicJwk: { type: 'object', filter: false },
+} as const satisfies EntityFields;
+
 /** Controller signing keys (replicated, never served). */
-export const controllerKeys = defineEntity({
+export const controllerKeys: Entity<'controller-keys', typeof controllerKeyFields> = defineEntity({
   name: 'controller-keys',
   type: 'controllerKey',
   tag: 'Internal',
   singular: 'ControllerKey',
   plural: 'ControllerKeys',
-  fields: {
-    kid: { type: 'string', filter: false },
-    alg: { type: 'string', filter: false },
-    privateJwk: { type: 'object', filter: false },
-    publicJwk: { type: 'object', filter: false },
-  },
+  fields: controllerKeyFields,
   detail: s.named('controllerKeyDetail', s.obj({})),
   toApi: () => ({}),
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },

@@ -1,9 +1,10 @@
-import type { Command, Expect, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
   defineEntity,
   detailSchema,
+  type Entity,
   type EntityFields,
   type RowOf,
 } from '../api/entity.js';
@@ -17,6 +18,7 @@ import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js'
 import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf, ottcaCaId } from './enrollment.js';
 import { identityPolicyRelations } from './identity-relations.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
+import type { Command, Expect } from './rows.js';
 
 export const PERMISSIONS = [
   'admin_readonly',
@@ -201,7 +203,7 @@ type IdentityRow = RowOf<typeof identityFields>;
 /** Fields shared by create, update and patch bodies: the writable stored fields, `tags`, and the wire `type`. */
 const writable = { ...bodyFieldsOf(identityFields), type: identityType };
 
-export const identities = defineEntity({
+export const identities: Entity<'identities', typeof identityFields> = defineEntity({
   name: 'identities',
   type: 'identity',
   tag: 'Identity',

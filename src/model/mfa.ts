@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { generateSecret, generateURI, verify } from 'otplib';
-import type { ApplyContext } from '../../storage/schema.js';
 import { fail, type Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
+import type { ApplyContext } from './rows.js';
 
 /**
  * TOTP MFA enrollments, one per identity (RFC 6238: SHA-1, 6 digits, 30 s — what authenticator apps expect).
@@ -27,26 +27,28 @@ export const detailMfa = detailSchema(
   s.obj({ isVerified: s.bool(), provisioningUrl: s.str(), recoveryCodes: s.arr(s.str()) }, ['isVerified']),
 );
 
-export const mfas = defineEntity({
+const mfaFields = {
+  identityId: {
+    type: 'string',
+    unique: true,
+    ref: { entity: 'identities', onDelete: 'cascade' },
+    conflictCode: 'MFA_EXISTS',
+  },
+  isVerified: { type: 'bool' },
+  secret: { type: 'string', filter: false },
+  recoveryCodes: { type: 'string', set: true, filter: false },
+  /** The time step of the last TOTP a login used: a code is accepted once (useTotp). */
+  lastTimeStep: { type: 'number', filter: false },
+} as const satisfies EntityFields;
+
+export const mfas: Entity<'mfas', typeof mfaFields> = defineEntity({
   name: 'mfas',
   type: 'mfa',
   tag: 'MFA',
   singular: 'Mfa',
   plural: 'Mfas',
   permission: 'identity',
-  fields: {
-    identityId: {
-      type: 'string',
-      unique: true,
-      ref: { entity: 'identities', onDelete: 'cascade' },
-      conflictCode: 'MFA_EXISTS',
-    },
-    isVerified: { type: 'bool' },
-    secret: { type: 'string', filter: false },
-    recoveryCodes: { type: 'string', set: true, filter: false },
-    /** The time step of the last TOTP a login used: a code is accepted once (useTotp). */
-    lastTimeStep: { type: 'number', filter: false },
-  },
+  fields: mfaFields,
   detail: detailMfa,
   // served only through the current-identity and identity MFA operations (src/ops/mfa.ts)
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },

@@ -4,7 +4,7 @@
  * `postureCheckRoles`; src/model/posture.ts evaluates them against what clients report.
  */
 import type { Row } from '../../storage/types.js';
-import { checkRoleAttributes, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
@@ -195,7 +195,7 @@ export const postureCheckDetail = detailSchema(
   ]),
 );
 
-export const postureChecks = defineEntity({
+export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> = defineEntity({
   name: 'posture-checks',
   type: 'postureCheck',
   tag: 'Posture Checks',

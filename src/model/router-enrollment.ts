@@ -5,11 +5,12 @@
  * enrollment (src/auth/router-enrollment.ts). What enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
  * kept on the router's `transit-routers` row, which every router has (docs/routers.md).
  */
-import { assert, type Command, type Row } from '../../storage/types.js';
+import { assert, type Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { shortId } from '../util/ids.js';
 import { tokenFields } from './enrollment.js';
+import type { Command } from './rows.js';
 
 /** Edge router one-time-token enrollment (OpenZiti's `erott`). */
 export const ROUTER_ENROLL_METHOD = 'erott';

@@ -5,7 +5,8 @@
  * identities' role attributes. That is coarser than OpenZiti's per-identity refresh map, so a client may refresh
  * when nothing of its own changed, never the reverse.
  */
-import type { Change, Store } from '../../storage/store.js';
+import type { Change } from '../../storage/store.js';
+import type { Store } from './rows.js';
 
 const SOURCES = new Set([
   'services',

@@ -160,7 +160,7 @@ export function askedConfigTypes(ctx: OpContext<unknown>): string[] {
   return (ctx.caller?.session.configTypes as string[] | undefined) ?? [];
 }
 
-export const services = defineEntity({
+export const services: Entity<'services', typeof serviceFields> = defineEntity({
   name: 'services',
   type: 'service',
   tag: 'Service',

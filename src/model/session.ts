@@ -1,5 +1,5 @@
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
@@ -41,12 +41,21 @@ function renderSession(row: Row, svc: Services): Record<string, unknown> {
   };
 }
 
+const sessionFields = {
+  // a bearer credential: never filterable
+  token: { type: 'string', unique: true, filter: false, api: true },
+  apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' }, api: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' }, api: true },
+  serviceId: { type: 'string', ref: { entity: 'services', onDelete: 'cascade' }, api: true },
+  type: { type: 'string', index: true, api: true },
+} as const satisfies EntityFields;
+
 /**
  * A service session: an API session's permission to dial or bind one service (created on the client API only when
  * a service policy grants it and an edge router may carry it). It ends with its API session, its identity or its
  * service.
  */
-export const sessions = defineEntity({
+export const sessions: Entity<'sessions', typeof sessionFields> = defineEntity({
   name: 'sessions',
   type: 'session',
   tag: 'Session',
@@ -54,14 +63,7 @@ export const sessions = defineEntity({
   plural: 'Sessions',
   // as API sessions (OpenZiti files sessions with the operational data)
   permission: 'ops',
-  fields: {
-    // a bearer credential: never filterable
-    token: { type: 'string', unique: true, filter: false, api: true },
-    apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' }, api: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' }, api: true },
-    serviceId: { type: 'string', ref: { entity: 'services', onDelete: 'cascade' }, api: true },
-    type: { type: 'string', index: true, api: true },
-  },
+  fields: sessionFields,
   detail: sessionDetail,
   toApi: renderSession,
   // only admins see other callers' session tokens (the field stays, as the schema requires it, but empty)

@@ -6,7 +6,7 @@
  * are set on create only (a later `service` is ignored), and the secret is never shown.
  */
 import type { Row } from '../../storage/types.js';
-import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { bodyFieldsOf, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
@@ -113,7 +113,7 @@ function nonEmpty(out: Record<string, unknown>, field: 'binding' | 'address'): v
   }
 }
 
-export const terminators = defineEntity({
+export const terminators: Entity<'terminators', typeof terminatorFields> = defineEntity({
   name: 'terminators',
   type: 'terminator',
   tag: 'Terminator',

@@ -6,7 +6,15 @@
  * `enrollments` row) on create; what any router's enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
  * kept on its row here (src/model/router-enrollment.ts, src/auth/router-enrollment.ts).
  */
-import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields, getRow, type WriteMode } from '../api/entity.js';
+import {
+  bodyFieldsOf,
+  defineEntity,
+  detailSchema,
+  type Entity,
+  type EntityFields,
+  getRow,
+  type WriteMode,
+} from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
@@ -104,7 +112,7 @@ function routerFromApi(mode: WriteMode, svc: Services, copied: Record<string, un
   return out;
 }
 
-export const transitRouters = defineEntity({
+export const transitRouters: Entity<'transit-routers', typeof routerFields> = defineEntity({
   name: 'transit-routers',
   type: 'router',
   tag: 'Router',

@@ -1,4 +1,4 @@
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
@@ -13,6 +13,7 @@ import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
+import type { Command } from '../model/rows.js';
 import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { extendHeaders } from './extend.js';

@@ -3,7 +3,7 @@
  * controller (global merged with its own), and update, patch and delete, which OpenZiti's spec serves on
  * `/controller-settings/{id}/effective`.
  */
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
@@ -18,6 +18,7 @@ import {
   oidcSettings,
   settingsOf,
 } from '../model/controller-setting.js';
+import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 const ENTITY = 'controller-settings';

@@ -141,7 +141,7 @@ export function extendOps(): OpDef<unknown>[] {
         const expect = [
           {
             check: 'eq' as const,
-            entity: 'authenticators',
+            entity: 'authenticators' as const,
             id: row.id,
             field: 'unverifiedFingerprint',
             value: fingerprint,

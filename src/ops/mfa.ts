@@ -1,6 +1,6 @@
 import { dataEnvelope } from '../../http/errors.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { detailSchema } from '../api/entity.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type Caller, type OpDef, op } from '../api/op.js';
@@ -17,6 +17,7 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
+import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { qrPng } from '../util/qr.js';

@@ -3,7 +3,6 @@
  * authenticators and changes its own username and password, proving the current password. Another identity's
  * authenticator is not found, for admins too (OpenZiti's ReadForIdentity).
  */
-import type { Expect } from '../../storage/types.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
@@ -20,6 +19,7 @@ import {
 } from '../model/authenticator.js';
 import { detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { usernameFree } from '../model/preconditions.js';
+import type { Expect } from '../model/rows.js';
 import { type Schema, s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];

@@ -1,4 +1,3 @@
-import type { Command } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { fieldError, notFound } from '../api/errors.js';
 import { type OpContext, type OpDef, op } from '../api/op.js';
@@ -7,6 +6,7 @@ import type { Services } from '../api/services.js';
 import { empty, listEnvelope as listEnvelopeSchema, ref } from '../model/common.js';
 import { identities } from '../model/identity.js';
 import { serviceConfigDetail, serviceConfigSlot } from '../model/identity-service-config.js';
+import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 

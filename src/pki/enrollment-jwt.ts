@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import type { Command } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import type { Command } from '../model/rows.js';
 
 export const ENROLLMENT_SIGNER_ID = 'enrollment-signer';
 /** OpenZiti's default enrollment window (`edgeIdentity.duration` / `edgeRouter.duration`: 180 minutes). */
