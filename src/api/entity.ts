@@ -385,7 +385,7 @@ interface OpNames {
 
 function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
   const ops: OpDef<unknown>[] = [];
-  const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
+  const detailName = entity.detail.name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
   const list = opConfig(entity, 'list');
   if (list) {

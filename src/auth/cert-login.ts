@@ -117,7 +117,7 @@ export async function sessionOfCertificate(svc: Services, req: HttpRequest): Pro
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));
   const cert = ids.length === 1 ? svc.get('api-session-certificates', ids[0]!) : undefined;
-  const session = cert ? svc.get('api-sessions', cert.apiSessionId as string) : undefined;
+  const session = cert ? svc.get('api-sessions', cert.apiSessionId!) : undefined;
   const live = session ? svc.sessions.resolve(session.token as string) : null;
   if (!live || isDisabled(live.identity, svc.clock.now())) return null;
   const verified = await verifyClientChain(leaf, sent, svc.pki.caPems, new Date(svc.clock.now()));

@@ -122,7 +122,7 @@ export function caBundle(svc: Services): string {
  */
 export async function enrollUpdb(svc: Services, token: unknown, body: { username?: unknown; password?: unknown }) {
   const enrollment = enrollmentByToken(svc, token, 'updb');
-  const username = enrollment.username as string;
+  const username = enrollment.username;
   if (body.username !== undefined && body.username !== username) {
     throw fieldError('username', 'username must be the one of the enrollment', String(body.username));
   }
@@ -148,12 +148,12 @@ export async function enrollOttca(svc: Services, token: unknown, peerCertificate
   if (ca?.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
-  const verified = await verifyChain(leaf, sent, [ca.certPem as string], {
+  const verified = await verifyChain(leaf, sent, [ca.certPem!], {
     at: new Date(svc.clock.now()),
     purpose: 'client',
   });
   if (!verified.ok) throw Errors.CERT_FAILED_VALIDATION();
-  const identityId = enrollment.identityId as string;
+  const identityId = enrollment.identityId;
   await consume(svc, enrollment, {
     method: 'cert',
     identityId,

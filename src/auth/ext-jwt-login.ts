@@ -102,8 +102,8 @@ function isNoMatchingKey(err: unknown): boolean {
 
 async function verifyWith(signer: SignerRow, token: string, alg: string, now_ms: number): Promise<JWTPayload | null> {
   const options = {
-    issuer: signer.issuer as string,
-    audience: signer.audience as string,
+    issuer: signer.issuer!,
+    audience: signer.audience!,
     algorithms: ALGORITHMS,
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
     currentDate: new Date(now_ms),
@@ -113,7 +113,7 @@ async function verifyWith(signer: SignerRow, token: string, alg: string, now_ms:
       const key = await importX509(signer.certPem, alg);
       return (await jwtVerify(token, key, options)).payload;
     }
-    const url = signer.jwksEndpoint as string;
+    const url = signer.jwksEndpoint!;
     for (const refresh of [false, true]) {
       const keys = await keySet(url, now_ms, refresh);
       if (!keys) return null;
@@ -152,7 +152,7 @@ export function bearerToken(headers: Record<string, string>): string | null {
 
 /** The identity a token names through `signer` (its `claimsProperty`, as an id or as `externalId`). */
 function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): Row | undefined {
-  const value = payload[(signer.claimsProperty as string | null) ?? 'sub'];
+  const value = payload[signer.claimsProperty ?? 'sub'];
   if (typeof value !== 'string' || value === '') return undefined;
   if (signer.useExternalId !== true) return svc.get('identities', value);
   const ids = svc.store.lookup('identities', 'externalId', value);

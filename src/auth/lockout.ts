@@ -66,9 +66,9 @@ export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string 
   const identity = ctx.txn.get('identities', args.identityId);
   // the default admin is never locked out (nor disabled): a flood of bad passwords must not lock everyone out
   if (!identity || identity.isDefaultAdmin === true || isDisabled(identity, Date.parse(at))) return false;
-  const rule = lockoutRule(ctx.txn.get('auth-policies', identity.authPolicyId as string));
+  const rule = lockoutRule(ctx.txn.get('auth-policies', identity.authPolicyId!));
   if (!rule) return false;
-  const attempts = ((identity.failedLoginAttempts as number | undefined) ?? 0) + 1;
+  const attempts = (identity.failedLoginAttempts ?? 0) + 1;
   if (attempts < rule.maxAttempts) {
     ctx.update('identities', identity.id, { failedLoginAttempts: attempts }, at, true);
     return false;
@@ -99,5 +99,5 @@ export async function onFailedPassword(svc: Services, identity: Row): Promise<vo
 
 /** The reset of a non-zero failed-attempt counter, to go into a successful login's batch (or nothing). */
 export function resetFailedLogins(identity: Row): Record<string, unknown> | null {
-  return (identity.failedLoginAttempts as number | undefined) ? { failedLoginAttempts: 0 } : null;
+  return identity.failedLoginAttempts ? { failedLoginAttempts: 0 } : null;
 }

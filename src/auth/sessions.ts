@@ -69,10 +69,10 @@ export class SessionService {
       const signer = this.svc.store.get('external-jwt-signers', row.extJwtPending);
       out.push({
         httpMethod: 'POST',
-        httpUrl: (signer?.externalAuthUrl as string | null | undefined) ?? '',
+        httpUrl: signer?.externalAuthUrl ?? '',
         id: row.extJwtPending,
-        clientId: (signer?.clientId as string | null | undefined) ?? '',
-        scopes: (signer?.scopes as string[] | undefined) ?? [],
+        clientId: signer?.clientId ?? '',
+        scopes: signer?.scopes ?? [],
         provider: 'url',
         typeId: 'EXT-JWT',
       });

@@ -136,7 +136,7 @@ export function expireSessions(ctx: ApplyContext, args: { ids: string[]; cutoff:
   let n = 0;
   for (const id of args.ids) {
     const row = ctx.txn.get('api-sessions', id);
-    if (!row || (row.lastActivityAt as string) >= args.cutoff) continue;
+    if (!row || row.lastActivityAt! >= args.cutoff) continue;
     ctx.delete('api-sessions', id, at, true);
     n++;
   }
@@ -148,7 +148,7 @@ export function touchSessions(ctx: ApplyContext, args: { touches: [string, strin
   let n = 0;
   for (const [id, iso] of args.touches) {
     const row = ctx.txn.get('api-sessions', id);
-    if (!row || (row.lastActivityAt as string) >= iso) continue;
+    if (!row || row.lastActivityAt! >= iso) continue;
     ctx.update('api-sessions', id, { lastActivityAt: iso }, at, true);
     n++;
   }

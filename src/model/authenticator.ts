@@ -39,7 +39,7 @@ export const authenticatorDetail = detailSchema(
 /** Checks a new password against the identity's auth policy (`primary.updb`). */
 export function checkPasswordPolicy(svc: Services, identityId: string, pw: string, field = 'password'): void {
   const identity = svc.get('identities', identityId);
-  const policy = identity ? svc.get('auth-policies', identity.authPolicyId as string) : undefined;
+  const policy = identity ? svc.get('auth-policies', identity.authPolicyId!) : undefined;
   const updb = (policy?.primary as AuthPolicyPrimary | undefined)?.updb;
   if (!updb) return;
   if (pw.length < updb.minPasswordLength) {
@@ -125,7 +125,7 @@ export const authenticators: Entity<'authenticators', typeof authenticatorFields
     delete: { permission: null },
   },
   beforeDelete(row, svc, caller): Expect[] {
-    const targetId = row.identityId as string;
+    const targetId = row.identityId!;
     return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);
   },
   async fromApi(body, { mode, svc, existing, caller, expect }) {
@@ -134,7 +134,7 @@ export const authenticators: Entity<'authenticators', typeof authenticatorFields
     const targetId = (existing?.identityId ?? body.identityId) as string;
     expect.push(...guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId));
     if (mode === 'create') {
-      const method = body.method as string;
+      const method = body.method;
       const identityId = body.identityId as string;
       if (method === 'updb') {
         const u = body.username as string | undefined;

@@ -146,8 +146,8 @@ export const cas: Entity<'cas', typeof caFields> = defineEntity({
     const out = { ...copied };
     if (out.externalIdClaim !== undefined && out.externalIdClaim !== null) {
       // PATCH changes the claim's supplied fields only (OpenZiti merges them)
-      const before = mode === 'patch' ? (existing?.externalIdClaim as ExternalIdClaim | null | undefined) : null;
-      out.externalIdClaim = { ...(before ?? {}), ...(out.externalIdClaim as ExternalIdClaim) };
+      const before = mode === 'patch' ? existing?.externalIdClaim : null;
+      out.externalIdClaim = { ...(before ?? {}), ...out.externalIdClaim };
       checkExternalIdClaim(out.externalIdClaim as ExternalIdClaim);
     }
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');

@@ -235,8 +235,8 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
     return {
       arch: '',
       buildDate: '',
-      certPem: (router?.certPem as string | undefined) ?? null,
-      fingerprint: (router?.fingerprint as string | undefined) ?? '',
+      certPem: router?.certPem ?? null,
+      fingerprint: router?.fingerprint ?? '',
       hostname: '',
       isOnline: false,
       isVerified: router?.isVerified === true,

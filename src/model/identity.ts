@@ -250,7 +250,7 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
   // enrollment tokens and JWTs are credentials: only admins see them
   redact: (data) => {
     const enrollment: Record<string, unknown> = {};
-    for (const [method, e] of Object.entries((data.enrollment as Record<string, Record<string, unknown>>) ?? {})) {
+    for (const [method, e] of Object.entries(data.enrollment ?? {})) {
       const { jwt: _jwt, token: _token, ...rest } = e;
       enrollment[method] = rest;
     }

@@ -85,7 +85,7 @@ export async function totpStep(svc: Services, secret: string, code: string): Pro
       epoch: Math.floor(svc.clock.now() / 1000),
       epochTolerance: TOLERANCE_S,
     });
-    return r.valid && 'timeStep' in r ? (r.timeStep as number) : null;
+    return r.valid && 'timeStep' in r ? r.timeStep : null;
   } catch {
     return null;
   }
@@ -119,7 +119,7 @@ export function useTotp(
   at: string,
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
-  if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {
+  if (mfa?.isVerified !== true || (mfa.lastTimeStep ?? -1) >= args.timeStep) {
     refuseCode(args.mfaId);
   }
   spendCode(ctx, mfa, { lastTimeStep: args.timeStep }, args.sessionId, at);
@@ -135,7 +135,7 @@ export function useRecoveryCode(
   at: string,
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
-  const codes = (mfa?.recoveryCodes as string[] | undefined) ?? [];
+  const codes = mfa?.recoveryCodes ?? [];
   if (mfa?.isVerified !== true || !codes.includes(args.code)) refuseCode(args.mfaId);
   spendCode(ctx, mfa, { recoveryCodes: codes.filter((c) => c !== args.code) }, args.sessionId, at);
 }

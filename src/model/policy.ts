@@ -77,7 +77,7 @@ export function rolesDisplay(
       continue;
     }
     const row = svc.store.get(entity, role.slice(1));
-    out.push({ role, name: `@${(row?.name as string | undefined) ?? role.slice(1)}` });
+    out.push({ role, name: `@${row?.name ?? role.slice(1)}` });
   }
   return out;
 }

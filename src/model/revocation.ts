@@ -70,7 +70,7 @@ export const revocations: Entity<'revocations', typeof revocationFields> = defin
     const expired: string[] = [];
     for (const row of svc.store.collection('revocations').scan()) {
       if (expired.length >= MAX_EXPIRED_REMOVED) break;
-      if ((row.expiresAt as string) <= at) expired.push(row.id);
+      if (row.expiresAt! <= at) expired.push(row.id);
     }
     return [{ op: 'custom', name: 'applyRevocation', args: { id, type: body.type, expired }, at }];
   },
@@ -89,7 +89,7 @@ export function applyRevocation(
   for (const rid of args.expired) {
     // the handler's list, checked against the state the command meets
     const row = ctx.txn.get('revocations', rid);
-    if (row && rid !== args.id && (row.expiresAt as string) <= at) ctx.delete('revocations', rid, at, true);
+    if (row && rid !== args.id && row.expiresAt! <= at) ctx.delete('revocations', rid, at, true);
   }
   if (args.type === 'IDENTITY') return endSessions(ctx, args.id, at);
   if (args.type === 'API_SESSION' && ctx.txn.get('api-sessions', args.id)) {

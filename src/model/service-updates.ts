@@ -39,7 +39,7 @@ export function lastServiceChangeMs(store: Store, clock: { now(): number }): num
     store.onPublish((changes) => {
       for (const c of changes) {
         if (!affectsServices(c)) continue;
-        const at = Date.parse((c.after?.updatedAt as string | undefined) ?? '');
+        const at = Date.parse(c.after?.updatedAt ?? '');
         created.lastChangeAt_ms = Math.max(created.lastChangeAt_ms, Number.isNaN(at) ? clock.now() : at);
       }
     });

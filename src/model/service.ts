@@ -90,7 +90,7 @@ function checkConfigs(svc: Services, ids: string[]): string[] {
   for (const id of unique) {
     const config = svc.get('configs', id);
     if (!config) throw fieldError('configs', `no config found with id ${id}`, id);
-    const type = svc.get('config-types', config.configTypeId as string);
+    const type = svc.get('config-types', config.configTypeId!);
     if (type && type.target !== 'service') {
       throw fieldError('configs', `config ${id} is of type ${String(type.name)}, which is not a service config`, id);
     }
@@ -127,11 +127,11 @@ export function configMap(
         .lookup('identity-service-configs', 'identityId', identityId)
         .map((id) => svc.get('identity-service-configs', id)!)
         .filter((r) => r.serviceId === service.id)
-        .map((r) => r.configId as string)
+        .map((r) => r.configId!)
     : [];
   for (const id of [...((service.configs as string[] | undefined) ?? []), ...own.sort()]) {
     const config = svc.get('configs', id);
-    const type = config && svc.get('config-types', config.configTypeId as string);
+    const type = config && svc.get('config-types', config.configTypeId!);
     if (!config || !type) continue;
     if (all || types.includes(type.id) || types.includes(type.name as string)) out[type.name as string] = config.data;
   }

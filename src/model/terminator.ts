@@ -134,7 +134,7 @@ export const terminators: Entity<'terminators', typeof terminatorFields> = defin
   update: s.named('terminatorUpdate', s.obj(writable, required)),
   patch: s.named('terminatorPatch', s.obj(writable)),
   toApi: (row, svc): Record<string, unknown> => {
-    const routerId = row.routerId as string;
+    const routerId = row.routerId!;
     return {
       service: serviceRef(svc, row),
       router: ref('transit-routers', routerId, svc.get('transit-routers', routerId)?.name as string | undefined),

@@ -86,7 +86,7 @@ function checkRouterConfigs(svc: Services, ids: string[]): string[] {
   for (const id of ids) {
     const config = svc.get('configs', id);
     if (!config) throw fieldError('configs', `no config found with id ${id}`, id);
-    const type = svc.get('config-types', config.configTypeId as string);
+    const type = svc.get('config-types', config.configTypeId!);
     if (type?.target !== 'router') {
       throw fieldError('configs', `config ${id} is of type ${String(type?.name)}, which is not a router config`, id);
     }

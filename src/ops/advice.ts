@@ -67,12 +67,12 @@ export function adviceOps(): OpDef<unknown>[] {
             // routers do not connect yet
             isOnline: false,
           })),
-          identity: ref('identities', identity.id, identity.name as string),
+          identity: ref('identities', identity.id, identity.name!),
           identityId: identity.id,
           identityRouterCount: identityRouters.size,
           isBindAllowed: (access?.bind.length ?? 0) > 0,
           isDialAllowed: (access?.dial.length ?? 0) > 0,
-          service: ref('services', service.id, service.name as string),
+          service: ref('services', service.id, service.name!),
           serviceId: service.id,
           serviceRouterCount: serviceRouters.size,
         });

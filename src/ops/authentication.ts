@@ -87,15 +87,15 @@ async function passwordLogin(
     await verifyAgainstDummy(password, { source });
     return null;
   }
-  const owner = svc.get('identities', authenticator.identityId as string);
+  const owner = svc.get('identities', authenticator.identityId!);
   const admin = owner?.isAdmin === true;
-  if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {
+  if (!(await verifyPassword(authenticator.password!, password, { source, admin }))) {
     if (owner) await onFailedPassword(svc, owner);
     return null;
   }
-  const identity = svc.get('identities', authenticator.identityId as string);
+  const identity = svc.get('identities', authenticator.identityId!);
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId as string), 'updb')) return null;
+  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId!), 'updb')) return null;
   return { identity, authenticator };
 }
 

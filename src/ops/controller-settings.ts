@@ -112,10 +112,10 @@ export function controllerSettingOps(): OpDef<unknown>[] {
         // a controller without settings of its own has the global ones; an id that is neither is not found
         if (!own && id !== GLOBAL_SETTINGS_ID && !isController(svc, id)) throw notFound(id);
         const basis = own ?? global;
-        const at = (basis?.updatedAt as string | undefined) ?? new Date(0).toISOString();
+        const at = basis?.updatedAt ?? new Date(0).toISOString();
         const out: Record<string, unknown> = {
           _links: { self: { href: `./controller-settings/${id}/effective` } },
-          createdAt: (basis?.createdAt as string | undefined) ?? at,
+          createdAt: basis?.createdAt ?? at,
           id,
           tags: basis?.tags ?? {},
           updatedAt: at,

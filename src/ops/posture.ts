@@ -159,7 +159,7 @@ function postureDataOf(svc: Services, identityId: string): Record<string, unknow
       mfa: {
         apiSessionId: id,
         passedMfa: row.isMfaComplete === true,
-        passedAt: (row.mfaCompletedAt as string | undefined) ?? ZERO_TIME,
+        passedAt: row.mfaCompletedAt ?? ZERO_TIME,
         passedOnWake: false,
         passedOnUnlock: false,
       },

@@ -33,11 +33,11 @@ function configTypeOf(svc: Services, pair: Pair): string {
   if (!svc.get('services', pair.serviceId)) throw notFound('service', pair.serviceId);
   const config = svc.get('configs', pair.configId);
   if (!config) throw notFound('config', pair.configId);
-  const type = svc.get('config-types', config.configTypeId as string);
+  const type = svc.get('config-types', config.configTypeId!);
   if (type && type.target !== 'service') {
     throw fieldError('configId', `config ${pair.configId} is not a service config`, pair.configId);
   }
-  return config.configTypeId as string;
+  return config.configTypeId!;
 }
 
 const identityOf = (ctx: OpContext<unknown>) => requireRow(identities, ctx.svc, ctx.params.id!).id;
@@ -66,8 +66,8 @@ export function serviceConfigOps(): OpDef<unknown>[] {
       handler: (ctx) => {
         const rows = rowsOf(ctx.svc, identityOf(ctx));
         const items = rows.map((r) => {
-          const service = ctx.svc.get('services', r.serviceId as string);
-          const config = ctx.svc.get('configs', r.configId as string);
+          const service = ctx.svc.get('services', r.serviceId!);
+          const config = ctx.svc.get('configs', r.configId!);
           return JSON.stringify({
             config: ref('configs', r.configId as string, config?.name as string | undefined),
             configId: r.configId,

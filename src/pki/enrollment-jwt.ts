@@ -40,7 +40,7 @@ async function signer(svc: Services) {
     key = await importJWK(row.privateJwk as JWK, 'ES256');
     keyCache.set(row, key);
   }
-  return { kid: row.kid as string, key };
+  return { kid: row.kid!, key };
 }
 
 /**
