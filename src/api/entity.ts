@@ -70,7 +70,15 @@ type ScalarOf<T extends FieldType> = T extends 'string' | 'datetime'
     : T extends 'bool'
       ? boolean
       : Record<string, unknown>;
-type ValueOf<F extends FieldDef> = F['set'] extends true ? ScalarOf<F['type']>[] : ScalarOf<F['type']>;
+/**
+ * A field's stored value: the type of its `body` schema when it has one (the body value is stored as given), else
+ * the one its FieldType names.
+ */
+type ValueOf<F extends EntityField> = F extends { body: Schema<infer T> }
+  ? T
+  : F['set'] extends true
+    ? ScalarOf<F['type']>[]
+    : ScalarOf<F['type']>;
 
 /** The row type a declaration's `fields` describe: base fields plus each field, typed, possibly absent or null. */
 export type RowOf<F extends EntityFields> = string extends keyof F

@@ -8,6 +8,7 @@ import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 import { shortId } from '../util/ids.js';
@@ -16,7 +17,7 @@ import { shortId } from '../util/ids.js';
 export const MAX_NAME_ATTEMPTS = 1000;
 
 /** The verified CA with auto-enrollment that issued `leaf` (with the intermediates the client sent), or null. */
-async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<Row | null> {
+async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<RowFor<'cas'> | null> {
   let tried = 0;
   for (const ca of svc.store.collection('cas').scan()) {
     if (ca.isVerified !== true || ca.isAutoCaEnrollmentEnabled !== true) continue;
@@ -46,7 +47,7 @@ function freeName(svc: Services, name: string): string {
  * The external id the CA's `externalIdClaim` finds in the certificate; null when the CA has no claim configured.
  * A configured claim that resolves to nothing is 400 MISSING_CERT_CLAIM.
  */
-function claimedExternalId(ca: Row, leaf: Buffer): string | null {
+function claimedExternalId(ca: RowFor<'cas'>, leaf: Buffer): string | null {
   const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
   if (!isConfigured(claim)) return null;
   const id = externalIdOf(claim, leaf);

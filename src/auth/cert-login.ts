@@ -9,6 +9,7 @@ import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES } from '../pki/verify.js';
 import { verifyClientChain } from './chain-cache.js';
@@ -16,7 +17,7 @@ import { verifyClientChain } from './chain-cache.js';
 export async function certLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ identity: Row; authenticator?: Row } | null> {
+): Promise<{ identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null> {
   const chain = req.peerCertificates;
   if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
@@ -41,7 +42,10 @@ export async function certLogin(
 export async function certificateLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ bound: Row } | { login: { identity: Row; authenticator?: Row } | null }> {
+): Promise<
+  | { bound: RowFor<'authenticators'> }
+  | { login: { identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null }
+> {
   const bound = await sessionOfCertificate(svc, req);
   return bound ? { bound } : { login: await certLogin(svc, req) };
 }
@@ -59,14 +63,17 @@ export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
 }
 
 /** The cert authenticator holding this certificate (by fingerprint), if any. */
-function certAuthenticatorOf(svc: Services, leaf: Buffer): Row | undefined {
+function certAuthenticatorOf(svc: Services, leaf: Buffer): RowFor<'authenticators'> | undefined {
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
   return authenticator?.method === 'cert' ? authenticator : undefined;
 }
 
 /** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
-function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
+function certPolicyOf(
+  svc: Services,
+  identity: RowFor<'identities'> | undefined,
+): { allowExpiredCerts?: boolean } | null {
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
   const policy = svc.get('auth-policies', identity.authPolicyId as string);
   const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
@@ -78,7 +85,11 @@ function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredC
  * identity whose `externalId` the claim finds logs in (as OpenZiti's cert authenticator does), so such identities
  * may present any certificate of that CA carrying their id.
  */
-async function externalIdLogin(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<{ identity: Row } | null> {
+async function externalIdLogin(
+  svc: Services,
+  leaf: Buffer,
+  sent: Buffer[],
+): Promise<{ identity: RowFor<'identities'> } | null> {
   let tried = 0;
   for (const ca of svc.store.collection('cas').scan()) {
     const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
@@ -112,7 +123,7 @@ function authCas(svc: Services): string[] {
  * for the API session that had it signed, so the login answers that session (no new one) while it lives, its
  * identity is enabled and the certificate chains to this controller's CAs now. Null for any other certificate.
  */
-export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<Row | null> {
+export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<RowFor<'api-sessions'> | null> {
   const [leaf, ...sent] = req.peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));

@@ -7,7 +7,7 @@ import type { Row } from '../../storage/types.js';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
-import type { Command } from '../model/rows.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';
@@ -26,7 +26,7 @@ export interface EnrolledCerts {
  * The outstanding enrollment a token names, checked: unknown token → INVALID_ENROLLMENT_TOKEN, another method →
  * INVALID_ENROLL_METHOD, past its `expiresAt` → ENROLLMENT_EXPIRED.
  */
-export function enrollmentByToken(svc: Services, token: unknown, method: string): Row {
+export function enrollmentByToken(svc: Services, token: unknown, method: string): RowFor<'enrollments'> {
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_ENROLLMENT_TOKEN_LENGTH) {
     throw Errors.INVALID_ENROLLMENT_TOKEN();
   }
@@ -39,7 +39,11 @@ export function enrollmentByToken(svc: Services, token: unknown, method: string)
 }
 
 /** Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused. */
-function consume(svc: Services, enrollment: Row, authenticator: Record<string, unknown>): Promise<void> {
+function consume(
+  svc: Services,
+  enrollment: RowFor<'enrollments'>,
+  authenticator: Record<string, unknown>,
+): Promise<void> {
   return consumeEnrollment(svc, enrollment, (at) => [
     { op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator },
   ]);
@@ -51,7 +55,7 @@ function consume(svc: Services, enrollment: Row, authenticator: Record<string, u
  */
 export async function consumeEnrollment(
   svc: Services,
-  enrollment: Row,
+  enrollment: RowFor<'enrollments'>,
   then: (at: string) => Command[],
 ): Promise<void> {
   const at = svc.nowIso();

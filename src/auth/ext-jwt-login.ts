@@ -17,6 +17,7 @@ import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
 import { isDisabled } from '../model/identity.js';
+import type { RowFor } from '../model/rows.js';
 
 /** A JWT longer than this is refused unread. */
 export const MAX_TOKEN_CHARS = 16 * 1024;
@@ -151,7 +152,7 @@ export function bearerToken(headers: Record<string, string>): string | null {
 }
 
 /** The identity a token names through `signer` (its `claimsProperty`, as an id or as `externalId`). */
-function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): Row | undefined {
+function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): RowFor<'identities'> | undefined {
   const value = payload[signer.claimsProperty ?? 'sub'];
   if (typeof value !== 'string' || value === '') return undefined;
   if (signer.useExternalId !== true) return svc.get('identities', value);
@@ -183,7 +184,7 @@ export function tokenNamesAdmin(svc: Services, headers: Record<string, string>):
 export async function extJwtLogin(
   svc: Services,
   headers: Record<string, string>,
-): Promise<{ identity: Row; signer: SignerRow } | null> {
+): Promise<{ identity: RowFor<'identities'>; signer: SignerRow } | null> {
   const login = await verifyExtJwt(svc, headers);
   if (!login) return null;
   const policy = svc.get('auth-policies', login.identity.authPolicyId as string);
@@ -194,7 +195,10 @@ export async function extJwtLogin(
  * The signer a new session must still be confirmed by (`secondary.requireExtJwtSigner` of the identity's policy),
  * unless the login itself was a token of that signer; null when none is required.
  */
-export function pendingExtJwtSigner(policy: Row | undefined, loggedInWith: string | undefined): string | null {
+export function pendingExtJwtSigner(
+  policy: RowFor<'auth-policies'> | undefined,
+  loggedInWith: string | undefined,
+): string | null {
   const required = (policy?.secondary as { requireExtJwtSigner?: string | null } | undefined)?.requireExtJwtSigner;
   return required && required !== loggedInWith ? required : null;
 }
@@ -205,7 +209,7 @@ export function pendingExtJwtSigner(policy: Row | undefined, loggedInWith: strin
  */
 export async function completeExtJwtSecondary(
   svc: Services,
-  session: Row,
+  session: RowFor<'api-sessions'>,
   headers: Record<string, string>,
 ): Promise<boolean> {
   const login = await verifyExtJwt(svc, headers);
@@ -236,7 +240,7 @@ export async function completeExtJwtSecondary(
 async function verifyExtJwt(
   svc: Services,
   headers: Record<string, string>,
-): Promise<{ identity: Row; signer: SignerRow } | null> {
+): Promise<{ identity: RowFor<'identities'>; signer: SignerRow } | null> {
   const token = bearerToken(headers);
   const verified = token ? await verifySignerToken(svc, token) : null;
   if (!verified) return null;

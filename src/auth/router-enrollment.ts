@@ -19,7 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentOf,
 } from '../model/router-enrollment.js';
-import type { Command } from '../model/rows.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { x509 } from '../pki/crypto.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, PkiError, parseCsr, verifyChain } from '../pki/index.js';
@@ -74,7 +74,7 @@ async function requestedSans(csrPem: string): Promise<{ dnsNames: string[]; ipAd
  * Signs a router's two CSRs: an edge router's client CSR must name the router by its id (else
  * COULD_NOT_PROCESS_CSR); a transit router's client certificate gets its id as common name, whatever the CSR says.
  */
-async function signRouterCsrs(svc: Services, router: Row, serverCsr: string, clientCsr: string) {
+async function signRouterCsrs(svc: Services, router: RowFor<'transit-routers'>, serverCsr: string, clientCsr: string) {
   const routerId = router.id;
   const signing = signingCa(svc);
   const server = await requestedSans(serverCsr);
@@ -161,7 +161,10 @@ export async function extendRouter(
 }
 
 /** The verified router (its `transit-routers` row) whose current client certificate the request presents, or null. */
-async function routerOfCertificate(svc: Services, peerCertificates: Buffer[] | undefined): Promise<Row | null> {
+async function routerOfCertificate(
+  svc: Services,
+  peerCertificates: Buffer[] | undefined,
+): Promise<RowFor<'transit-routers'> | null> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('transit-routers', 'fingerprint', fingerprintOfDer(leaf));

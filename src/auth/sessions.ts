@@ -1,5 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import type { RowFor } from '../model/rows.js';
 
 /** At most this many activity updates go into one replicated command. */
 const MAX_TOUCHES_PER_COMMAND = 1000;
@@ -10,8 +11,8 @@ const MAX_SWEEP_PER_COMMAND = 1000;
 const parsedActivity = new WeakMap<Row, number>();
 
 export interface ResolvedSession {
-  session: Row;
-  identity: Row;
+  session: RowFor<'api-sessions'>;
+  identity: RowFor<'identities'>;
 }
 
 /**
@@ -43,27 +44,27 @@ export class SessionService {
     await this.flush();
   }
 
-  private lastActivityMs(row: Row): number {
+  private lastActivityMs(row: RowFor<'api-sessions'>): number {
     let stored = parsedActivity.get(row);
     if (stored === undefined) parsedActivity.set(row, (stored = Date.parse(row.lastActivityAt as string)));
     const local = this.activity.get(row.id) ?? 0;
     return Math.max(stored, local);
   }
 
-  lastActivityIso(row: Row): string {
+  lastActivityIso(row: RowFor<'api-sessions'>): string {
     return new Date(this.lastActivityMs(row)).toISOString();
   }
 
-  expiresAtMs(row: Row): number {
+  expiresAtMs(row: RowFor<'api-sessions'>): number {
     return this.lastActivityMs(row) + this.svc.config.sessionTimeout_ms;
   }
 
   /** Seconds until expiry (OpenZiti's `expirationSeconds`). */
-  expirationSeconds(row: Row): number {
+  expirationSeconds(row: RowFor<'api-sessions'>): number {
     return Math.max(0, Math.round((this.expiresAtMs(row) - this.svc.clock.now()) / 1000));
   }
 
-  authQueries(row: Row): unknown[] {
+  authQueries(row: RowFor<'api-sessions'>): unknown[] {
     const out: unknown[] = [];
     if (typeof row.extJwtPending === 'string') {
       const signer = this.svc.store.get('external-jwt-signers', row.extJwtPending);
@@ -126,7 +127,7 @@ export class SessionService {
   }
 
   /** Records a request on the session (in memory; persisted by the next flush). */
-  touch(session: Row): void {
+  touch(session: RowFor<'api-sessions'>): void {
     this.activity.set(session.id, this.svc.clock.now());
     this.dirty.add(session.id);
   }

@@ -3,7 +3,7 @@ import { defineEntity, detailSchema, type Entity, type EntityFields } from '../a
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
-import type { ApplyContext } from './rows.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 const authQueryDetail = s.named(
   'authQueryDetail',
@@ -73,7 +73,7 @@ export const currentApiSessionDetail = s.named(
 );
 
 /** The API view of an API session. `cachedUpdatedAt` is listed as required by the published spec, so it is sent. */
-export function renderApiSessionFields(row: Row, svc: Services): Record<string, unknown> {
+export function renderApiSessionFields(row: RowFor<'api-sessions'>, svc: Services): Record<string, unknown> {
   const identity = svc.get('identities', row.identityId as string);
   const cached = svc.sessions.lastActivityIso(row);
   return {

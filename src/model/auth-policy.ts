@@ -4,6 +4,7 @@ import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { tags } from './common.js';
+import type { RowFor } from './rows.js';
 
 const primaryCert = s.named(
   'authPolicyPrimaryCert',
@@ -143,7 +144,7 @@ function checkPolicy(svc: Services, primary: AuthPolicyPrimary, sec: Secondary):
 
 /** Whether the identity's policy allows a primary method (`extJwt` with the signer that issued the token). */
 export function isPrimaryAllowed(
-  policy: Row | undefined,
+  policy: RowFor<'auth-policies'> | undefined,
   method: 'updb' | 'cert' | 'extJwt',
   signerId?: string,
 ): boolean {

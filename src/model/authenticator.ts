@@ -8,7 +8,7 @@ import { s } from '../schema/s.js';
 import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
 import { guardAdminTarget } from './preconditions.js';
-import type { Expect } from './rows.js';
+import type { Expect, RowFor } from './rows.js';
 
 export const username = s.named('username', s.str({ minLength: 4, maxLength: 100 }));
 export const password = s.named('password', s.str({ minLength: 5, maxLength: 100 }));
@@ -54,7 +54,7 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
 }
 
 /** The API view of an authenticator (secrets never leave: the password hash is not a field of it). */
-export function renderAuthenticatorFields(row: Row, svc: Services): Record<string, unknown> {
+export function renderAuthenticatorFields(row: RowFor<'authenticators'>, svc: Services): Record<string, unknown> {
   const identity = svc.get('identities', row.identityId as string);
   const out: Record<string, unknown> = {
     identity: ref('identities', row.identityId as string, identity?.name as string | undefined),
@@ -183,7 +183,7 @@ export const authenticators: Entity<'authenticators', typeof authenticatorFields
 });
 
 /** 409 CAN_NOT_UPDATE_AUTHENTICATOR: an authenticator other than updb has no username or password to change. */
-export function notUpdatable(row: Row): ApiError {
+export function notUpdatable(row: RowFor<'authenticators'>): ApiError {
   return Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
     field: 'method',
     reason: `authenticator of method ${row.method} has no username or password`,
@@ -198,7 +198,7 @@ export function notUpdatable(row: Row): ApiError {
  */
 export async function updbChanges(
   svc: Services,
-  existing: Row,
+  existing: RowFor<'authenticators'>,
   body: { username?: unknown; password?: unknown },
 ): Promise<Record<string, unknown>> {
   if (existing.method !== 'updb' && (body.username != null || body.password != null)) throw notUpdatable(existing);
@@ -212,7 +212,7 @@ export async function updbChanges(
 }
 
 /** The caller's own authenticator `id`; another identity's is NOT_FOUND, as an unknown one (OpenZiti's ReadForIdentity). */
-export function ownAuthenticator(svc: Services, identityId: string, id: string): Row {
+export function ownAuthenticator(svc: Services, identityId: string, id: string): RowFor<'authenticators'> {
   const row = svc.get('authenticators', id);
   if (!row || row.identityId !== identityId)
     throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `authenticator with id ${id} not found` });

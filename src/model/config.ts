@@ -5,6 +5,7 @@ import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { checkAgainstSchema } from '../schema/user-schema.js';
 import { entityRef, ref, tags } from './common.js';
+import type { RowFor } from './rows.js';
 import { services } from './service.js';
 
 const data = s.map(true);
@@ -17,7 +18,7 @@ const configFields = {
 } as const satisfies EntityFields;
 
 /** The config type row, or 400 on `configTypeId` (OpenZiti: "invalid config type"). */
-function configTypeOf(svc: Services, id: unknown): Row {
+function configTypeOf(svc: Services, id: unknown): RowFor<'config-types'> {
   const type = typeof id === 'string' ? svc.get('config-types', id) : undefined;
   if (!type) throw fieldError('configTypeId', 'invalid config type', id);
   return type;

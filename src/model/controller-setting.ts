@@ -10,6 +10,7 @@ import type { Services } from '../api/services.js';
 import { controllerRows } from '../ops/cluster.js';
 import { s } from '../schema/s.js';
 import { tags } from './common.js';
+import type { RowFor } from './rows.js';
 
 export const GLOBAL_SETTINGS_ID = 'global';
 /** OpenZiti's wildcard controller id: no settings may be stored under it. */
@@ -26,7 +27,7 @@ export type OidcSettings = { redirectUris?: string[]; postLogoutUris?: string[] 
 const OIDC_KEYS = ['redirectUris', 'postLogoutUris'] as const;
 
 /** The settings object of a row: `{oidc: {...}}` with the lists it holds. */
-export function settingsOf(row: Row | undefined): { oidc: OidcSettings } {
+export function settingsOf(row: RowFor<'controller-settings'> | undefined): { oidc: OidcSettings } {
   const oidc = (row?.oidc as OidcSettings | null | undefined) ?? {};
   const out: OidcSettings = {};
   for (const k of OIDC_KEYS) if (Array.isArray(oidc[k])) out[k] = [...oidc[k]];
@@ -34,7 +35,10 @@ export function settingsOf(row: Row | undefined): { oidc: OidcSettings } {
 }
 
 /** Global merged with a controller's own: each setting the controller sets overrides the global one. */
-export function mergeSettings(global: Row | undefined, instance: Row | undefined): { oidc: OidcSettings } {
+export function mergeSettings(
+  global: RowFor<'controller-settings'> | undefined,
+  instance: RowFor<'controller-settings'> | undefined,
+): { oidc: OidcSettings } {
   const merged = settingsOf(global);
   const own = settingsOf(instance).oidc;
   for (const k of OIDC_KEYS) if (own[k] !== undefined) merged.oidc[k] = own[k];

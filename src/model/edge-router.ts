@@ -19,7 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentView,
 } from './router-enrollment.js';
-import type { Command } from './rows.js';
+import type { Command, RowFor } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
@@ -107,7 +107,11 @@ export function routerRowOf(id: string, body: Record<string, unknown>, at: strin
 }
 
 /** What a change of the shared fields on the router row (`/routers/{id}`) brings to its edge router. */
-export function edgeRouterFollows(edge: Row, shared: Record<string, unknown>, at: string): Command[] {
+export function edgeRouterFollows(
+  edge: RowFor<'edge-routers'>,
+  shared: Record<string, unknown>,
+  at: string,
+): Command[] {
   if (Object.keys(shared).length === 0) return [];
   const out: Command[] = [{ op: 'update', entity: 'edge-routers', id: edge.id, set: shared, at }];
   if (edge.isTunnelerEnabled === true && typeof shared.name === 'string' && shared.name !== edge.name) {
@@ -117,7 +121,7 @@ export function edgeRouterFollows(edge: Row, shared: Record<string, unknown>, at
 }
 
 /** What deleting the router row of an edge router (`DELETE /routers/{id}`) deletes with it. */
-export function edgeRouterGone(edge: Row, at: string): Command[] {
+export function edgeRouterGone(edge: RowFor<'edge-routers'>, at: string): Command[] {
   return [
     ...(edge.isTunnelerEnabled === true ? tunnelerOff(edge.id, at) : []),
     { op: 'delete', entity: 'edge-routers', id: edge.id, at, ifExists: true },

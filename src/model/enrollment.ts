@@ -7,6 +7,7 @@ import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
 import { entityRef, ref } from './common.js';
 import { usernameFree } from './preconditions.js';
+import type { RowFor } from './rows.js';
 
 /** How far ahead an enrollment may expire (Keel's bound; OpenZiti's default window is 180 minutes). */
 export const MAX_ENROLLMENT_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
@@ -25,7 +26,7 @@ export async function enrollmentFields(
 }
 
 /** What identifies whom an enrollment enrolls: the identity, the edge router or the transit router. */
-export function enrollmentSubject(row: Row): string {
+export function enrollmentSubject(row: RowFor<'enrollments'>): string {
   return (row.identityId ?? row.edgeRouterId ?? row.transitRouterId) as string;
 }
 

@@ -18,7 +18,7 @@ import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js'
 import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf, ottcaCaId } from './enrollment.js';
 import { identityPolicyRelations } from './identity-relations.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
-import type { Command, Expect } from './rows.js';
+import type { Command, Expect, RowFor } from './rows.js';
 
 export const PERMISSIONS = [
   'admin_readonly',
@@ -134,7 +134,7 @@ function typeIdOf(type: unknown, mode: 'create' | 'update' | 'patch', svc: Servi
 }
 
 /** Whether the identity is disabled now (a disable with an expiry lapses by itself). */
-export function isDisabled(row: Row, nowMs: number): boolean {
+export function isDisabled(row: RowFor<'identities'>, nowMs: number): boolean {
   if (!row.disabledAt) return false;
   return !row.disabledUntil || Date.parse(row.disabledUntil as string) > nowMs;
 }

@@ -4,7 +4,7 @@ import { fail, type Row } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
-import type { ApplyContext } from './rows.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 /**
  * TOTP MFA enrollments, one per identity (RFC 6238: SHA-1, 6 digits, 30 s — what authenticator apps expect).
@@ -70,7 +70,7 @@ export function provisioningUrl(secret: string, identityName: string): string {
 }
 
 /** The identity's MFA row, if any. */
-export function mfaOf(svc: Services, identityId: string): Row | undefined {
+export function mfaOf(svc: Services, identityId: string): RowFor<'mfas'> | undefined {
   const ids = svc.store.lookup('mfas', 'identityId', identityId);
   return ids.length === 1 ? svc.get('mfas', ids[0]!) : undefined;
 }
@@ -102,7 +102,13 @@ function refuseCode(mfaId: string): never {
 }
 
 /** Spends a code of the enrollment (`set` records it) and completes the API session's MFA. */
-function spendCode(ctx: ApplyContext, mfa: Row, set: Record<string, unknown>, sessionId: string, at: string): void {
+function spendCode(
+  ctx: ApplyContext,
+  mfa: RowFor<'mfas'>,
+  set: Record<string, unknown>,
+  sessionId: string,
+  at: string,
+): void {
   ctx.update('mfas', mfa.id, set, at, true);
   if (ctx.txn.get('api-sessions', sessionId))
     ctx.update('api-sessions', sessionId, { isMfaComplete: true, mfaCompletedAt: at }, at, true);

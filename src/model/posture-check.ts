@@ -9,6 +9,7 @@ import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { semantic } from './policy.js';
+import type { RowFor } from './rows.js';
 
 export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'MFA', 'PROCESS_MULTI'] as const;
 export type PostureCheckType = (typeof POSTURE_CHECK_TYPES)[number];
@@ -178,7 +179,7 @@ function checkTypeFields(type: PostureCheckType, out: Record<string, unknown>): 
 }
 
 /** Renders the fields of the check's own type (those of other types are not part of its detail). */
-function renderTypeFields(row: Row): Record<string, unknown> {
+function renderTypeFields(row: RowFor<'posture-checks'>): Record<string, unknown> {
   const type = row.typeId as PostureCheckType;
   const out: Record<string, unknown> = {};
   for (const f of TYPE_FIELDS[type]?.fields ?? []) out[f] = row[f] ?? MFA_DEFAULTS[f] ?? null;

@@ -10,7 +10,7 @@ import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { shortId } from '../util/ids.js';
 import { tokenFields } from './enrollment.js';
-import type { Command } from './rows.js';
+import type { Command, RowFor } from './rows.js';
 
 /** Edge router one-time-token enrollment (OpenZiti's `erott`). */
 export const ROUTER_ENROLL_METHOD = 'erott';
@@ -39,7 +39,7 @@ export async function routerEnrollmentCommand(
 }
 
 /** The outstanding enrollment of a router (edge or transit: the ids are shared), or undefined. */
-export function routerEnrollmentOf(svc: Services, routerId: string): Row | undefined {
+export function routerEnrollmentOf(svc: Services, routerId: string): RowFor<'enrollments'> | undefined {
   for (const method of [ROUTER_ENROLL_METHOD, TRANSIT_ROUTER_ENROLL_METHOD] as const) {
     for (const id of svc.store.lookup('enrollments', ROUTER_KEY[method], routerId)) {
       const row = svc.get('enrollments', id);

@@ -17,6 +17,7 @@ import { configs } from './config.js';
 import { edgeRouters } from './edge-router.js';
 import { identities } from './identity.js';
 import { dialBind, relationsThrough } from './policy.js';
+import type { RowFor } from './rows.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
 import { renderClientTerminator, terminatorClientDetail, terminators } from './terminator.js';
@@ -115,7 +116,7 @@ function checkConfigs(svc: Services, ids: string[]): string[] {
  */
 export function configMap(
   svc: Services,
-  service: Row,
+  service: RowFor<'services'>,
   types: readonly string[],
   identityId?: string,
 ): Record<string, unknown> {

@@ -5,6 +5,7 @@ import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
 import { commonEdgeRouterProperties } from './edge-router.js';
 import { dialBind } from './policy.js';
+import type { RowFor } from './rows.js';
 
 export const sessionEdgeRouter = s.named(
   'sessionEdgeRouter',
@@ -32,7 +33,7 @@ export const sessionDetail = detailSchema(
  * What a session shows beyond its stored fields. `edgeRouters` lists the online routers the session may use, with
  * their listener URLs: routers do not connect yet, so it is empty.
  */
-function renderSession(row: Row, svc: Services): Record<string, unknown> {
+function renderSession(row: RowFor<'sessions'>, svc: Services): Record<string, unknown> {
   const service = svc.get('services', row.serviceId as string);
   return {
     apiSession: ref('api-sessions', row.apiSessionId as string, ''),

@@ -11,6 +11,7 @@ import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
+import type { RowFor } from './rows.js';
 
 export const terminatorCost = s.named('terminatorCost', s.int({ minimum: 0, maximum: 65535 }));
 export const terminatorPrecedence = s.named('terminatorPrecedence', s.enum(['default', 'required', 'failed'] as const));
@@ -74,13 +75,13 @@ export const terminatorClientDetail = detailSchema(
   ]),
 );
 
-function serviceRef(svc: Services, row: Row): Record<string, unknown> {
+function serviceRef(svc: Services, row: RowFor<'terminators'>): Record<string, unknown> {
   const id = row.serviceId as string;
   return ref('services', id, svc.get('services', id)?.name as string | undefined);
 }
 
 /** The client's rendering of a terminator. */
-export function renderClientTerminator(row: Row, svc: Services): Record<string, unknown> {
+export function renderClientTerminator(row: RowFor<'terminators'>, svc: Services): Record<string, unknown> {
   return {
     _links: { self: { href: `./terminators/${row.id}` } },
     createdAt: row.createdAt,

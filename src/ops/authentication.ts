@@ -13,7 +13,7 @@ import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
-import type { Command } from '../model/rows.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { extendHeaders } from './extend.js';
@@ -34,7 +34,7 @@ const authenticateBody = s.named(
 export const currentApiSessionEnvelope = detailEnvelope('currentApiSessionDetailEnvelope', currentApiSessionDetail);
 
 /** The current-session representation: the API session plus `expiresAt`/`expirationSeconds`. */
-export function renderCurrentSession(row: Row, svc: Services): Record<string, unknown> {
+export function renderCurrentSession(row: RowFor<'api-sessions'>, svc: Services): Record<string, unknown> {
   return {
     _links: { self: { href: './current-api-session' } },
     createdAt: row.createdAt,
@@ -77,7 +77,7 @@ async function passwordLogin(
   svc: Services,
   body: { username?: unknown; password?: unknown } | undefined,
   source: string,
-): Promise<{ identity: Row; authenticator: Row } | null> {
+): Promise<{ identity: RowFor<'identities'>; authenticator: RowFor<'authenticators'> } | null> {
   const username = body?.username;
   const password = body?.password;
   if (typeof username !== 'string' || typeof password !== 'string') return null;
@@ -142,7 +142,11 @@ export function authenticationOps(): OpDef<unknown>[] {
           const res = ok(renderCurrentSession(byCert.bound, svc));
           return { ...res, headers: { ...res.headers, 'zt-session': byCert.bound.token as string } };
         }
-        const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
+        const login: {
+          identity: RowFor<'identities'>;
+          authenticator?: RowFor<'authenticators'>;
+          signer?: RowFor<'external-jwt-signers'>;
+        } | null =
           method === 'ext-jwt'
             ? await gated(jwtLane(), () => extJwtLogin(svc, req.headers))
             : byCert

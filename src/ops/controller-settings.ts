@@ -18,7 +18,7 @@ import {
   oidcSettings,
   settingsOf,
 } from '../model/controller-setting.js';
-import type { Command } from '../model/rows.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 const ENTITY = 'controller-settings';
@@ -40,7 +40,7 @@ function notFound(id: string) {
 }
 
 /** The stored row of `id`; the global row may be absent in a store initialised before Keel had settings. */
-function settingsRow(svc: Services, id: string): Row | undefined {
+function settingsRow(svc: Services, id: string): RowFor<'controller-settings'> | undefined {
   return svc.get(ENTITY, id);
 }
 

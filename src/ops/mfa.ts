@@ -17,7 +17,7 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
-import type { Command } from '../model/rows.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { qrPng } from '../util/qr.js';
@@ -61,7 +61,7 @@ function invalidToken(): ApiError {
 }
 
 /** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
-function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): Row {
+function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): RowFor<'mfas'> {
   const mfa = mfaOf(svc, caller.identity.id);
   if (!mfa || (verified === true && mfa.isVerified !== true)) {
     throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: 'mfa for the current identity not found' });
@@ -70,18 +70,18 @@ function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): Row {
 }
 
 /** A verified enrollment for the login-time operations: 409 MFA_NOT_ENROLLED otherwise. */
-function requireEnrolled(svc: Services, identityId: string): Row {
+function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
   const mfa = mfaOf(svc, identityId);
   if (mfa?.isVerified !== true) throw Errors.MFA_NOT_ENROLLED();
   return mfa;
 }
 
-async function requireTotp(svc: Services, mfa: Row, code: string): Promise<void> {
+async function requireTotp(svc: Services, mfa: RowFor<'mfas'>, code: string): Promise<void> {
   if (!(await isValidTotp(svc, mfa.secret as string, code))) throw invalidToken();
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
-function removeMfa(svc: Services, mfa: Row): Command {
+function removeMfa(svc: Services, mfa: RowFor<'mfas'>): Command {
   const at = svc.nowIso();
   return {
     op: 'batch',
@@ -99,7 +99,7 @@ function removeMfa(svc: Services, mfa: Row): Command {
   };
 }
 
-function renderMfa(mfa: Row, identity: Row): Record<string, unknown> {
+function renderMfa(mfa: RowFor<'mfas'>, identity: RowFor<'identities'>): Record<string, unknown> {
   const out: Record<string, unknown> = {
     _links: { self: { href: SELF } },
     createdAt: mfa.createdAt,

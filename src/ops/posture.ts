@@ -17,6 +17,7 @@ import {
   postureResponseCreate,
   postureResponseEnvelope,
 } from '../model/posture-wire.js';
+import type { RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 type ResponseBody = {
@@ -83,7 +84,7 @@ function validate(r: ResponseBody, prefix: string): (data: SessionPosture, at: s
   }
 }
 
-type Caller = { session: Row; identity: Row };
+type Caller = { session: RowFor<'api-sessions'>; identity: RowFor<'identities'> };
 
 /**
  * Validates every response first, then records them all (a bad entry records none). Answers OpenZiti's `services`:

@@ -8,6 +8,7 @@ import { identityEdgeRouters, type ServiceAccess, serviceAccessOf, serviceEdgeRo
 import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
 import { dialBind } from '../model/policy.js';
 import { evaluateAccess, postureCacheOf } from '../model/posture.js';
+import type { RowFor } from '../model/rows.js';
 import { sessionDetail, sessions } from '../model/session.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
@@ -16,7 +17,7 @@ const sessionCreate = s.named('sessionCreate', s.obj({ serviceId: s.str(), tags,
 type SessionCreate = { serviceId?: string; tags?: Record<string, unknown> | null; type?: string };
 
 /** The caller's own session, or 404 (another identity's session does not exist for it). */
-function ownSession(ctx: OpContext<unknown>): Row {
+function ownSession(ctx: OpContext<unknown>): RowFor<'sessions'> {
   const row = ctx.svc.get('sessions', ctx.params.id!);
   if (!row || row.identityId !== ctx.caller!.identity.id) throw notFound('session', ctx.params.id!);
   return row;
