@@ -70,8 +70,8 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
   const cert = new X509Certificate(leaf);
   const identityId = shortId();
   const commonName = /^CN=(.*)$/m.exec(cert.subject)?.[1] ?? '';
-  const formatted = formatIdentityName(ca.identityNameFormat as string, {
-    caName: ca.name as string,
+  const formatted = formatIdentityName(ca.identityNameFormat!, {
+    caName: ca.name!,
     caId: ca.id,
     commonName,
     identityId,
@@ -91,7 +91,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
           isAdmin: false,
           isDefaultAdmin: false,
           authPolicyId: 'default',
-          roleAttributes: [...((ca.identityRoles as string[] | undefined) ?? [])],
+          roleAttributes: [...(ca.identityRoles ?? [])],
           ...(externalId !== null ? { externalId } : {}),
         },
       },

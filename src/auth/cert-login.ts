@@ -23,7 +23,7 @@ export async function certLogin(
   const [leaf, ...sent] = chain;
   const authenticator = certAuthenticatorOf(svc, leaf!);
   if (!authenticator) return externalIdLogin(svc, leaf!, sent);
-  const identity = svc.get('identities', authenticator.identityId as string);
+  const identity = svc.get('identities', authenticator.identityId!);
   const cert = certPolicyOf(svc, identity);
   if (!identity || !cert) return null;
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
@@ -59,7 +59,7 @@ export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
   if (!leaf) return false;
   const authenticator = certAuthenticatorOf(svc, leaf);
   if (!authenticator) return false;
-  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+  return svc.get('identities', authenticator.identityId!)?.isAdmin === true;
 }
 
 /** The cert authenticator holding this certificate (by fingerprint), if any. */
@@ -75,7 +75,7 @@ function certPolicyOf(
   identity: RowFor<'identities'> | undefined,
 ): { allowExpiredCerts?: boolean } | null {
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  const policy = svc.get('auth-policies', identity.authPolicyId!);
   const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
   return cert?.allowed === false ? null : (cert ?? {});
 }

@@ -76,7 +76,7 @@ export async function consumeEnrollment(
 export async function enrollOtt(svc: Services, token: unknown, csrPem: unknown): Promise<EnrolledCerts> {
   const enrollment = enrollmentByToken(svc, token, 'ott');
   if (typeof csrPem !== 'string' || csrPem.trim() === '') throw Errors.MISSING_OR_INVALID_CSR();
-  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId as string, csrPem);
+  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId!, csrPem);
   await consume(svc, enrollment, authenticator);
   return certs;
 }
@@ -131,7 +131,7 @@ export async function enrollUpdb(svc: Services, token: unknown, body: { username
     throw fieldError('username', 'username must be the one of the enrollment', String(body.username));
   }
   if (typeof body.password !== 'string') throw fieldError('password', 'password is required', '******');
-  const identityId = enrollment.identityId as string;
+  const identityId = enrollment.identityId!;
   checkPasswordPolicy(svc, identityId, body.password);
   await consume(svc, enrollment, {
     method: 'updb',
@@ -148,7 +148,7 @@ export async function enrollUpdb(svc: Services, token: unknown, body: { username
  */
 export async function enrollOttca(svc: Services, token: unknown, peerCertificates: Buffer[] | undefined) {
   const enrollment = enrollmentByToken(svc, token, 'ottca');
-  const ca = svc.get('cas', enrollment.caId as string);
+  const ca = svc.get('cas', enrollment.caId!);
   if (ca?.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();

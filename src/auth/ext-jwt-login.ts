@@ -187,7 +187,7 @@ export async function extJwtLogin(
 ): Promise<{ identity: RowFor<'identities'>; signer: SignerRow } | null> {
   const login = await verifyExtJwt(svc, headers);
   if (!login) return null;
-  const policy = svc.get('auth-policies', login.identity.authPolicyId as string);
+  const policy = svc.get('auth-policies', login.identity.authPolicyId!);
   return isPrimaryAllowed(policy, 'extJwt', login.signer.id) ? login : null;
 }
 

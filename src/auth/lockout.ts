@@ -83,7 +83,7 @@ export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string 
 /** After a wrong password for an existing identity: counts it, but writes only when its policy locks out. */
 export async function onFailedPassword(svc: Services, identity: RowFor<'identities'>): Promise<void> {
   if (identity.isDefaultAdmin === true) return;
-  if (!lockoutRule(svc.get('auth-policies', identity.authPolicyId as string))) return;
+  if (!lockoutRule(svc.get('auth-policies', identity.authPolicyId!))) return;
   if (isDisabled(identity, svc.clock.now())) return;
   try {
     const locked = await svc.write({

@@ -74,7 +74,7 @@ export const currentApiSessionDetail = s.named(
 
 /** The API view of an API session. `cachedUpdatedAt` is listed as required by the published spec, so it is sent. */
 export function renderApiSessionFields(row: RowFor<'api-sessions'>, svc: Services): Record<string, unknown> {
-  const identity = svc.get('identities', row.identityId as string);
+  const identity = svc.get('identities', row.identityId!);
   const cached = svc.sessions.lastActivityIso(row);
   return {
     authQueries: svc.sessions.authQueries(row),

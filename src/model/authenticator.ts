@@ -55,7 +55,7 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
 
 /** The API view of an authenticator (secrets never leave: the password hash is not a field of it). */
 export function renderAuthenticatorFields(row: RowFor<'authenticators'>, svc: Services): Record<string, unknown> {
-  const identity = svc.get('identities', row.identityId as string);
+  const identity = svc.get('identities', row.identityId!);
   const out: Record<string, unknown> = {
     identity: ref('identities', row.identityId as string, identity?.name as string | undefined),
     identityId: row.identityId,

@@ -73,7 +73,7 @@ export const configs: Entity<'configs', typeof configFields> = defineEntity({
     const out = { ...copied };
     if (mode === 'create') out.configTypeId = type.id;
     if ('data' in out) {
-      const err = checkAgainstSchema((type.schema as Record<string, unknown>) ?? {}, out.data, 'data');
+      const err = checkAgainstSchema(type.schema ?? {}, out.data, 'data');
       if (err) throw fieldError(err.field, err.reason, err.value);
     }
     return out;

@@ -180,16 +180,14 @@ export function evaluateCheck(
     case 'PROCESS':
       return noTimeout(processPasses(data, check.process as ProcessCriteria));
     case 'PROCESS_MULTI': {
-      const list = (check.processes as ProcessCriteria[] | undefined) ?? [];
+      const list = check.processes ?? [];
       const each = list.map((p) => processPasses(data, p));
       return noTimeout(check.semantic === 'AnyOf' ? each.some(Boolean) : each.length > 0 && each.every(Boolean));
     }
     case 'DOMAIN':
-      return noTimeout(
-        data?.domain !== undefined && ((check.domains as string[] | undefined) ?? []).includes(data.domain.domain),
-      );
+      return noTimeout(data?.domain !== undefined && (check.domains ?? []).includes(data.domain.domain));
     case 'MAC': {
-      const wanted = (check.macAddresses as string[] | undefined) ?? [];
+      const wanted = check.macAddresses ?? [];
       return noTimeout((data?.mac?.addresses ?? []).some((m) => wanted.includes(m)));
     }
     case 'MFA':
@@ -213,7 +211,7 @@ function evaluateMfa(
   data: SessionPosture | undefined,
   now_ms: number,
 ): CheckResult {
-  const timeout_s = (check.timeoutSeconds as number | undefined) ?? -1;
+  const timeout_s = check.timeoutSeconds ?? -1;
   const passedAt = session.mfaCompletedAt as string | undefined;
   if (session.isMfaComplete !== true || !passedAt) return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
   const passed_ms = Date.parse(passedAt);

@@ -130,7 +130,7 @@ export function configMap(
         .filter((r) => r.serviceId === service.id)
         .map((r) => r.configId!)
     : [];
-  for (const id of [...((service.configs as string[] | undefined) ?? []), ...own.sort()]) {
+  for (const id of [...(service.configs ?? []), ...own.sort()]) {
     const config = svc.get('configs', id);
     const type = config && svc.get('config-types', config.configTypeId!);
     if (!config || !type) continue;
@@ -158,7 +158,7 @@ export function askedConfigTypes(ctx: OpContext<unknown>): string[] {
     .flatMap((v) => v.split(','))
     .filter((v) => v !== '');
   if (asked.length > 0) return asked;
-  return (ctx.caller?.session.configTypes as string[] | undefined) ?? [];
+  return ctx.caller?.session.configTypes ?? [];
 }
 
 export const services: Entity<'services', typeof serviceFields> = defineEntity({

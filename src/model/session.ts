@@ -34,9 +34,9 @@ export const sessionDetail = detailSchema(
  * their listener URLs: routers do not connect yet, so it is empty.
  */
 function renderSession(row: RowFor<'sessions'>, svc: Services): Record<string, unknown> {
-  const service = svc.get('services', row.serviceId as string);
+  const service = svc.get('services', row.serviceId!);
   return {
-    apiSession: ref('api-sessions', row.apiSessionId as string, ''),
+    apiSession: ref('api-sessions', row.apiSessionId!, ''),
     edgeRouters: [],
     service: ref('services', row.serviceId as string, service?.name as string | undefined),
   };

@@ -76,7 +76,7 @@ export const terminatorClientDetail = detailSchema(
 );
 
 function serviceRef(svc: Services, row: RowFor<'terminators'>): Record<string, unknown> {
-  const id = row.serviceId as string;
+  const id = row.serviceId!;
   return ref('services', id, svc.get('services', id)?.name as string | undefined);
 }
 

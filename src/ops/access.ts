@@ -36,7 +36,7 @@ import { sessionOps } from './sessions.js';
 function renderForCaller(ctx: OpContext<unknown>, row: RowFor<'services'>, access: ServiceAccess): string {
   const svc: Services = ctx.svc;
   const asked = ctx.req.query.getAll('configTypes');
-  const types = asked.length > 0 ? asked : ((ctx.caller!.session.configTypes as string[] | undefined) ?? []);
+  const types = asked.length > 0 ? asked : (ctx.caller!.session.configTypes ?? []);
   const postureQueries = evaluateAccess(svc, access, ctx.caller!.session).map((p) => ({
     isPassing: p.isPassing,
     policyId: p.policyId,

@@ -157,7 +157,7 @@ export function authenticationOps(): OpDef<unknown>[] {
         const at = svc.nowIso();
         const id = shortId();
         const token = uuid();
-        const policy = svc.get('auth-policies', identity.authPolicyId as string);
+        const policy = svc.get('auth-policies', identity.authPolicyId!);
         const mfaRequired =
           identity.isMfaEnabled === true ||
           (policy?.secondary as { requireTotp?: boolean } | undefined)?.requireTotp === true;

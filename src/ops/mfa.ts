@@ -77,7 +77,7 @@ function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
 }
 
 async function requireTotp(svc: Services, mfa: RowFor<'mfas'>, code: string): Promise<void> {
-  if (!(await isValidTotp(svc, mfa.secret as string, code))) throw invalidToken();
+  if (!(await isValidTotp(svc, mfa.secret!, code))) throw invalidToken();
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
@@ -90,7 +90,7 @@ function removeMfa(svc: Services, mfa: RowFor<'mfas'>): Command {
       {
         op: 'update',
         entity: 'identities',
-        id: mfa.identityId as string,
+        id: mfa.identityId!,
         set: { isMfaEnabled: false },
         at,
         system: true,
@@ -109,7 +109,7 @@ function renderMfa(mfa: RowFor<'mfas'>, identity: RowFor<'identities'>): Record<
     isVerified: mfa.isVerified === true,
   };
   if (mfa.isVerified !== true) {
-    out.provisioningUrl = provisioningUrl(mfa.secret as string, identity.name as string);
+    out.provisioningUrl = provisioningUrl(mfa.secret!, identity.name!);
     out.recoveryCodes = mfa.recoveryCodes ?? [];
   }
   return out;
@@ -182,7 +182,7 @@ export function mfaOps(): OpDef<unknown>[] {
         if (mfa.isVerified === true) {
           throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: 'the mfa enrollment is already verified' });
         }
-        const png = qrPng(provisioningUrl(mfa.secret as string, caller!.identity.name as string));
+        const png = qrPng(provisioningUrl(mfa.secret!, caller!.identity.name!));
         return { status: 200, headers: { 'content-type': 'image/png', 'cache-control': 'no-store' }, body: png };
       },
     }),
@@ -201,7 +201,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = mfaOf(svc, caller!.identity.id);
         if (!mfa) throw Errors.MFA_ENROLLMENT_NOT_STARTED();
         if (mfa.isVerified === true) throw Errors.MFA_EXISTS();
-        const timeStep = await totpStep(svc, mfa.secret as string, body.code.trim());
+        const timeStep = await totpStep(svc, mfa.secret!, body.code.trim());
         if (timeStep === null) throw invalidToken();
         const at = svc.nowIso();
         // the session that proved the code has passed MFA; the code is spent
@@ -308,7 +308,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = requireOwnMfa(svc, caller!);
         if (mfa.isVerified === true) {
           const code = validationCode(req, body as { code?: string } | undefined);
-          const recovery = ((mfa.recoveryCodes as string[] | undefined) ?? []).includes(code.toUpperCase());
+          const recovery = (mfa.recoveryCodes ?? []).includes(code.toUpperCase());
           if (!recovery) await requireTotp(svc, mfa, code);
         }
         await svc.write(removeMfa(svc, mfa));
@@ -332,7 +332,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = requireEnrolled(svc, identity.id);
         const code = body.code.trim();
         const at = svc.nowIso();
-        const timeStep = await totpStep(svc, mfa.secret as string, code);
+        const timeStep = await totpStep(svc, mfa.secret!, code);
         try {
           await svc.write(
             timeStep !== null

@@ -65,7 +65,7 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
         const row = ownAuthenticator(svc, caller!.identity.id, params.id!);
         // OpenZiti's order: not the caller's (404), not updb (409), then the current password (401)
         if (row.method !== 'updb') throw notUpdatable(row);
-        const hash = row.password as string;
+        const hash = row.password!;
         const who = { source: req.remoteAddress, admin: caller!.identity.isAdmin === true };
         if (!(await verifyPassword(hash, change.currentPassword, who))) {
           // OpenZiti's answer (401 with a field cause), without echoing the password

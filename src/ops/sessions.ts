@@ -44,8 +44,8 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
         .filter((c) => !c.result.isPassing)
         .map((c) => ({
           postureCheckId: c.check.id,
-          postureCheckName: c.check.name as string,
-          postureCheckType: c.check.typeId as string,
+          postureCheckName: c.check.name!,
+          postureCheckType: c.check.typeId!,
         })),
     })),
   });
