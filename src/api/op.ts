@@ -1,5 +1,4 @@
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
-import type { Row } from '../../storage/types.js';
 import type { RowFor } from '../model/rows.js';
 import type { Schema, SchemaNode } from '../schema/s.js';
 import type { Services } from './services.js';

@@ -4,7 +4,6 @@
  * `identityRoles`) and that certificate as its `cert` authenticator, tied to the CA.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';

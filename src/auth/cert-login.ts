@@ -4,7 +4,6 @@
  * fingerprint. Anything else is a failed login (the caller answers 401 INVALID_AUTH).
  */
 import type { HttpRequest } from '../../http/types.js';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';

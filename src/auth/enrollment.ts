@@ -3,7 +3,6 @@
  * by the write that creates the identity's authenticator, so a token enrolls at most once.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';

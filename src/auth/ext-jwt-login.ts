@@ -12,7 +12,6 @@ import {
   type JWTPayload,
   jwtVerify,
 } from 'jose';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';

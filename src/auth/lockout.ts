@@ -1,4 +1,4 @@
-import { fail, type Row } from '../../storage/types.js';
+import { fail } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { isDisabled } from '../model/identity.js';

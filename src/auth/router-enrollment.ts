@@ -8,7 +8,6 @@
  * certificates. Re-enrolling an edge router reverts it to a fresh enrollment and forgets its certificate.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerRowOf } from '../model/edge-router.js';

@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { type ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';

@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { generateSecret, generateURI, verify } from 'otplib';
-import { fail, type Row } from '../../storage/types.js';
+import { fail } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';

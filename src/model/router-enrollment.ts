@@ -5,7 +5,7 @@
  * enrollment (src/auth/router-enrollment.ts). What enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
  * kept on the router's `transit-routers` row, which every router has (docs/routers.md).
  */
-import { assert, type Row } from '../../storage/types.js';
+import { assert } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { shortId } from '../util/ids.js';

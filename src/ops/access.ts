@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { notFound } from '../api/errors.js';
 import { type ListResult, listQuery, listResponse, mapResult } from '../api/list.js';

@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';

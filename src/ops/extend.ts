@@ -5,7 +5,6 @@
  * it back (`…/extend-verify`).
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';

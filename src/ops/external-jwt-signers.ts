@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpDef, op } from '../api/op.js';
 import type { Services } from '../api/services.js';

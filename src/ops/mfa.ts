@@ -1,6 +1,5 @@
 import { dataEnvelope } from '../../http/errors.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
-import type { Row } from '../../storage/types.js';
 import { detailSchema } from '../api/entity.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type Caller, type OpDef, op } from '../api/op.js';

@@ -1,5 +1,4 @@
 import { dataEnvelope } from '../../http/errors.js';
-import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';

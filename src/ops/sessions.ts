@@ -1,5 +1,4 @@
 import { dataEnvelope } from '../../http/errors.js';
-import type { Row } from '../../storage/types.js';
 import { Errors, fieldError, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
