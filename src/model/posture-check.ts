@@ -1,3 +1,8 @@
+/**
+ * Posture checks (OpenZiti's OS, PROCESS, PROCESS_MULTI, DOMAIN, MAC and MFA checks): one entity type whose
+ * type-specific fields depend on `typeId` (the spec's discriminated bodies). Service policies select them through
+ * `postureCheckRoles`; src/model/posture.ts evaluates them against what clients report.
+ */
 import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
