@@ -189,15 +189,15 @@ export class Store<M extends RowMap = RowMap> {
     this.derived.rebuild(this);
   }
 
-  collection(entity: EntityOf<M>): Collection {
+  collection<E extends EntityOf<M>>(entity: E): Collection<M[E]> {
     const c = this.collections.get(entity);
     assert(c, `unknown entity ${entity}`);
-    return c;
+    // the collection holds the rows written as M[E] (the type exists only at compile time)
+    return c as Collection<M[E]>;
   }
 
   get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined {
-    // a collection holds the rows written as M[E] (the type exists only at compile time)
-    return this.collection(entity).get(id) as M[E] | undefined;
+    return this.collection(entity).get(id);
   }
 
   lookup(entity: EntityOf<M>, field: string, value: unknown): string[] {
@@ -397,7 +397,7 @@ export class Store<M extends RowMap = RowMap> {
     this.epoch++;
     const changes: Change[] = [];
     for (const [entity, writes] of group.writes) {
-      const c = this.collection(entity);
+      const c: Collection = this.collection(entity);
       for (const [id, row] of writes) {
         const before = c.get(id);
         if (row) c.put(row);

@@ -22,7 +22,7 @@ async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<R
     if (ca.isVerified !== true || ca.isAutoCaEnrollmentEnabled !== true) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    if ((await verifyChain(leaf, sent, [ca.certPem as string], { at, purpose: 'client' })).ok) return ca;
+    if ((await verifyChain(leaf, sent, [ca.certPem!], { at, purpose: 'client' })).ok) return ca;
   }
   return null;
 }

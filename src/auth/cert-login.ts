@@ -95,7 +95,7 @@ async function externalIdLogin(
     if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    const verified = await verifyClientChain(leaf, sent, [ca.certPem as string], at);
+    const verified = await verifyClientChain(leaf, sent, [ca.certPem!], at);
     if (!verified.ok && verified.code !== 'EXPIRED') continue;
     const externalId = externalIdOf(claim, leaf);
     const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);

@@ -101,7 +101,7 @@ export class SessionService {
     if (id === undefined) return null;
     const session = c.get(id)!;
     if (this.svc.clock.now() > this.expiresAtMs(session)) return null;
-    const identity = this.svc.store.get('identities', session.identityId as string);
+    const identity = this.svc.store.get('identities', session.identityId!);
     if (!identity) return null;
     return { session, identity };
   }

@@ -56,7 +56,7 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
 export function renderAuthenticatorFields(row: RowFor<'authenticators'>, svc: Services): Record<string, unknown> {
   const identity = svc.get('identities', row.identityId!);
   const out: Record<string, unknown> = {
-    identity: ref('identities', row.identityId as string, identity?.name as string | undefined),
+    identity: ref('identities', row.identityId!, identity?.name as string | undefined),
     identityId: row.identityId,
     method: row.method,
     isIssuedByNetwork: row.isIssuedByNetwork ?? false,
@@ -204,7 +204,7 @@ export async function updbChanges(
   const set: Record<string, unknown> = {};
   if (body.username != null) set.username = body.username;
   if (body.password != null) {
-    checkPasswordPolicy(svc, existing.identityId as string, body.password as string);
+    checkPasswordPolicy(svc, existing.identityId!, body.password as string);
     set.password = await hashPassword(body.password as string);
   }
   return set;

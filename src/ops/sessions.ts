@@ -33,7 +33,7 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
   postureCacheOf(ctx.svc).recordFailure(ctx.caller!.identity.id, {
     apiSessionId: ctx.caller!.session.id,
     serviceId,
-    serviceName: (ctx.svc.get('services', serviceId)?.name as string | undefined) ?? '',
+    serviceName: ctx.svc.get('services', serviceId)?.name ?? '',
     sessionType: type,
     when: ctx.svc.nowIso(),
     policyFailures: policies.map((p) => ({
