@@ -81,7 +81,7 @@ export function renderApiSessionFields(row: RowFor<'api-sessions'>, svc: Service
     cachedLastActivityAt: cached,
     cachedUpdatedAt: cached,
     configTypes: row.configTypes ?? [],
-    identity: ref('identities', row.identityId!, identity?.name as string | undefined),
+    identity: ref('identities', row.identityId!, identity?.name),
     identityId: row.identityId,
     improperClientCertChain: false,
     ipAddress: row.ipAddress ?? '',

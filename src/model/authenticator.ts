@@ -56,7 +56,7 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
 export function renderAuthenticatorFields(row: RowFor<'authenticators'>, svc: Services): Record<string, unknown> {
   const identity = svc.get('identities', row.identityId!);
   const out: Record<string, unknown> = {
-    identity: ref('identities', row.identityId!, identity?.name as string | undefined),
+    identity: ref('identities', row.identityId!, identity?.name),
     identityId: row.identityId,
     method: row.method,
     isIssuedByNetwork: row.isIssuedByNetwork ?? false,

@@ -53,7 +53,7 @@ export const configs: Entity<'configs', typeof configFields> = defineEntity({
   patch: s.named('configPatch', s.obj({ data, name: s.str(), tags })),
   toApi: (row, svc): Record<string, unknown> => {
     const type = svc.get('config-types', row.configTypeId!);
-    return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
+    return { configType: ref('config-types', row.configTypeId!, type?.name) };
   },
   relations: [
     {

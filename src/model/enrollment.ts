@@ -140,19 +140,19 @@ export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> =
       method: row.method,
       token: row.token,
     };
-    const identityId = row.identityId as string | undefined;
+    const identityId = row.identityId;
     if (identityId) {
-      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined);
+      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name);
       out.identityId = identityId;
     }
-    const routerId = row.edgeRouterId as string | undefined;
+    const routerId = row.edgeRouterId;
     if (routerId) {
-      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name as string | undefined);
+      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name);
       out.edgeRouterId = routerId;
     }
-    const transitId = row.transitRouterId as string | undefined;
+    const transitId = row.transitRouterId;
     if (transitId) {
-      const name = svc.get('transit-routers', transitId)?.name as string | undefined;
+      const name = svc.get('transit-routers', transitId)?.name;
       out.transitRouter = ref('transit-routers', transitId, name);
       out.transitRouterId = transitId;
     }
@@ -196,7 +196,7 @@ export function identityEnrollments(svc: Services, identityId: string): Record<s
     const block: Record<string, unknown> = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
     if (e.caId) {
       block.caId = e.caId;
-      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name as string | undefined);
+      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name);
     }
     out[e.method as string] = block;
   }

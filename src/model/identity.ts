@@ -151,7 +151,7 @@ function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, u
   }
   const disabled = isDisabled(row, svc.clock.now());
   return {
-    authPolicy: ref('auth-policies', row.authPolicyId!, policy?.name as string | undefined),
+    authPolicy: ref('auth-policies', row.authPolicyId!, policy?.name),
     authenticators,
     disabled,
     disabledAt: disabled ? (row.disabledAt ?? null) : null,
@@ -160,7 +160,7 @@ function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, u
     enrollment: enrollmentsOf(svc, row.id),
     hasApiSession: svc.store.lookup('api-sessions', 'identityId', row.id).length > 0,
     hasEdgeRouterConnection: false,
-    type: ref('identity-types', row.typeId!, type?.name as string | undefined),
+    type: ref('identity-types', row.typeId!, type?.name),
   };
 }
 

@@ -212,7 +212,7 @@ function evaluateMfa(
   now_ms: number,
 ): CheckResult {
   const timeout_s = check.timeoutSeconds ?? -1;
-  const passedAt = session.mfaCompletedAt as string | undefined;
+  const passedAt = session.mfaCompletedAt;
   if (session.isMfaComplete !== true || !passedAt) return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
   const passed_ms = Date.parse(passedAt);
   const ends_ms: number[] = [];

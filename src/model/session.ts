@@ -37,7 +37,7 @@ function renderSession(row: RowFor<'sessions'>, svc: Services): Record<string, u
   return {
     apiSession: ref('api-sessions', row.apiSessionId!, ''),
     edgeRouters: [],
-    service: ref('services', row.serviceId!, service?.name as string | undefined),
+    service: ref('services', row.serviceId!, service?.name),
   };
 }
 

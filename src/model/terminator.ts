@@ -77,7 +77,7 @@ export const terminatorClientDetail = detailSchema(
 
 function serviceRef(svc: Services, row: RowFor<'terminators'>): Record<string, unknown> {
   const id = row.serviceId!;
-  return ref('services', id, svc.get('services', id)?.name as string | undefined);
+  return ref('services', id, svc.get('services', id)?.name);
 }
 
 /** The client's rendering of a terminator. */
@@ -138,7 +138,7 @@ export const terminators: Entity<'terminators', typeof terminatorFields> = defin
     const routerId = row.routerId!;
     return {
       service: serviceRef(svc, row),
-      router: ref('transit-routers', routerId, svc.get('transit-routers', routerId)?.name as string | undefined),
+      router: ref('transit-routers', routerId, svc.get('transit-routers', routerId)?.name),
       // the part of the cost routers report from their circuits: none yet
       dynamicCost: 0,
     };

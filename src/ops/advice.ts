@@ -63,7 +63,7 @@ export function adviceOps(): OpDef<unknown>[] {
         const common = [...identityRouters].filter((id) => serviceRouters.has(id)).sort();
         return ok({
           commonRouters: common.map((id) => ({
-            ...ref('edge-routers', id, svc.get('edge-routers', id)?.name as string | undefined),
+            ...ref('edge-routers', id, svc.get('edge-routers', id)?.name),
             // routers do not connect yet
             isOnline: false,
           })),

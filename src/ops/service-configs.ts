@@ -69,9 +69,9 @@ export function serviceConfigOps(): OpDef<unknown>[] {
           const service = ctx.svc.get('services', r.serviceId!);
           const config = ctx.svc.get('configs', r.configId!);
           return JSON.stringify({
-            config: ref('configs', r.configId!, config?.name as string | undefined),
+            config: ref('configs', r.configId!, config?.name),
             configId: r.configId,
-            service: ref('services', r.serviceId!, service?.name as string | undefined),
+            service: ref('services', r.serviceId!, service?.name),
             serviceId: r.serviceId,
           });
         });
