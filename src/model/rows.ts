@@ -23,3 +23,21 @@ export type Command = AnyCommand<EntityName>;
 export type Expect = AnyExpect<EntityName>;
 export type ApplyContext = AnyApplyContext<EntityRows>;
 export type CustomCommand<A> = AnyCustomCommand<A, EntityRows>;
+
+/** The entity names the declarations' reference (`ref`) and policy role (`roles`) fields point at. */
+type Referenced = {
+  [D in Declared as D['name']]: {
+    [K in keyof D['fields']]: D['fields'][K] extends { ref: { entity: infer R } }
+      ? R
+      : D['fields'][K] extends { roles: { entity: infer R } }
+        ? R
+        : never;
+  }[keyof D['fields']];
+}[EntityName];
+
+/**
+ * Compile-time check that every referenced entity is declared: a misspelt `ref.entity` makes this fail, naming it
+ * ("Type '…' does not satisfy the constraint 'never'"). (The store schema also asserts it at start.)
+ */
+export type UndeclaredReferences = MustBeEmpty<Exclude<Referenced, EntityName>>;
+type MustBeEmpty<T extends never> = T;
