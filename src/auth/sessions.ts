@@ -1,6 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
-import type { RowFor } from '../model/rows.js';
+import type { Change, RowFor } from '../model/rows.js';
 
 /** At most this many activity updates go into one replicated command. */
 const MAX_TOUCHES_PER_COMMAND = 1000;
@@ -206,7 +206,7 @@ export class SessionService {
   }
 
   /** Keeps the in-memory activity map in step with the store: removed sessions are forgotten. */
-  onPublish(changes: { entity: string; id: string; after: unknown }[]): void {
+  onPublish(changes: Change[]): void {
     for (const c of changes) if (c.entity === 'api-sessions' && !c.after) this.forget(c.id);
   }
 }

@@ -1,3 +1,4 @@
+import type { Change as AnyChange, ChangeOf } from '../../storage/derived.js';
 import type { ApplyContext as AnyApplyContext, CustomCommand as AnyCustomCommand } from '../../storage/schema.js';
 import type { Store as AnyStore } from '../../storage/store.js';
 import type { Txn as AnyTxn } from '../../storage/txn.js';
@@ -23,6 +24,13 @@ export type Command = AnyCommand<EntityName>;
 export type Expect = AnyExpect<EntityName>;
 export type ApplyContext = AnyApplyContext<EntityRows>;
 export type CustomCommand<A> = AnyCustomCommand<A, EntityRows>;
+/** A published change of a row: narrowing on `entity` types `before` and `after`. */
+export type Change = ChangeOf<EntityRows>;
+
+/** `store.onPublish` with the changes typed (they are of rows written as their entity's row type). */
+export function onChanges(store: Store, listener: (changes: Change[]) => void): () => void {
+  return store.onPublish(listener as (changes: AnyChange[]) => void);
+}
 
 /** The entity names the declarations' reference (`ref`) and policy role (`roles`) fields point at. */
 type Referenced = {

@@ -7,7 +7,7 @@ import { requireRow } from '../../src/api/entity.js';
 import type { Services } from '../../src/api/services.js';
 import { ref } from '../../src/model/common.js';
 import { identities } from '../../src/model/identity.js';
-import type { ApplyContext, Command, Expect, RowFor, Store } from '../../src/model/rows.js';
+import type { ApplyContext, Change, Command, Expect, RowFor, Store } from '../../src/model/rows.js';
 
 export function entityNamesAreChecked(svc: Services, store: Store, ctx: ApplyContext): void {
   svc.get('identities', 'x');
@@ -51,4 +51,14 @@ export function rowsAreTyped(svc: Services, ctx: ApplyContext): void {
   const check = svc.require('posture-checks', 'x');
   const path: string | undefined = check.processes?.[0]?.path;
   void [name, admin, attributes, wrong, wrongList, same, configs, wrongConfigs, path];
+}
+
+export function changesAreTyped(c: Change): void {
+  // narrowing on the entity types the rows
+  if (c.entity === 'identities') {
+    const attributes: string[] | null | undefined = c.after?.roleAttributes;
+    void attributes;
+  }
+  // @ts-expect-error a misspelt entity name in a comparison
+  if (c.entity === 'identity') return;
 }
