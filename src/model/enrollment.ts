@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
@@ -192,13 +191,13 @@ export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> =
 export function identityEnrollments(svc: Services, identityId: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const id of svc.store.lookup('enrollments', 'identityId', identityId)) {
-    const e = svc.get('enrollments', id) as Row;
+    const e = svc.get('enrollments', id)!;
     const block: Record<string, unknown> = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
     if (e.caId) {
       block.caId = e.caId;
-      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name);
+      block.ca = ref('cas', e.caId, svc.get('cas', e.caId)?.name);
     }
-    out[e.method as string] = block;
+    out[e.method!] = block;
   }
   return out;
 }

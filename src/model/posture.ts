@@ -5,7 +5,6 @@
  * reads the API session itself (stored, replicated): MFA complete, and completed within the check's timeout.
  */
 import type { RoleIndex } from '../../storage/role-index.js';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { ServiceAccess } from './access.js';
 import { roleIndexName } from './policy.js';
@@ -237,7 +236,7 @@ export function policyChecks(svc: Services, policyId: string): RowFor<'posture-c
   return [...index.targetsOf(policyId)]
     .sort()
     .map((id) => svc.get('posture-checks', id))
-    .filter((r): r is Row => r !== undefined);
+    .filter((r) => r !== undefined);
 }
 
 export interface PolicyPosture {
