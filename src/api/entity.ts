@@ -252,6 +252,12 @@ export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, Q
 /** Rendered JSON by row object (rows are immutable: an update makes a new object). */
 const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
 
+/**
+ * An entity type from its declaration. Annotate the result with its name and fields' type —
+ * `export const xs: Entity<'xs', typeof xFields> = defineEntity({...})` — when it goes into ENTITIES: the row types
+ * are derived from ENTITIES, and without the annotation a hook that reads typed rows makes the type depend on
+ * itself (TS7022 "implicitly has type 'any'", or "Type parameter 'N' has a circular default").
+ */
 export function defineEntity<const N extends string, const F extends EntityFields>(
   spec: EntitySpec<N, F>,
 ): Entity<N, F> {
