@@ -27,12 +27,14 @@ import { collectionSource, runList } from '../src/api/list.js';
 import type { Services } from '../src/api/services.js';
 import { Controller } from '../src/controller.js';
 import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../src/model/access.js';
+import type { EntityName } from '../src/model/index.js';
 import { buildSchema } from '../src/model/index.js';
+import type { Command } from '../src/model/rows.js';
 import { services } from '../src/model/service.js';
 import { uuid } from '../src/util/ids.js';
 import { parseRoles, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
-import type { Command, Row } from '../storage/types.js';
+import type { Row } from '../storage/types.js';
 import { benchOptions } from './options.js';
 
 const { quick, opt } = benchOptions(process.argv.slice(2));
@@ -59,7 +61,7 @@ const roles = (prefix: string, n: number) => [
 const semantic = () => (random() < 0.5 ? 'AllOf' : 'AnyOf');
 
 function* commands(): Generator<Command> {
-  const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({
+  const create = (entity: EntityName, id: string, data: Record<string, unknown>): Command => ({
     op: 'create',
     entity,
     id,
@@ -230,7 +232,7 @@ try {
   const loadMs = ms(t0);
   global.gc?.();
   const heapMiB = (process.memoryUsage().heapUsed - heap0) / 2 ** 20;
-  const svc = { store, get: (e: string, id: string) => store.get(e, id) } as unknown as Services;
+  const svc = { store, get: (e: EntityName, id: string) => store.get(e, id) } as unknown as Services;
 
   // one identity's services, engine vs naive, on the same sample of identities
   let engineMs = 0;

@@ -17,9 +17,9 @@ import { encodeLoggedBytes } from '../src/cluster/codec.js';
 import { StoreStateMachine } from '../src/cluster/state-machine.js';
 import { DEFAULT_AUTH_POLICY } from '../src/model/auth-policy.js';
 import { buildSchema } from '../src/model/index.js';
+import type { Command } from '../src/model/rows.js';
 import { encodeCommand } from '../storage/command-codec.js';
 import { Store, WRITE_BEHIND_INTERVAL_MS } from '../storage/store.js';
-import type { Command } from '../storage/types.js';
 import { benchOptions } from './options.js';
 
 const { quick, opt } = benchOptions(process.argv.slice(2));

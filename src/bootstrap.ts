@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import type { Command } from '../storage/types.js';
 import type { Services } from './api/services.js';
 import { hashPassword } from './auth/password.js';
 import { DEFAULT_AUTH_POLICY } from './model/auth-policy.js';
 import { BUILTIN_CONFIG_SCHEMAS } from './model/builtin-config-schemas.js';
 import { BUILTIN_CONFIG_TYPES } from './model/config-type.js';
+import type { Command } from './model/rows.js';
 import { signingKeyCommand } from './pki/enrollment-jwt.js';
 import { shortId } from './util/ids.js';
 

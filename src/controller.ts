@@ -19,6 +19,7 @@ import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
+import { onChanges } from './model/rows.js';
 import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
 import { caOps } from './ops/cas.js';
@@ -208,7 +209,7 @@ export class Controller {
       flush_ms: opts.sessionFlush_ms ?? 5_000,
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
     });
-    store.onPublish((changes) => svc.sessions.onPublish(changes));
+    onChanges(store, (changes) => svc.sessions.onPublish(changes));
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();

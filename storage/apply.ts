@@ -1,7 +1,17 @@
 import { indexValues } from './collection.js';
 import type { ApplyContext, Schema } from './schema.js';
 import type { Txn } from './txn.js';
-import { assert, type Command, type EntityDef, type Expect, type FieldDef, fail, type Row } from './types.js';
+import {
+  assert,
+  type Command,
+  type EntityDef,
+  type EntityOf,
+  type Expect,
+  type FieldDef,
+  fail,
+  type Row,
+  type RowMap,
+} from './types.js';
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
 /** Cascading deletes may chain (identity → api session → session); this bounds the depth. */
@@ -15,8 +25,10 @@ const MAX_EXPECT = 16;
  * through `txn`. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the caller drops `txn`
  * in both cases, so a failed command leaves no trace.
  */
-export function applyCommand(schema: Schema, txn: Txn, cmd: Command): unknown {
-  const ctx = new Context(schema, txn);
+export function applyCommand<M extends RowMap>(schema: Schema<M>, txn: Txn<M>, cmd: Command<EntityOf<M>>): unknown {
+  // Apply is generic over entity types: it reaches every entity by name (checked against the schema at run time), so
+  // it works on the untyped view of the schema and the transaction (`M` is a compile-time type only).
+  const ctx = new Context(schema as unknown as Schema, txn as unknown as Txn);
   return ctx.run(cmd);
 }
 

@@ -22,10 +22,11 @@ export function indexValues(row: Row | undefined, field: string): readonly unkno
 
 /**
  * The in-memory, published state of one entity type: rows by id, ids in order, equality indexes and unique maps.
- * Only the Store mutates it (when a durable batch is published); everything else reads.
+ * Only the Store mutates it (when a durable batch is published); everything else reads. `R`: the row type (a type
+ * only, see types.ts RowMap).
  */
-export class Collection {
-  private readonly rows = new Map<string, Row>();
+export class Collection<R extends Row = Row> {
+  private readonly rows = new Map<string, R>();
   private ids = new SortedIds();
   private readonly indexes = new Map<string, Map<unknown, Set<string>>>();
   private readonly uniques = new Map<string, Map<unknown, string>>();
@@ -41,12 +42,12 @@ export class Collection {
     return this.rows.size;
   }
 
-  get(id: string): Row | undefined {
+  get(id: string): R | undefined {
     return this.rows.get(id);
   }
 
   /** All rows in ascending id order. */
-  *scan(offset = 0): IterableIterator<Row> {
+  *scan(offset = 0): IterableIterator<R> {
     for (const id of this.ids.from(offset)) yield this.rows.get(id)!;
   }
 
@@ -73,7 +74,7 @@ export class Collection {
   }
 
   /** Bulk load at start: rows in ascending id order. */
-  load(rows: Row[]): void {
+  load(rows: R[]): void {
     assert(this.rows.size === 0, 'load into a non-empty collection');
     for (const row of rows) {
       this.rows.set(row.id, row);
@@ -82,7 +83,7 @@ export class Collection {
     this.ids = SortedIds.fromSorted(rows.map((r) => r.id));
   }
 
-  put(row: Row): void {
+  put(row: R): void {
     const old = this.rows.get(row.id);
     if (old) this.unindexRow(old);
     this.rows.set(row.id, row);

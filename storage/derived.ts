@@ -1,5 +1,5 @@
 import type { Collection } from './collection.js';
-import type { Row } from './types.js';
+import type { EntityOf, Row, RowMap } from './types.js';
 
 /** One published change of a row (`before` absent: created; `after` absent: deleted). */
 export interface Change {
@@ -8,6 +8,11 @@ export interface Change {
   before: Row | undefined;
   after: Row | undefined;
 }
+
+/** A Change typed by the row types `M` (types.ts RowMap): narrowing on `entity` types `before` and `after`. */
+export type ChangeOf<M extends RowMap> = {
+  [E in EntityOf<M>]: { entity: E; id: string; before: M[E] | undefined; after: M[E] | undefined };
+}[EntityOf<M>];
 
 /** The published state a derived index reads: the in-memory collections. */
 export interface PublishedState {

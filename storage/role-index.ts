@@ -32,13 +32,14 @@ export function rolesMatch(p: ParsedRoles, id: string, attrs: ReadonlySet<unknow
   return p.anyOf ? p.attrs.some((a) => attrs.has(a)) : p.attrs.every((a) => attrs.has(a));
 }
 
-export interface RoleIndexSpec {
+/** `E`: the entity names (the application's, or any string). */
+export interface RoleIndexSpec<E extends string = string> {
   /** Name of the derived index (e.g. `service-policies.identities`). */
   name: string;
   /** The policies: entity, role list field and (optional) semantic field (absent/empty: AllOf). */
-  policy: { entity: string; rolesField: string; semanticField?: string };
+  policy: { entity: E; rolesField: string; semanticField?: string };
   /** The matched entities and their role attribute field (must be indexed). */
-  target: { entity: string; attributesField: string };
+  target: { entity: E; attributesField: string };
 }
 
 /** Bounds the ids a single policy recompute may visit (the largest collection Keel is built for, with margin). */
@@ -52,7 +53,7 @@ const MAX_MATCHED = 10_000_000;
  * - a target change re-evaluates only the policies that mention one of its old or new attributes, its id, or `#all`.
  * Memory: two maps of id sets (one entry per matching pair in each direction) and the policies' parsed roles.
  */
-export class RoleIndex implements DerivedIndex {
+export class RoleIndex<E extends string = string> implements DerivedIndex {
   readonly name: string;
   readonly sources: readonly string[];
   /** policy id → ids of matched targets */
@@ -69,7 +70,7 @@ export class RoleIndex implements DerivedIndex {
   /** (policy, target) evaluations made for target changes since start: shows the work a change costs. */
   evaluations = 0;
 
-  constructor(readonly spec: RoleIndexSpec) {
+  constructor(readonly spec: RoleIndexSpec<E>) {
     assert(spec.policy.entity !== spec.target.entity, `${spec.name}: policy and target are the same entity`);
     this.name = spec.name;
     this.sources = [spec.policy.entity, spec.target.entity];

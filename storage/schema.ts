@@ -1,20 +1,33 @@
 import type { DerivedIndexFactory } from './derived.js';
 import type { Txn } from './txn.js';
-import { assert, type EntityDef, type Row } from './types.js';
+import { assert, type EntityDef, type EntityOf, type RowMap } from './types.js';
 
 /**
  * A named, deterministic state transition registered by the application (e.g. "touch sessions"). `A` is the shape
  * of its `args`; the registry holds commands of any args (`never` accepts them all), and apply passes the command's
  * args as recorded.
  */
-export type CustomCommand<A = never> = (ctx: ApplyContext, args: A, at: string) => unknown;
+export type CustomCommand<A = never, M extends RowMap = RowMap> = (
+  ctx: ApplyContext<M>,
+  args: A,
+  at: string,
+) => unknown;
 
-/** What a custom command may do: read through the transaction and write with the same checks as plain commands. */
-export interface ApplyContext {
-  readonly txn: Txn;
-  create(entity: string, id: string, data: Record<string, unknown>, at: string, system?: boolean): void;
-  update(entity: string, id: string, set: Record<string, unknown>, at: string, system?: boolean): Row;
-  delete(entity: string, id: string, at: string, system?: boolean): void;
+/**
+ * What a custom command may do: read through the transaction and write with the same checks as plain commands.
+ * `M`: the row types (types.ts RowMap).
+ */
+export interface ApplyContext<M extends RowMap = RowMap> {
+  readonly txn: Txn<M>;
+  create(entity: EntityOf<M>, id: string, data: Record<string, unknown>, at: string, system?: boolean): void;
+  update<E extends EntityOf<M>>(
+    entity: E,
+    id: string,
+    set: Record<string, unknown>,
+    at: string,
+    system?: boolean,
+  ): M[E];
+  delete(entity: EntityOf<M>, id: string, at: string, system?: boolean): void;
 }
 
 export interface Referrer {
@@ -27,16 +40,19 @@ export interface Referrer {
  * Every entity type the store holds, the reverse references between them, the custom commands and the derived
  * indexes (storage/derived.ts).
  */
-export class Schema {
+export class Schema<M extends RowMap = RowMap> {
+  /** Type only (never set): the row types of the entities, so that `Store.open` infers its `M` from the schema. */
+  declare readonly rowTypes?: M;
   readonly defs = new Map<string, EntityDef>();
   readonly referrers = new Map<string, Referrer[]>();
   /** entity → the policy role fields naming its rows by `@id` (FieldDef.roles). */
   readonly roleReferrers = new Map<string, { entity: string; field: string }[]>();
-  readonly custom = new Map<string, CustomCommand>();
+  /** By name; apply runs them on the untyped view of its transaction (storage is generic over entity types). */
+  readonly custom = new Map<string, CustomCommand<never>>();
 
   constructor(
     defs: EntityDef[],
-    custom: Record<string, CustomCommand> = {},
+    custom: Record<string, CustomCommand<never, M>> = {},
     readonly derived: readonly DerivedIndexFactory[] = [],
   ) {
     for (const def of defs) {
@@ -60,7 +76,7 @@ export class Schema {
         this.referrers.set(f.ref.entity, list);
       }
     }
-    for (const [name, fn] of Object.entries(custom)) this.custom.set(name, fn);
+    for (const [name, fn] of Object.entries(custom)) this.custom.set(name, fn as CustomCommand<never>);
   }
 
   def(entity: string): EntityDef {

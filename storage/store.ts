@@ -10,7 +10,9 @@ import {
   assert,
   type Command,
   type CommandResult,
+  type EntityOf,
   type Row,
+  type RowMap,
   type StoreError,
   StoreFailedError,
   StoreFailure,
@@ -97,7 +99,7 @@ export interface SnapshotView {
  * `failed` and refuses every later write with StoreFailedError; reads keep serving what was published. Its owner
  * is told (onFailure) and is expected to stop the process, so that LevelDB recovers its log on the next start.
  */
-export class Store {
+export class Store<M extends RowMap = RowMap> {
   readonly collections = new Map<string, Collection>();
   /** Indexes computed from the collections (storage/derived.ts): rebuilt on load, updated with every publish. */
   readonly derived: DerivedIndexes;
@@ -120,7 +122,7 @@ export class Store {
   epoch = 0;
 
   private constructor(
-    readonly schema: Schema,
+    readonly schema: Schema<M>,
     private readonly db: StoreDb,
   ) {
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
@@ -128,10 +130,10 @@ export class Store {
   }
 
   /** Opens the LevelDB in `location` (a directory), or the given StoreDb (tests inject faults there). */
-  static async open(location: string | StoreDb, schema: Schema): Promise<Store> {
+  static async open<M extends RowMap = RowMap>(location: string | StoreDb, schema: Schema<M>): Promise<Store<M>> {
     const db = typeof location === 'string' ? levelStoreDb(location) : location;
     await db.open();
-    const store = new Store(schema, db);
+    const store = new Store<M>(schema, db);
     try {
       await store.load();
     } catch (err) {
@@ -187,17 +189,18 @@ export class Store {
     this.derived.rebuild(this);
   }
 
-  collection(entity: string): Collection {
+  collection<E extends EntityOf<M>>(entity: E): Collection<M[E]> {
     const c = this.collections.get(entity);
     assert(c, `unknown entity ${entity}`);
-    return c;
+    // the collection holds the rows written as M[E] (the type exists only at compile time)
+    return c as Collection<M[E]>;
   }
 
-  get(entity: string, id: string): Row | undefined {
+  get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined {
     return this.collection(entity).get(id);
   }
 
-  lookup(entity: string, field: string, value: unknown): string[] {
+  lookup(entity: EntityOf<M>, field: string, value: unknown): string[] {
     const ids = this.collection(entity).lookup(field, value);
     assert(ids !== undefined, `lookup on unindexed field ${entity}.${field}`);
     return [...ids];
@@ -235,7 +238,7 @@ export class Store {
    * Applies commands in order as one durable batch. Each command succeeds or fails as a whole; a failure is a
    * recorded result, not an exception. `index` is the log index of the last command (recorded with the batch).
    */
-  async applyGroup(cmds: Command[], opts: { index?: number; sync: boolean }): Promise<CommandResult[]> {
+  async applyGroup(cmds: Command<EntityOf<M>>[], opts: { index?: number; sync: boolean }): Promise<CommandResult[]> {
     this.enterApply(cmds);
     assert(this.staged.size === 0 && this.stagedIndex === this.appliedIndex, 'applyGroup on a write-behind store');
     // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
@@ -271,7 +274,7 @@ export class Store {
    * compacts the log must not pass `durableIndex` (flush first). Applying waits for the batch being written when
    * WRITE_BEHIND_MAX_OPS rows are staged, so staging is bounded.
    */
-  async applyGroupBehind(cmds: Command[], index: number): Promise<CommandResult[]> {
+  async applyGroupBehind(cmds: Command<EntityOf<M>>[], index: number): Promise<CommandResult[]> {
     if (this.staged.size >= WRITE_BEHIND_MAX_OPS) await this.flush();
     this.enterApply(cmds);
     let stage: StoreFailedError['stage'] = 'apply';
@@ -394,7 +397,7 @@ export class Store {
     this.epoch++;
     const changes: Change[] = [];
     for (const [entity, writes] of group.writes) {
-      const c = this.collection(entity);
+      const c: Collection = this.collection(entity);
       for (const [id, row] of writes) {
         const before = c.get(id);
         if (row) c.put(row);

@@ -1,11 +1,11 @@
 import { indexValues } from './collection.js';
-import type { Row } from './types.js';
+import type { EntityOf, Row, RowMap } from './types.js';
 
-/** Read access to a state: the published store, or a transaction layered on it. */
-export interface StateReader {
-  get(entity: string, id: string): Row | undefined;
+/** Read access to a state: the published store, or a transaction layered on it. `M`: the row types (types.ts). */
+export interface StateReader<M extends RowMap = RowMap> {
+  get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined;
   /** Ids of `entity` rows whose `field` equals (sets: contains) `value`. The field must be indexed, unique or `id`. */
-  lookup(entity: string, field: string, value: unknown): string[];
+  lookup(entity: EntityOf<M>, field: string, value: unknown): string[];
 }
 
 /**
@@ -16,21 +16,22 @@ export interface StateReader {
  * come from per-field indexes built on first use and kept up to date by put/del, so a group of thousands of
  * creates stays linear.
  */
-export class Txn implements StateReader {
+export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   /** entity → id → new row, or null for a delete. Insertion-ordered, so replay order is deterministic. */
   readonly writes = new Map<string, Map<string, Row | null>>();
   /** entity → field → value → ids of overlay rows holding it. */
   private readonly overlayIdx = new Map<string, Map<string, Map<unknown, Set<string>>>>();
 
-  constructor(private readonly parent: StateReader) {}
+  constructor(private readonly parent: StateReader<M>) {}
 
-  get(entity: string, id: string): Row | undefined {
+  get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined {
     const w = this.writes.get(entity);
-    if (w?.has(id)) return w.get(id) ?? undefined;
+    // rows of `entity` are written only through put, typed M[E]
+    if (w?.has(id)) return (w.get(id) as M[E] | null) ?? undefined;
     return this.parent.get(entity, id);
   }
 
-  lookup(entity: string, field: string, value: unknown): string[] {
+  lookup(entity: EntityOf<M>, field: string, value: unknown): string[] {
     const w = this.writes.get(entity);
     const base = this.parent.lookup(entity, field, value);
     if (!w || w.size === 0) return base;
@@ -65,14 +66,14 @@ export class Txn implements StateReader {
     }
   }
 
-  put(entity: string, row: Row): void {
+  put<E extends EntityOf<M>>(entity: E, row: M[E]): void {
     this.reindex(entity, row.id, row);
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
     w.set(row.id, row);
   }
 
-  del(entity: string, id: string): void {
+  del(entity: EntityOf<M>, id: string): void {
     this.reindex(entity, id, null);
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
@@ -80,8 +81,9 @@ export class Txn implements StateReader {
   }
 
   /** Moves this overlay's writes into `into` (the parent), in order. */
-  mergeInto(into: Txn): void {
-    for (const [entity, w] of this.writes) {
+  mergeInto(into: Txn<M>): void {
+    // the keys of `writes` are entity names of M (written by put/del)
+    for (const [entity, w] of this.writes as Map<EntityOf<M>, Map<string, M[EntityOf<M>] | null>>) {
       for (const [id, row] of w) {
         if (row) into.put(entity, row);
         else into.del(entity, id);

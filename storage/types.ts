@@ -16,6 +16,17 @@ export interface Row {
   [field: string]: unknown;
 }
 
+/**
+ * The row type of each entity type a store holds, by entity name. Storage is generic in it (`Store<M>`, `Txn<M>`,
+ * `Command<E>`): the application instantiates it with its declarations' inferred row types, so that entity names are
+ * checked by the compiler and rows read back typed; the default (any name → Row) is what storage itself and its
+ * tests use. Purely a type: nothing at run time depends on it.
+ */
+export type RowMap = Record<string, Row>;
+
+/** The entity names of a row map. */
+export type EntityOf<M extends RowMap> = keyof M & string;
+
 export type FieldType = 'string' | 'number' | 'bool' | 'datetime' | 'object' | 'map';
 
 export interface FieldDef {
@@ -57,9 +68,9 @@ export interface EntityDef {
  * A failed expectation is a recorded `PRECONDITION` failure carrying `apiCode` (the API error to answer) and the
  * field to report (`errorField`, default `field`).
  */
-export interface Expect {
+export interface Expect<E extends string = string> {
   check: 'eq' | 'ne' | 'absent';
-  entity: string;
+  entity: E;
   id?: string;
   field: string;
   value: unknown;
@@ -68,27 +79,28 @@ export interface Expect {
   errorField?: string;
 }
 
-export type Command =
+/** A command; `E` is the entity names it may name (the application's, or any string). */
+export type Command<E extends string = string> =
   | {
       op: 'create';
-      entity: string;
+      entity: E;
       id: string;
       data: Record<string, unknown>;
       at: string;
       system?: boolean;
-      expect?: Expect[];
+      expect?: Expect<E>[];
     }
   | {
       op: 'update';
-      entity: string;
+      entity: E;
       id: string;
       set: Record<string, unknown>;
       at: string;
       system?: boolean;
-      expect?: Expect[];
+      expect?: Expect<E>[];
     }
-  | { op: 'delete'; entity: string; id: string; at: string; system?: boolean; ifExists?: boolean; expect?: Expect[] }
-  | { op: 'batch'; ops: Command[]; expect?: Expect[] }
+  | { op: 'delete'; entity: E; id: string; at: string; system?: boolean; ifExists?: boolean; expect?: Expect<E>[] }
+  | { op: 'batch'; ops: Command<E>[]; expect?: Expect<E>[] }
   | { op: 'custom'; name: string; args: unknown; at: string };
 
 export type StoreErrorCode =

@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Controller } from '../../src/controller.js';
+import type { Command } from '../../src/model/rows.js';
 import { shortId } from '../../src/util/ids.js';
 import { MAX_GROUP_COMMANDS } from '../../storage/store.js';
-import type { Command } from '../../storage/types.js';
 
 const { values } = parseArgs({
   options: {

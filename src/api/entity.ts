@@ -1,8 +1,10 @@
 import type { HttpResponse } from '../../http/types.js';
 import type { DerivedIndexFactory } from '../../storage/derived.js';
-import type { Command, EntityDef, Expect, FieldDef, FieldType, Row } from '../../storage/types.js';
+import type { EntityDef, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
+import type { EntityName } from '../model/index.js';
+import type { Command, Expect, RowFor } from '../model/rows.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError, notFound } from './errors.js';
@@ -68,7 +70,15 @@ type ScalarOf<T extends FieldType> = T extends 'string' | 'datetime'
     : T extends 'bool'
       ? boolean
       : Record<string, unknown>;
-type ValueOf<F extends FieldDef> = F['set'] extends true ? ScalarOf<F['type']>[] : ScalarOf<F['type']>;
+/**
+ * A field's stored value: the type of its `body` schema when it has one (the body value is stored as given), else
+ * the one its FieldType names.
+ */
+type ValueOf<F extends EntityField> = F extends { body: Schema<infer T> }
+  ? T
+  : F['set'] extends true
+    ? ScalarOf<F['type']>[]
+    : ScalarOf<F['type']>;
 
 /** The row type a declaration's `fields` describe: base fields plus each field, typed, possibly absent or null. */
 export type RowOf<F extends EntityFields> = string extends keyof F
@@ -161,7 +171,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
 /** The row-typed hooks of a spec, as the generic machinery calls them (with any row of the collection). */
 type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links' | 'alsoOnUpdate' | 'alsoOnDelete';
 
-export interface Entity<N extends string = string, F extends EntityFields = EntityFields>
+export interface Entity<N extends string = EntityName, F extends EntityFields = EntityFields>
   extends Omit<EntitySpec<N, F>, RowHooks> {
   def: EntityDef;
   toApi?(row: Row, svc: Services): Record<string, unknown>;
@@ -181,15 +191,23 @@ export interface Entity<N extends string = string, F extends EntityFields = Enti
 }
 
 /** The row of `entity` with this id, typed by the declaration's fields. */
-export function getRow<F extends EntityFields>(entity: Entity<string, F>, svc: Services, id: string) {
-  return svc.store.get(entity.name, id) as RowOf<F> | undefined;
+export function getRow<N extends EntityName>(
+  entity: { name: N; type: string },
+  svc: Services,
+  id: string,
+): RowFor<N> | undefined {
+  return svc.get(entity.name, id);
 }
 
 /** The row of `entity` with this id, typed, or 404 NOT_FOUND. */
-export function requireRow<F extends EntityFields>(entity: Entity<string, F>, svc: Services, id: string) {
-  const row = svc.store.get(entity.name, id);
+export function requireRow<N extends EntityName>(
+  entity: { name: N; type: string },
+  svc: Services,
+  id: string,
+): RowFor<N> {
+  const row = svc.get(entity.name, id);
   if (!row) throw notFound(entity.type, id);
-  return row as RowOf<F>;
+  return row;
 }
 
 /** A copy of a default value, so that no two rows share a mutable array or object. */
@@ -234,6 +252,12 @@ export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, Q
 /** Rendered JSON by row object (rows are immutable: an update makes a new object). */
 const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
 
+/**
+ * An entity type from its declaration. Annotate the result with its name and fields' type —
+ * `export const xs: Entity<'xs', typeof xFields> = defineEntity({...})` — when it goes into ENTITIES: the row types
+ * are derived from ENTITIES, and without the annotation a hook that reads typed rows makes the type depend on
+ * itself (TS7022 "implicitly has type 'any'", or "Type parameter 'N' has a circular default").
+ */
 export function defineEntity<const N extends string, const F extends EntityFields>(
   spec: EntitySpec<N, F>,
 ): Entity<N, F> {
@@ -286,11 +310,14 @@ export function defineEntity<const N extends string, const F extends EntityField
       return JSON.stringify(spec.redact(entity.render(row, svc)));
     },
     ops: () => [
-      ...crudOps(entity, { path: spec.name, singular: spec.singular, plural: spec.plural }),
-      ...(spec.alias ? crudOps(entity, spec.alias) : []),
-      ...relationOps(entity),
+      ...crudOps(served, { path: spec.name, singular: spec.singular, plural: spec.plural }),
+      ...(spec.alias ? crudOps(served, spec.alias) : []),
+      ...relationOps(served),
     ],
   };
+  // The generic operations serve any declared entity by its name: an entity of the application (EntityName), or one
+  // a test declares with its own schema (the name is checked against the store's schema at run time).
+  const served = entity as Entity<string> as Entity;
   return entity;
 }
 
@@ -372,7 +399,7 @@ interface OpNames {
 
 function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
   const ops: OpDef<unknown>[] = [];
-  const detailName = (entity.detail as SchemaNode).name ?? `${entity.type}Detail`;
+  const detailName = entity.detail.name ?? `${entity.type}Detail`;
   const base = detailName.replace(/Detail$/, '');
   const list = opConfig(entity, 'list');
   if (list) {

@@ -12,6 +12,7 @@ import {
   resolveListQuery,
   type SymbolTable,
 } from '../../storage/zitiql/index.js';
+import type { EntityName } from '../model/index.js';
 import { fieldError, queryError } from './errors.js';
 import type { OpContext } from './op.js';
 import { listEnvelope } from './respond.js';
@@ -249,7 +250,7 @@ export function roleFilterIds(
 }
 
 interface Listable {
-  name: string;
+  name: EntityName;
   roleAttributesField?: string;
   symbolTable(svc: Services): SymbolTable;
 }

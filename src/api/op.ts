@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
-import type { Row } from '../../storage/types.js';
+import type { RowFor } from '../model/rows.js';
 import type { Schema, SchemaNode } from '../schema/s.js';
 import type { Services } from './services.js';
 
@@ -49,8 +49,8 @@ export interface ResponseDoc {
 
 /** The caller, once authenticated. */
 export interface Caller {
-  session: Row;
-  identity: Row;
+  session: RowFor<'api-sessions'>;
+  identity: RowFor<'identities'>;
 }
 
 export interface OpContext<B> {

@@ -25,7 +25,7 @@ export interface RouteMeta {
 export function hasAdminAccess(identity: Caller['identity'], op: OpDef<unknown>): boolean {
   if (identity.isAdmin === true) return true;
   if (!op.permission) return false;
-  const perms = (identity.permissions as string[] | undefined) ?? [];
+  const perms = identity.permissions ?? [];
   if (perms.length === 0) return false;
   const action = op.permissionAction ?? ACTION_OF_METHOD[op.method];
   if (action === 'read' && perms.includes('admin_readonly')) return true;

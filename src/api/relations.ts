@@ -1,6 +1,7 @@
 import type { RoleIndex } from '../../storage/role-index.js';
 import type { Row } from '../../storage/types.js';
 import { listEnvelope } from '../model/common.js';
+import type { EntityName } from '../model/index.js';
 import type { SchemaNode } from '../schema/s.js';
 import { type Entity, requireRow } from './entity.js';
 import { fieldError } from './errors.js';
@@ -31,7 +32,7 @@ export interface RelationSpec {
   /** Path segment after `/{id}/`, e.g. `authenticators`. */
   path: string;
   /** The listed entity type (a thunk: declarations may list each other; annotate it `(): Entity => x` then). */
-  listed: () => Entity;
+  listed: () => Entity<string>;
   via: RelationSource;
   /** OpenZiti's operation id, e.g. `getIdentityAuthenticators`. */
   operationId: string;
@@ -71,7 +72,7 @@ const POLICY_TYPES: Record<string, string> = { dial: 'Dial', bind: 'Bind' };
 /** The ids related to `parent` through `via` (`policyType`: the request's `policyType` parameter, if any). */
 export function relatedIds(
   svc: Services,
-  listed: string,
+  listed: EntityName,
   via: RelationSource,
   parent: Row,
   policyType?: string | null,
@@ -82,7 +83,7 @@ export function relatedIds(
   if ('through' in via) {
     const type = via.policyType && policyType ? POLICY_TYPES[policyType.toLowerCase()] : undefined;
     if (via.policyType && policyType && !type) throw fieldError('policyType', 'must be dial or bind', policyType);
-    const policies = svc.store.derived.get<RoleIndex>(via.through.policies).spec.policy.entity;
+    const policies = svc.store.derived.get<RoleIndex<EntityName>>(via.through.policies).spec.policy.entity;
     const keep = type ? (p: string) => svc.store.get(policies, p)?.type === type : undefined;
     return targetsThrough(svc, via.through, parentId, keep);
   }
@@ -93,7 +94,8 @@ export function relatedIds(
 /** The list operations of an entity's relations: 404 for an unknown parent, then the listed entity's list query. */
 export function relationOps(parent: Entity): OpDef<unknown>[] {
   return (parent.relations ?? []).map((rel) => {
-    const listed = rel.listed();
+    // served by name, like the parent's own operations (api/entity.ts defineEntity)
+    const listed = rel.listed() as Entity;
     return op({
       method: 'GET',
       path: `/${parent.name}/{id}/${rel.path}`,

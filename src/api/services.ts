@@ -1,10 +1,10 @@
 import { OverloadedError } from '../../storage/local-proposer.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
-import type { Store } from '../../storage/store.js';
-import { type Command, type Row, StoreFailedError } from '../../storage/types.js';
+import { StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
 import type { MemberView } from '../cluster/members.js';
 import type { EntityName } from '../model/index.js';
+import type { Command, RowFor, Store } from '../model/rows.js';
 import type { NodePki } from '../pki/node-pki.js';
 import { type ApiError, Errors, notFound, storeError, storeFailed } from './errors.js';
 
@@ -82,12 +82,12 @@ export class Services {
     return new Date(this.clock.now()).toISOString();
   }
 
-  get(entity: EntityName, id: string): Row | undefined {
+  get<E extends EntityName>(entity: E, id: string): RowFor<E> | undefined {
     return this.store.get(entity, id);
   }
 
   /** The row or 404 NOT_FOUND, worded as OpenZiti does. */
-  require(entity: EntityName, id: string): Row {
+  require<E extends EntityName>(entity: E, id: string): RowFor<E> {
     const row = this.store.get(entity, id);
     if (!row) throw notFound(this.store.schema.def(entity).type, id);
     return row;

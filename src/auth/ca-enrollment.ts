@@ -4,10 +4,10 @@
  * `identityRoles`) and that certificate as its `cert` authenticator, tied to the CA.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 import { shortId } from '../util/ids.js';
@@ -16,13 +16,13 @@ import { shortId } from '../util/ids.js';
 export const MAX_NAME_ATTEMPTS = 1000;
 
 /** The verified CA with auto-enrollment that issued `leaf` (with the intermediates the client sent), or null. */
-async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<Row | null> {
+async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<RowFor<'cas'> | null> {
   let tried = 0;
   for (const ca of svc.store.collection('cas').scan()) {
     if (ca.isVerified !== true || ca.isAutoCaEnrollmentEnabled !== true) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    if ((await verifyChain(leaf, sent, [ca.certPem as string], { at, purpose: 'client' })).ok) return ca;
+    if ((await verifyChain(leaf, sent, [ca.certPem!], { at, purpose: 'client' })).ok) return ca;
   }
   return null;
 }
@@ -46,7 +46,7 @@ function freeName(svc: Services, name: string): string {
  * The external id the CA's `externalIdClaim` finds in the certificate; null when the CA has no claim configured.
  * A configured claim that resolves to nothing is 400 MISSING_CERT_CLAIM.
  */
-function claimedExternalId(ca: Row, leaf: Buffer): string | null {
+function claimedExternalId(ca: RowFor<'cas'>, leaf: Buffer): string | null {
   const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
   if (!isConfigured(claim)) return null;
   const id = externalIdOf(claim, leaf);
@@ -69,8 +69,8 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
   const cert = new X509Certificate(leaf);
   const identityId = shortId();
   const commonName = /^CN=(.*)$/m.exec(cert.subject)?.[1] ?? '';
-  const formatted = formatIdentityName(ca.identityNameFormat as string, {
-    caName: ca.name as string,
+  const formatted = formatIdentityName(ca.identityNameFormat!, {
+    caName: ca.name!,
     caId: ca.id,
     commonName,
     identityId,
@@ -90,7 +90,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
           isAdmin: false,
           isDefaultAdmin: false,
           authPolicyId: 'default',
-          roleAttributes: [...((ca.identityRoles as string[] | undefined) ?? [])],
+          roleAttributes: [...(ca.identityRoles ?? [])],
           ...(externalId !== null ? { externalId } : {}),
         },
       },
@@ -99,7 +99,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
         : [
             {
               op: 'create' as const,
-              entity: 'authenticators',
+              entity: 'authenticators' as const,
               id: shortId(),
               at,
               data: {

@@ -4,11 +4,11 @@
  * fingerprint. Anything else is a failed login (the caller answers 401 INVALID_AUTH).
  */
 import type { HttpRequest } from '../../http/types.js';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES } from '../pki/verify.js';
 import { verifyClientChain } from './chain-cache.js';
@@ -16,13 +16,13 @@ import { verifyClientChain } from './chain-cache.js';
 export async function certLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ identity: Row; authenticator?: Row } | null> {
+): Promise<{ identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null> {
   const chain = req.peerCertificates;
   if (!chain || chain.length === 0 || !svc.pki) return null;
   const [leaf, ...sent] = chain;
   const authenticator = certAuthenticatorOf(svc, leaf!);
   if (!authenticator) return externalIdLogin(svc, leaf!, sent);
-  const identity = svc.get('identities', authenticator.identityId as string);
+  const identity = svc.get('identities', authenticator.identityId!);
   const cert = certPolicyOf(svc, identity);
   if (!identity || !cert) return null;
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
@@ -41,7 +41,10 @@ export async function certLogin(
 export async function certificateLogin(
   svc: Services,
   req: HttpRequest,
-): Promise<{ bound: Row } | { login: { identity: Row; authenticator?: Row } | null }> {
+): Promise<
+  | { bound: RowFor<'authenticators'> }
+  | { login: { identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null }
+> {
   const bound = await sessionOfCertificate(svc, req);
   return bound ? { bound } : { login: await certLogin(svc, req) };
 }
@@ -55,20 +58,23 @@ export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
   if (!leaf) return false;
   const authenticator = certAuthenticatorOf(svc, leaf);
   if (!authenticator) return false;
-  return svc.get('identities', authenticator.identityId as string)?.isAdmin === true;
+  return svc.get('identities', authenticator.identityId!)?.isAdmin === true;
 }
 
 /** The cert authenticator holding this certificate (by fingerprint), if any. */
-function certAuthenticatorOf(svc: Services, leaf: Buffer): Row | undefined {
+function certAuthenticatorOf(svc: Services, leaf: Buffer): RowFor<'authenticators'> | undefined {
   const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
   return authenticator?.method === 'cert' ? authenticator : undefined;
 }
 
 /** The `primary.cert` rules of an identity that may log in by certificate (enabled, allowed by its policy), or null. */
-function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredCerts?: boolean } | null {
+function certPolicyOf(
+  svc: Services,
+  identity: RowFor<'identities'> | undefined,
+): { allowExpiredCerts?: boolean } | null {
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  const policy = svc.get('auth-policies', identity.authPolicyId as string);
+  const policy = svc.get('auth-policies', identity.authPolicyId!);
   const cert = (policy?.primary as AuthPolicyPrimary | undefined)?.cert;
   return cert?.allowed === false ? null : (cert ?? {});
 }
@@ -78,14 +84,18 @@ function certPolicyOf(svc: Services, identity: Row | undefined): { allowExpiredC
  * identity whose `externalId` the claim finds logs in (as OpenZiti's cert authenticator does), so such identities
  * may present any certificate of that CA carrying their id.
  */
-async function externalIdLogin(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<{ identity: Row } | null> {
+async function externalIdLogin(
+  svc: Services,
+  leaf: Buffer,
+  sent: Buffer[],
+): Promise<{ identity: RowFor<'identities'> } | null> {
   let tried = 0;
   for (const ca of svc.store.collection('cas').scan()) {
     const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
     if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    const verified = await verifyClientChain(leaf, sent, [ca.certPem as string], at);
+    const verified = await verifyClientChain(leaf, sent, [ca.certPem!], at);
     if (!verified.ok && verified.code !== 'EXPIRED') continue;
     const externalId = externalIdOf(claim, leaf);
     const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);
@@ -112,12 +122,12 @@ function authCas(svc: Services): string[] {
  * for the API session that had it signed, so the login answers that session (no new one) while it lives, its
  * identity is enabled and the certificate chains to this controller's CAs now. Null for any other certificate.
  */
-export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<Row | null> {
+export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<RowFor<'api-sessions'> | null> {
   const [leaf, ...sent] = req.peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));
   const cert = ids.length === 1 ? svc.get('api-session-certificates', ids[0]!) : undefined;
-  const session = cert ? svc.get('api-sessions', cert.apiSessionId as string) : undefined;
+  const session = cert ? svc.get('api-sessions', cert.apiSessionId!) : undefined;
   const live = session ? svc.sessions.resolve(session.token as string) : null;
   if (!live || isDisabled(live.identity, svc.clock.now())) return null;
   const verified = await verifyClientChain(leaf, sent, svc.pki.caPems, new Date(svc.clock.now()));

@@ -3,10 +3,10 @@
  * by the write that creates the identity's authenticator, so a token enrolls at most once.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Command, Row } from '../../storage/types.js';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';
@@ -25,7 +25,7 @@ export interface EnrolledCerts {
  * The outstanding enrollment a token names, checked: unknown token → INVALID_ENROLLMENT_TOKEN, another method →
  * INVALID_ENROLL_METHOD, past its `expiresAt` → ENROLLMENT_EXPIRED.
  */
-export function enrollmentByToken(svc: Services, token: unknown, method: string): Row {
+export function enrollmentByToken(svc: Services, token: unknown, method: string): RowFor<'enrollments'> {
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_ENROLLMENT_TOKEN_LENGTH) {
     throw Errors.INVALID_ENROLLMENT_TOKEN();
   }
@@ -38,7 +38,11 @@ export function enrollmentByToken(svc: Services, token: unknown, method: string)
 }
 
 /** Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused. */
-function consume(svc: Services, enrollment: Row, authenticator: Record<string, unknown>): Promise<void> {
+function consume(
+  svc: Services,
+  enrollment: RowFor<'enrollments'>,
+  authenticator: Record<string, unknown>,
+): Promise<void> {
   return consumeEnrollment(svc, enrollment, (at) => [
     { op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator },
   ]);
@@ -50,7 +54,7 @@ function consume(svc: Services, enrollment: Row, authenticator: Record<string, u
  */
 export async function consumeEnrollment(
   svc: Services,
-  enrollment: Row,
+  enrollment: RowFor<'enrollments'>,
   then: (at: string) => Command[],
 ): Promise<void> {
   const at = svc.nowIso();
@@ -71,7 +75,7 @@ export async function consumeEnrollment(
 export async function enrollOtt(svc: Services, token: unknown, csrPem: unknown): Promise<EnrolledCerts> {
   const enrollment = enrollmentByToken(svc, token, 'ott');
   if (typeof csrPem !== 'string' || csrPem.trim() === '') throw Errors.MISSING_OR_INVALID_CSR();
-  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId as string, csrPem);
+  const { authenticator, certs } = await issueIdentityCert(svc, enrollment.identityId!, csrPem);
   await consume(svc, enrollment, authenticator);
   return certs;
 }
@@ -121,12 +125,12 @@ export function caBundle(svc: Services): string {
  */
 export async function enrollUpdb(svc: Services, token: unknown, body: { username?: unknown; password?: unknown }) {
   const enrollment = enrollmentByToken(svc, token, 'updb');
-  const username = enrollment.username as string;
+  const username = enrollment.username;
   if (body.username !== undefined && body.username !== username) {
     throw fieldError('username', 'username must be the one of the enrollment', String(body.username));
   }
   if (typeof body.password !== 'string') throw fieldError('password', 'password is required', '******');
-  const identityId = enrollment.identityId as string;
+  const identityId = enrollment.identityId!;
   checkPasswordPolicy(svc, identityId, body.password);
   await consume(svc, enrollment, {
     method: 'updb',
@@ -143,16 +147,16 @@ export async function enrollUpdb(svc: Services, token: unknown, body: { username
  */
 export async function enrollOttca(svc: Services, token: unknown, peerCertificates: Buffer[] | undefined) {
   const enrollment = enrollmentByToken(svc, token, 'ottca');
-  const ca = svc.get('cas', enrollment.caId as string);
+  const ca = svc.get('cas', enrollment.caId!);
   if (ca?.isVerified !== true || ca.isOttCaEnrollmentEnabled !== true) throw Errors.ENROLLMENT_CA_NOT_VALID();
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
-  const verified = await verifyChain(leaf, sent, [ca.certPem as string], {
+  const verified = await verifyChain(leaf, sent, [ca.certPem!], {
     at: new Date(svc.clock.now()),
     purpose: 'client',
   });
   if (!verified.ok) throw Errors.CERT_FAILED_VALIDATION();
-  const identityId = enrollment.identityId as string;
+  const identityId = enrollment.identityId;
   await consume(svc, enrollment, {
     method: 'cert',
     identityId,

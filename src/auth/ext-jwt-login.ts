@@ -12,11 +12,11 @@ import {
   type JWTPayload,
   jwtVerify,
 } from 'jose';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
 import { isDisabled } from '../model/identity.js';
+import type { RowFor } from '../model/rows.js';
 
 /** A JWT longer than this is refused unread. */
 export const MAX_TOKEN_CHARS = 16 * 1024;
@@ -102,8 +102,8 @@ function isNoMatchingKey(err: unknown): boolean {
 
 async function verifyWith(signer: SignerRow, token: string, alg: string, now_ms: number): Promise<JWTPayload | null> {
   const options = {
-    issuer: signer.issuer as string,
-    audience: signer.audience as string,
+    issuer: signer.issuer!,
+    audience: signer.audience!,
     algorithms: ALGORITHMS,
     clockTolerance: CLOCK_TOLERANCE_SECONDS,
     currentDate: new Date(now_ms),
@@ -113,7 +113,7 @@ async function verifyWith(signer: SignerRow, token: string, alg: string, now_ms:
       const key = await importX509(signer.certPem, alg);
       return (await jwtVerify(token, key, options)).payload;
     }
-    const url = signer.jwksEndpoint as string;
+    const url = signer.jwksEndpoint!;
     for (const refresh of [false, true]) {
       const keys = await keySet(url, now_ms, refresh);
       if (!keys) return null;
@@ -151,8 +151,8 @@ export function bearerToken(headers: Record<string, string>): string | null {
 }
 
 /** The identity a token names through `signer` (its `claimsProperty`, as an id or as `externalId`). */
-function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): Row | undefined {
-  const value = payload[(signer.claimsProperty as string | null) ?? 'sub'];
+function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): RowFor<'identities'> | undefined {
+  const value = payload[signer.claimsProperty ?? 'sub'];
   if (typeof value !== 'string' || value === '') return undefined;
   if (signer.useExternalId !== true) return svc.get('identities', value);
   const ids = svc.store.lookup('identities', 'externalId', value);
@@ -183,10 +183,10 @@ export function tokenNamesAdmin(svc: Services, headers: Record<string, string>):
 export async function extJwtLogin(
   svc: Services,
   headers: Record<string, string>,
-): Promise<{ identity: Row; signer: SignerRow } | null> {
+): Promise<{ identity: RowFor<'identities'>; signer: SignerRow } | null> {
   const login = await verifyExtJwt(svc, headers);
   if (!login) return null;
-  const policy = svc.get('auth-policies', login.identity.authPolicyId as string);
+  const policy = svc.get('auth-policies', login.identity.authPolicyId!);
   return isPrimaryAllowed(policy, 'extJwt', login.signer.id) ? login : null;
 }
 
@@ -194,7 +194,10 @@ export async function extJwtLogin(
  * The signer a new session must still be confirmed by (`secondary.requireExtJwtSigner` of the identity's policy),
  * unless the login itself was a token of that signer; null when none is required.
  */
-export function pendingExtJwtSigner(policy: Row | undefined, loggedInWith: string | undefined): string | null {
+export function pendingExtJwtSigner(
+  policy: RowFor<'auth-policies'> | undefined,
+  loggedInWith: string | undefined,
+): string | null {
   const required = (policy?.secondary as { requireExtJwtSigner?: string | null } | undefined)?.requireExtJwtSigner;
   return required && required !== loggedInWith ? required : null;
 }
@@ -205,7 +208,7 @@ export function pendingExtJwtSigner(policy: Row | undefined, loggedInWith: strin
  */
 export async function completeExtJwtSecondary(
   svc: Services,
-  session: Row,
+  session: RowFor<'api-sessions'>,
   headers: Record<string, string>,
 ): Promise<boolean> {
   const login = await verifyExtJwt(svc, headers);
@@ -236,7 +239,7 @@ export async function completeExtJwtSecondary(
 async function verifyExtJwt(
   svc: Services,
   headers: Record<string, string>,
-): Promise<{ identity: Row; signer: SignerRow } | null> {
+): Promise<{ identity: RowFor<'identities'>; signer: SignerRow } | null> {
   const token = bearerToken(headers);
   const verified = token ? await verifySignerToken(svc, token) : null;
   if (!verified) return null;

@@ -1,8 +1,8 @@
-import type { ApplyContext } from '../../storage/schema.js';
-import { fail, type Row } from '../../storage/types.js';
+import { fail } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { isDisabled } from '../model/identity.js';
+import type { ApplyContext, RowFor } from '../model/rows.js';
 
 /**
  * Identity disable and password lockout (the auth policy's `primary.updb.maxAttempts` and
@@ -19,7 +19,9 @@ const MAX_SESSIONS_ENDED = 100_000;
 const MINUTE_MS = 60_000;
 
 /** The updb lockout rules of an identity's policy, or null when it does not lock out. */
-export function lockoutRule(policy: Row | undefined): { maxAttempts: number; lockoutDurationMinutes: number } | null {
+export function lockoutRule(
+  policy: RowFor<'auth-policies'> | undefined,
+): { maxAttempts: number; lockoutDurationMinutes: number } | null {
   const updb = (policy?.primary as AuthPolicyPrimary | undefined)?.updb;
   if (!updb || !(updb.maxAttempts > 0)) return null;
   return { maxAttempts: updb.maxAttempts, lockoutDurationMinutes: updb.lockoutDurationMinutes };
@@ -66,9 +68,9 @@ export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string 
   const identity = ctx.txn.get('identities', args.identityId);
   // the default admin is never locked out (nor disabled): a flood of bad passwords must not lock everyone out
   if (!identity || identity.isDefaultAdmin === true || isDisabled(identity, Date.parse(at))) return false;
-  const rule = lockoutRule(ctx.txn.get('auth-policies', identity.authPolicyId as string));
+  const rule = lockoutRule(ctx.txn.get('auth-policies', identity.authPolicyId!));
   if (!rule) return false;
-  const attempts = ((identity.failedLoginAttempts as number | undefined) ?? 0) + 1;
+  const attempts = (identity.failedLoginAttempts ?? 0) + 1;
   if (attempts < rule.maxAttempts) {
     ctx.update('identities', identity.id, { failedLoginAttempts: attempts }, at, true);
     return false;
@@ -79,9 +81,9 @@ export function recordFailedLogin(ctx: ApplyContext, args: { identityId: string 
 }
 
 /** After a wrong password for an existing identity: counts it, but writes only when its policy locks out. */
-export async function onFailedPassword(svc: Services, identity: Row): Promise<void> {
+export async function onFailedPassword(svc: Services, identity: RowFor<'identities'>): Promise<void> {
   if (identity.isDefaultAdmin === true) return;
-  if (!lockoutRule(svc.get('auth-policies', identity.authPolicyId as string))) return;
+  if (!lockoutRule(svc.get('auth-policies', identity.authPolicyId!))) return;
   if (isDisabled(identity, svc.clock.now())) return;
   try {
     const locked = await svc.write({
@@ -98,6 +100,6 @@ export async function onFailedPassword(svc: Services, identity: Row): Promise<vo
 }
 
 /** The reset of a non-zero failed-attempt counter, to go into a successful login's batch (or nothing). */
-export function resetFailedLogins(identity: Row): Record<string, unknown> | null {
-  return (identity.failedLoginAttempts as number | undefined) ? { failedLoginAttempts: 0 } : null;
+export function resetFailedLogins(identity: RowFor<'identities'>): Record<string, unknown> | null {
+  return identity.failedLoginAttempts ? { failedLoginAttempts: 0 } : null;
 }

@@ -8,7 +8,6 @@
  * certificates. Re-enrolling an edge router reverts it to a fresh enrollment and forgets its certificate.
  */
 import { X509Certificate } from 'node:crypto';
-import type { Command, Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerRowOf } from '../model/edge-router.js';
@@ -19,6 +18,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentOf,
 } from '../model/router-enrollment.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { x509 } from '../pki/crypto.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, PkiError, parseCsr, verifyChain } from '../pki/index.js';
@@ -73,7 +73,7 @@ async function requestedSans(csrPem: string): Promise<{ dnsNames: string[]; ipAd
  * Signs a router's two CSRs: an edge router's client CSR must name the router by its id (else
  * COULD_NOT_PROCESS_CSR); a transit router's client certificate gets its id as common name, whatever the CSR says.
  */
-async function signRouterCsrs(svc: Services, router: Row, serverCsr: string, clientCsr: string) {
+async function signRouterCsrs(svc: Services, router: RowFor<'transit-routers'>, serverCsr: string, clientCsr: string) {
   const routerId = router.id;
   const signing = signingCa(svc);
   const server = await requestedSans(serverCsr);
@@ -148,7 +148,7 @@ export async function extendRouter(
   const expect = [
     {
       check: 'eq' as const,
-      entity: 'transit-routers',
+      entity: 'transit-routers' as const,
       id: router.id,
       field: 'fingerprint',
       value: router.fingerprint,
@@ -160,7 +160,10 @@ export async function extendRouter(
 }
 
 /** The verified router (its `transit-routers` row) whose current client certificate the request presents, or null. */
-async function routerOfCertificate(svc: Services, peerCertificates: Buffer[] | undefined): Promise<Row | null> {
+async function routerOfCertificate(
+  svc: Services,
+  peerCertificates: Buffer[] | undefined,
+): Promise<RowFor<'transit-routers'> | null> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('transit-routers', 'fingerprint', fingerprintOfDer(leaf));
@@ -181,10 +184,12 @@ export async function reEnrollRouter(svc: Services, routerId: string): Promise<v
   const old = routerEnrollmentOf(svc, edge.id);
   const unverified = { isVerified: false, fingerprint: null, certPem: null };
   const ops: Command[] = [
-    ...(old ? [{ op: 'delete' as const, entity: 'enrollments', id: old.id, at, system: true, ifExists: true }] : []),
+    ...(old
+      ? [{ op: 'delete' as const, entity: 'enrollments' as const, id: old.id, at, system: true, ifExists: true }]
+      : []),
     await routerEnrollmentCommand(svc, edge.id, ROUTER_ENROLL_METHOD, at),
     svc.get('transit-routers', edge.id)
-      ? { op: 'update', entity: 'transit-routers', id: edge.id, set: unverified, at }
+      ? { op: 'update' as const, entity: 'transit-routers' as const, id: edge.id, set: unverified, at }
       : routerRowOf(edge.id, edge, at),
   ];
   await svc.write({ op: 'batch', ops });

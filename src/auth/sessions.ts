@@ -1,5 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import type { Change, RowFor } from '../model/rows.js';
 
 /** At most this many activity updates go into one replicated command. */
 const MAX_TOUCHES_PER_COMMAND = 1000;
@@ -10,8 +11,8 @@ const MAX_SWEEP_PER_COMMAND = 1000;
 const parsedActivity = new WeakMap<Row, number>();
 
 export interface ResolvedSession {
-  session: Row;
-  identity: Row;
+  session: RowFor<'api-sessions'>;
+  identity: RowFor<'identities'>;
 }
 
 /**
@@ -43,36 +44,36 @@ export class SessionService {
     await this.flush();
   }
 
-  private lastActivityMs(row: Row): number {
+  private lastActivityMs(row: RowFor<'api-sessions'>): number {
     let stored = parsedActivity.get(row);
     if (stored === undefined) parsedActivity.set(row, (stored = Date.parse(row.lastActivityAt as string)));
     const local = this.activity.get(row.id) ?? 0;
     return Math.max(stored, local);
   }
 
-  lastActivityIso(row: Row): string {
+  lastActivityIso(row: RowFor<'api-sessions'>): string {
     return new Date(this.lastActivityMs(row)).toISOString();
   }
 
-  expiresAtMs(row: Row): number {
+  expiresAtMs(row: RowFor<'api-sessions'>): number {
     return this.lastActivityMs(row) + this.svc.config.sessionTimeout_ms;
   }
 
   /** Seconds until expiry (OpenZiti's `expirationSeconds`). */
-  expirationSeconds(row: Row): number {
+  expirationSeconds(row: RowFor<'api-sessions'>): number {
     return Math.max(0, Math.round((this.expiresAtMs(row) - this.svc.clock.now()) / 1000));
   }
 
-  authQueries(row: Row): unknown[] {
+  authQueries(row: RowFor<'api-sessions'>): unknown[] {
     const out: unknown[] = [];
     if (typeof row.extJwtPending === 'string') {
       const signer = this.svc.store.get('external-jwt-signers', row.extJwtPending);
       out.push({
         httpMethod: 'POST',
-        httpUrl: (signer?.externalAuthUrl as string | null | undefined) ?? '',
+        httpUrl: signer?.externalAuthUrl ?? '',
         id: row.extJwtPending,
-        clientId: (signer?.clientId as string | null | undefined) ?? '',
-        scopes: (signer?.scopes as string[] | undefined) ?? [],
+        clientId: signer?.clientId ?? '',
+        scopes: signer?.scopes ?? [],
         provider: 'url',
         typeId: 'EXT-JWT',
       });
@@ -100,7 +101,7 @@ export class SessionService {
     if (id === undefined) return null;
     const session = c.get(id)!;
     if (this.svc.clock.now() > this.expiresAtMs(session)) return null;
-    const identity = this.svc.store.get('identities', session.identityId as string);
+    const identity = this.svc.store.get('identities', session.identityId!);
     if (!identity) return null;
     return { session, identity };
   }
@@ -126,7 +127,7 @@ export class SessionService {
   }
 
   /** Records a request on the session (in memory; persisted by the next flush). */
-  touch(session: Row): void {
+  touch(session: RowFor<'api-sessions'>): void {
     this.activity.set(session.id, this.svc.clock.now());
     this.dirty.add(session.id);
   }
@@ -205,7 +206,7 @@ export class SessionService {
   }
 
   /** Keeps the in-memory activity map in step with the store: removed sessions are forgotten. */
-  onPublish(changes: { entity: string; id: string; after: unknown }[]): void {
+  onPublish(changes: Change[]): void {
     for (const c of changes) if (c.entity === 'api-sessions' && !c.after) this.forget(c.id);
   }
 }

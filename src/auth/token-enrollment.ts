@@ -6,11 +6,11 @@
  * (default `default`). With a CSR the identity also gets a network-issued certificate.
  */
 import type { JWTPayload } from 'jose';
-import type { Command } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
+import type { Command } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
 import { bearerToken, verifySignerToken } from './ext-jwt-login.js';
@@ -59,7 +59,7 @@ async function verifiedToken(svc: Services, headers: Record<string, string>) {
 
 /** The auth policy an enrolling identity gets, checked to allow the way it will log in (else 409). */
 function enrollmentPolicy(svc: Services, signer: SignerRow, withCert: boolean): string {
-  const policyId = (signer.enrollAuthPolicyId as string | null | undefined) || 'default';
+  const policyId = signer.enrollAuthPolicyId || 'default';
   const policy = svc.get('auth-policies', policyId);
   const allowed = withCert ? isPrimaryAllowed(policy, 'cert') : isPrimaryAllowed(policy, 'extJwt', signer.id);
   if (!policy || !allowed) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
@@ -72,8 +72,8 @@ export async function enrollToken(
   clientCsr: string | undefined,
 ): Promise<EnrolledCerts | Record<string, never>> {
   const { signer, payload } = await verifiedToken(svc, headers);
-  const name = claimString(payload, (signer.enrollNameClaimsSelector as string | null) || '/sub');
-  const externalId = claimString(payload, (signer.claimsProperty as string | null) || '/sub');
+  const name = claimString(payload, signer.enrollNameClaimsSelector || '/sub');
+  const externalId = claimString(payload, signer.claimsProperty || '/sub');
   if (!name || !externalId) throw Errors.INVALID_ENROLLMENT_TOKEN();
   if (svc.store.lookup('identities', 'externalId', externalId).length > 0) {
     throw Errors.ENROLLMENT_IDENTITY_ALREADY_ENROLLED();
@@ -92,7 +92,7 @@ export async function enrollToken(
     isDefaultAdmin: false,
     authPolicyId,
     externalId,
-    roleAttributes: attributesOf(payload, (signer.enrollAttributeClaimsSelector as string | null) ?? ''),
+    roleAttributes: attributesOf(payload, signer.enrollAttributeClaimsSelector ?? ''),
   };
   const ops: Command[] = [{ op: 'create', entity: 'identities', id: identityId, at, data: identity }];
   let answer: EnrolledCerts | Record<string, never> = {};
@@ -105,7 +105,7 @@ export async function enrollToken(
   const expect = [
     {
       check: 'absent' as const,
-      entity: 'identities',
+      entity: 'identities' as const,
       field: 'externalId',
       value: externalId,
       reason: 'an identity with this external id is already enrolled',

@@ -1,4 +1,4 @@
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { s } from '../schema/s.js';
 
 export const currentApiSessionCertificateDetail = detailSchema(
@@ -15,29 +15,32 @@ export const currentApiSessionCertificateDetail = detailSchema(
   ),
 );
 
+const apiSessionCertificateFields = {
+  apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' } },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  subject: { type: 'string', api: true },
+  fingerprint: { type: 'string', unique: true, api: true },
+  /** The leaf and the signing CA (PEM). */
+  certPem: { type: 'string', filter: false },
+  validFrom: { type: 'datetime', api: true },
+  validTo: { type: 'datetime', api: true },
+} as const satisfies EntityFields;
+
 /**
  * Ephemeral certificates (OpenZiti's API session certificates, docs/enrollment.md): short-lived client
  * certificates an API session had signed from a CSR. They belong to that session and end with it (cascade); a
  * `method=cert` login with one answers that session. Served only on the caller's own session
  * (src/ops/session-certificates.ts): no CRUD of their own.
  */
-export const apiSessionCertificates = defineEntity({
-  name: 'api-session-certificates',
-  type: 'apiSessionCertificate',
-  tag: 'Current API Session',
-  singular: 'ApiSessionCertificate',
-  plural: 'ApiSessionCertificates',
-  fields: {
-    apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' } },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    subject: { type: 'string', api: true },
-    fingerprint: { type: 'string', unique: true, api: true },
-    /** The leaf and the signing CA (PEM). */
-    certPem: { type: 'string', filter: false },
-    validFrom: { type: 'datetime', api: true },
-    validTo: { type: 'datetime', api: true },
-  },
-  detail: currentApiSessionCertificateDetail,
-  toApi: (row) => ({ certificate: row.certPem }),
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
-});
+export const apiSessionCertificates: Entity<'api-session-certificates', typeof apiSessionCertificateFields> =
+  defineEntity({
+    name: 'api-session-certificates',
+    type: 'apiSessionCertificate',
+    tag: 'Current API Session',
+    singular: 'ApiSessionCertificate',
+    plural: 'ApiSessionCertificates',
+    fields: apiSessionCertificateFields,
+    detail: currentApiSessionCertificateDetail,
+    toApi: (row) => ({ certificate: row.certPem }),
+    operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
+  });

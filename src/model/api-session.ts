@@ -1,9 +1,8 @@
-import type { ApplyContext } from '../../storage/schema.js';
-import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 const authQueryDetail = s.named(
   'authQueryDetail',
@@ -73,8 +72,8 @@ export const currentApiSessionDetail = s.named(
 );
 
 /** The API view of an API session. `cachedUpdatedAt` is listed as required by the published spec, so it is sent. */
-export function renderApiSessionFields(row: Row, svc: Services): Record<string, unknown> {
-  const identity = svc.get('identities', row.identityId as string);
+export function renderApiSessionFields(row: RowFor<'api-sessions'>, svc: Services): Record<string, unknown> {
+  const identity = svc.get('identities', row.identityId!);
   const cached = svc.sessions.lastActivityIso(row);
   return {
     authQueries: svc.sessions.authQueries(row),
@@ -82,7 +81,7 @@ export function renderApiSessionFields(row: Row, svc: Services): Record<string, 
     cachedLastActivityAt: cached,
     cachedUpdatedAt: cached,
     configTypes: row.configTypes ?? [],
-    identity: ref('identities', row.identityId as string, identity?.name as string | undefined),
+    identity: ref('identities', row.identityId!, identity?.name),
     identityId: row.identityId,
     improperClientCertChain: false,
     ipAddress: row.ipAddress ?? '',
@@ -96,7 +95,23 @@ export function renderApiSessionFields(row: Row, svc: Services): Record<string, 
   };
 }
 
-export const apiSessions = defineEntity({
+const apiSessionStoredFields = {
+  // never filterable: a `token contains` probe would read other sessions' tokens
+  token: { type: 'string', unique: true, filter: false },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  authenticatorId: { type: 'string', ref: { entity: 'authenticators', onDelete: 'cascade' } },
+  ipAddress: { type: 'string' },
+  configTypes: { type: 'string', set: true },
+  isMfaRequired: { type: 'bool' },
+  isMfaComplete: { type: 'bool' },
+  /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
+  extJwtPending: { type: 'string', filter: false },
+  // when the session last passed MFA (the MFA posture check's timeout counts from it)
+  mfaCompletedAt: { type: 'datetime' },
+  lastActivityAt: { type: 'datetime' },
+} as const satisfies EntityFields;
+
+export const apiSessions: Entity<'api-sessions', typeof apiSessionStoredFields> = defineEntity({
   name: 'api-sessions',
   type: 'apiSession',
   tag: 'API Session',
@@ -104,21 +119,7 @@ export const apiSessions = defineEntity({
   plural: 'APISessions',
   // OpenZiti files API sessions under the `ops` permission (api_session_router.go)
   permission: 'ops',
-  fields: {
-    // never filterable: a `token contains` probe would read other sessions' tokens
-    token: { type: 'string', unique: true, filter: false },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    authenticatorId: { type: 'string', ref: { entity: 'authenticators', onDelete: 'cascade' } },
-    ipAddress: { type: 'string' },
-    configTypes: { type: 'string', set: true },
-    isMfaRequired: { type: 'bool' },
-    isMfaComplete: { type: 'bool' },
-    /** The external JWT signer whose token the session still needs (auth policy `secondary.requireExtJwtSigner`). */
-    extJwtPending: { type: 'string', filter: false },
-    // when the session last passed MFA (the MFA posture check's timeout counts from it)
-    mfaCompletedAt: { type: 'datetime' },
-    lastActivityAt: { type: 'datetime' },
-  },
+  fields: apiSessionStoredFields,
   detail: apiSessionDetail,
   toApi: renderApiSessionFields,
   // activity and expiry move with every request
@@ -134,7 +135,7 @@ export function expireSessions(ctx: ApplyContext, args: { ids: string[]; cutoff:
   let n = 0;
   for (const id of args.ids) {
     const row = ctx.txn.get('api-sessions', id);
-    if (!row || (row.lastActivityAt as string) >= args.cutoff) continue;
+    if (!row || row.lastActivityAt! >= args.cutoff) continue;
     ctx.delete('api-sessions', id, at, true);
     n++;
   }
@@ -146,7 +147,7 @@ export function touchSessions(ctx: ApplyContext, args: { touches: [string, strin
   let n = 0;
   for (const [id, iso] of args.touches) {
     const row = ctx.txn.get('api-sessions', id);
-    if (!row || (row.lastActivityAt as string) >= iso) continue;
+    if (!row || row.lastActivityAt! >= iso) continue;
     ctx.update('api-sessions', id, { lastActivityAt: iso }, at, true);
     n++;
   }

@@ -1,9 +1,9 @@
-import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { tags } from './common.js';
+import type { RowFor } from './rows.js';
 
 const primaryCert = s.named(
   'authPolicyPrimaryCert',
@@ -143,7 +143,7 @@ function checkPolicy(svc: Services, primary: AuthPolicyPrimary, sec: Secondary):
 
 /** Whether the identity's policy allows a primary method (`extJwt` with the signer that issued the token). */
 export function isPrimaryAllowed(
-  policy: Row | undefined,
+  policy: RowFor<'auth-policies'> | undefined,
   method: 'updb' | 'cert' | 'extJwt',
   signerId?: string,
 ): boolean {
@@ -155,23 +155,25 @@ export function isPrimaryAllowed(
   return !allowed || allowed.length === 0 || (signerId !== undefined && allowed.includes(signerId));
 }
 
-export const authPolicies = defineEntity({
+const authPolicieFields = {
+  name: { type: 'string', unique: true, body: s.str(), api: true },
+  primary: { type: 'object' },
+  secondary: { type: 'object' },
+  /**
+   * Every signer the policy names (`allowedSigners` and `requireExtJwtSigner`): a restricting reference, so the
+   * store refuses a policy naming a missing signer and the delete of a named signer (409), both in apply.
+   */
+  signerIds: { type: 'string', set: true, ref: { entity: SIGNERS, onDelete: 'restrict' }, filter: false },
+} as const satisfies EntityFields;
+
+export const authPolicies: Entity<'auth-policies', typeof authPolicieFields> = defineEntity({
   name: 'auth-policies',
   type: 'authPolicy',
   tag: 'Auth Policy',
   singular: 'AuthPolicy',
   plural: 'AuthPolicies',
   permission: 'auth-policy',
-  fields: {
-    name: { type: 'string', unique: true, body: s.str(), api: true },
-    primary: { type: 'object' },
-    secondary: { type: 'object' },
-    /**
-     * Every signer the policy names (`allowedSigners` and `requireExtJwtSigner`): a restricting reference, so the
-     * store refuses a policy naming a missing signer and the delete of a named signer (409), both in apply.
-     */
-    signerIds: { type: 'string', set: true, ref: { entity: SIGNERS, onDelete: 'restrict' }, filter: false },
-  },
+  fields: authPolicieFields,
   detail: detailSchema(
     'authPolicyDetail',
     s.obj({ name: s.str(), primary, secondary }, ['name', 'primary', 'secondary']),

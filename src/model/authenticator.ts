@@ -1,5 +1,4 @@
-import type { Expect, Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { type ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { hashPassword } from '../auth/password.js';
@@ -8,6 +7,7 @@ import { s } from '../schema/s.js';
 import type { AuthPolicyPrimary } from './auth-policy.js';
 import { entityRef, ref, tags } from './common.js';
 import { guardAdminTarget } from './preconditions.js';
+import type { Expect, RowFor } from './rows.js';
 
 export const username = s.named('username', s.str({ minLength: 4, maxLength: 100 }));
 export const password = s.named('password', s.str({ minLength: 5, maxLength: 100 }));
@@ -38,7 +38,7 @@ export const authenticatorDetail = detailSchema(
 /** Checks a new password against the identity's auth policy (`primary.updb`). */
 export function checkPasswordPolicy(svc: Services, identityId: string, pw: string, field = 'password'): void {
   const identity = svc.get('identities', identityId);
-  const policy = identity ? svc.get('auth-policies', identity.authPolicyId as string) : undefined;
+  const policy = identity ? svc.get('auth-policies', identity.authPolicyId!) : undefined;
   const updb = (policy?.primary as AuthPolicyPrimary | undefined)?.updb;
   if (!updb) return;
   if (pw.length < updb.minPasswordLength) {
@@ -53,10 +53,10 @@ export function checkPasswordPolicy(svc: Services, identityId: string, pw: strin
 }
 
 /** The API view of an authenticator (secrets never leave: the password hash is not a field of it). */
-export function renderAuthenticatorFields(row: Row, svc: Services): Record<string, unknown> {
-  const identity = svc.get('identities', row.identityId as string);
+export function renderAuthenticatorFields(row: RowFor<'authenticators'>, svc: Services): Record<string, unknown> {
+  const identity = svc.get('identities', row.identityId!);
   const out: Record<string, unknown> = {
-    identity: ref('identities', row.identityId as string, identity?.name as string | undefined),
+    identity: ref('identities', row.identityId!, identity?.name),
     identityId: row.identityId,
     method: row.method,
     isIssuedByNetwork: row.isIssuedByNetwork ?? false,
@@ -74,33 +74,35 @@ export function renderAuthenticatorFields(row: Row, svc: Services): Record<strin
   return out;
 }
 
-export const authenticators = defineEntity({
+const authenticatorFields = {
+  method: { type: 'string', index: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  username: { type: 'string', unique: true },
+  password: { type: 'string', filter: false },
+  certPem: { type: 'string', filter: false },
+  fingerprint: { type: 'string', unique: true, conflictCode: 'CERT_IN_USE' },
+  /** `<identityId>:<method>`: an identity holds at most one authenticator per method. */
+  methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'MAX_AUTHENTICATOR_METHODS_REACHED' },
+  isIssuedByNetwork: { type: 'bool' },
+  /** Extension (docs/enrollment.md, "Extending a certificate"): requested by an admin, pending until verified. */
+  isExtendRequested: { type: 'bool' },
+  extendRequestedAt: { type: 'datetime' },
+  isKeyRollRequested: { type: 'bool' },
+  lastExtendRolledKeys: { type: 'bool' },
+  unverifiedCertPem: { type: 'string', filter: false },
+  unverifiedFingerprint: { type: 'string', filter: false },
+  /** The CA the certificate was enrolled through (ottca): deleting the CA deletes the authenticator. */
+  caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
+} as const satisfies EntityFields;
+
+export const authenticators: Entity<'authenticators', typeof authenticatorFields> = defineEntity({
   name: 'authenticators',
   type: 'authenticator',
   tag: 'Authenticator',
   singular: 'Authenticator',
   plural: 'Authenticators',
   permission: 'identity',
-  fields: {
-    method: { type: 'string', index: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    username: { type: 'string', unique: true },
-    password: { type: 'string', filter: false },
-    certPem: { type: 'string', filter: false },
-    fingerprint: { type: 'string', unique: true, conflictCode: 'CERT_IN_USE' },
-    /** `<identityId>:<method>`: an identity holds at most one authenticator per method. */
-    methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'MAX_AUTHENTICATOR_METHODS_REACHED' },
-    isIssuedByNetwork: { type: 'bool' },
-    /** Extension (docs/enrollment.md, "Extending a certificate"): requested by an admin, pending until verified. */
-    isExtendRequested: { type: 'bool' },
-    extendRequestedAt: { type: 'datetime' },
-    isKeyRollRequested: { type: 'bool' },
-    lastExtendRolledKeys: { type: 'bool' },
-    unverifiedCertPem: { type: 'string', filter: false },
-    unverifiedFingerprint: { type: 'string', filter: false },
-    /** The CA the certificate was enrolled through (ottca): deleting the CA deletes the authenticator. */
-    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
-  },
+  fields: authenticatorFields,
   detail: authenticatorDetail,
   create: s.named(
     'authenticatorCreate',
@@ -122,7 +124,7 @@ export const authenticators = defineEntity({
     delete: { permission: null },
   },
   beforeDelete(row, svc, caller): Expect[] {
-    const targetId = row.identityId as string;
+    const targetId = row.identityId!;
     return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);
   },
   async fromApi(body, { mode, svc, existing, caller, expect }) {
@@ -131,7 +133,7 @@ export const authenticators = defineEntity({
     const targetId = (existing?.identityId ?? body.identityId) as string;
     expect.push(...guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId));
     if (mode === 'create') {
-      const method = body.method as string;
+      const method = body.method;
       const identityId = body.identityId as string;
       if (method === 'updb') {
         const u = body.username as string | undefined;
@@ -180,7 +182,7 @@ export const authenticators = defineEntity({
 });
 
 /** 409 CAN_NOT_UPDATE_AUTHENTICATOR: an authenticator other than updb has no username or password to change. */
-export function notUpdatable(row: Row): ApiError {
+export function notUpdatable(row: RowFor<'authenticators'>): ApiError {
   return Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
     field: 'method',
     reason: `authenticator of method ${row.method} has no username or password`,
@@ -195,21 +197,21 @@ export function notUpdatable(row: Row): ApiError {
  */
 export async function updbChanges(
   svc: Services,
-  existing: Row,
+  existing: RowFor<'authenticators'>,
   body: { username?: unknown; password?: unknown },
 ): Promise<Record<string, unknown>> {
   if (existing.method !== 'updb' && (body.username != null || body.password != null)) throw notUpdatable(existing);
   const set: Record<string, unknown> = {};
   if (body.username != null) set.username = body.username;
   if (body.password != null) {
-    checkPasswordPolicy(svc, existing.identityId as string, body.password as string);
+    checkPasswordPolicy(svc, existing.identityId!, body.password as string);
     set.password = await hashPassword(body.password as string);
   }
   return set;
 }
 
 /** The caller's own authenticator `id`; another identity's is NOT_FOUND, as an unknown one (OpenZiti's ReadForIdentity). */
-export function ownAuthenticator(svc: Services, identityId: string, id: string): Row {
+export function ownAuthenticator(svc: Services, identityId: string, id: string): RowFor<'authenticators'> {
   const row = svc.get('authenticators', id);
   if (!row || row.identityId !== identityId)
     throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `authenticator with id ${id} not found` });

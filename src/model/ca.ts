@@ -4,7 +4,7 @@
  * `verificationToken`), then trusted for `ottca` enrollment and (with `isAuthEnabled`) certificate login.
  */
 import type { X509Certificate } from 'node:crypto';
-import { checkRoleAttributes, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
@@ -61,7 +61,7 @@ export function caCertificate(pem: unknown): X509Certificate {
   return cert;
 }
 
-export const cas = defineEntity({
+export const cas: Entity<'cas', typeof caFields> = defineEntity({
   name: 'cas',
   type: 'ca',
   tag: 'Certificate Authority',
@@ -146,8 +146,8 @@ export const cas = defineEntity({
     const out = { ...copied };
     if (out.externalIdClaim !== undefined && out.externalIdClaim !== null) {
       // PATCH changes the claim's supplied fields only (OpenZiti merges them)
-      const before = mode === 'patch' ? (existing?.externalIdClaim as ExternalIdClaim | null | undefined) : null;
-      out.externalIdClaim = { ...(before ?? {}), ...(out.externalIdClaim as ExternalIdClaim) };
+      const before = mode === 'patch' ? existing?.externalIdClaim : null;
+      out.externalIdClaim = { ...(before ?? {}), ...out.externalIdClaim };
       checkExternalIdClaim(out.externalIdClaim as ExternalIdClaim);
     }
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');

@@ -1,4 +1,5 @@
 import { type Schema, s } from '../schema/s.js';
+import type { EntityName } from './index.js';
 
 /**
  * The stored `configs` of an entity that names configs (services, routers): config ids, cleared from the list when
@@ -95,7 +96,7 @@ export function listEnvelope<T>(name: string, detail: Schema<T>) {
   return s.named(name, s.obj({ data: s.arr(detail), meta }, ['meta', 'data']));
 }
 
-/** `{ entity, id, name, _links }` pointing at another resource. */
-export function ref(entity: string, id: string, name: string | undefined): Record<string, unknown> {
+/** `{ entity, id, name, _links }` pointing at another resource (its name, when it has one). */
+export function ref(entity: EntityName, id: string, name: string | null | undefined): Record<string, unknown> {
   return { _links: { self: { href: `./${entity}/${id}` } }, entity, id, name: name ?? '' };
 }

@@ -27,7 +27,7 @@ const configTypeFields = {
   target: { type: 'string', index: true, api: true, default: null },
 } as const satisfies EntityFields;
 
-export const configTypes = defineEntity({
+export const configTypes: Entity<'config-types', typeof configTypeFields> = defineEntity({
   name: 'config-types',
   type: 'configType',
   tag: 'Config',

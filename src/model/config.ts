@@ -5,6 +5,7 @@ import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { checkAgainstSchema } from '../schema/user-schema.js';
 import { entityRef, ref, tags } from './common.js';
+import type { RowFor } from './rows.js';
 import { services } from './service.js';
 
 const data = s.map(true);
@@ -17,13 +18,13 @@ const configFields = {
 } as const satisfies EntityFields;
 
 /** The config type row, or 400 on `configTypeId` (OpenZiti: "invalid config type"). */
-function configTypeOf(svc: Services, id: unknown): Row {
+function configTypeOf(svc: Services, id: unknown): RowFor<'config-types'> {
   const type = typeof id === 'string' ? svc.get('config-types', id) : undefined;
   if (!type) throw fieldError('configTypeId', 'invalid config type', id);
   return type;
 }
 
-export const configs = defineEntity({
+export const configs: Entity<'configs', typeof configFields> = defineEntity({
   name: 'configs',
   type: 'config',
   tag: 'Config',
@@ -50,9 +51,9 @@ export const configs = defineEntity({
   ),
   update: s.named('configUpdate', s.obj({ data, name: s.str(), tags }, ['name', 'data'])),
   patch: s.named('configPatch', s.obj({ data, name: s.str(), tags })),
-  toApi: (row, svc) => {
+  toApi: (row, svc): Record<string, unknown> => {
     const type = svc.get('config-types', row.configTypeId!);
-    return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
+    return { configType: ref('config-types', row.configTypeId!, type?.name) };
   },
   relations: [
     {
@@ -72,7 +73,7 @@ export const configs = defineEntity({
     const out = { ...copied };
     if (mode === 'create') out.configTypeId = type.id;
     if ('data' in out) {
-      const err = checkAgainstSchema((type.schema as Record<string, unknown>) ?? {}, out.data, 'data');
+      const err = checkAgainstSchema(type.schema ?? {}, out.data, 'data');
       if (err) throw fieldError(err.field, err.reason, err.value);
     }
     return out;

@@ -4,12 +4,13 @@
  * `oidc.redirectUris` and `oidc.postLogoutUris`; Keel stores and serves them (it has no OIDC endpoint yet).
  */
 import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { controllerRows } from '../ops/cluster.js';
 import { s } from '../schema/s.js';
 import { tags } from './common.js';
+import type { RowFor } from './rows.js';
 
 export const GLOBAL_SETTINGS_ID = 'global';
 /** OpenZiti's wildcard controller id: no settings may be stored under it. */
@@ -26,7 +27,7 @@ export type OidcSettings = { redirectUris?: string[]; postLogoutUris?: string[] 
 const OIDC_KEYS = ['redirectUris', 'postLogoutUris'] as const;
 
 /** The settings object of a row: `{oidc: {...}}` with the lists it holds. */
-export function settingsOf(row: Row | undefined): { oidc: OidcSettings } {
+export function settingsOf(row: RowFor<'controller-settings'> | undefined): { oidc: OidcSettings } {
   const oidc = (row?.oidc as OidcSettings | null | undefined) ?? {};
   const out: OidcSettings = {};
   for (const k of OIDC_KEYS) if (Array.isArray(oidc[k])) out[k] = [...oidc[k]];
@@ -34,7 +35,10 @@ export function settingsOf(row: Row | undefined): { oidc: OidcSettings } {
 }
 
 /** Global merged with a controller's own: each setting the controller sets overrides the global one. */
-export function mergeSettings(global: Row | undefined, instance: Row | undefined): { oidc: OidcSettings } {
+export function mergeSettings(
+  global: RowFor<'controller-settings'> | undefined,
+  instance: RowFor<'controller-settings'> | undefined,
+): { oidc: OidcSettings } {
   const merged = settingsOf(global);
   const own = settingsOf(instance).oidc;
   for (const k of OIDC_KEYS) if (own[k] !== undefined) merged.oidc[k] = own[k];
@@ -46,16 +50,18 @@ export function isController(svc: Services, id: string): boolean {
   return controllerRows(svc).some((r) => r.id === id);
 }
 
-export const controllerSettingsEntity = defineEntity({
+const controllerSettingsFields = {
+  oidc: { type: 'object', filter: false },
+} as const satisfies EntityFields;
+
+export const controllerSettingsEntity: Entity<'controller-settings', typeof controllerSettingsFields> = defineEntity({
   name: 'controller-settings',
   type: 'controllerSetting',
   tag: 'Settings',
   singular: 'ControllerSetting',
   plural: 'ControllerSettings',
   permission: 'controller-setting',
-  fields: {
-    oidc: { type: 'object', filter: false },
-  },
+  fields: controllerSettingsFields,
   detail: detailSchema('controllerSettingDetail', controllerSettings),
   create: s.named(
     'controllerSettingCreate',

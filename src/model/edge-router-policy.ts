@@ -7,7 +7,7 @@ import { definePolicy, roleIndexName } from './policy.js';
 const index = (field: string) => roleIndexName('edge-router-policies', field);
 
 /** Edge router policies: which identities may connect through which edge routers. */
-export const edgeRouterPolicies = definePolicy({
+export const edgeRouterPolicies: Entity<'edge-router-policies'> = definePolicy({
   name: 'edge-router-policies',
   type: 'edgeRouterPolicy',
   tag: 'Edge Router Policy',

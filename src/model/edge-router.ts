@@ -1,4 +1,3 @@
-import type { Command, Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -20,6 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentView,
 } from './router-enrollment.js';
+import type { Command, RowFor } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
@@ -107,7 +107,11 @@ export function routerRowOf(id: string, body: Record<string, unknown>, at: strin
 }
 
 /** What a change of the shared fields on the router row (`/routers/{id}`) brings to its edge router. */
-export function edgeRouterFollows(edge: Row, shared: Record<string, unknown>, at: string): Command[] {
+export function edgeRouterFollows(
+  edge: RowFor<'edge-routers'>,
+  shared: Record<string, unknown>,
+  at: string,
+): Command[] {
   if (Object.keys(shared).length === 0) return [];
   const out: Command[] = [{ op: 'update', entity: 'edge-routers', id: edge.id, set: shared, at }];
   if (edge.isTunnelerEnabled === true && typeof shared.name === 'string' && shared.name !== edge.name) {
@@ -117,7 +121,7 @@ export function edgeRouterFollows(edge: Row, shared: Record<string, unknown>, at
 }
 
 /** What deleting the router row of an edge router (`DELETE /routers/{id}`) deletes with it. */
-export function edgeRouterGone(edge: Row, at: string): Command[] {
+export function edgeRouterGone(edge: RowFor<'edge-routers'>, at: string): Command[] {
   return [
     ...(edge.isTunnelerEnabled === true ? tunnelerOff(edge.id, at) : []),
     { op: 'delete', entity: 'edge-routers', id: edge.id, at, ifExists: true },
@@ -186,7 +190,7 @@ export const edgeRouterDetail = detailSchema(
   ),
 );
 
-export const edgeRouters = defineEntity({
+export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defineEntity({
   name: 'edge-routers',
   type: 'edgeRouter',
   tag: 'Edge Router',
@@ -230,14 +234,14 @@ export const edgeRouters = defineEntity({
   // the connection state (online, hostname, protocols, version) is this controller's router presence
   // (src/routers/presence.ts); the enrollment is an `enrollments` row, what it yields (fingerprint, certificate,
   // verified) is on the router row of the same id (src/model/transit-router.ts)
-  toApi: (row, svc) => {
+  toApi: (row, svc): Record<string, unknown> => {
     const router = svc.get('transit-routers', row.id);
     const state = routerPresenceOf(svc).state(row.id);
     return {
       arch: state.versionInfo?.arch ?? '',
       buildDate: state.versionInfo?.buildDate ?? '',
-      certPem: (router?.certPem as string | undefined) ?? null,
-      fingerprint: (router?.fingerprint as string | undefined) ?? '',
+      certPem: router?.certPem ?? null,
+      fingerprint: router?.fingerprint ?? '',
       hostname: state.hostname,
       isOnline: state.isOnline,
       isVerified: router?.isVerified === true,

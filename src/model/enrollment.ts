@@ -1,5 +1,4 @@
-import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { signEnrollmentJwt } from '../pki/enrollment-jwt.js';
@@ -7,6 +6,7 @@ import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
 import { entityRef, ref } from './common.js';
 import { usernameFree } from './preconditions.js';
+import type { RowFor } from './rows.js';
 
 /** How far ahead an enrollment may expire (Keel's bound; OpenZiti's default window is 180 minutes). */
 export const MAX_ENROLLMENT_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
@@ -25,7 +25,7 @@ export async function enrollmentFields(
 }
 
 /** What identifies whom an enrollment enrolls: the identity, the edge router or the transit router. */
-export function enrollmentSubject(row: Row): string {
+export function enrollmentSubject(row: RowFor<'enrollments'>): string {
   return (row.identityId ?? row.edgeRouterId ?? row.transitRouterId) as string;
 }
 
@@ -86,33 +86,35 @@ export const enrollmentDetail = detailSchema(
   ),
 );
 
+const enrollmentStoredFields = {
+  method: { type: 'string', index: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
+  /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
+  edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
+  /** The transit router a `trott` enrollment enrolls (deleting the router deletes it). */
+  transitRouterId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' } },
+  token: { type: 'string', unique: true, filter: false },
+  expiresAt: { type: 'datetime' },
+  jwt: { type: 'string', filter: false },
+  username: { type: 'string', unique: true },
+  /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
+  caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
+  /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
+  methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
+} as const satisfies EntityFields;
+
 /**
  * Outstanding enrollments of identities (one-time token, or username/password), created with the identity or over
  * `/enrollments`; the client's enroll operations consume them (src/auth/enrollment.ts, docs/enrollment.md).
  */
-export const enrollments = defineEntity({
+export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> = defineEntity({
   name: 'enrollments',
   type: 'enrollment',
   tag: 'Enrollment',
   singular: 'Enrollment',
   plural: 'Enrollments',
   permission: 'enrollment',
-  fields: {
-    method: { type: 'string', index: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' } },
-    /** The edge router an `erott` enrollment enrolls (deleting the router deletes it). */
-    edgeRouterId: { type: 'string', ref: { entity: 'edge-routers', onDelete: 'cascade' } },
-    /** The transit router a `trott` enrollment enrolls (deleting the router deletes it). */
-    transitRouterId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' } },
-    token: { type: 'string', unique: true, filter: false },
-    expiresAt: { type: 'datetime' },
-    jwt: { type: 'string', filter: false },
-    username: { type: 'string', unique: true },
-    /** The CA of an `ottca` enrollment: deleting the CA deletes the enrollment. */
-    caId: { type: 'string', ref: { entity: 'cas', onDelete: 'cascade' } },
-    /** `<identityId>:<method>`: one outstanding enrollment per method and identity. */
-    methodKey: { type: 'string', unique: true, filter: false, conflictCode: 'ENROLLMENT_EXISTS' },
-  },
+  fields: enrollmentStoredFields,
   detail: enrollmentDetail,
   create: s.named(
     'enrollmentCreate',
@@ -137,19 +139,19 @@ export const enrollments = defineEntity({
       method: row.method,
       token: row.token,
     };
-    const identityId = row.identityId as string | undefined;
+    const identityId = row.identityId;
     if (identityId) {
-      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name as string | undefined);
+      out.identity = ref('identities', identityId, svc.get('identities', identityId)?.name);
       out.identityId = identityId;
     }
-    const routerId = row.edgeRouterId as string | undefined;
+    const routerId = row.edgeRouterId;
     if (routerId) {
-      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name as string | undefined);
+      out.edgeRouter = ref('edge-routers', routerId, svc.get('edge-routers', routerId)?.name);
       out.edgeRouterId = routerId;
     }
-    const transitId = row.transitRouterId as string | undefined;
+    const transitId = row.transitRouterId;
     if (transitId) {
-      const name = svc.get('transit-routers', transitId)?.name as string | undefined;
+      const name = svc.get('transit-routers', transitId)?.name;
       out.transitRouter = ref('transit-routers', transitId, name);
       out.transitRouterId = transitId;
     }
@@ -189,30 +191,32 @@ export const enrollments = defineEntity({
 export function identityEnrollments(svc: Services, identityId: string): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const id of svc.store.lookup('enrollments', 'identityId', identityId)) {
-    const e = svc.get('enrollments', id) as Row;
+    const e = svc.get('enrollments', id)!;
     const block: Record<string, unknown> = { expiresAt: e.expiresAt, id: e.id, jwt: e.jwt, token: e.token };
     if (e.caId) {
       block.caId = e.caId;
-      block.ca = ref('cas', e.caId as string, svc.get('cas', e.caId as string)?.name as string | undefined);
+      block.ca = ref('cas', e.caId, svc.get('cas', e.caId)?.name);
     }
-    out[e.method as string] = block;
+    out[e.method!] = block;
   }
   return out;
 }
 
+const controllerKeyFields = {
+  kid: { type: 'string', filter: false },
+  alg: { type: 'string', filter: false },
+  privateJwk: { type: 'object', filter: false },
+  publicJwk: { type: 'object', filter: false },
+} as const satisfies EntityFields;
+
 /** Controller signing keys (replicated, never served). */
-export const controllerKeys = defineEntity({
+export const controllerKeys: Entity<'controller-keys', typeof controllerKeyFields> = defineEntity({
   name: 'controller-keys',
   type: 'controllerKey',
   tag: 'Internal',
   singular: 'ControllerKey',
   plural: 'ControllerKeys',
-  fields: {
-    kid: { type: 'string', filter: false },
-    alg: { type: 'string', filter: false },
-    privateJwk: { type: 'object', filter: false },
-    publicJwk: { type: 'object', filter: false },
-  },
+  fields: controllerKeyFields,
   detail: s.named('controllerKeyDetail', s.obj({})),
   toApi: () => ({}),
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },

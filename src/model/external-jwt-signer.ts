@@ -1,4 +1,4 @@
-import { defineEntity, detailSchema, type EntityFields, type RowOf } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields, type RowOf } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
@@ -95,7 +95,7 @@ function checkUrl(field: string, value: unknown): void {
   }
 }
 
-export const externalJwtSigners = defineEntity({
+export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFields> = defineEntity({
   name: 'external-jwt-signers',
   type: 'externalJwtSigner',
   tag: 'External JWT Signer',

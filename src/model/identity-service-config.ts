@@ -1,4 +1,4 @@
-import { defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { s } from '../schema/s.js';
 import { entityRef } from './common.js';
 
@@ -26,17 +26,18 @@ export const serviceConfigDetail = s.named(
 );
 
 /** Stored only: served by `/identities/{id}/service-configs` (src/ops/service-configs.ts). */
-export const identityServiceConfigs = defineEntity({
-  name: 'identity-service-configs',
-  type: 'identityServiceConfig',
-  tag: 'Identity',
-  singular: 'IdentityServiceConfig',
-  plural: 'IdentityServiceConfigs',
-  permission: 'identity',
-  fields: identityServiceConfigFields,
-  detail: detailSchema('identityServiceConfigDetail', serviceConfigDetail),
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
-});
+export const identityServiceConfigs: Entity<'identity-service-configs', typeof identityServiceConfigFields> =
+  defineEntity({
+    name: 'identity-service-configs',
+    type: 'identityServiceConfig',
+    tag: 'Identity',
+    singular: 'IdentityServiceConfig',
+    plural: 'IdentityServiceConfigs',
+    permission: 'identity',
+    fields: identityServiceConfigFields,
+    detail: detailSchema('identityServiceConfigDetail', serviceConfigDetail),
+    operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
+  });
 
 /** The unique slot of an identity's config for a service and a config type. */
 export function serviceConfigSlot(identityId: string, serviceId: string, configTypeId: string): string {

@@ -4,21 +4,23 @@
  * the setting, replicated like any row, and has no data plane to trace yet. No CRUD operations: the row is written by
  * the trace operation and goes with its identity.
  */
-import { defineEntity } from '../api/entity.js';
+import { defineEntity, type Entity, type EntityFields } from '../api/entity.js';
 import { s } from '../schema/s.js';
 
-export const identityTraces = defineEntity({
+const identityTraceFields = {
+  identityId: { type: 'string', unique: true, ref: { entity: 'identities', onDelete: 'cascade' } },
+  traceId: { type: 'string', filter: false },
+  until: { type: 'datetime' },
+  channels: { type: 'string', set: true, filter: false },
+} as const satisfies EntityFields;
+
+export const identityTraces: Entity<'identity-traces', typeof identityTraceFields> = defineEntity({
   name: 'identity-traces',
   type: 'identityTrace',
   tag: 'Tracing',
   singular: 'IdentityTrace',
   plural: 'IdentityTraces',
-  fields: {
-    identityId: { type: 'string', unique: true, ref: { entity: 'identities', onDelete: 'cascade' } },
-    traceId: { type: 'string', filter: false },
-    until: { type: 'datetime' },
-    channels: { type: 'string', set: true, filter: false },
-  },
+  fields: identityTraceFields,
   detail: s.obj({}),
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
 });

@@ -1,9 +1,10 @@
-import type { Command, Expect, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
   defineEntity,
   detailSchema,
+  type Entity,
   type EntityFields,
   type RowOf,
 } from '../api/entity.js';
@@ -17,6 +18,7 @@ import { attributes, entityRef, envInfo, ref, sdkInfo, tags } from './common.js'
 import { enrollmentFields, enrollments, identityEnrollments as enrollmentsOf, ottcaCaId } from './enrollment.js';
 import { identityPolicyRelations } from './identity-relations.js';
 import { callerIsAdmin, guardAdminTarget, usernameFree } from './preconditions.js';
+import type { Command, Expect, RowFor } from './rows.js';
 
 export const PERMISSIONS = [
   'admin_readonly',
@@ -132,7 +134,7 @@ function typeIdOf(type: unknown, mode: 'create' | 'update' | 'patch', svc: Servi
 }
 
 /** Whether the identity is disabled now (a disable with an expiry lapses by itself). */
-export function isDisabled(row: Row, nowMs: number): boolean {
+export function isDisabled(row: RowFor<'identities'>, nowMs: number): boolean {
   if (!row.disabledAt) return false;
   return !row.disabledUntil || Date.parse(row.disabledUntil as string) > nowMs;
 }
@@ -149,7 +151,7 @@ function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, u
   }
   const disabled = isDisabled(row, svc.clock.now());
   return {
-    authPolicy: ref('auth-policies', row.authPolicyId!, policy?.name as string | undefined),
+    authPolicy: ref('auth-policies', row.authPolicyId!, policy?.name),
     authenticators,
     disabled,
     disabledAt: disabled ? (row.disabledAt ?? null) : null,
@@ -158,7 +160,7 @@ function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, u
     enrollment: enrollmentsOf(svc, row.id),
     hasApiSession: svc.store.lookup('api-sessions', 'identityId', row.id).length > 0,
     hasEdgeRouterConnection: false,
-    type: ref('identity-types', row.typeId!, type?.name as string | undefined),
+    type: ref('identity-types', row.typeId!, type?.name),
   };
 }
 
@@ -201,7 +203,7 @@ type IdentityRow = RowOf<typeof identityFields>;
 /** Fields shared by create, update and patch bodies: the writable stored fields, `tags`, and the wire `type`. */
 const writable = { ...bodyFieldsOf(identityFields), type: identityType };
 
-export const identities = defineEntity({
+export const identities: Entity<'identities', typeof identityFields> = defineEntity({
   name: 'identities',
   type: 'identity',
   tag: 'Identity',
@@ -250,7 +252,7 @@ export const identities = defineEntity({
   // enrollment tokens and JWTs are credentials: only admins see them
   redact: (data) => {
     const enrollment: Record<string, unknown> = {};
-    for (const [method, e] of Object.entries((data.enrollment as Record<string, Record<string, unknown>>) ?? {})) {
+    for (const [method, e] of Object.entries(data.enrollment ?? {})) {
       const { jwt: _jwt, token: _token, ...rest } = e;
       enrollment[method] = rest;
     }

@@ -20,6 +20,7 @@ import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
 import { applyRevocation, revocations } from './revocation.js';
+import type { EntityRows } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
@@ -72,7 +73,7 @@ export const CUSTOM_COMMANDS = {
   applyRevocation,
 };
 
-export function buildSchema(): Schema {
+export function buildSchema(): Schema<EntityRows> {
   return new Schema(
     ENTITIES.map((e) => e.def),
     CUSTOM_COMMANDS,

@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { generateSecret, generateURI, verify } from 'otplib';
-import type { ApplyContext } from '../../storage/schema.js';
-import { fail, type Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { fail } from '../../storage/types.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 /**
  * TOTP MFA enrollments, one per identity (RFC 6238: SHA-1, 6 digits, 30 s — what authenticator apps expect).
@@ -27,26 +27,28 @@ export const detailMfa = detailSchema(
   s.obj({ isVerified: s.bool(), provisioningUrl: s.str(), recoveryCodes: s.arr(s.str()) }, ['isVerified']),
 );
 
-export const mfas = defineEntity({
+const mfaFields = {
+  identityId: {
+    type: 'string',
+    unique: true,
+    ref: { entity: 'identities', onDelete: 'cascade' },
+    conflictCode: 'MFA_EXISTS',
+  },
+  isVerified: { type: 'bool' },
+  secret: { type: 'string', filter: false },
+  recoveryCodes: { type: 'string', set: true, filter: false },
+  /** The time step of the last TOTP a login used: a code is accepted once (useTotp). */
+  lastTimeStep: { type: 'number', filter: false },
+} as const satisfies EntityFields;
+
+export const mfas: Entity<'mfas', typeof mfaFields> = defineEntity({
   name: 'mfas',
   type: 'mfa',
   tag: 'MFA',
   singular: 'Mfa',
   plural: 'Mfas',
   permission: 'identity',
-  fields: {
-    identityId: {
-      type: 'string',
-      unique: true,
-      ref: { entity: 'identities', onDelete: 'cascade' },
-      conflictCode: 'MFA_EXISTS',
-    },
-    isVerified: { type: 'bool' },
-    secret: { type: 'string', filter: false },
-    recoveryCodes: { type: 'string', set: true, filter: false },
-    /** The time step of the last TOTP a login used: a code is accepted once (useTotp). */
-    lastTimeStep: { type: 'number', filter: false },
-  },
+  fields: mfaFields,
   detail: detailMfa,
   // served only through the current-identity and identity MFA operations (src/ops/mfa.ts)
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
@@ -68,7 +70,7 @@ export function provisioningUrl(secret: string, identityName: string): string {
 }
 
 /** The identity's MFA row, if any. */
-export function mfaOf(svc: Services, identityId: string): Row | undefined {
+export function mfaOf(svc: Services, identityId: string): RowFor<'mfas'> | undefined {
   const ids = svc.store.lookup('mfas', 'identityId', identityId);
   return ids.length === 1 ? svc.get('mfas', ids[0]!) : undefined;
 }
@@ -83,7 +85,7 @@ export async function totpStep(svc: Services, secret: string, code: string): Pro
       epoch: Math.floor(svc.clock.now() / 1000),
       epochTolerance: TOLERANCE_S,
     });
-    return r.valid && 'timeStep' in r ? (r.timeStep as number) : null;
+    return r.valid && 'timeStep' in r ? r.timeStep : null;
   } catch {
     return null;
   }
@@ -100,7 +102,13 @@ function refuseCode(mfaId: string): never {
 }
 
 /** Spends a code of the enrollment (`set` records it) and completes the API session's MFA. */
-function spendCode(ctx: ApplyContext, mfa: Row, set: Record<string, unknown>, sessionId: string, at: string): void {
+function spendCode(
+  ctx: ApplyContext,
+  mfa: RowFor<'mfas'>,
+  set: Record<string, unknown>,
+  sessionId: string,
+  at: string,
+): void {
   ctx.update('mfas', mfa.id, set, at, true);
   if (ctx.txn.get('api-sessions', sessionId))
     ctx.update('api-sessions', sessionId, { isMfaComplete: true, mfaCompletedAt: at }, at, true);
@@ -117,7 +125,7 @@ export function useTotp(
   at: string,
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
-  if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {
+  if (mfa?.isVerified !== true || (mfa.lastTimeStep ?? -1) >= args.timeStep) {
     refuseCode(args.mfaId);
   }
   spendCode(ctx, mfa, { lastTimeStep: args.timeStep }, args.sessionId, at);
@@ -133,7 +141,7 @@ export function useRecoveryCode(
   at: string,
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
-  const codes = (mfa?.recoveryCodes as string[] | undefined) ?? [];
+  const codes = mfa?.recoveryCodes ?? [];
   if (mfa?.isVerified !== true || !codes.includes(args.code)) refuseCode(args.mfaId);
   spendCode(ctx, mfa, { recoveryCodes: codes.filter((c) => c !== args.code) }, args.sessionId, at);
 }

@@ -20,6 +20,7 @@ import type { RelationSpec } from '../api/relations.js';
 import type { Services } from '../api/services.js';
 import { type Schema, s } from '../schema/s.js';
 import { roles } from './common.js';
+import type { EntityName } from './index.js';
 
 export const dialBind = s.named('dialBind', s.enum(['Dial', 'Bind', 'Invalid'] as const));
 export const semantic = s.named('semantic', s.enum(['AllOf', 'AnyOf'] as const));
@@ -33,11 +34,11 @@ export interface RoleList {
   /** The policy field, e.g. `identityRoles`. */
   field: string;
   /** The selected entity type (`identities`, `services`, `edge-routers`); null: not an entity Keel stores yet. */
-  entity: string | null;
+  entity: EntityName | null;
 }
 
 /** The name of the derived index of one role list of a policy type, e.g. `service-policies.identityRoles`. */
-export function roleIndexName(policies: string, field: string): string {
+export function roleIndexName(policies: EntityName, field: string): string {
   return `${policies}.${field}`;
 }
 
@@ -64,7 +65,11 @@ export function checkRoles(field: string, values: unknown): string[] {
 }
 
 /** `*RolesDisplay`: `{role, name}` per entry; `@id` shows `@<name>` of the entity (its id if it is gone). */
-export function rolesDisplay(svc: Services, entity: string | null, values: unknown): { role: string; name: string }[] {
+export function rolesDisplay(
+  svc: Services,
+  entity: EntityName | null,
+  values: unknown,
+): { role: string; name: string }[] {
   const out: { role: string; name: string }[] = [];
   for (const role of (values as string[] | null | undefined) ?? []) {
     if (!role.startsWith('@') || entity === null) {
@@ -72,7 +77,7 @@ export function rolesDisplay(svc: Services, entity: string | null, values: unkno
       continue;
     }
     const row = svc.store.get(entity, role.slice(1));
-    out.push({ role, name: `@${(row?.name as string | undefined) ?? role.slice(1)}` });
+    out.push({ role, name: `@${row?.name ?? role.slice(1)}` });
   }
   return out;
 }
@@ -110,7 +115,7 @@ export interface PolicySpec<N extends string> {
 }
 
 /** A policy type's declaration: CRUD, role validation, displays, and one role index per role list. */
-export function definePolicy<const N extends string>(spec: PolicySpec<N>) {
+export function definePolicy<const N extends EntityName>(spec: PolicySpec<N>) {
   const fields: EntityFields = {
     name: { type: 'string', unique: true, body: s.str(), api: true },
     semantic: { type: 'string', body: semantic, api: true, default: 'AllOf' },
@@ -146,7 +151,7 @@ export function definePolicy<const N extends string>(spec: PolicySpec<N>) {
     patch: s.named(`${spec.schemaBase}Patch`, s.obj(body)),
     relations: spec.relations,
     derived: spec.roleLists
-      .filter((l): l is RoleList & { entity: string } => l.entity !== null)
+      .filter((l): l is RoleList & { entity: EntityName } => l.entity !== null)
       .map(
         (l) => () =>
           new RoleIndex({
@@ -180,7 +185,7 @@ export function definePolicy<const N extends string>(spec: PolicySpec<N>) {
 export function relationsThrough(o: {
   /** The policy type: its declaration and collection name. */
   policy: () => Entity;
-  policyName: string;
+  policyName: EntityName;
   /** The role list that selects the parent entity, and the one that selects the listed far-side entities. */
   near: string;
   far: string;

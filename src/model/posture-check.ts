@@ -3,12 +3,12 @@
  * type-specific fields depend on `typeId` (the spec's discriminated bodies). Service policies select them through
  * `postureCheckRoles`; src/model/posture.ts evaluates them against what clients report.
  */
-import type { Row } from '../../storage/types.js';
-import { checkRoleAttributes, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { semantic } from './policy.js';
+import type { RowFor } from './rows.js';
 
 export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'MFA', 'PROCESS_MULTI'] as const;
 export type PostureCheckType = (typeof POSTURE_CHECK_TYPES)[number];
@@ -178,7 +178,7 @@ function checkTypeFields(type: PostureCheckType, out: Record<string, unknown>): 
 }
 
 /** Renders the fields of the check's own type (those of other types are not part of its detail). */
-function renderTypeFields(row: Row): Record<string, unknown> {
+function renderTypeFields(row: RowFor<'posture-checks'>): Record<string, unknown> {
   const type = row.typeId as PostureCheckType;
   const out: Record<string, unknown> = {};
   for (const f of TYPE_FIELDS[type]?.fields ?? []) out[f] = row[f] ?? MFA_DEFAULTS[f] ?? null;
@@ -195,7 +195,7 @@ export const postureCheckDetail = detailSchema(
   ]),
 );
 
-export const postureChecks = defineEntity({
+export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> = defineEntity({
   name: 'posture-checks',
   type: 'postureCheck',
   tag: 'Posture Checks',

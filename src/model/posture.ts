@@ -5,11 +5,11 @@
  * reads the API session itself (stored, replicated): MFA complete, and completed within the check's timeout.
  */
 import type { RoleIndex } from '../../storage/role-index.js';
-import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { ServiceAccess } from './access.js';
 import { roleIndexName } from './policy.js';
 import { type PostureCheckType, parseVersionRange } from './posture-check.js';
+import type { RowFor } from './rows.js';
 
 /** API sessions whose posture data one node keeps (the least recently reporting one is dropped beyond it). */
 export const MAX_POSTURE_SESSIONS = 100_000;
@@ -158,7 +158,12 @@ export interface CheckResult {
 }
 
 /** One posture check against one API session's data at `now_ms`. */
-export function evaluateCheck(check: Row, session: Row, data: SessionPosture | undefined, now_ms: number): CheckResult {
+export function evaluateCheck(
+  check: RowFor<'posture-checks'>,
+  session: RowFor<'api-sessions'>,
+  data: SessionPosture | undefined,
+  now_ms: number,
+): CheckResult {
   const noTimeout = (isPassing: boolean): CheckResult => ({ isPassing, timeout_s: -1, timeoutRemaining_s: -1 });
   switch (check.typeId as PostureCheckType) {
     case 'OS': {
@@ -174,16 +179,14 @@ export function evaluateCheck(check: Row, session: Row, data: SessionPosture | u
     case 'PROCESS':
       return noTimeout(processPasses(data, check.process as ProcessCriteria));
     case 'PROCESS_MULTI': {
-      const list = (check.processes as ProcessCriteria[] | undefined) ?? [];
+      const list = check.processes ?? [];
       const each = list.map((p) => processPasses(data, p));
       return noTimeout(check.semantic === 'AnyOf' ? each.some(Boolean) : each.length > 0 && each.every(Boolean));
     }
     case 'DOMAIN':
-      return noTimeout(
-        data?.domain !== undefined && ((check.domains as string[] | undefined) ?? []).includes(data.domain.domain),
-      );
+      return noTimeout(data?.domain !== undefined && (check.domains ?? []).includes(data.domain.domain));
     case 'MAC': {
-      const wanted = (check.macAddresses as string[] | undefined) ?? [];
+      const wanted = check.macAddresses ?? [];
       return noTimeout((data?.mac?.addresses ?? []).some((m) => wanted.includes(m)));
     }
     case 'MFA':
@@ -201,9 +204,14 @@ export const MFA_PROMPT_GRACE_S = 300;
  * `promptOnUnlock`, a wake / unlock reported after the MFA leaves a grace period (OpenZiti's 5 minutes) to pass MFA
  * again; `timeoutRemaining` is the nearer of the two ends.
  */
-function evaluateMfa(check: Row, session: Row, data: SessionPosture | undefined, now_ms: number): CheckResult {
-  const timeout_s = (check.timeoutSeconds as number | undefined) ?? -1;
-  const passedAt = session.mfaCompletedAt as string | undefined;
+function evaluateMfa(
+  check: RowFor<'posture-checks'>,
+  session: RowFor<'api-sessions'>,
+  data: SessionPosture | undefined,
+  now_ms: number,
+): CheckResult {
+  const timeout_s = check.timeoutSeconds ?? -1;
+  const passedAt = session.mfaCompletedAt;
   if (session.isMfaComplete !== true || !passedAt) return { isPassing: false, timeout_s, timeoutRemaining_s: 0 };
   const passed_ms = Date.parse(passedAt);
   const ends_ms: number[] = [];
@@ -223,23 +231,23 @@ function evaluateMfa(check: Row, session: Row, data: SessionPosture | undefined,
 const SP_CHECKS = roleIndexName('service-policies', 'postureCheckRoles');
 
 /** The posture checks a service policy requires (its `postureCheckRoles`, through the role index). */
-export function policyChecks(svc: Services, policyId: string): Row[] {
+export function policyChecks(svc: Services, policyId: string): RowFor<'posture-checks'>[] {
   const index = svc.store.derived.get<RoleIndex>(SP_CHECKS);
   return [...index.targetsOf(policyId)]
     .sort()
     .map((id) => svc.get('posture-checks', id))
-    .filter((r): r is Row => r !== undefined);
+    .filter((r) => r !== undefined);
 }
 
 export interface PolicyPosture {
   policyId: string;
   policyType: 'Dial' | 'Bind';
   isPassing: boolean;
-  checks: { check: Row; result: CheckResult }[];
+  checks: { check: RowFor<'posture-checks'>; result: CheckResult }[];
 }
 
 /** Every granting policy of a service access with its checks evaluated for the caller's API session. */
-export function evaluateAccess(svc: Services, access: ServiceAccess, session: Row): PolicyPosture[] {
+export function evaluateAccess(svc: Services, access: ServiceAccess, session: RowFor<'api-sessions'>): PolicyPosture[] {
   const data = postureCacheOf(svc).sessions.get(session.id);
   const now_ms = svc.clock.now();
   const one = (policyId: string, policyType: 'Dial' | 'Bind'): PolicyPosture => {
@@ -253,7 +261,7 @@ export function evaluateAccess(svc: Services, access: ServiceAccess, session: Ro
 }
 
 /** A posture query as the client's service view shows it (OpenZiti's `postureQuery`). */
-export function renderQuery(check: Row, result: CheckResult): Record<string, unknown> {
+export function renderQuery(check: RowFor<'posture-checks'>, result: CheckResult): Record<string, unknown> {
   const type = check.typeId as PostureCheckType;
   const out: Record<string, unknown> = {
     _links: { self: { href: `./posture-checks/${check.id}` } },

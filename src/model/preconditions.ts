@@ -1,9 +1,9 @@
+import type { Expect } from './rows.js';
 /**
  * Conditions on state that handlers check before proposing and that apply checks again (storage `Expect`): on a
  * cluster member the state a handler sees may lag the log, so apply decides.
  */
 
-import type { Expect } from '../../storage/types.js';
 import { unauthorized } from '../api/errors.js';
 import type { Caller } from '../api/op.js';
 

@@ -5,13 +5,13 @@
  * identity's sessions (IDENTITY) or the session itself (API_SESSION). Everything created later in log order is
  * newer than the revocation and stays valid, which is OpenZiti's rule ("tokens issued before the revocation").
  */
-import type { ApplyContext } from '../../storage/schema.js';
-import { assert, type Command } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { assert } from '../../storage/types.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { endSessions } from '../auth/lockout.js';
 import { s } from '../schema/s.js';
 import { tags } from './common.js';
+import type { ApplyContext, Command } from './rows.js';
 
 export const REVOCATION_TYPES = ['JTI', 'IDENTITY', 'API_SESSION'] as const;
 const revocationType = s.named('revocationTypeEnum', s.enum(REVOCATION_TYPES));
@@ -26,17 +26,19 @@ export const MAX_EXPIRED_REMOVED = 1000;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const revocations = defineEntity({
+const revocationFields = {
+  type: { type: 'string', index: true, api: true },
+  expiresAt: { type: 'datetime', api: true },
+} as const satisfies EntityFields;
+
+export const revocations: Entity<'revocations', typeof revocationFields> = defineEntity({
   name: 'revocations',
   type: 'revocation',
   tag: 'Revocation',
   singular: 'Revocation',
   plural: 'Revocations',
   permission: 'revocation',
-  fields: {
-    type: { type: 'string', index: true, api: true },
-    expiresAt: { type: 'datetime', api: true },
-  },
+  fields: revocationFields,
   detail: detailSchema(
     'revocationDetail',
     s.obj({ expiresAt: s.datetime(), type: revocationType }, ['type', 'expiresAt']),
@@ -68,7 +70,7 @@ export const revocations = defineEntity({
     const expired: string[] = [];
     for (const row of svc.store.collection('revocations').scan()) {
       if (expired.length >= MAX_EXPIRED_REMOVED) break;
-      if ((row.expiresAt as string) <= at) expired.push(row.id);
+      if (row.expiresAt! <= at) expired.push(row.id);
     }
     return [{ op: 'custom', name: 'applyRevocation', args: { id, type: body.type, expired }, at }];
   },
@@ -87,7 +89,7 @@ export function applyRevocation(
   for (const rid of args.expired) {
     // the handler's list, checked against the state the command meets
     const row = ctx.txn.get('revocations', rid);
-    if (row && rid !== args.id && (row.expiresAt as string) <= at) ctx.delete('revocations', rid, at, true);
+    if (row && rid !== args.id && row.expiresAt! <= at) ctx.delete('revocations', rid, at, true);
   }
   if (args.type === 'IDENTITY') return endSessions(ctx, args.id, at);
   if (args.type === 'API_SESSION' && ctx.txn.get('api-sessions', args.id)) {

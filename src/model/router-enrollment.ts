@@ -5,11 +5,12 @@
  * enrollment (src/auth/router-enrollment.ts). What enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
  * kept on the router's `transit-routers` row, which every router has (docs/routers.md).
  */
-import { assert, type Command, type Row } from '../../storage/types.js';
+import { assert } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { DEFAULT_ENROLLMENT_DURATION_MS } from '../pki/enrollment-jwt.js';
 import { shortId } from '../util/ids.js';
 import { tokenFields } from './enrollment.js';
+import type { Command, RowFor } from './rows.js';
 
 /** Edge router one-time-token enrollment (OpenZiti's `erott`). */
 export const ROUTER_ENROLL_METHOD = 'erott';
@@ -38,7 +39,7 @@ export async function routerEnrollmentCommand(
 }
 
 /** The outstanding enrollment of a router (edge or transit: the ids are shared), or undefined. */
-export function routerEnrollmentOf(svc: Services, routerId: string): Row | undefined {
+export function routerEnrollmentOf(svc: Services, routerId: string): RowFor<'enrollments'> | undefined {
   for (const method of [ROUTER_ENROLL_METHOD, TRANSIT_ROUTER_ENROLL_METHOD] as const) {
     for (const id of svc.store.lookup('enrollments', ROUTER_KEY[method], routerId)) {
       const row = svc.get('enrollments', id);

@@ -6,7 +6,7 @@ import { services } from './service.js';
 const index = (field: string) => roleIndexName('service-edge-router-policies', field);
 
 /** Service edge router policies: which services may be reached through which edge routers. */
-export const serviceEdgeRouterPolicies = definePolicy({
+export const serviceEdgeRouterPolicies: Entity<'service-edge-router-policies'> = definePolicy({
   name: 'service-edge-router-policies',
   type: 'serviceEdgeRouterPolicy',
   tag: 'Service Edge Router Policy',

@@ -8,7 +8,7 @@ import { services } from './service.js';
 const index = (field: string) => roleIndexName('service-policies', field);
 
 /** Service policies: which identities may dial or bind which services and which posture checks they require. */
-export const servicePolicies = definePolicy({
+export const servicePolicies: Entity<'service-policies'> = definePolicy({
   name: 'service-policies',
   type: 'servicePolicy',
   tag: 'Service Policy',

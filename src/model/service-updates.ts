@@ -5,7 +5,7 @@
  * identities' role attributes. That is coarser than OpenZiti's per-identity refresh map, so a client may refresh
  * when nothing of its own changed, never the reverse.
  */
-import type { Change, Store } from '../../storage/store.js';
+import { type Change, onChanges, type Store } from './rows.js';
 
 const SOURCES = new Set([
   'services',
@@ -20,8 +20,8 @@ const SOURCES = new Set([
 function affectsServices(c: Change): boolean {
   if (SOURCES.has(c.entity)) return true;
   if (c.entity !== 'identities') return false;
-  const before = (c.before?.roleAttributes as string[] | undefined) ?? [];
-  const after = (c.after?.roleAttributes as string[] | undefined) ?? [];
+  const before = c.before?.roleAttributes ?? [];
+  const after = c.after?.roleAttributes ?? [];
   return before.length !== after.length || before.some((a, i) => a !== after[i]);
 }
 
@@ -35,10 +35,10 @@ export function lastServiceChangeMs(store: Store, clock: { now(): number }): num
   let tracker = trackers.get(store);
   if (!tracker) {
     const created = { lastChangeAt_ms: clock.now() };
-    store.onPublish((changes) => {
+    onChanges(store, (changes) => {
       for (const c of changes) {
         if (!affectsServices(c)) continue;
-        const at = Date.parse((c.after?.updatedAt as string | undefined) ?? '');
+        const at = Date.parse(c.after?.updatedAt ?? '');
         created.lastChangeAt_ms = Math.max(created.lastChangeAt_ms, Number.isNaN(at) ? clock.now() : at);
       }
     });

@@ -17,6 +17,7 @@ import { configs } from './config.js';
 import { edgeRouters } from './edge-router.js';
 import { identities } from './identity.js';
 import { dialBind, relationsThrough } from './policy.js';
+import type { RowFor } from './rows.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 import { servicePolicies } from './service-policy.js';
 import { renderClientTerminator, terminatorClientDetail, terminators } from './terminator.js';
@@ -90,7 +91,7 @@ function checkConfigs(svc: Services, ids: string[]): string[] {
   for (const id of unique) {
     const config = svc.get('configs', id);
     if (!config) throw fieldError('configs', `no config found with id ${id}`, id);
-    const type = svc.get('config-types', config.configTypeId as string);
+    const type = svc.get('config-types', config.configTypeId!);
     if (type && type.target !== 'service') {
       throw fieldError('configs', `config ${id} is of type ${String(type.name)}, which is not a service config`, id);
     }
@@ -115,7 +116,7 @@ function checkConfigs(svc: Services, ids: string[]): string[] {
  */
 export function configMap(
   svc: Services,
-  service: Row,
+  service: RowFor<'services'>,
   types: readonly string[],
   identityId?: string,
 ): Record<string, unknown> {
@@ -127,11 +128,11 @@ export function configMap(
         .lookup('identity-service-configs', 'identityId', identityId)
         .map((id) => svc.get('identity-service-configs', id)!)
         .filter((r) => r.serviceId === service.id)
-        .map((r) => r.configId as string)
+        .map((r) => r.configId!)
     : [];
-  for (const id of [...((service.configs as string[] | undefined) ?? []), ...own.sort()]) {
+  for (const id of [...(service.configs ?? []), ...own.sort()]) {
     const config = svc.get('configs', id);
-    const type = config && svc.get('config-types', config.configTypeId as string);
+    const type = config && svc.get('config-types', config.configTypeId!);
     if (!config || !type) continue;
     if (all || types.includes(type.id) || types.includes(type.name as string)) out[type.name as string] = config.data;
   }
@@ -157,10 +158,10 @@ export function askedConfigTypes(ctx: OpContext<unknown>): string[] {
     .flatMap((v) => v.split(','))
     .filter((v) => v !== '');
   if (asked.length > 0) return asked;
-  return (ctx.caller?.session.configTypes as string[] | undefined) ?? [];
+  return ctx.caller?.session.configTypes ?? [];
 }
 
-export const services = defineEntity({
+export const services: Entity<'services', typeof serviceFields> = defineEntity({
   name: 'services',
   type: 'service',
   tag: 'Service',

@@ -1,11 +1,11 @@
-import type { Row } from '../../storage/types.js';
-import { defineEntity, detailSchema } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import type { Services } from '../api/services.js';
 import { sessionEdgeRouters } from '../routers/session-routers.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
 import { commonEdgeRouterProperties } from './edge-router.js';
 import { dialBind } from './policy.js';
+import type { RowFor } from './rows.js';
 
 export const sessionEdgeRouter = s.named(
   'sessionEdgeRouter',
@@ -33,21 +33,30 @@ export const sessionDetail = detailSchema(
  * What a session shows beyond its stored fields. `edgeRouters` lists the routers online on this controller that
  * the session's identity and service may use, with their listener URLs (src/routers/session-routers.ts).
  */
-function renderSession(row: Row, svc: Services): Record<string, unknown> {
-  const service = svc.get('services', row.serviceId as string);
+function renderSession(row: RowFor<'sessions'>, svc: Services): Record<string, unknown> {
+  const service = svc.get('services', row.serviceId!);
   return {
-    apiSession: ref('api-sessions', row.apiSessionId as string, ''),
-    edgeRouters: sessionEdgeRouters(svc, row.identityId as string, row.serviceId as string),
-    service: ref('services', row.serviceId as string, service?.name as string | undefined),
+    apiSession: ref('api-sessions', row.apiSessionId!, ''),
+    edgeRouters: sessionEdgeRouters(svc, row.identityId!, row.serviceId!),
+    service: ref('services', row.serviceId!, service?.name),
   };
 }
+
+const sessionFields = {
+  // a bearer credential: never filterable
+  token: { type: 'string', unique: true, filter: false, api: true },
+  apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' }, api: true },
+  identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' }, api: true },
+  serviceId: { type: 'string', ref: { entity: 'services', onDelete: 'cascade' }, api: true },
+  type: { type: 'string', index: true, api: true },
+} as const satisfies EntityFields;
 
 /**
  * A service session: an API session's permission to dial or bind one service (created on the client API only when
  * a service policy grants it and an edge router may carry it). It ends with its API session, its identity or its
  * service.
  */
-export const sessions = defineEntity({
+export const sessions: Entity<'sessions', typeof sessionFields> = defineEntity({
   name: 'sessions',
   type: 'session',
   tag: 'Session',
@@ -55,14 +64,7 @@ export const sessions = defineEntity({
   plural: 'Sessions',
   // as API sessions (OpenZiti files sessions with the operational data)
   permission: 'ops',
-  fields: {
-    // a bearer credential: never filterable
-    token: { type: 'string', unique: true, filter: false, api: true },
-    apiSessionId: { type: 'string', ref: { entity: 'api-sessions', onDelete: 'cascade' }, api: true },
-    identityId: { type: 'string', ref: { entity: 'identities', onDelete: 'cascade' }, api: true },
-    serviceId: { type: 'string', ref: { entity: 'services', onDelete: 'cascade' }, api: true },
-    type: { type: 'string', index: true, api: true },
-  },
+  fields: sessionFields,
   detail: sessionDetail,
   // shows this controller's router presence, which changes without a write
   cacheable: () => false,

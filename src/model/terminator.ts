@@ -6,11 +6,12 @@
  * are set on create only (a later `service` is ignored), and the secret is never shown.
  */
 import type { Row } from '../../storage/types.js';
-import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields } from '../api/entity.js';
+import { bodyFieldsOf, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { s } from '../schema/s.js';
 import { entityRef, ref } from './common.js';
+import type { RowFor } from './rows.js';
 
 export const terminatorCost = s.named('terminatorCost', s.int({ minimum: 0, maximum: 65535 }));
 export const terminatorPrecedence = s.named('terminatorPrecedence', s.enum(['default', 'required', 'failed'] as const));
@@ -74,13 +75,13 @@ export const terminatorClientDetail = detailSchema(
   ]),
 );
 
-function serviceRef(svc: Services, row: Row): Record<string, unknown> {
-  const id = row.serviceId as string;
-  return ref('services', id, svc.get('services', id)?.name as string | undefined);
+function serviceRef(svc: Services, row: RowFor<'terminators'>): Record<string, unknown> {
+  const id = row.serviceId!;
+  return ref('services', id, svc.get('services', id)?.name);
 }
 
 /** The client's rendering of a terminator. */
-export function renderClientTerminator(row: Row, svc: Services): Record<string, unknown> {
+export function renderClientTerminator(row: RowFor<'terminators'>, svc: Services): Record<string, unknown> {
   return {
     _links: { self: { href: `./terminators/${row.id}` } },
     createdAt: row.createdAt,
@@ -113,7 +114,7 @@ function nonEmpty(out: Record<string, unknown>, field: 'binding' | 'address'): v
   }
 }
 
-export const terminators = defineEntity({
+export const terminators: Entity<'terminators', typeof terminatorFields> = defineEntity({
   name: 'terminators',
   type: 'terminator',
   tag: 'Terminator',
@@ -134,10 +135,10 @@ export const terminators = defineEntity({
   update: s.named('terminatorUpdate', s.obj(writable, required)),
   patch: s.named('terminatorPatch', s.obj(writable)),
   toApi: (row, svc): Record<string, unknown> => {
-    const routerId = row.routerId as string;
+    const routerId = row.routerId!;
     return {
       service: serviceRef(svc, row),
-      router: ref('transit-routers', routerId, svc.get('transit-routers', routerId)?.name as string | undefined),
+      router: ref('transit-routers', routerId, svc.get('transit-routers', routerId)?.name),
       // the part of the cost routers report from their circuits: none yet
       dynamicCost: 0,
     };

@@ -6,7 +6,15 @@
  * `enrollments` row) on create; what any router's enrollment yields (`fingerprint`, `certPem`, `isVerified`) is
  * kept on its row here (src/model/router-enrollment.ts, src/auth/router-enrollment.ts).
  */
-import { bodyFieldsOf, defineEntity, detailSchema, type EntityFields, getRow, type WriteMode } from '../api/entity.js';
+import {
+  bodyFieldsOf,
+  defineEntity,
+  detailSchema,
+  type Entity,
+  type EntityFields,
+  getRow,
+  type WriteMode,
+} from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerPresenceOf } from '../routers/presence.js';
@@ -79,7 +87,7 @@ function checkRouterConfigs(svc: Services, ids: string[]): string[] {
   for (const id of ids) {
     const config = svc.get('configs', id);
     if (!config) throw fieldError('configs', `no config found with id ${id}`, id);
-    const type = svc.get('config-types', config.configTypeId as string);
+    const type = svc.get('config-types', config.configTypeId!);
     if (type?.target !== 'router') {
       throw fieldError('configs', `config ${id} is of type ${String(type?.name)}, which is not a router config`, id);
     }
@@ -105,7 +113,7 @@ function routerFromApi(mode: WriteMode, svc: Services, copied: Record<string, un
   return out;
 }
 
-export const transitRouters = defineEntity({
+export const transitRouters: Entity<'transit-routers', typeof routerFields> = defineEntity({
   name: 'transit-routers',
   type: 'router',
   tag: 'Router',

@@ -1,4 +1,3 @@
-import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { notFound } from '../api/errors.js';
 import { type ListResult, listQuery, listResponse, mapResult } from '../api/list.js';
@@ -15,6 +14,7 @@ import {
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
 import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouters } from '../model/edge-router.js';
 import { evaluateAccess, renderQuery } from '../model/posture.js';
+import type { RowFor } from '../model/rows.js';
 import { configMap, serviceDetail, services } from '../model/service.js';
 import { lastServiceChangeMs } from '../model/service-updates.js';
 import { s } from '../schema/s.js';
@@ -32,10 +32,10 @@ import { sessionOps } from './sessions.js';
  * `postureQueries` entry per granting policy: its posture checks evaluated for the caller's API session
  * (src/model/posture.ts).
  */
-function renderForCaller(ctx: OpContext<unknown>, row: Row, access: ServiceAccess): string {
+function renderForCaller(ctx: OpContext<unknown>, row: RowFor<'services'>, access: ServiceAccess): string {
   const svc: Services = ctx.svc;
   const asked = ctx.req.query.getAll('configTypes');
-  const types = asked.length > 0 ? asked : ((ctx.caller!.session.configTypes as string[] | undefined) ?? []);
+  const types = asked.length > 0 ? asked : (ctx.caller!.session.configTypes ?? []);
   const postureQueries = evaluateAccess(svc, access, ctx.caller!.session).map((p) => ({
     isPassing: p.isPassing,
     policyId: p.policyId,
@@ -51,7 +51,7 @@ function renderForCaller(ctx: OpContext<unknown>, row: Row, access: ServiceAcces
 }
 
 /** An edge router as the client API shows it: its common properties (with the base fields for a list item). */
-function routerForClient(svc: Services, row: Row, withBase: boolean): Record<string, unknown> {
+function routerForClient(svc: Services, row: RowFor<'edge-routers'>, withBase: boolean): Record<string, unknown> {
   const full = edgeRouters.render(row, svc);
   const out: Record<string, unknown> = {};
   const keys = [

@@ -65,15 +65,15 @@ export function adviceOps(): OpDef<unknown>[] {
         const common = [...identityRouters].filter((id) => serviceRouters.has(id)).sort();
         return ok({
           commonRouters: common.map((id) => ({
-            ...ref('edge-routers', id, svc.get('edge-routers', id)?.name as string | undefined),
+            ...ref('edge-routers', id, svc.get('edge-routers', id)?.name),
             isOnline: routerPresenceOf(svc).state(id).isOnline,
           })),
-          identity: ref('identities', identity.id, identity.name as string),
+          identity: ref('identities', identity.id, identity.name!),
           identityId: identity.id,
           identityRouterCount: identityRouters.size,
           isBindAllowed: (access?.bind.length ?? 0) > 0,
           isDialAllowed: (access?.dial.length ?? 0) > 0,
-          service: ref('services', service.id, service.name as string),
+          service: ref('services', service.id, service.name!),
           serviceId: service.id,
           serviceRouterCount: serviceRouters.size,
         });

@@ -1,4 +1,3 @@
-import type { Command, Row } from '../../storage/types.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
@@ -13,6 +12,7 @@ import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty, envInfo, sdkInfo } from '../model/common.js';
 import { isDisabled } from '../model/identity.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { type SchemaNode, s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { extendHeaders } from './extend.js';
@@ -33,7 +33,7 @@ const authenticateBody = s.named(
 export const currentApiSessionEnvelope = detailEnvelope('currentApiSessionDetailEnvelope', currentApiSessionDetail);
 
 /** The current-session representation: the API session plus `expiresAt`/`expirationSeconds`. */
-export function renderCurrentSession(row: Row, svc: Services): Record<string, unknown> {
+export function renderCurrentSession(row: RowFor<'api-sessions'>, svc: Services): Record<string, unknown> {
   return {
     _links: { self: { href: './current-api-session' } },
     createdAt: row.createdAt,
@@ -76,7 +76,7 @@ async function passwordLogin(
   svc: Services,
   body: { username?: unknown; password?: unknown } | undefined,
   source: string,
-): Promise<{ identity: Row; authenticator: Row } | null> {
+): Promise<{ identity: RowFor<'identities'>; authenticator: RowFor<'authenticators'> } | null> {
   const username = body?.username;
   const password = body?.password;
   if (typeof username !== 'string' || typeof password !== 'string') return null;
@@ -86,15 +86,15 @@ async function passwordLogin(
     await verifyAgainstDummy(password, { source });
     return null;
   }
-  const owner = svc.get('identities', authenticator.identityId as string);
+  const owner = svc.get('identities', authenticator.identityId!);
   const admin = owner?.isAdmin === true;
-  if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {
+  if (!(await verifyPassword(authenticator.password!, password, { source, admin }))) {
     if (owner) await onFailedPassword(svc, owner);
     return null;
   }
-  const identity = svc.get('identities', authenticator.identityId as string);
+  const identity = svc.get('identities', authenticator.identityId!);
   if (!identity || isDisabled(identity, svc.clock.now())) return null;
-  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId as string), 'updb')) return null;
+  if (!isPrimaryAllowed(svc.get('auth-policies', identity.authPolicyId!), 'updb')) return null;
   return { identity, authenticator };
 }
 
@@ -141,7 +141,11 @@ export function authenticationOps(): OpDef<unknown>[] {
           const res = ok(renderCurrentSession(byCert.bound, svc));
           return { ...res, headers: { ...res.headers, 'zt-session': byCert.bound.token as string } };
         }
-        const login: { identity: Row; authenticator?: Row; signer?: Row } | null =
+        const login: {
+          identity: RowFor<'identities'>;
+          authenticator?: RowFor<'authenticators'>;
+          signer?: RowFor<'external-jwt-signers'>;
+        } | null =
           method === 'ext-jwt'
             ? await gated(jwtLane(), () => extJwtLogin(svc, req.headers))
             : byCert
@@ -152,7 +156,7 @@ export function authenticationOps(): OpDef<unknown>[] {
         const at = svc.nowIso();
         const id = shortId();
         const token = uuid();
-        const policy = svc.get('auth-policies', identity.authPolicyId as string);
+        const policy = svc.get('auth-policies', identity.authPolicyId!);
         const mfaRequired =
           identity.isMfaEnabled === true ||
           (policy?.secondary as { requireTotp?: boolean } | undefined)?.requireTotp === true;

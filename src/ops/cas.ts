@@ -60,7 +60,7 @@ export function caOps(): OpDef<unknown>[] {
       responses: { 200: { description: 'The result is the JWT text to validate the CA' } },
       handler: async ({ params, svc }) => {
         const row = svc.require('cas', params.id!);
-        const jwt = await signCaJwt(svc, { id: row.id, createdAt: row.createdAt as string });
+        const jwt = await signCaJwt(svc, { id: row.id, createdAt: row.createdAt });
         return { status: 200, headers: { 'content-type': 'application/jwt' }, body: jwt };
       },
     }),

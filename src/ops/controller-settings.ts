@@ -3,7 +3,7 @@
  * controller (global merged with its own), and update, patch and delete, which OpenZiti's spec serves on
  * `/controller-settings/{id}/effective`.
  */
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
@@ -18,6 +18,7 @@ import {
   oidcSettings,
   settingsOf,
 } from '../model/controller-setting.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 const ENTITY = 'controller-settings';
@@ -39,7 +40,7 @@ function notFound(id: string) {
 }
 
 /** The stored row of `id`; the global row may be absent in a store initialised before Keel had settings. */
-function settingsRow(svc: Services, id: string): Row | undefined {
+function settingsRow(svc: Services, id: string): RowFor<'controller-settings'> | undefined {
   return svc.get(ENTITY, id);
 }
 
@@ -111,10 +112,10 @@ export function controllerSettingOps(): OpDef<unknown>[] {
         // a controller without settings of its own has the global ones; an id that is neither is not found
         if (!own && id !== GLOBAL_SETTINGS_ID && !isController(svc, id)) throw notFound(id);
         const basis = own ?? global;
-        const at = (basis?.updatedAt as string | undefined) ?? new Date(0).toISOString();
+        const at = basis?.updatedAt ?? new Date(0).toISOString();
         const out: Record<string, unknown> = {
           _links: { self: { href: `./controller-settings/${id}/effective` } },
-          createdAt: (basis?.createdAt as string | undefined) ?? at,
+          createdAt: basis?.createdAt ?? at,
           id,
           tags: basis?.tags ?? {},
           updatedAt: at,

@@ -45,7 +45,7 @@ export function enrollmentOps(): OpDef<unknown>[] {
         const row = svc.require('enrollments', params.id!);
         const expiresAtMs = checkedExpiry(svc, body.expiresAt);
         // a new token: the old token and JWT enroll nothing any more
-        const fresh = await enrollmentFields(svc, enrollmentSubject(row), row.method as string, expiresAtMs);
+        const fresh = await enrollmentFields(svc, enrollmentSubject(row), row.method!, expiresAtMs);
         const { token, jwt, expiresAt } = fresh;
         // the write applies only to the enrollment the token was read from (deleted or used meanwhile: 404)
         await svc.write({
@@ -80,7 +80,7 @@ export function enrollmentOps(): OpDef<unknown>[] {
       handler: async ({ params, body, svc }) => {
         const authenticator = svc.require('authenticators', params.id!);
         const expiresAtMs = checkedExpiry(svc, body.expiresAt);
-        const identityId = authenticator.identityId as string;
+        const identityId = authenticator.identityId!;
         const { method, extra } = revertedMethod(authenticator);
         const data = { ...(await enrollmentFields(svc, identityId, method, expiresAtMs)), ...extra };
         const id = shortId();

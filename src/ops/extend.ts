@@ -5,13 +5,13 @@
  * it back (`…/extend-verify`).
  */
 import { X509Certificate } from 'node:crypto';
-import type { Row } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import { caBundle, signCsrOrRefuse } from '../auth/enrollment.js';
 import { ownAuthenticator } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 
@@ -30,12 +30,12 @@ const identityExtendValidateEnrollmentRequest = s.named(
 const identityExtendCerts = s.named('identityExtendCerts', s.obj({ ca: s.str(), clientCert: s.str() }));
 
 /** Response headers of a cert login whose authenticator has an extension requested (OpenZiti's, REFERENCE §1). */
-export function extendHeaders(authenticator: Row): Record<string, string> {
+export function extendHeaders(authenticator: RowFor<'authenticators'>): Record<string, string> {
   return authenticator.isExtendRequested === true ? { [EXTEND_REQUESTED_HEADER]: 'true' } : {};
 }
 
 /** A network-issued cert authenticator; anything else cannot be extended (409 CAN_NOT_UPDATE_AUTHENTICATOR). */
-function extendable(row: Row): Row {
+function extendable(row: RowFor<'authenticators'>): RowFor<'authenticators'> {
   if (row.method !== 'cert' || row.isIssuedByNetwork !== true) {
     throw Errors.CAN_NOT_UPDATE_AUTHENTICATOR({
       field: 'method',
@@ -141,7 +141,7 @@ export function extendOps(): OpDef<unknown>[] {
         const expect = [
           {
             check: 'eq' as const,
-            entity: 'authenticators',
+            entity: 'authenticators' as const,
             id: row.id,
             field: 'unverifiedFingerprint',
             value: fingerprint,

@@ -1,9 +1,9 @@
-import type { Row } from '../../storage/types.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpDef, op } from '../api/op.js';
 import type { Services } from '../api/services.js';
 import { baseEntity, listEnvelope } from '../model/common.js';
 import { externalJwtSigners } from '../model/external-jwt-signer.js';
+import type { RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 /** What a client may know of a signer before it logs in (client.yml `clientExternalJwtSignerDetail`). */
@@ -25,7 +25,7 @@ const clientSignerDetail = s.named(
   ),
 );
 
-function renderForClient(row: Row): string {
+function renderForClient(row: RowFor<'external-jwt-signers'>): string {
   return JSON.stringify({
     _links: { self: { href: `./external-jwt-signers/${row.id}` } },
     createdAt: row.createdAt,

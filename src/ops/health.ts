@@ -1,8 +1,8 @@
 import type { Router } from '../../http/router.js';
-import type { Store } from '../../storage/store.js';
 import type { RouteMeta } from '../api/register.js';
 import { ok } from '../api/respond.js';
 import type { Clock } from '../api/services.js';
+import type { Store } from '../model/rows.js';
 
 /** Where OpenZiti serves its health checks (its `health-checks` API binding); no session needed. */
 export const HEALTH_PATH = '/health-checks';

@@ -1,9 +1,9 @@
-import type { Command } from '../../storage/types.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { okEmpty } from '../api/respond.js';
 import { empty } from '../model/common.js';
 import { guardAdminTarget } from '../model/preconditions.js';
+import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 /** A disable longer than ten years is an indefinite one: say 0. */

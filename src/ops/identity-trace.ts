@@ -49,7 +49,13 @@ export function identityTraceOps(): OpDef<unknown>[] {
         const identity = svc.require('identities', params.id!);
         const at = svc.nowIso();
         // a trace row's id is its identity's: the previous one is replaced in the same batch (or removed)
-        const clear = { op: 'delete' as const, entity: 'identity-traces', id: identity.id, at, ifExists: true };
+        const clear = {
+          op: 'delete' as const,
+          entity: 'identity-traces' as const,
+          id: identity.id,
+          at,
+          ifExists: true,
+        };
         if (body.enabled !== true) {
           await svc.write(clear);
           return ok({ enabled: false });

@@ -5,6 +5,7 @@ import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { listEnvelope as listEnvelopeResponse, okJson } from '../api/respond.js';
 import { detailEnvelope, meta } from '../model/common.js';
 import { identities, identityDetail } from '../model/identity.js';
+import type { EntityName } from '../model/index.js';
 import { s } from '../schema/s.js';
 import { identityStatusOps } from './identity-status.js';
 
@@ -21,7 +22,7 @@ const NO_LIMIT = -1;
 export function roleAttributeOp(
   path: string,
   operationId: string,
-  entity: string,
+  entity: EntityName,
   field: string,
   permission: string,
 ): OpDef<unknown> {

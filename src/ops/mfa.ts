@@ -1,6 +1,5 @@
 import { dataEnvelope } from '../../http/errors.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
-import type { Command, Row } from '../../storage/types.js';
 import { detailSchema } from '../api/entity.js';
 import { ApiError, Errors } from '../api/errors.js';
 import { type ApiName, type Caller, type OpDef, op } from '../api/op.js';
@@ -17,6 +16,7 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
+import type { Command, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { qrPng } from '../util/qr.js';
@@ -60,7 +60,7 @@ function invalidToken(): ApiError {
 }
 
 /** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
-function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): Row {
+function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): RowFor<'mfas'> {
   const mfa = mfaOf(svc, caller.identity.id);
   if (!mfa || (verified === true && mfa.isVerified !== true)) {
     throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: 'mfa for the current identity not found' });
@@ -69,18 +69,18 @@ function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): Row {
 }
 
 /** A verified enrollment for the login-time operations: 409 MFA_NOT_ENROLLED otherwise. */
-function requireEnrolled(svc: Services, identityId: string): Row {
+function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
   const mfa = mfaOf(svc, identityId);
   if (mfa?.isVerified !== true) throw Errors.MFA_NOT_ENROLLED();
   return mfa;
 }
 
-async function requireTotp(svc: Services, mfa: Row, code: string): Promise<void> {
-  if (!(await isValidTotp(svc, mfa.secret as string, code))) throw invalidToken();
+async function requireTotp(svc: Services, mfa: RowFor<'mfas'>, code: string): Promise<void> {
+  if (!(await isValidTotp(svc, mfa.secret!, code))) throw invalidToken();
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
-function removeMfa(svc: Services, mfa: Row): Command {
+function removeMfa(svc: Services, mfa: RowFor<'mfas'>): Command {
   const at = svc.nowIso();
   return {
     op: 'batch',
@@ -89,7 +89,7 @@ function removeMfa(svc: Services, mfa: Row): Command {
       {
         op: 'update',
         entity: 'identities',
-        id: mfa.identityId as string,
+        id: mfa.identityId!,
         set: { isMfaEnabled: false },
         at,
         system: true,
@@ -98,7 +98,7 @@ function removeMfa(svc: Services, mfa: Row): Command {
   };
 }
 
-function renderMfa(mfa: Row, identity: Row): Record<string, unknown> {
+function renderMfa(mfa: RowFor<'mfas'>, identity: RowFor<'identities'>): Record<string, unknown> {
   const out: Record<string, unknown> = {
     _links: { self: { href: SELF } },
     createdAt: mfa.createdAt,
@@ -108,7 +108,7 @@ function renderMfa(mfa: Row, identity: Row): Record<string, unknown> {
     isVerified: mfa.isVerified === true,
   };
   if (mfa.isVerified !== true) {
-    out.provisioningUrl = provisioningUrl(mfa.secret as string, identity.name as string);
+    out.provisioningUrl = provisioningUrl(mfa.secret!, identity.name!);
     out.recoveryCodes = mfa.recoveryCodes ?? [];
   }
   return out;
@@ -181,7 +181,7 @@ export function mfaOps(): OpDef<unknown>[] {
         if (mfa.isVerified === true) {
           throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: 'the mfa enrollment is already verified' });
         }
-        const png = qrPng(provisioningUrl(mfa.secret as string, caller!.identity.name as string));
+        const png = qrPng(provisioningUrl(mfa.secret!, caller!.identity.name!));
         return { status: 200, headers: { 'content-type': 'image/png', 'cache-control': 'no-store' }, body: png };
       },
     }),
@@ -200,7 +200,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = mfaOf(svc, caller!.identity.id);
         if (!mfa) throw Errors.MFA_ENROLLMENT_NOT_STARTED();
         if (mfa.isVerified === true) throw Errors.MFA_EXISTS();
-        const timeStep = await totpStep(svc, mfa.secret as string, body.code.trim());
+        const timeStep = await totpStep(svc, mfa.secret!, body.code.trim());
         if (timeStep === null) throw invalidToken();
         const at = svc.nowIso();
         // the session that proved the code has passed MFA; the code is spent
@@ -307,7 +307,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = requireOwnMfa(svc, caller!);
         if (mfa.isVerified === true) {
           const code = validationCode(req, body as { code?: string } | undefined);
-          const recovery = ((mfa.recoveryCodes as string[] | undefined) ?? []).includes(code.toUpperCase());
+          const recovery = (mfa.recoveryCodes ?? []).includes(code.toUpperCase());
           if (!recovery) await requireTotp(svc, mfa, code);
         }
         await svc.write(removeMfa(svc, mfa));
@@ -331,7 +331,7 @@ export function mfaOps(): OpDef<unknown>[] {
         const mfa = requireEnrolled(svc, identity.id);
         const code = body.code.trim();
         const at = svc.nowIso();
-        const timeStep = await totpStep(svc, mfa.secret as string, code);
+        const timeStep = await totpStep(svc, mfa.secret!, code);
         try {
           await svc.write(
             timeStep !== null

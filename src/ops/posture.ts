@@ -1,5 +1,4 @@
 import { dataEnvelope } from '../../http/errors.js';
-import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
@@ -17,6 +16,7 @@ import {
   postureResponseCreate,
   postureResponseEnvelope,
 } from '../model/posture-wire.js';
+import type { RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
 type ResponseBody = {
@@ -83,7 +83,7 @@ function validate(r: ResponseBody, prefix: string): (data: SessionPosture, at: s
   }
 }
 
-type Caller = { session: Row; identity: Row };
+type Caller = { session: RowFor<'api-sessions'>; identity: RowFor<'identities'> };
 
 /**
  * Validates every response first, then records them all (a bad entry records none). Answers OpenZiti's `services`:
@@ -159,7 +159,7 @@ function postureDataOf(svc: Services, identityId: string): Record<string, unknow
       mfa: {
         apiSessionId: id,
         passedMfa: row.isMfaComplete === true,
-        passedAt: (row.mfaCompletedAt as string | undefined) ?? ZERO_TIME,
+        passedAt: row.mfaCompletedAt ?? ZERO_TIME,
         passedOnWake: false,
         passedOnUnlock: false,
       },

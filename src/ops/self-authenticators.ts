@@ -3,7 +3,6 @@
  * authenticators and changes its own username and password, proving the current password. Another identity's
  * authenticator is not found, for admins too (OpenZiti's ReadForIdentity).
  */
-import type { Expect } from '../../storage/types.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
@@ -20,6 +19,7 @@ import {
 } from '../model/authenticator.js';
 import { detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { usernameFree } from '../model/preconditions.js';
+import type { Expect } from '../model/rows.js';
 import { type Schema, s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
@@ -65,7 +65,7 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
         const row = ownAuthenticator(svc, caller!.identity.id, params.id!);
         // OpenZiti's order: not the caller's (404), not updb (409), then the current password (401)
         if (row.method !== 'updb') throw notUpdatable(row);
-        const hash = row.password as string;
+        const hash = row.password!;
         const who = { source: req.remoteAddress, admin: caller!.identity.isAdmin === true };
         if (!(await verifyPassword(hash, change.currentPassword, who))) {
           // OpenZiti's answer (401 with a field cause), without echoing the password

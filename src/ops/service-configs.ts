@@ -1,4 +1,3 @@
-import type { Command } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { fieldError, notFound } from '../api/errors.js';
 import { type OpContext, type OpDef, op } from '../api/op.js';
@@ -7,6 +6,7 @@ import type { Services } from '../api/services.js';
 import { empty, listEnvelope as listEnvelopeSchema, ref } from '../model/common.js';
 import { identities } from '../model/identity.js';
 import { serviceConfigDetail, serviceConfigSlot } from '../model/identity-service-config.js';
+import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 
@@ -33,11 +33,11 @@ function configTypeOf(svc: Services, pair: Pair): string {
   if (!svc.get('services', pair.serviceId)) throw notFound('service', pair.serviceId);
   const config = svc.get('configs', pair.configId);
   if (!config) throw notFound('config', pair.configId);
-  const type = svc.get('config-types', config.configTypeId as string);
+  const type = svc.get('config-types', config.configTypeId!);
   if (type && type.target !== 'service') {
     throw fieldError('configId', `config ${pair.configId} is not a service config`, pair.configId);
   }
-  return config.configTypeId as string;
+  return config.configTypeId!;
 }
 
 const identityOf = (ctx: OpContext<unknown>) => requireRow(identities, ctx.svc, ctx.params.id!).id;
@@ -69,12 +69,12 @@ export function serviceConfigOps(): OpDef<unknown>[] {
       handler: (ctx) => {
         const rows = rowsOf(ctx.svc, identityOf(ctx));
         const items = rows.map((r) => {
-          const service = ctx.svc.get('services', r.serviceId as string);
-          const config = ctx.svc.get('configs', r.configId as string);
+          const service = ctx.svc.get('services', r.serviceId!);
+          const config = ctx.svc.get('configs', r.configId!);
           return JSON.stringify({
-            config: ref('configs', r.configId as string, config?.name as string | undefined),
+            config: ref('configs', r.configId!, config?.name),
             configId: r.configId,
-            service: ref('services', r.serviceId as string, service?.name as string | undefined),
+            service: ref('services', r.serviceId!, service?.name),
             serviceId: r.serviceId,
           });
         });

@@ -5,7 +5,6 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { dataEnvelope } from '../../http/errors.js';
-import type { Row } from '../../storage/types.js';
 import { Errors, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
@@ -13,6 +12,7 @@ import { okEmpty, okJson } from '../api/respond.js';
 import { caBundle, signCsrOrRefuse } from '../auth/enrollment.js';
 import { apiSessionCertificates, currentApiSessionCertificateDetail } from '../model/api-session-certificate.js';
 import { createLocation, detailEnvelope, empty, listEnvelope, meta } from '../model/common.js';
+import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
@@ -37,7 +37,7 @@ function mine(ctx: OpContext<unknown>): Set<string> {
 }
 
 /** The caller's session's certificate `{id}`, or 404 (another session's does not exist for it). */
-function ownCertificate(ctx: OpContext<unknown>): Row {
+function ownCertificate(ctx: OpContext<unknown>): RowFor<'api-session-certificates'> {
   const row = ctx.svc.get('api-session-certificates', ctx.params.id!);
   if (!row || row.apiSessionId !== ctx.caller!.session.id) throw notFound('apiSessionCertificate', ctx.params.id!);
   return row;

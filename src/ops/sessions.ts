@@ -1,5 +1,4 @@
 import { dataEnvelope } from '../../http/errors.js';
-import type { Row } from '../../storage/types.js';
 import { Errors, fieldError, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
@@ -8,6 +7,7 @@ import { identityEdgeRouters, type ServiceAccess, serviceAccessOf, serviceEdgeRo
 import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
 import { dialBind } from '../model/policy.js';
 import { evaluateAccess, postureCacheOf } from '../model/posture.js';
+import type { RowFor } from '../model/rows.js';
 import { sessionDetail, sessions } from '../model/session.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
@@ -16,7 +16,7 @@ const sessionCreate = s.named('sessionCreate', s.obj({ serviceId: s.str(), tags,
 type SessionCreate = { serviceId?: string; tags?: Record<string, unknown> | null; type?: string };
 
 /** The caller's own session, or 404 (another identity's session does not exist for it). */
-function ownSession(ctx: OpContext<unknown>): Row {
+function ownSession(ctx: OpContext<unknown>): RowFor<'sessions'> {
   const row = ctx.svc.get('sessions', ctx.params.id!);
   if (!row || row.identityId !== ctx.caller!.identity.id) throw notFound('session', ctx.params.id!);
   return row;
@@ -33,7 +33,7 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
   postureCacheOf(ctx.svc).recordFailure(ctx.caller!.identity.id, {
     apiSessionId: ctx.caller!.session.id,
     serviceId,
-    serviceName: (ctx.svc.get('services', serviceId)?.name as string | undefined) ?? '',
+    serviceName: ctx.svc.get('services', serviceId)?.name ?? '',
     sessionType: type,
     when: ctx.svc.nowIso(),
     policyFailures: policies.map((p) => ({
@@ -43,8 +43,8 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
         .filter((c) => !c.result.isPassing)
         .map((c) => ({
           postureCheckId: c.check.id,
-          postureCheckName: c.check.name as string,
-          postureCheckType: c.check.typeId as string,
+          postureCheckName: c.check.name!,
+          postureCheckType: c.check.typeId!,
         })),
     })),
   });

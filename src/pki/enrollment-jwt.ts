@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
-import type { Command } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import type { Command } from '../model/rows.js';
 
 export const ENROLLMENT_SIGNER_ID = 'enrollment-signer';
 /** OpenZiti's default enrollment window (`edgeIdentity.duration` / `edgeRouter.duration`: 180 minutes). */
@@ -40,7 +40,7 @@ async function signer(svc: Services) {
     key = await importJWK(row.privateJwk as JWK, 'ES256');
     keyCache.set(row, key);
   }
-  return { kid: row.kid as string, key };
+  return { kid: row.kid!, key };
 }
 
 /**

@@ -7,6 +7,7 @@
  */
 import type { HttpServer } from '../../http/types.js';
 import type { Services } from '../api/services.js';
+import { onChanges } from '../model/rows.js';
 import { MAX_CHAIN_CANDIDATES } from './verify.js';
 
 /** This controller's CA certificates, then the verified CAs' (at most MAX_CHAIN_CANDIDATES in all). */
@@ -42,7 +43,7 @@ export function trackListenerCas(svc: Services, server: HttpServer): () => void 
     }
   };
   update();
-  return svc.store.onPublish((changes) => {
+  return onChanges(svc.store, (changes) => {
     if (changes.some((c) => c.entity === 'cas')) update();
   });
 }

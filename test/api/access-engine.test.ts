@@ -10,10 +10,12 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { Services } from '../../src/api/services.js';
 import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../../src/model/access.js';
+import type { EntityName } from '../../src/model/index.js';
 import { buildSchema } from '../../src/model/index.js';
+import type { Command } from '../../src/model/rows.js';
 import { parseRoles, rolesMatch } from '../../storage/role-index.js';
 import { Store } from '../../storage/store.js';
-import type { Command, Row } from '../../storage/types.js';
+import type { Row } from '../../storage/types.js';
 import { rng } from '../support/rng.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
@@ -94,7 +96,7 @@ it('equals a from-scratch evaluation after every random group of changes, and af
   dirs.push(dir);
   const schema = buildSchema();
   let store = await Store.open(dir, schema);
-  const c = (entity: string, id: string, data: Record<string, unknown>): Command => ({
+  const c = (entity: EntityName, id: string, data: Record<string, unknown>): Command => ({
     op: 'create',
     entity,
     id,

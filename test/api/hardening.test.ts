@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../http/json-body.js';
 import { LIST_ROW_CAP, SYNC_SCAN_ROWS } from '../../src/api/list.js';
+import type { Command } from '../../src/model/rows.js';
 import { shortId } from '../../src/util/ids.js';
-import type { Command } from '../../storage/types.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };

@@ -255,7 +255,7 @@ describe('database: snapshot and data integrity', () => {
     try {
       await restored.restore(readFileSync(join(dir, files[0]!)));
       const live = db.ctl.svc.store;
-      for (const name of ['identities', 'authenticators', 'api-sessions', 'auth-policies']) {
+      for (const name of ['identities', 'authenticators', 'api-sessions', 'auth-policies'] as const) {
         expect([...restored.collection(name).scan()], name).toEqual([...live.collection(name).scan()]);
       }
       expect(restored.get('identities', u.id)?.name).toBe('in-the-snapshot');

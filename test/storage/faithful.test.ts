@@ -5,6 +5,7 @@
  * data directory still opens afterwards.
  */
 import { describe, expect, it } from 'vitest';
+import type { EntityName } from '../../src/model/index.js';
 import { buildSchema } from '../../src/model/index.js';
 import { encodeFaithfully, MAX_STORED_DEPTH, UnstorableError } from '../../storage/codec.js';
 import { LocalProposer } from '../../storage/local-proposer.js';
@@ -185,7 +186,7 @@ describe('one bad command fails alone', () => {
 
   it("Keel's schema: surrogate identity names and authenticator usernames cannot make the directory unstartable", async () => {
     const dir = tempDir();
-    const cmd = (entity: string, id: string, data: Record<string, unknown>): Command => ({
+    const cmd = (entity: EntityName, id: string, data: Record<string, unknown>): Command<EntityName> => ({
       op: 'create',
       entity,
       id,

@@ -1,7 +1,7 @@
 /** Small helpers of the API suites: error assertions, id lists, non-admin users. */
 import { expect } from 'vitest';
 import type { Services } from '../../src/api/services.js';
-import type { Command } from '../../storage/types.js';
+import type { Command } from '../../src/model/rows.js';
 import { call, login, type Res } from './server.js';
 
 /** The response is OpenZiti's error envelope with this status, code and (optionally) cause field. */
