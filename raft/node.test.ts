@@ -346,14 +346,15 @@ describe('RaftNode over the in-memory transport', () => {
     await Promise.all(pending);
     // Cut the leader off: its proposals cannot commit; stopping rejects them.
     c.net.isolate(leader.id, c.ids);
-    const stuck = leader.propose(enc.encode('stuck'));
-    const id = leader.id;
-    await c.get(id).node.stop();
-    c.members.delete(id);
-    const err = await stuck.then(
+    // handled from the start: stopping may reject it while stop() is still closing the node
+    const stuck = leader.propose(enc.encode('stuck')).then(
       () => null,
       (e: unknown) => e,
     );
+    const id = leader.id;
+    await c.get(id).node.stop();
+    c.members.delete(id);
+    const err = await stuck;
     expect(err).toBeInstanceOf(RaftError);
     expect(['stopped', 'leadership-lost']).toContain((err as RaftError).code);
   });
@@ -793,6 +794,54 @@ describe('RaftNode proposal batching', () => {
     expect(settled.sort()).toEqual(['1 too-many-pending', '2 too-many-pending', '3 too-many-pending']);
     await Promise.all(ps);
     expect(settled).toContain('0 ok');
+  });
+});
+
+/** A memory log whose writes of hard state alone (a commit index) wait at a gate while it is closed. */
+class GatedLog extends MemoryDurableLog {
+  private gate: Promise<void> | null = null;
+  private open: () => void = () => {};
+  held = 0;
+
+  close_(): void {
+    this.gate = new Promise((r) => (this.open = r));
+  }
+
+  release(): void {
+    this.gate = null;
+    this.open();
+  }
+
+  override async persist(batch: PersistBatch): Promise<void> {
+    if (this.gate !== null && batch.entries.length === 0 && batch.snapshot === null) {
+      this.held++;
+      await this.gate;
+    }
+    return super.persist(batch);
+  }
+}
+
+describe('RaftNode applies while it writes', () => {
+  it('applies (and answers) an entry its log holds durably while the write of the Ready committing it runs', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
+    for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
+    const leader = await c.waitLeader();
+    await proposeMany(c, 'warm', 3, 1);
+    const log = logs.get(leader.id)!;
+    // the leader's next write of a commit index alone waits: the Ready that commits the proposal below carries
+    // that write and the committed entry, written durably by an earlier Ready
+    log.close_();
+    try {
+      const applied = leader.propose(enc.encode('while-writing'));
+      const r = await Promise.race([applied, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000))]);
+      expect(r).not.toBeNull();
+      expect(log.held).toBeGreaterThan(0);
+      expect(c.get(leader.id).sm.entries.at(-1)?.data).toBe('while-writing');
+    } finally {
+      log.release();
+    }
   });
 });
 

@@ -21,7 +21,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
-import { splitMessages } from './core/early-send.js';
+import { durableCommitted, splitMessages } from './core/early-send.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
 import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
@@ -347,12 +347,14 @@ export class RaftNode {
       for (const p of batch) p.reject(refusal);
       return;
     }
-    if (ats.length > 0) this.schedule();
     for (const [i, p] of batch.entries()) {
       const at = ats[i];
       if (at === undefined) p.reject(new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
       else this.proposals.add(at.index, at.term).then(p.resolve, p.reject);
     }
+    // This is a turn of its own (a setImmediate callback): when the loop is idle, the appends leave and the write
+    // starts now rather than a turn later.
+    if (ats.length > 0) this.runNow();
   }
 
   /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */
@@ -620,6 +622,15 @@ export class RaftNode {
     });
   }
 
+  /**
+   * Starts the loop at once when it is idle (else it picks the work up itself). Only for callers that run in a
+   * turn of their own, with no core call on the stack: the loop's first Ready is taken synchronously.
+   */
+  private runNow(): void {
+    if (this.loopRunning || this.stopped) return;
+    this.loopIdle = this.runLoop();
+  }
+
   private async runLoop(): Promise<void> {
     this.loopRunning = true;
     try {
@@ -651,8 +662,25 @@ export class RaftNode {
       await this.log.receiveSnapshot(rd.snapshotChunks);
       if (this.stopped) return;
     }
+    let committed = rd.committed;
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
-      await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      const write = this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      write.catch(() => {}); // awaited below: a failure while the apply runs is not an unhandled rejection
+      // While it runs, apply the committed entries this log holds durably already (etcd applies while its WAL
+      // write runs): a write committed by the acknowledgements of the previous Ready is answered now, not one
+      // fsync later. Entries of this very Ready (a follower's, committed as they arrive), a snapshot and
+      // membership changes (recorded in the log, which is busy) wait for the write, as below.
+      const early = durableCommitted(rd);
+      if (early > 0) {
+        try {
+          await this.applyCommitted(committed.slice(0, early));
+        } catch (err) {
+          await write.catch(() => {}); // settled before the node stops and closes the log; the apply's failure is reported
+          throw err;
+        }
+        committed = committed.slice(early);
+      }
+      await write;
       if (this.stopped) return;
       if (rd.hardState !== null) {
         if (rd.hardState.term < this.durableTerm) {
@@ -676,23 +704,30 @@ export class RaftNode {
       this.addPeersOf(this.log.appliedConf().addresses);
       if (this.stopped) return;
     }
-    let committed = rd.committed;
+    await this.applyCommitted(committed);
+    for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+  }
+
+  /**
+   * Applies committed entries in order (membership changes recorded in the log first), skipping any at or below
+   * the applied index, and settles the proposals they carry.
+   */
+  private async applyCommitted(entries: Entry[]): Promise<void> {
+    let committed = entries;
     if (committed.length > 0 && committed[0]!.index <= this.applied) {
       committed = committed.filter((e) => e.index > this.applied);
     }
-    if (committed.length > 0) {
-      const first = committed[0]!.index;
-      if (first !== this.applied + 1) {
-        throw new Error(`raft: committed entries start at ${first}, applied index is ${this.applied}`);
-      }
-      for (const e of committed) if (e.type === 'conf') await this.applyConf(e);
-      await this.sm.apply(committed);
-      const last = committed[committed.length - 1]!.index;
-      this.applied = last;
-      this.proposals.applied(first, last, (i) => committed[i - first]?.term);
-      this.applyListeners.emit(committed);
+    if (committed.length === 0 || this.stopped) return;
+    const first = committed[0]!.index;
+    if (first !== this.applied + 1) {
+      throw new Error(`raft: committed entries start at ${first}, applied index is ${this.applied}`);
     }
-    for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+    for (const e of committed) if (e.type === 'conf') await this.applyConf(e);
+    await this.sm.apply(committed);
+    const last = committed[committed.length - 1]!.index;
+    this.applied = last;
+    this.proposals.applied(first, last, (i) => committed[i - first]?.term);
+    this.applyListeners.emit(committed);
   }
 
   private send(messages: Message[]): void {

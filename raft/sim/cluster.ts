@@ -14,7 +14,7 @@
 
 import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
-import { splitMessages } from '../core/early-send.js';
+import { durableCommitted, splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
 import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
@@ -196,6 +196,8 @@ class SimNode {
   pendingMessages: Message[] = [];
   /** Some of the pending Ready's messages left before its write (a leader's appends). */
   pendingEarly = false;
+  /** How many of the pending Ready's committed entries were applied before its write (durableCommitted). */
+  appliedEarly = 0;
   sm: SmState;
   /** The hard state on the (synced) disk. */
   persistedHard: HardState;
@@ -521,6 +523,7 @@ class Simulation {
     n.core = null;
     n.pending = null;
     n.pendingMessages = [];
+    n.appliedEarly = 0;
     n.inc++;
     this.stats.crashes++;
     // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
@@ -570,6 +573,14 @@ class Simulation {
         this.traceEvent(() => `${n.id} sends ${beforePersist.length} before its write`);
         this.exposeMessages(n, beforePersist);
         for (const m of beforePersist) this.send(m);
+      }
+      // Like the driver: the committed entries the disk holds already are applied while the write runs.
+      n.appliedEarly = durableCommitted(rd);
+      if (n.appliedEarly > 0) {
+        const early = rd.committed.slice(0, n.appliedEarly);
+        this.traceEvent(() => `${n.id} applies ${early.length} before its write`);
+        this.exposeCommit(n, early[early.length - 1]!.index, 'applied before the write');
+        for (const e of early) this.apply(n, core, e);
       }
     }
   }
@@ -665,7 +676,8 @@ class Simulation {
       for (const idx of [...n.proposals.keys()]) if (idx <= st.index) n.proposals.delete(idx);
       this.stats.snapshotsInstalled++;
     }
-    for (const e of rd.committed) this.apply(n, core, e);
+    for (const e of rd.committed.slice(n.appliedEarly)) this.apply(n, core, e);
+    n.appliedEarly = 0;
     if ((rd.snapshot || rd.committed.length > 0) && this.rng.chance(this.p.appPersistRate)) n.appDurable = copySm(n.sm);
     for (const rs of rd.readStates) {
       const rid = new DataView(rs.context.buffer, rs.context.byteOffset, rs.context.byteLength).getUint32(0);
