@@ -797,13 +797,15 @@ describe('RaftNode proposal batching', () => {
   });
 });
 
-/** A memory log whose writes of hard state alone (a commit index) wait at a gate while it is closed. */
+/** A memory log whose writes of hard state alone (or, `entries`, of entries) wait at a gate while it is closed. */
 class GatedLog extends MemoryDurableLog {
   private gate: Promise<void> | null = null;
   private open: () => void = () => {};
+  private gateEntries = false;
   held = 0;
 
-  close_(): void {
+  close_(what: 'hardState' | 'entries' = 'hardState'): void {
+    this.gateEntries = what === 'entries';
     this.gate = new Promise((r) => (this.open = r));
   }
 
@@ -813,7 +815,7 @@ class GatedLog extends MemoryDurableLog {
   }
 
   override async persist(batch: PersistBatch): Promise<void> {
-    if (this.gate !== null && batch.entries.length === 0 && batch.snapshot === null) {
+    if (this.gate !== null && batch.entries.length > 0 === this.gateEntries && batch.snapshot === null) {
       this.held++;
       await this.gate;
     }
@@ -842,6 +844,41 @@ describe('RaftNode applies while it writes', () => {
     } finally {
       log.release();
     }
+  });
+});
+
+describe('RaftNode acts on acknowledgements while it writes', () => {
+  it('applies an entry committed during the next batch’s write, and tells the followers, before that write ends', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
+    for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
+    const leader = await c.waitLeader();
+    await proposeMany(c, 'warm', 3, 1);
+    const log = logs.get(leader.id)!;
+    // the followers' acknowledgements arrive late: after the leader has started writing the next batch
+    c.net.filter = (m) => (m.type === 'appendResp' && m.to === leader.id ? 150 : 'deliver');
+    const before = log.lastIndex();
+    const x = leader.propose(enc.encode('x'));
+    await waitFor(() => log.lastIndex() > before, 5_000, 'x written by the leader');
+    log.close_('entries');
+    const y = leader.propose(enc.encode('y'));
+    try {
+      const r = await Promise.race([x, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000))]);
+      expect(r).not.toBeNull(); // answered while y's write is held
+      expect(log.held).toBe(1);
+      const followers = ['a', 'b', 'c'].filter((id) => id !== leader.id);
+      await waitFor(
+        () => followers.every((id) => c.get(id).sm.entries.some((e) => e.data === 'x')),
+        3_000,
+        'the followers to apply x',
+      );
+      expect(log.held).toBe(1);
+    } finally {
+      c.net.filter = null;
+      log.release();
+    }
+    expect((await y).index).toBeGreaterThan((await x).index);
   });
 });
 

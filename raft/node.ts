@@ -129,6 +129,8 @@ const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
 /** Ticks without a connection to the leader before a follower stops waiting for it (see checkLeaderConnection). */
 const LEADER_DOWN_TICKS = 2;
+/** Bound on the messages whileWriting() acts on during one Ready's write (then it only waits for the write). */
+const MAX_WRITE_ROUNDS = 10_000;
 /** Bound on promote() calls waiting for their learner at once. */
 const MAX_WAITING_PROMOTIONS = 64;
 
@@ -178,6 +180,8 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
+  /** Resumes whileWriting() after a message was stepped. */
+  private wake: (() => void) | null = null;
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
   private batched: Array<{
     data: Uint8Array;
@@ -600,6 +604,9 @@ export class RaftNode {
       return;
     }
     this.guard(() => this.core.step(m));
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
     this.schedule();
   }
 
@@ -651,6 +658,8 @@ export class RaftNode {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
+    // the commit index the Ready's messages carry (whileWriting tells the followers of a newer one)
+    const toldCommit = this.core.basicStatus().commit;
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
@@ -671,14 +680,15 @@ export class RaftNode {
       // fsync later. Entries of this very Ready (a follower's, committed as they arrive), a snapshot and
       // membership changes (recorded in the log, which is busy) wait for the write, as below.
       const early = durableCommitted(rd);
-      if (early > 0) {
-        try {
+      try {
+        if (early > 0) {
           await this.applyCommitted(committed.slice(0, early));
-        } catch (err) {
-          await write.catch(() => {}); // settled before the node stops and closes the log; the apply's failure is reported
-          throw err;
+          committed = committed.slice(early);
         }
-        committed = committed.slice(early);
+        if (committed.length === 0) await this.whileWriting(write, toldCommit);
+      } catch (err) {
+        await write.catch(() => {}); // settled before the node stops and closes the log; the apply's failure is reported
+        throw err;
       }
       await write;
       if (this.stopped) return;
@@ -706,6 +716,42 @@ export class RaftNode {
     }
     await this.applyCommitted(committed);
     for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+  }
+
+  /**
+   * Until `write` (the outstanding Ready's) settles, every message stepped meanwhile may have moved the commit index
+   * (acknowledgements arriving while the leader writes its next batch): the entries it committed that this log holds
+   * durably are applied at once (their proposals answered), and when the commit moved, the replication messages
+   * queued since the Ready (core/early-send.ts rules) leave at once to tell the followers, instead of one fsync
+   * later. Proposals alone wait for the next Ready, where they travel together. Bounded by MAX_WRITE_ROUNDS steps.
+   */
+  private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
+    let done = false;
+    const settled = write.then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
+    let told = toldCommit;
+    for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {
+      const commit = this.core.basicStatus().commit;
+      const { messages, committed } = this.core.takeEarly(this.durableTerm, commit > told);
+      if (messages.length > 0) {
+        told = commit;
+        this.send(messages);
+      }
+      if (committed.length > 0) {
+        await this.applyCommitted(committed);
+        this.core.appliedTo(committed[committed.length - 1]!.index);
+        continue; // messages may have been stepped meanwhile
+      }
+      await Promise.race([settled, new Promise<void>((r) => (this.wake = r))]);
+      this.wake = null;
+    }
+    await settled;
   }
 
   /**

@@ -25,9 +25,14 @@ export interface SplitMessages {
 
 /** Splits `rd.messages`; `durableTerm` is the term on disk before this Ready's write. */
 export function splitMessages(rd: Ready, durableTerm: number): SplitMessages {
+  return splitEarly(rd.messages, durableTerm);
+}
+
+/** Splits `messages` (in order) into those that may leave before the write of term `durableTerm` and the rest. */
+export function splitEarly(messages: readonly Message[], durableTerm: number): SplitMessages {
   const beforePersist: Message[] = [];
   const afterPersist: Message[] = [];
-  for (const m of rd.messages) {
+  for (const m of messages) {
     if (EARLY_TYPES.has(m.type) && m.term <= durableTerm) beforePersist.push(m);
     else afterPersist.push(m);
   }

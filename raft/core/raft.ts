@@ -34,6 +34,7 @@ import {
 } from '../types.js';
 import { encodeConfChange } from './codec.js';
 import { ConfChangeError, type ConfChangeResult, computeConfChange, restoreTracker } from './confchange.js';
+import { splitEarly } from './early-send.js';
 import { RaftLog } from './log.js';
 import { type Progress, type ProgressState, SnapshotStream } from './progress.js';
 import { NO_COMMIT_LIMIT } from './quorum.js';
@@ -394,6 +395,32 @@ export class RaftCore {
     this.prevHard = hard;
     this.outstanding = rd;
     return rd;
+  }
+
+  /**
+   * While the outstanding Ready's write runs (every committed entry it handed out applied already): the messages
+   * that may leave now (a leader's replication traffic of a durable term, core/early-send.ts) when `messages`, and
+   * the committed entries this log holds durably that no Ready handed out (up to the first membership change).
+   * The driver sends the messages, applies the entries and reports them with appliedTo(). So a commit reached by
+   * acknowledgements during the write is applied, and told to the followers, without waiting for the write.
+   */
+  takeEarly(durableTerm: number, messages: boolean): { messages: Message[]; committed: Entry[] } {
+    assert(this.outstanding !== null, 'takeEarly() without an outstanding Ready');
+    let out: Message[] = [];
+    if (messages && this.msgs.length > 0) {
+      const split = splitEarly(this.msgs, durableTerm);
+      out = split.beforePersist;
+      this.msgs = split.afterPersist;
+    }
+    const committed = this.log.takeDurableCommitted(this.maxCommittedBytesPerReady);
+    this.reduceUncommittedSize(committed);
+    return { messages: out, committed };
+  }
+
+  /** The driver applied the entries takeEarly() handed out, up to `index`. */
+  appliedTo(index: number): void {
+    assert(index <= this.log.applying, `appliedTo(${index}) beyond what was handed out (${this.log.applying})`);
+    this.log.appliedTo(index);
   }
 
   /** The driver persisted, sent and applied `rd`. */

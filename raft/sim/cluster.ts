@@ -198,6 +198,8 @@ class SimNode {
   pendingEarly = false;
   /** How many of the pending Ready's committed entries were applied before its write (durableCommitted). */
   appliedEarly = 0;
+  /** The commit index the replication messages sent so far carry (the driver's whileWriting). */
+  toldCommit = 0;
   sm: SmState;
   /** The hard state on the (synced) disk. */
   persistedHard: HardState;
@@ -559,9 +561,11 @@ class Simulation {
       this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, commit);
       n.checkedCommit = commit;
     }
+    if (n.pending !== null && n.appliedEarly === n.pending.committed.length) this.whileWriting(n, core);
     if (n.pending === null && core.hasReady()) {
       const rd = core.ready();
       n.pending = rd;
+      n.toldCommit = core.basicStatus().commit;
       // Like the driver: a leader's replication traffic leaves before the write starts (its fsync overlaps the
       // followers'); a crash before the sync event loses the leader's unsynced entries.
       const { beforePersist, afterPersist } = splitMessages(rd, n.persistedHard.term);
@@ -582,6 +586,29 @@ class Simulation {
         this.exposeCommit(n, early[early.length - 1]!.index, 'applied before the write');
         for (const e of early) this.apply(n, core, e);
       }
+    }
+  }
+
+  /**
+   * Like the driver (RaftNode.whileWriting) after a step while the pending Ready's write runs: a commit that moved
+   * is told to the followers at once (the replication messages queued since), and committed entries the disk holds
+   * are applied at once.
+   */
+  private whileWriting(n: SimNode, core: RaftCore): void {
+    const commit = core.basicStatus().commit;
+    const { messages, committed } = core.takeEarly(n.persistedHard.term, commit > n.toldCommit);
+    if (messages.length > 0) {
+      n.toldCommit = commit;
+      this.traceEvent(() => `${n.id} sends ${messages.length} during its write (commit ${commit})`);
+      this.exposeMessages(n, messages);
+      for (const m of messages) this.send(m);
+    }
+    if (committed.length > 0) {
+      const last = committed[committed.length - 1]!.index;
+      this.traceEvent(() => `${n.id} applies ${committed.length} during its write`);
+      this.exposeCommit(n, last, 'applied during the write');
+      for (const e of committed) this.apply(n, core, e);
+      core.appliedTo(last);
     }
   }
 
