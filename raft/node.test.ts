@@ -823,21 +823,31 @@ class GatedLog extends MemoryDurableLog {
   }
 }
 
+/** Three members on GatedLogs, a leader elected and a few entries committed; `log` is the leader's. */
+async function gatedCluster(): Promise<{ c: MemCluster; leader: RaftNode; log: GatedLog }> {
+  const c = new MemCluster(['a', 'b', 'c']);
+  cleanup.push(() => c.stopAll());
+  const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
+  for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
+  const leader = await c.waitLeader();
+  await proposeMany(c, 'warm', 3, 1);
+  return { c, leader, log: logs.get(leader.id)! };
+}
+
+/** `p`'s value, or null if it takes longer than `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  return Promise.race([p, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms))]);
+}
+
 describe('RaftNode applies while it writes', () => {
   it('applies (and answers) an entry its log holds durably while the write of the Ready committing it runs', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
-    for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
-    const leader = await c.waitLeader();
-    await proposeMany(c, 'warm', 3, 1);
-    const log = logs.get(leader.id)!;
+    const { c, leader, log } = await gatedCluster();
     // the leader's next write of a commit index alone waits: the Ready that commits the proposal below carries
     // that write and the committed entry, written durably by an earlier Ready
     log.close_();
     try {
       const applied = leader.propose(enc.encode('while-writing'));
-      const r = await Promise.race([applied, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000))]);
+      const r = await within(applied, 3_000);
       expect(r).not.toBeNull();
       expect(log.held).toBeGreaterThan(0);
       expect(c.get(leader.id).sm.entries.at(-1)?.data).toBe('while-writing');
@@ -849,13 +859,7 @@ describe('RaftNode applies while it writes', () => {
 
 describe('RaftNode acts on acknowledgements while it writes', () => {
   it('applies an entry committed during the next batch’s write, and tells the followers, before that write ends', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
-    for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
-    const leader = await c.waitLeader();
-    await proposeMany(c, 'warm', 3, 1);
-    const log = logs.get(leader.id)!;
+    const { c, leader, log } = await gatedCluster();
     // the followers' acknowledgements arrive late: after the leader has started writing the next batch
     c.net.filter = (m) => (m.type === 'appendResp' && m.to === leader.id ? 150 : 'deliver');
     const before = log.lastIndex();
@@ -864,7 +868,7 @@ describe('RaftNode acts on acknowledgements while it writes', () => {
     log.close_('entries');
     const y = leader.propose(enc.encode('y'));
     try {
-      const r = await Promise.race([x, new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000))]);
+      const r = await within(x, 3_000);
       expect(r).not.toBeNull(); // answered while y's write is held
       expect(log.held).toBe(1);
       const followers = ['a', 'b', 'c'].filter((id) => id !== leader.id);
