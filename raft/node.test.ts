@@ -824,8 +824,9 @@ class GatedLog extends MemoryDurableLog {
 }
 
 /** Three members on GatedLogs, a leader elected and a few entries committed; `log` is the leader's. */
-async function gatedCluster(): Promise<{ c: MemCluster; leader: RaftNode; log: GatedLog }> {
-  const c = new MemCluster(['a', 'b', 'c']);
+async function gatedCluster(electionTicks = 30): Promise<{ c: MemCluster; leader: RaftNode; log: GatedLog }> {
+  // by default elections after 0.3-0.6 s: a loaded machine must not depose the leader while a test holds its write
+  const c = new MemCluster(['a', 'b', 'c'], { electionTicks });
   cleanup.push(() => c.stopAll());
   const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
   for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
@@ -867,6 +868,7 @@ describe('RaftNode acts on acknowledgements while it writes', () => {
     await waitFor(() => log.lastIndex() > before, 5_000, 'x written by the leader');
     log.close_('entries');
     const y = leader.propose(enc.encode('y'));
+    y.catch(() => {}); // awaited at the end
     try {
       const r = await within(x, 3_000);
       expect(r).not.toBeNull(); // answered while y's write is held
@@ -883,6 +885,26 @@ describe('RaftNode acts on acknowledgements while it writes', () => {
       log.release();
     }
     expect((await y).index).toBeGreaterThan((await x).index);
+  });
+});
+
+describe('RaftNode heartbeats while it writes', () => {
+  it('a leader whose write takes several election timeouts keeps its followers (no election)', async () => {
+    const { c, leader, log } = await gatedCluster(10); // elections after 100-200 ms
+    const term = leader.status().term;
+    log.close_('entries');
+    const x = leader.propose(enc.encode('slow'));
+    try {
+      await new Promise((r) => setTimeout(r, 600));
+      expect(log.held).toBe(1);
+      for (const m of c.members.values()) {
+        expect(m.node.status().term).toBe(term);
+        expect(m.node.leaderId()).toBe(leader.id);
+      }
+    } finally {
+      log.release();
+    }
+    expect((await x).term).toBe(term);
   });
 });
 

@@ -180,8 +180,10 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
-  /** Resumes whileWriting() after a message was stepped. */
+  /** Resumes whileWriting() after a message was stepped or a tick. */
   private wake: (() => void) | null = null;
+  /** A tick happened since whileWriting() last sent (a leader's heartbeats may be queued). */
+  private ticked = false;
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
   private batched: Array<{
     data: Uint8Array;
@@ -568,7 +570,16 @@ export class RaftNode {
       this.reads.pump();
       this.checkCatchUp(now);
     });
+    this.ticked = true;
+    this.wakeWriter();
     this.schedule();
+  }
+
+  /** Resumes whileWriting() (if it waits) to look at what the last step or tick changed. */
+  private wakeWriter(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
   }
 
   /**
@@ -604,9 +615,7 @@ export class RaftNode {
       return;
     }
     this.guard(() => this.core.step(m));
-    const wake = this.wake;
-    this.wake = null;
-    wake?.();
+    this.wakeWriter();
     this.schedule();
   }
 
@@ -723,7 +732,8 @@ export class RaftNode {
    * (acknowledgements arriving while the leader writes its next batch): the entries it committed that this log holds
    * durably are applied at once (their proposals answered), and when the commit moved, the replication messages
    * queued since the Ready (core/early-send.ts rules) leave at once to tell the followers, instead of one fsync
-   * later. Proposals alone wait for the next Ready, where they travel together. Bounded by MAX_WRITE_ROUNDS steps.
+   * later; so do those queued by a tick (a leader's heartbeats: a slow write does not silence it). Proposals alone
+   * wait for the next Ready, where they travel together. Bounded by MAX_WRITE_ROUNDS steps and ticks.
    */
   private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
     let done = false;
@@ -736,9 +746,12 @@ export class RaftNode {
       },
     );
     let told = toldCommit;
+    this.ticked = false;
     for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {
       const commit = this.core.basicStatus().commit;
-      const { messages, committed } = this.core.takeEarly(this.durableTerm, commit > told);
+      const send = commit > told || this.ticked;
+      this.ticked = false;
+      const { messages, committed } = this.core.takeEarly(this.durableTerm, send);
       if (messages.length > 0) {
         told = commit;
         this.send(messages);

@@ -353,7 +353,7 @@ class Simulation {
         if (this.deferIfPaused(n, ev)) return;
         this.traceEvent(() => `${n.id} tick`);
         this.coreOf(n).tick();
-        this.afterStep(n);
+        this.afterStep(n, true);
         this.schedule({ kind: 'tick', node: n, inc: n.inc, time: this.now + n.tickMs, seq: 0 });
         return;
       }
@@ -539,7 +539,7 @@ class Simulation {
   }
 
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
-  private afterStep(n: SimNode): void {
+  private afterStep(n: SimNode, ticked = false): void {
     const core = this.coreOf(n);
     const s = core.basicStatus();
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
@@ -561,7 +561,7 @@ class Simulation {
       this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, commit);
       n.checkedCommit = commit;
     }
-    if (n.pending !== null && n.appliedEarly === n.pending.committed.length) this.whileWriting(n, core);
+    if (n.pending !== null && n.appliedEarly === n.pending.committed.length) this.whileWriting(n, core, ticked);
     if (n.pending === null && core.hasReady()) {
       const rd = core.ready();
       n.pending = rd;
@@ -590,13 +590,13 @@ class Simulation {
   }
 
   /**
-   * Like the driver (RaftNode.whileWriting) after a step while the pending Ready's write runs: a commit that moved
-   * is told to the followers at once (the replication messages queued since), and committed entries the disk holds
-   * are applied at once.
+   * Like the driver (RaftNode.whileWriting) after a step or a tick while the pending Ready's write runs: a commit
+   * that moved (or a tick's heartbeats) is told to the followers at once (the replication messages queued since),
+   * and committed entries the disk holds are applied at once.
    */
-  private whileWriting(n: SimNode, core: RaftCore): void {
+  private whileWriting(n: SimNode, core: RaftCore, ticked: boolean): void {
     const commit = core.basicStatus().commit;
-    const { messages, committed } = core.takeEarly(n.persistedHard.term, commit > n.toldCommit);
+    const { messages, committed } = core.takeEarly(n.persistedHard.term, commit > n.toldCommit || ticked);
     if (messages.length > 0) {
       n.toldCommit = commit;
       this.traceEvent(() => `${n.id} sends ${messages.length} during its write (commit ${commit})`);
