@@ -888,6 +888,30 @@ describe('RaftNode acts on acknowledgements while it writes', () => {
   });
 });
 
+describe('RaftNode leader and term', () => {
+  it('leaderId() and term() agree while the loop is busy writing (a new leader is not hidden behind the write)', async () => {
+    const { c, leader } = await gatedCluster();
+    const [f1, f2] = [...c.members.keys()].filter((id) => id !== leader.id) as [string, string];
+    const log2 = c.get(f2).log as GatedLog;
+    const before = leader.status().term;
+    // f2's loop stays in its next write while leadership moves to f1
+    log2.close_('entries');
+    try {
+      const x = leader.propose(enc.encode('x'));
+      x.catch(() => {});
+      await waitFor(() => log2.held > 0, 5_000, 'f2 writing');
+      await leader.transferLeadership(f1, 5_000);
+      const node2 = c.get(f2).node;
+      await waitFor(() => node2.term() > before, 5_000, 'f2 to see the new term');
+      await waitFor(() => node2.leaderId() !== null, 5_000, 'f2 to hear from the new leader');
+      expect(log2.held).toBe(1); // still in the same write
+      expect(node2.leaderId()).toBe(f1);
+    } finally {
+      log2.release();
+    }
+  });
+});
+
 describe('RaftNode heartbeats while it writes', () => {
   it('a leader whose write takes several election timeouts keeps its followers (no election)', async () => {
     const { c, leader, log } = await gatedCluster(10); // elections after 100-200 ms

@@ -473,8 +473,13 @@ export class RaftNode {
     return this.role === 'leader' && !this.stopped;
   }
 
+  /**
+   * The leader as the core knows it now, consistent with term(): not the one of the last Ready processed, which
+   * lags while the loop is busy writing (a caller pairing the two, like the proposer's "a later term's leader"
+   * check, must not see an old term's leader with a new term).
+   */
   leaderId(): NodeId | null {
-    return this.leader;
+    return this.core.basicStatus().leader;
   }
 
   appliedIndex(): number {
