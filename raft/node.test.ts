@@ -346,14 +346,15 @@ describe('RaftNode over the in-memory transport', () => {
     await Promise.all(pending);
     // Cut the leader off: its proposals cannot commit; stopping rejects them.
     c.net.isolate(leader.id, c.ids);
-    const stuck = leader.propose(enc.encode('stuck'));
-    const id = leader.id;
-    await c.get(id).node.stop();
-    c.members.delete(id);
-    const err = await stuck.then(
+    // handled from the start: stopping may reject it while stop() is still closing the node
+    const stuck = leader.propose(enc.encode('stuck')).then(
       () => null,
       (e: unknown) => e,
     );
+    const id = leader.id;
+    await c.get(id).node.stop();
+    c.members.delete(id);
+    const err = await stuck;
     expect(err).toBeInstanceOf(RaftError);
     expect(['stopped', 'leadership-lost']).toContain((err as RaftError).code);
   });
@@ -793,6 +794,141 @@ describe('RaftNode proposal batching', () => {
     expect(settled.sort()).toEqual(['1 too-many-pending', '2 too-many-pending', '3 too-many-pending']);
     await Promise.all(ps);
     expect(settled).toContain('0 ok');
+  });
+});
+
+/** A memory log whose writes of hard state alone (or, `entries`, of entries) wait at a gate while it is closed. */
+class GatedLog extends MemoryDurableLog {
+  private gate: Promise<void> | null = null;
+  private open: () => void = () => {};
+  private gateEntries = false;
+  held = 0;
+
+  close_(what: 'hardState' | 'entries' = 'hardState'): void {
+    this.gateEntries = what === 'entries';
+    this.gate = new Promise((r) => (this.open = r));
+  }
+
+  release(): void {
+    this.gate = null;
+    this.open();
+  }
+
+  override async persist(batch: PersistBatch): Promise<void> {
+    if (this.gate !== null && batch.entries.length > 0 === this.gateEntries && batch.snapshot === null) {
+      this.held++;
+      await this.gate;
+    }
+    return super.persist(batch);
+  }
+}
+
+/** Three members on GatedLogs, a leader elected and a few entries committed; `log` is the leader's. */
+async function gatedCluster(electionTicks = 30): Promise<{ c: MemCluster; leader: RaftNode; log: GatedLog }> {
+  // by default elections after 0.3-0.6 s: a loaded machine must not depose the leader while a test holds its write
+  const c = new MemCluster(['a', 'b', 'c'], { electionTicks });
+  cleanup.push(() => c.stopAll());
+  const logs = new Map(['a', 'b', 'c'].map((id) => [id, new GatedLog()]));
+  for (const id of ['a', 'b', 'c']) await c.start(id, { log: logs.get(id)! });
+  const leader = await c.waitLeader();
+  await proposeMany(c, 'warm', 3, 1);
+  return { c, leader, log: logs.get(leader.id)! };
+}
+
+/** `p`'s value, or null if it takes longer than `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  return Promise.race([p, new Promise<null>((resolve) => setTimeout(() => resolve(null), ms))]);
+}
+
+describe('RaftNode applies while it writes', () => {
+  it('applies (and answers) an entry its log holds durably while the write of the Ready committing it runs', async () => {
+    const { c, leader, log } = await gatedCluster();
+    // the leader's next write of a commit index alone waits: the Ready that commits the proposal below carries
+    // that write and the committed entry, written durably by an earlier Ready
+    log.close_();
+    try {
+      const applied = leader.propose(enc.encode('while-writing'));
+      const r = await within(applied, 3_000);
+      expect(r).not.toBeNull();
+      expect(log.held).toBeGreaterThan(0);
+      expect(c.get(leader.id).sm.entries.at(-1)?.data).toBe('while-writing');
+    } finally {
+      log.release();
+    }
+  });
+});
+
+describe('RaftNode acts on acknowledgements while it writes', () => {
+  it('applies an entry committed during the next batch’s write, and tells the followers, before that write ends', async () => {
+    const { c, leader, log } = await gatedCluster();
+    // the followers' acknowledgements arrive late: after the leader has started writing the next batch
+    c.net.filter = (m) => (m.type === 'appendResp' && m.to === leader.id ? 150 : 'deliver');
+    const before = log.lastIndex();
+    const x = leader.propose(enc.encode('x'));
+    await waitFor(() => log.lastIndex() > before, 5_000, 'x written by the leader');
+    log.close_('entries');
+    const y = leader.propose(enc.encode('y'));
+    y.catch(() => {}); // awaited at the end
+    try {
+      const r = await within(x, 3_000);
+      expect(r).not.toBeNull(); // answered while y's write is held
+      expect(log.held).toBe(1);
+      const followers = ['a', 'b', 'c'].filter((id) => id !== leader.id);
+      await waitFor(
+        () => followers.every((id) => c.get(id).sm.entries.some((e) => e.data === 'x')),
+        3_000,
+        'the followers to apply x',
+      );
+      expect(log.held).toBe(1);
+    } finally {
+      c.net.filter = null;
+      log.release();
+    }
+    expect((await y).index).toBeGreaterThan((await x).index);
+  });
+});
+
+describe('RaftNode leader and term', () => {
+  it('leaderId() and term() agree while the loop is busy writing (a new leader is not hidden behind the write)', async () => {
+    const { c, leader } = await gatedCluster();
+    const [f1, f2] = [...c.members.keys()].filter((id) => id !== leader.id) as [string, string];
+    const log2 = c.get(f2).log as GatedLog;
+    const before = leader.status().term;
+    // f2's loop stays in its next write while leadership moves to f1
+    log2.close_('entries');
+    try {
+      const x = leader.propose(enc.encode('x'));
+      x.catch(() => {});
+      await waitFor(() => log2.held > 0, 5_000, 'f2 writing');
+      await leader.transferLeadership(f1, 5_000);
+      const node2 = c.get(f2).node;
+      await waitFor(() => node2.term() > before, 5_000, 'f2 to see the new term');
+      await waitFor(() => node2.leaderId() !== null, 5_000, 'f2 to hear from the new leader');
+      expect(log2.held).toBe(1); // still in the same write
+      expect(node2.leaderId()).toBe(f1);
+    } finally {
+      log2.release();
+    }
+  });
+});
+
+describe('RaftNode heartbeats while it writes', () => {
+  it('a leader whose write takes several election timeouts keeps its followers (no election)', async () => {
+    const { c, leader, log } = await gatedCluster(10); // elections after 100-200 ms
+    const term = leader.status().term;
+    log.close_('entries');
+    const x = leader.propose(enc.encode('slow'));
+    try {
+      await new Promise((r) => setTimeout(r, 600));
+      expect(log.held).toBe(1);
+      for (const m of c.members.values()) {
+        expect(m.node.status().term).toBe(term);
+        expect(m.node.leaderId()).toBe(leader.id);
+      }
+    } finally {
+      log.release();
+    }
+    expect((await x).term).toBe(term);
   });
 });
 

@@ -21,7 +21,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
-import { splitMessages } from './core/early-send.js';
+import { durableCommitted, splitMessages } from './core/early-send.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
 import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
@@ -129,6 +129,8 @@ const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
 /** Ticks without a connection to the leader before a follower stops waiting for it (see checkLeaderConnection). */
 const LEADER_DOWN_TICKS = 2;
+/** Bound on the messages whileWriting() acts on during one Ready's write (then it only waits for the write). */
+const MAX_WRITE_ROUNDS = 10_000;
 /** Bound on promote() calls waiting for their learner at once. */
 const MAX_WAITING_PROMOTIONS = 64;
 
@@ -178,6 +180,10 @@ export class RaftNode {
   private loopRunning = false;
   private loopScheduled = false;
   private loopIdle: Promise<void> = Promise.resolve();
+  /** Resumes whileWriting() after a message was stepped or a tick. */
+  private wake: (() => void) | null = null;
+  /** A tick happened since whileWriting() last sent (a leader's heartbeats may be queued). */
+  private ticked = false;
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
   private batched: Array<{
     data: Uint8Array;
@@ -347,12 +353,14 @@ export class RaftNode {
       for (const p of batch) p.reject(refusal);
       return;
     }
-    if (ats.length > 0) this.schedule();
     for (const [i, p] of batch.entries()) {
       const at = ats[i];
       if (at === undefined) p.reject(new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
       else this.proposals.add(at.index, at.term).then(p.resolve, p.reject);
     }
+    // This is a turn of its own (a setImmediate callback): when the loop is idle, the appends leave and the write
+    // starts now rather than a turn later.
+    if (ats.length > 0) this.runNow();
   }
 
   /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */
@@ -465,8 +473,13 @@ export class RaftNode {
     return this.role === 'leader' && !this.stopped;
   }
 
+  /**
+   * The leader as the core knows it now, consistent with term(): not the one of the last Ready processed, which
+   * lags while the loop is busy writing (a caller pairing the two, like the proposer's "a later term's leader"
+   * check, must not see an old term's leader with a new term).
+   */
   leaderId(): NodeId | null {
-    return this.leader;
+    return this.core.basicStatus().leader;
   }
 
   appliedIndex(): number {
@@ -562,7 +575,16 @@ export class RaftNode {
       this.reads.pump();
       this.checkCatchUp(now);
     });
+    this.ticked = true;
+    this.wakeWriter();
     this.schedule();
+  }
+
+  /** Resumes whileWriting() (if it waits) to look at what the last step or tick changed. */
+  private wakeWriter(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
   }
 
   /**
@@ -598,6 +620,7 @@ export class RaftNode {
       return;
     }
     this.guard(() => this.core.step(m));
+    this.wakeWriter();
     this.schedule();
   }
 
@@ -620,6 +643,15 @@ export class RaftNode {
     });
   }
 
+  /**
+   * Starts the loop at once when it is idle (else it picks the work up itself). Only for callers that run in a
+   * turn of their own, with no core call on the stack: the loop's first Ready is taken synchronously.
+   */
+  private runNow(): void {
+    if (this.loopRunning || this.stopped) return;
+    this.loopIdle = this.runLoop();
+  }
+
   private async runLoop(): Promise<void> {
     this.loopRunning = true;
     try {
@@ -640,6 +672,8 @@ export class RaftNode {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
+    // the commit index the Ready's messages carry (whileWriting tells the followers of a newer one)
+    const toldCommit = this.core.basicStatus().commit;
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
@@ -651,8 +685,26 @@ export class RaftNode {
       await this.log.receiveSnapshot(rd.snapshotChunks);
       if (this.stopped) return;
     }
+    let committed = rd.committed;
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
-      await this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      const write = this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      write.catch(() => {}); // awaited below: a failure while the apply runs is not an unhandled rejection
+      // While it runs, apply the committed entries this log holds durably already (etcd applies while its WAL
+      // write runs): a write committed by the acknowledgements of the previous Ready is answered now, not one
+      // fsync later. Entries of this very Ready (a follower's, committed as they arrive), a snapshot and
+      // membership changes (recorded in the log, which is busy) wait for the write, as below.
+      const early = durableCommitted(rd);
+      try {
+        if (early > 0) {
+          await this.applyCommitted(committed.slice(0, early));
+          committed = committed.slice(early);
+        }
+        if (committed.length === 0) await this.whileWriting(write, toldCommit);
+      } catch (err) {
+        await write.catch(() => {}); // settled before the node stops and closes the log; the apply's failure is reported
+        throw err;
+      }
+      await write;
       if (this.stopped) return;
       if (rd.hardState !== null) {
         if (rd.hardState.term < this.durableTerm) {
@@ -676,23 +728,70 @@ export class RaftNode {
       this.addPeersOf(this.log.appliedConf().addresses);
       if (this.stopped) return;
     }
-    let committed = rd.committed;
+    await this.applyCommitted(committed);
+    for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+  }
+
+  /**
+   * Until `write` (the outstanding Ready's) settles, every message stepped meanwhile may have moved the commit index
+   * (acknowledgements arriving while the leader writes its next batch): the entries it committed that this log holds
+   * durably are applied at once (their proposals answered), and when the commit moved, the replication messages
+   * queued since the Ready (core/early-send.ts rules) leave at once to tell the followers, instead of one fsync
+   * later; so do those queued by a tick (a leader's heartbeats: a slow write does not silence it). Proposals alone
+   * wait for the next Ready, where they travel together. Bounded by MAX_WRITE_ROUNDS steps and ticks.
+   */
+  private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
+    let done = false;
+    const settled = write.then(
+      () => {
+        done = true;
+      },
+      () => {
+        done = true;
+      },
+    );
+    let told = toldCommit;
+    this.ticked = false;
+    for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {
+      const commit = this.core.basicStatus().commit;
+      const send = commit > told || this.ticked;
+      this.ticked = false;
+      const { messages, committed } = this.core.takeEarly(this.durableTerm, send);
+      if (messages.length > 0) {
+        told = commit;
+        this.send(messages);
+      }
+      if (committed.length > 0) {
+        await this.applyCommitted(committed);
+        this.core.appliedTo(committed[committed.length - 1]!.index);
+        continue; // messages may have been stepped meanwhile
+      }
+      await Promise.race([settled, new Promise<void>((r) => (this.wake = r))]);
+      this.wake = null;
+    }
+    await settled;
+  }
+
+  /**
+   * Applies committed entries in order (membership changes recorded in the log first), skipping any at or below
+   * the applied index, and settles the proposals they carry.
+   */
+  private async applyCommitted(entries: Entry[]): Promise<void> {
+    let committed = entries;
     if (committed.length > 0 && committed[0]!.index <= this.applied) {
       committed = committed.filter((e) => e.index > this.applied);
     }
-    if (committed.length > 0) {
-      const first = committed[0]!.index;
-      if (first !== this.applied + 1) {
-        throw new Error(`raft: committed entries start at ${first}, applied index is ${this.applied}`);
-      }
-      for (const e of committed) if (e.type === 'conf') await this.applyConf(e);
-      await this.sm.apply(committed);
-      const last = committed[committed.length - 1]!.index;
-      this.applied = last;
-      this.proposals.applied(first, last, (i) => committed[i - first]?.term);
-      this.applyListeners.emit(committed);
+    if (committed.length === 0 || this.stopped) return;
+    const first = committed[0]!.index;
+    if (first !== this.applied + 1) {
+      throw new Error(`raft: committed entries start at ${first}, applied index is ${this.applied}`);
     }
-    for (const rs of rd.readStates) this.reads.answered(rs.context, rs.index);
+    for (const e of committed) if (e.type === 'conf') await this.applyConf(e);
+    await this.sm.apply(committed);
+    const last = committed[committed.length - 1]!.index;
+    this.applied = last;
+    this.proposals.applied(first, last, (i) => committed[i - first]?.term);
+    this.applyListeners.emit(committed);
   }
 
   private send(messages: Message[]): void {

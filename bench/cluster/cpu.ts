@@ -25,14 +25,39 @@ export function cpuTime_ms(pid: number): number | null {
   }
 }
 
-/** Starts accounting; `per(writes)` then describes each process's CPU time per write, or null without /proc. */
+/**
+ * Read and write system calls (`syscr` + `syscw` of /proc/<pid>/io: every socket and file read or write) and
+ * context switches (voluntary + involuntary, /proc/<pid>/status) of `pid` so far, or null where /proc does not
+ * tell. Per write, they count the messages and wake-ups a write costs, which the CPU time hides on a busy machine.
+ */
+export function ioCounts(pid: number): { syscalls: number; switches: number } | null {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (text: string, name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1]);
+    const syscalls = field(io, 'syscr') + field(io, 'syscw');
+    const switches = field(status, 'voluntary_ctxt_switches') + field(status, 'nonvoluntary_ctxt_switches');
+    return Number.isFinite(syscalls) && Number.isFinite(switches) ? { syscalls, switches } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts accounting; `per(writes)` then describes each process's CPU time per write (and, where /proc tells, its
+ * read/write system calls and context switches per write on a second line), or null without /proc.
+ */
 export function startAccounting(procs: Accounted[]): { per(writes: number): string | null } {
   const before = procs.map((p) => cpuTime_ms(p.pid));
+  const ioBefore = procs.map((p) => ioCounts(p.pid));
   return {
     per(writes: number): string | null {
       if (writes <= 0) return null;
       const parts: string[] = [];
+      const ioParts: string[] = [];
       let total = 0;
+      let syscalls = 0;
+      let switches = 0;
       for (const [i, p] of procs.entries()) {
         const a = before[i];
         const b = cpuTime_ms(p.pid);
@@ -40,8 +65,19 @@ export function startAccounting(procs: Accounted[]): { per(writes: number): stri
         const us = ((b - a) * 1000) / writes;
         total += us;
         parts.push(`${p.name} ${us.toFixed(0)}`);
+        const ia = ioBefore[i];
+        const ib = ioCounts(p.pid);
+        if (ia && ib) {
+          const s = (ib.syscalls - ia.syscalls) / writes;
+          const w = (ib.switches - ia.switches) / writes;
+          syscalls += s;
+          switches += w;
+          ioParts.push(`${p.name} ${s.toFixed(1)}/${w.toFixed(1)}`);
+        }
       }
-      return `CPU per write (µs, user+system): ${parts.join(', ')}; all ${total.toFixed(0)}`;
+      const cpu = `CPU per write (µs, user+system): ${parts.join(', ')}; all ${total.toFixed(0)}`;
+      if (ioParts.length !== procs.length) return cpu;
+      return `${cpu}\n    syscalls/context switches per write: ${ioParts.join(', ')}; all ${syscalls.toFixed(1)}/${switches.toFixed(1)}`;
     },
   };
 }

@@ -17,6 +17,8 @@ export class RaftLog {
   readonly unstable: Unstable;
   committed: number;
   applied: number;
+  /** Last committed index handed to the driver to apply (by a Ready or takeDurableCommitted); >= applied once set. */
+  applying = 0;
 
   constructor(readonly storage: LogView) {
     const first = storage.firstIndex();
@@ -184,14 +186,34 @@ export class RaftLog {
   }
 
   hasNextCommittedEnts(): boolean {
-    return this.committed > Math.max(this.applied, this.firstIndex() - 1);
+    return this.committed > Math.max(this.applied, this.applying, this.firstIndex() - 1);
   }
 
+  /** Committed entries not handed out yet (at most maxBytes, at least one); they count as handed out. */
   nextCommittedEnts(maxBytes: number): Entry[] {
-    const lo = Math.max(this.applied + 1, this.firstIndex());
+    const lo = Math.max(this.applied + 1, this.applying + 1, this.firstIndex());
     const hi = this.committed + 1;
     if (lo >= hi) return [];
-    return this.slice(lo, hi, maxBytes);
+    const ents = this.slice(lo, hi, maxBytes);
+    this.applying = (ents[ents.length - 1] as Entry).index;
+    return ents;
+  }
+
+  /**
+   * Committed entries not handed out yet that this log holds durably (below the unstable part), up to the first
+   * membership change and at most maxBytes (at least one); none while a snapshot is being installed. They count as
+   * handed out.
+   */
+  takeDurableCommitted(maxBytes: number): Entry[] {
+    if (this.unstable.snapshot !== null) return [];
+    const lo = Math.max(this.applied + 1, this.applying + 1, this.firstIndex());
+    const hi = Math.min(this.committed, this.durableLastIndex()) + 1;
+    if (lo >= hi) return [];
+    let ents = this.slice(lo, hi, maxBytes);
+    const conf = ents.findIndex((e) => e.type === 'conf');
+    if (conf >= 0) ents = ents.slice(0, conf);
+    if (ents.length > 0) this.applying = (ents[ents.length - 1] as Entry).index;
+    return ents;
   }
 
   hasPendingSnapshot(): boolean {

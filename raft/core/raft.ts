@@ -17,6 +17,7 @@ import {
   type ConfState,
   type CoreOptions,
   type Entry,
+  entrySizeBytes,
   type HardState,
   type Message,
   type MessageType,
@@ -33,6 +34,7 @@ import {
 } from '../types.js';
 import { encodeConfChange } from './codec.js';
 import { ConfChangeError, type ConfChangeResult, computeConfChange, restoreTracker } from './confchange.js';
+import { splitEarly } from './early-send.js';
 import { RaftLog } from './log.js';
 import { type Progress, type ProgressState, SnapshotStream } from './progress.js';
 import { NO_COMMIT_LIMIT } from './quorum.js';
@@ -51,6 +53,8 @@ const DEFAULT_MAX_COMMITTED_BYTES_PER_READY = 16 * 1024 * 1024;
 const DEFAULT_MAX_PENDING_READ_INDEX = 4096;
 /** The driver must drain messages with ready(); more than this in the outbox means it stopped doing so. */
 const MAX_OUTBOX_MESSAGES = 1 << 20;
+/** How far back in the outbox mergeQueuedAppend looks for the last message to a follower. */
+const MERGE_SCAN_MESSAGES = 16;
 /** Re-send unacknowledged snapshot chunks after this many rewind periods without progress, then start over. */
 const SNAPSHOT_STALL_ABORT_REWINDS = 4;
 
@@ -405,6 +409,32 @@ export class RaftCore {
     this.prevHard = hard;
     this.outstanding = rd;
     return rd;
+  }
+
+  /**
+   * While the outstanding Ready's write runs (every committed entry it handed out applied already): the messages
+   * that may leave now (a leader's replication traffic of a durable term, core/early-send.ts) when `messages`, and
+   * the committed entries this log holds durably that no Ready handed out (up to the first membership change).
+   * The driver sends the messages, applies the entries and reports them with appliedTo(). So a commit reached by
+   * acknowledgements during the write is applied, and told to the followers, without waiting for the write.
+   */
+  takeEarly(durableTerm: number, messages: boolean): { messages: Message[]; committed: Entry[] } {
+    assert(this.outstanding !== null, 'takeEarly() without an outstanding Ready');
+    let out: Message[] = [];
+    if (messages && this.msgs.length > 0) {
+      const split = splitEarly(this.msgs, durableTerm);
+      out = split.beforePersist;
+      this.msgs = split.afterPersist;
+    }
+    const committed = this.log.takeDurableCommitted(this.maxCommittedBytesPerReady);
+    this.reduceUncommittedSize(committed);
+    return { messages: out, committed };
+  }
+
+  /** The driver applied the entries takeEarly() handed out, up to `index`. */
+  appliedTo(index: number): void {
+    assert(index <= this.log.applying, `appliedTo(${index}) beyond what was handed out (${this.log.applying})`);
+    this.log.appliedTo(index);
   }
 
   /** The driver persisted, sent and applied `rd`. */
@@ -1109,10 +1139,38 @@ export class RaftCore {
     }
     if (prevTerm === null || compacted) return this.maybeSendSnapshot(to, pr);
     if (ents.length === 0 && !sendIfEmpty) return false;
-    this.send('append', to, { index: prevIndex, logTerm: prevTerm, entries: ents, commit: this.log.committed });
+    if (!this.mergeQueuedAppend(to, prevIndex, ents)) {
+      this.send('append', to, { index: prevIndex, logTerm: prevTerm, entries: ents, commit: this.log.committed });
+    }
     const lastSent = ents[ents.length - 1];
     pr.sentEntries(ents.length, lastSent ? lastSent.index : prevIndex);
     return true;
+  }
+
+  /**
+   * Folds an append into the last message queued for `to` (not yet handed to the driver) when that is an append
+   * of this term ending right where this one starts: the follower gets one message with both sets of entries and
+   * the newer commit index, exactly as if it stepped the two in a row. Within a Ready, proposals of several turns
+   * and the commit they reach then travel to each follower as one message instead of one each. Not when the
+   * merged entries would exceed maxMsgBytes. Only the last MERGE_SCAN_MESSAGES queued messages are looked at.
+   */
+  private mergeQueuedAppend(to: NodeId, prevIndex: number, ents: Entry[]): boolean {
+    for (let i = this.msgs.length - 1; i >= 0 && i >= this.msgs.length - MERGE_SCAN_MESSAGES; i--) {
+      const m = this.msgs[i] as Message;
+      if (m.to !== to) continue;
+      if (m.type !== 'append' || m.term !== this.term || m.index + m.entries.length !== prevIndex) return false;
+      if (ents.length > 0) {
+        let size = 0;
+        for (const e of m.entries) size += entrySizeBytes(e);
+        for (const e of ents) size += entrySizeBytes(e);
+        if (m.entries.length > 0 && size > this.maxMsgBytes) return false;
+        m.entries = m.entries.length === 0 ? ents : m.entries.concat(ents);
+      }
+      assert(this.log.committed >= m.commit, `commit ${this.log.committed} below a queued append's ${m.commit}`);
+      m.commit = this.log.committed;
+      return true;
+    }
+    return false;
   }
 
   private maybeSendSnapshot(to: NodeId, pr: Progress): boolean {

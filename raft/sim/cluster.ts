@@ -14,7 +14,7 @@
 
 import { bootstrapEntries } from '../core/bootstrap.js';
 import { decodeConfChange } from '../core/codec.js';
-import { splitMessages } from '../core/early-send.js';
+import { durableCommitted, splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
 import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
@@ -199,6 +199,10 @@ class SimNode {
   pendingMessages: Message[] = [];
   /** Some of the pending Ready's messages left before its write (a leader's appends). */
   pendingEarly = false;
+  /** How many of the pending Ready's committed entries were applied before its write (durableCommitted). */
+  appliedEarly = 0;
+  /** The commit index the replication messages sent so far carry (the driver's whileWriting). */
+  toldCommit = 0;
   sm: SmState;
   /** The hard state on the (synced) disk. */
   persistedHard: HardState;
@@ -352,7 +356,7 @@ class Simulation {
         if (this.deferIfPaused(n, ev)) return;
         this.traceEvent(() => `${n.id} tick`);
         this.coreOf(n).tick();
-        this.afterStep(n);
+        this.afterStep(n, true);
         this.schedule({ kind: 'tick', node: n, inc: n.inc, time: this.now + n.tickMs, seq: 0 });
         return;
       }
@@ -534,6 +538,7 @@ class Simulation {
     n.core = null;
     n.pending = null;
     n.pendingMessages = [];
+    n.appliedEarly = 0;
     n.inc++;
     this.stats.crashes++;
     // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
@@ -548,7 +553,7 @@ class Simulation {
   }
 
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
-  private afterStep(n: SimNode): void {
+  private afterStep(n: SimNode, ticked = false): void {
     const core = this.coreOf(n);
     const s = core.basicStatus();
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
@@ -570,9 +575,11 @@ class Simulation {
       this.checker.onCommit(n.id, s.role === 'leader' ? s.term : null, core, n.checkedCommit, commit);
       n.checkedCommit = commit;
     }
+    if (n.pending !== null && n.appliedEarly === n.pending.committed.length) this.whileWriting(n, core, ticked);
     if (n.pending === null && core.hasReady()) {
       const rd = core.ready();
       n.pending = rd;
+      n.toldCommit = core.basicStatus().commit;
       // Like the driver: a leader's replication traffic leaves before the write starts (its fsync overlaps the
       // followers'); a crash before the sync event loses the leader's unsynced entries.
       const { beforePersist, afterPersist } = splitMessages(rd, n.persistedHard.term);
@@ -585,6 +592,37 @@ class Simulation {
         this.exposeMessages(n, beforePersist);
         for (const m of beforePersist) this.send(m);
       }
+      // Like the driver: the committed entries the disk holds already are applied while the write runs.
+      n.appliedEarly = durableCommitted(rd);
+      if (n.appliedEarly > 0) {
+        const early = rd.committed.slice(0, n.appliedEarly);
+        this.traceEvent(() => `${n.id} applies ${early.length} before its write`);
+        this.exposeCommit(n, early[early.length - 1]!.index, 'applied before the write');
+        for (const e of early) this.apply(n, core, e);
+      }
+    }
+  }
+
+  /**
+   * Like the driver (RaftNode.whileWriting) after a step or a tick while the pending Ready's write runs: a commit
+   * that moved (or a tick's heartbeats) is told to the followers at once (the replication messages queued since),
+   * and committed entries the disk holds are applied at once.
+   */
+  private whileWriting(n: SimNode, core: RaftCore, ticked: boolean): void {
+    const commit = core.basicStatus().commit;
+    const { messages, committed } = core.takeEarly(n.persistedHard.term, commit > n.toldCommit || ticked);
+    if (messages.length > 0) {
+      n.toldCommit = commit;
+      this.traceEvent(() => `${n.id} sends ${messages.length} during its write (commit ${commit})`);
+      this.exposeMessages(n, messages);
+      for (const m of messages) this.send(m);
+    }
+    if (committed.length > 0) {
+      const last = committed[committed.length - 1]!.index;
+      this.traceEvent(() => `${n.id} applies ${committed.length} during its write`);
+      this.exposeCommit(n, last, 'applied during the write');
+      for (const e of committed) this.apply(n, core, e);
+      core.appliedTo(last);
     }
   }
 
@@ -679,7 +717,8 @@ class Simulation {
       for (const idx of [...n.proposals.keys()]) if (idx <= st.index) n.proposals.delete(idx);
       this.stats.snapshotsInstalled++;
     }
-    for (const e of rd.committed) this.apply(n, core, e);
+    for (const e of rd.committed.slice(n.appliedEarly)) this.apply(n, core, e);
+    n.appliedEarly = 0;
     if ((rd.snapshot || rd.committed.length > 0) && this.rng.chance(this.p.appPersistRate)) n.appDurable = copySm(n.sm);
     for (const rs of rd.readStates) {
       const rid = new DataView(rs.context.buffer, rs.context.byteOffset, rs.context.byteLength).getUint32(0);

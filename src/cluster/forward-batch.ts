@@ -1,28 +1,28 @@
-import type { ForwardResult } from './peer-api.js';
+import type { ForwardResult } from './forward-channel.js';
 
 /** Bound on the commands one forward message carries. */
 export const MAX_FORWARD_BATCH_ITEMS = 256;
 /**
- * Bound on the base64 characters one forward message carries (a single larger command still goes alone, up to the
- * peer API's per-command cap): with the JSON framing it stays well inside the peer listener's 4 MiB frames.
+ * Bound on the command bytes one forward message carries (a single larger command still goes alone, up to the
+ * forward channel's per-command cap): with the msgpack framing it stays well inside the channel's 4 MiB frames.
  */
-export const MAX_FORWARD_BATCH_CHARS = 2 << 20;
+export const MAX_FORWARD_BATCH_BYTES = 2 << 20;
 
 /**
- * Sends one forward message carrying `items` (base64 commands) to `leader`. Resolves with one result per item, in
+ * Sends one forward message carrying `items` (encoded commands) to `leader`. Resolves with one result per item, in
  * order; rejects when the outcome is unknown (sent, no answer); resolves with refusals when nothing was sent.
  */
-export type Transmit = (leader: string, items: string[]) => Promise<ForwardResult[]>;
+export type Transmit = (leader: string, items: Uint8Array[]) => Promise<ForwardResult[]>;
 
 interface Pending {
-  item: string;
+  item: Uint8Array;
   resolve: (r: ForwardResult) => void;
   reject: (err: unknown) => void;
 }
 
 interface Outbox {
   pending: Pending[];
-  chars: number;
+  bytes: number;
 }
 
 /**
@@ -36,22 +36,21 @@ export class ForwardBatcher {
 
   constructor(private readonly transmit: Transmit) {}
 
-  send(leader: string, data: Uint8Array): Promise<ForwardResult> {
-    const item = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+  send(leader: string, item: Uint8Array): Promise<ForwardResult> {
     return new Promise<ForwardResult>((resolve, reject) => {
       let box = this.outboxes.get(leader);
-      if (box !== undefined && box.chars + item.length > MAX_FORWARD_BATCH_CHARS) {
+      if (box !== undefined && box.bytes + item.byteLength > MAX_FORWARD_BATCH_BYTES) {
         this.dispatch(leader, box);
         box = undefined;
       }
       if (box === undefined) {
-        const fresh: Outbox = { pending: [], chars: 0 };
+        const fresh: Outbox = { pending: [], bytes: 0 };
         this.outboxes.set(leader, fresh);
         setImmediate(() => this.dispatch(leader, fresh));
         box = fresh;
       }
       box.pending.push({ item, resolve, reject });
-      box.chars += item.length;
+      box.bytes += item.byteLength;
       if (box.pending.length >= MAX_FORWARD_BATCH_ITEMS) this.dispatch(leader, box);
     });
   }

@@ -10,6 +10,7 @@ import type { Store } from '../../storage/store.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
+import { FORWARD_PATH, MAX_FORWARD_FRAME_BYTES, serveForwards } from './forward-channel.js';
 import { MemberMonitor, type MemberView } from './members.js';
 import {
   type ForwardResult,
@@ -90,6 +91,8 @@ export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();
   private readonly wss: WebSocketServer;
+  /** The forward channel's listener (forward-channel.ts). */
+  private readonly forwardWss: WebSocketServer;
   private readonly monitor: MemberMonitor;
   private stopped = false;
   /** Forwarded proposals being handed to Raft right now. */
@@ -115,18 +118,25 @@ export class ClusterNode {
     );
     this.monitor = new MemberMonitor(this);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
+    this.forwardWss = new WebSocketServer({
+      noServer: true,
+      maxPayload: MAX_FORWARD_FRAME_BYTES,
+      perMessageDeflate: false,
+    });
     const handlers = this.handlers();
     applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
+    serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
-      if (path !== PEER_API_PATH) return; // the Raft transport's listener takes /raft
+      const wss = path === PEER_API_PATH ? this.wss : path === FORWARD_PATH ? this.forwardWss : null;
+      if (wss === null) return; // the Raft transport's listener takes /raft
       // The server already required a certificate from the cluster CA; it must also name a member (identity and
       // router certificates from the same CA do not).
       if (!this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
         socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
         return;
       }
-      this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     });
   }
 
@@ -305,7 +315,7 @@ export class ClusterNode {
    * bound) is a definite refusal of every command in it, so the proposer may try again; a failure after sending is
    * thrown (outcome unknown).
    */
-  private async transmitForwards(leader: string, items: string[]): Promise<ForwardResult[]> {
+  private async transmitForwards(leader: string, items: Uint8Array[]): Promise<ForwardResult[]> {
     const refused = (): ForwardResult[] => items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
     let client: PeerClient;
     try {
@@ -314,8 +324,7 @@ export class ClusterNode {
       if (err instanceof RaftError) return refused();
       throw err;
     }
-    if (!(await client.ready(FORWARD_CONNECT_TIMEOUT_MS))) return refused();
-    return withTimeout(client.api.forward.mutate({ items }), FORWARD_TIMEOUT_MS, `forward to ${leader}`);
+    return (await client.forward.send(items, FORWARD_CONNECT_TIMEOUT_MS, FORWARD_TIMEOUT_MS)) ?? refused();
   }
 
   /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
@@ -418,12 +427,15 @@ export class ClusterNode {
     for (const { client } of this.clients.values()) client.close();
     this.clients.clear();
     // a graceful close flushes answers already written; whatever is left after a bound is cut
-    for (const ws of this.wss.clients) ws.close(1001, 'member stopping');
-    for (let i = 0; i < STOP_DRAIN_STEPS && this.wss.clients.size > 0; i++) {
+    const servers = [this.wss, this.forwardWss];
+    for (const wss of servers) for (const ws of wss.clients) ws.close(1001, 'member stopping');
+    for (let i = 0; i < STOP_DRAIN_STEPS && servers.some((wss) => wss.clients.size > 0); i++) {
       await new Promise((r) => setTimeout(r, 10));
     }
-    for (const ws of this.wss.clients) ws.terminate();
-    this.wss.close();
+    for (const wss of servers) {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+    }
     await new Promise<void>((r) => {
       this.server.close(() => r());
       this.server.closeAllConnections?.();

@@ -7,7 +7,7 @@ import type { PeerCertificate } from 'node:tls';
 import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc/client';
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
-import { MAX_FORWARD_BATCH_CHARS, MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
+import { ForwardClient, type ForwardResult } from './forward-channel.js';
 
 /** What a member reports about itself (`status`). */
 export interface MemberStatus {
@@ -34,14 +34,11 @@ export interface MemberInfo {
   voter: boolean;
 }
 
-/** The outcome of a forwarded proposal: accepted by the leader, or refused with nothing proposed. */
-export type ForwardResult =
-  | { ok: true }
-  | { ok: false; code: 'not-leader' | 'overloaded' | 'too-large' | 'stopped'; leader?: string | null };
+export type { ForwardResult } from './forward-channel.js';
 
 /** What a member does for its peers (implemented by ClusterNode). */
 export interface PeerHandlers {
-  /** Proposes each command on the leader, in order; one result per command. */
+  /** Proposes each command on the leader, in order; one result per command (served on the forward channel). */
   forward(items: Uint8Array[]): Promise<ForwardResult[]>;
   readIndex(): Promise<number>;
   status(): MemberStatus;
@@ -53,8 +50,6 @@ export interface PeerHandlers {
 
 const MAX_ID_CHARS = 128;
 const MAX_ADDRESS_CHARS = 300;
-/** A forwarded command: at most the Raft proposal cap (1 MiB) plus base64's third. */
-const MAX_FORWARD_CHARS = 1.5 * (1 << 20);
 
 function str(v: unknown, name: string, max: number): string {
   if (typeof v !== 'string' || v.length === 0 || v.length > max) {
@@ -68,25 +63,9 @@ function obj(v: unknown): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-/** A forward message: 1 to MAX_FORWARD_BATCH_ITEMS base64 commands, within the per-command and per-message caps. */
-function forwardItems(v: unknown): string[] {
-  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_FORWARD_BATCH_ITEMS) {
-    throw new TRPCError({ code: 'BAD_REQUEST', message: `items: 1 to ${MAX_FORWARD_BATCH_ITEMS} commands` });
-  }
-  let chars = 0;
-  for (const item of v) chars += str(item, 'items[]', MAX_FORWARD_CHARS).length;
-  if (chars > Math.max(MAX_FORWARD_BATCH_CHARS, MAX_FORWARD_CHARS)) {
-    throw new TRPCError({ code: 'BAD_REQUEST', message: `items: more than ${MAX_FORWARD_BATCH_CHARS} characters` });
-  }
-  return v as string[];
-}
-
 const t = initTRPC.context<{ handlers: PeerHandlers }>().create();
 
 export const peerRouter = t.router({
-  forward: t.procedure
-    .input((v) => ({ items: forwardItems(obj(v).items) }))
-    .mutation(({ ctx, input }) => ctx.handlers.forward(input.items.map((d) => Buffer.from(d, 'base64')))),
   readIndex: t.procedure.query(({ ctx }) => ctx.handlers.readIndex()),
   status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
   members: t.procedure.query(({ ctx }) => ctx.handlers.members()),
@@ -121,12 +100,8 @@ export interface PeerTlsOptions {
 
 export interface PeerClient {
   api: TRPCClient<PeerRouter>;
-  /**
-   * Resolves true once the connection is open (at once when it is), false after `timeout_ms`. A request made
-   * while the connection is not open fails without being sent: callers that must tell "not sent" from "sent, no
-   * answer" (forwards) check this first.
-   */
-  ready(timeout_ms: number): Promise<boolean>;
+  /** The member's forward channel (forward-channel.ts), on the same address and certificates. */
+  forward: ForwardClient;
   close(): void;
 }
 
@@ -148,25 +123,13 @@ export function peerClient(address: string, tls?: PeerTlsOptions): PeerClient {
     WebSocket: Ws as unknown as typeof globalThis.WebSocket,
     retryDelayMs: (n) => Math.min(2000, 50 * 2 ** n),
   });
-  const ready = (timeout_ms: number) =>
-    new Promise<boolean>((resolve) => {
-      let done = false;
-      let unsubscribe = () => {};
-      const finish = (open: boolean) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        unsubscribe();
-        resolve(open);
-      };
-      const timer = setTimeout(() => finish(false), timeout_ms);
-      const sub = ws.connectionState.subscribe({ next: (s) => s.state === 'pending' && finish(true) });
-      unsubscribe = () => sub.unsubscribe();
-      if (done) unsubscribe();
-    });
+  const forward = new ForwardClient(address, tls);
   return {
     api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
-    ready,
-    close: () => void ws.close(),
+    forward,
+    close: () => {
+      forward.close();
+      void ws.close();
+    },
   };
 }

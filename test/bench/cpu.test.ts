@@ -1,7 +1,7 @@
 /** The cluster benchmark's CPU accounting (bench/cluster/cpu.ts): /proc figures per write. */
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { cpuTime_ms, startAccounting } from '../../bench/cluster/cpu.js';
+import { cpuTime_ms, ioCounts, startAccounting } from '../../bench/cluster/cpu.js';
 
 const PROC = existsSync(`/proc/${process.pid}/stat`);
 
@@ -27,5 +27,21 @@ describe.runIf(PROC)('benchmark CPU accounting', () => {
     expect(us).toBeLessThanOrEqual(used + 50);
     expect(acct.per(0)).toBeNull();
     expect(cpuTime_ms(2 ** 22 + 7)).toBeNull();
+  });
+
+  it('counts read/write system calls and context switches, which grow with writes', () => {
+    const acct = startAccounting([{ name: 'me', pid: process.pid }]);
+    const before = ioCounts(process.pid)!;
+    // 200 write(2) calls of nothing to stdout's descriptor's twin: /dev/null
+    const fd = openSync('/dev/null', 'w');
+    for (let i = 0; i < 200; i++) writeSync(fd, 'x');
+    closeSync(fd);
+    const after = ioCounts(process.pid)!;
+    expect(after.syscalls - before.syscalls).toBeGreaterThanOrEqual(200);
+    expect(after.switches).toBeGreaterThanOrEqual(before.switches);
+    const line = acct.per(100)!;
+    const perWrite = Number(/syscalls\/context switches per write: me ([\d.]+)\//.exec(line)![1]);
+    expect(perWrite).toBeGreaterThanOrEqual(2);
+    expect(ioCounts(2 ** 22 + 7)).toBeNull();
   });
 });

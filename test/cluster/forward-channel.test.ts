@@ -1,0 +1,128 @@
+/** The forward channel (src/cluster/forward-channel.ts): msgpack frames over a WebSocket, each outcome kept apart. */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
+import { MAX_FORWARD_BATCH_ITEMS } from '../../src/cluster/forward-batch.js';
+import {
+  decodeForwardAnswer,
+  decodeForwardRequest,
+  encodeForwardAnswer,
+  encodeForwardRequest,
+  FORWARD_PATH,
+  ForwardClient,
+  ForwardFrameError,
+  type ForwardResult,
+  MAX_FORWARD_ITEM_BYTES,
+  serveForwards,
+} from '../../src/cluster/forward-channel.js';
+
+const cleanup: Array<() => void | Promise<void>> = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+/** A peer listener serving the channel with `handle`; returns its address. */
+async function listener(
+  handle: (items: Uint8Array[]) => Promise<ForwardResult[]>,
+): Promise<{ address: string; server: Server; wss: WebSocketServer }> {
+  const server = createServer();
+  const wss = new WebSocketServer({ noServer: true });
+  serveForwards(wss, handle, () => {});
+  server.on('upgrade', (req, socket, head) => {
+    if (req.url !== FORWARD_PATH) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanup.push(
+    () =>
+      new Promise<void>((r) => {
+        for (const ws of wss.clients) ws.terminate();
+        wss.close();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, server, wss };
+}
+
+function client(address: string): ForwardClient {
+  const c = new ForwardClient(address);
+  cleanup.push(() => c.close());
+  return c;
+}
+
+const bytes = (...b: number[]) => new Uint8Array(b);
+
+describe('forward channel', () => {
+  it('carries the commands as bytes and answers each one in order: accepted or refused with the leader', async () => {
+    const seen: number[][] = [];
+    const { address } = await listener(async (items) => {
+      seen.push(items.map((i) => i[0]!));
+      return items.map(
+        (i): ForwardResult => (i[0] === 2 ? { ok: false, code: 'not-leader', leader: 'n3' } : { ok: true }),
+      );
+    });
+    const c = client(address);
+    // two messages in flight on one connection, each answered as its own
+    const [a, b] = await Promise.all([c.send([bytes(1), bytes(2)], 2_000, 2_000), c.send([bytes(3)], 2_000, 2_000)]);
+    expect(a).toEqual([{ ok: true }, { ok: false, code: 'not-leader', leader: 'n3' }]);
+    expect(b).toEqual([{ ok: true }]);
+    expect(seen).toEqual([[1, 2], [3]]);
+  });
+
+  it('not sent (nothing listens) is null, a definite refusal; sent and cut off is a rejection, never a refusal', async () => {
+    const nobody = await listener(async (items) => items.map(() => ({ ok: true })));
+    const address = nobody.address;
+    await new Promise<void>((r) => {
+      nobody.server.closeAllConnections();
+      nobody.server.close(() => r());
+    });
+    expect(await client(address).send([bytes(1)], 500, 500)).toBeNull();
+
+    let sentOn: (() => void) | null = null;
+    const { address: hanging, wss } = await listener(
+      () =>
+        new Promise<ForwardResult[]>(() => {
+          sentOn?.();
+        }),
+    );
+    const c = client(hanging);
+    const received = new Promise<void>((r) => (sentOn = r));
+    const pending = c.send([bytes(1)], 2_000, 5_000);
+    await received;
+    for (const ws of wss.clients) ws.terminate(); // the leader's process dies with the forward in its hands
+    await expect(pending).rejects.toThrow(/closed before answering/);
+  });
+
+  it('a leader that fails to tell, or does not answer in time, leaves the outcome unknown (a rejection)', async () => {
+    const failing = await listener(async () => {
+      throw new Error('boom');
+    });
+    await expect(client(failing.address).send([bytes(1)], 2_000, 2_000)).rejects.toThrow(/failed to tell/);
+    const silent = await listener(() => new Promise<ForwardResult[]>(() => {}));
+    await expect(client(silent.address).send([bytes(1)], 2_000, 100)).rejects.toThrow(/no answer within 100 ms/);
+  });
+
+  it('refuses frames its client never sends: a bad shape, no or too many commands, an empty or oversized one', () => {
+    const bad = [
+      Buffer.from('not msgpack at all \xc1'),
+      encodeForwardAnswer(1, []),
+      encodeForwardRequest(0, [bytes(1)]),
+      encodeForwardRequest(1, []),
+      encodeForwardRequest(
+        1,
+        Array.from({ length: MAX_FORWARD_BATCH_ITEMS + 1 }, () => bytes(1)),
+      ),
+      encodeForwardRequest(1, [new Uint8Array(0)]),
+      encodeForwardRequest(1, [new Uint8Array(MAX_FORWARD_ITEM_BYTES + 1)]),
+    ];
+    for (const frame of bad) expect(() => decodeForwardRequest(frame)).toThrow(ForwardFrameError);
+    expect(decodeForwardRequest(encodeForwardRequest(7, [bytes(1, 2)]))).toEqual({
+      id: 7,
+      items: [Buffer.from([1, 2])],
+    });
+    expect(() => decodeForwardAnswer(encodeForwardRequest(1, [bytes(1)]))).toThrow(ForwardFrameError);
+    expect(decodeForwardAnswer(encodeForwardAnswer(3, null))).toEqual({ id: 3, results: null });
+  });
+});
