@@ -39,5 +39,6 @@ export const apiSessionCertificates = defineEntity({
   },
   detail: currentApiSessionCertificateDetail,
   toApi: (row) => ({ certificate: row.certPem }),
+  reads: [],
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
 });

@@ -196,6 +196,7 @@ export const authPolicies = defineEntity({
       secondary: row.secondary,
     };
   },
+  reads: [],
   fromApi(body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');

@@ -54,6 +54,7 @@ export const configs = defineEntity({
     const type = svc.get('config-types', row.configTypeId!);
     return { configType: ref('config-types', row.configTypeId!, type?.name as string | undefined) };
   },
+  reads: ['config-types'],
   relations: [
     {
       path: 'services',

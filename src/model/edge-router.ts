@@ -247,6 +247,7 @@ export const edgeRouters = defineEntity({
       ...routerEnrollmentView(svc, row.id),
     };
   },
+  reads: ['transit-routers', 'enrollments'],
   redact: redactRouterEnrollment,
   // a new router gets its router row and its `erott` enrollment (OpenZiti's default window), in the same write
   alsoOnCreate: async (id, body, svc, at) => [

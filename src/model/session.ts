@@ -64,6 +64,7 @@ export const sessions = defineEntity({
   },
   detail: sessionDetail,
   toApi: renderSession,
+  reads: ['services'],
   // only admins see other callers' session tokens (the field stays, as the schema requires it, but empty)
   redact: (data) => ({ ...data, token: '' }),
   operations: { create: false, update: false, patch: false },

@@ -142,6 +142,7 @@ export const terminators = defineEntity({
       dynamicCost: 0,
     };
   },
+  reads: ['services', 'transit-routers'],
   fromApi(body, { mode, svc, copied }): Record<string, unknown> {
     const out = { ...copied };
     nonEmpty(out, 'binding');

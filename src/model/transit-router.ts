@@ -120,6 +120,7 @@ export const transitRouters = defineEntity({
   alias: { path: 'routers', singular: 'Router', plural: 'Routers' },
   // never connected yet: the control channel comes with the routers' stage
   toApi: (row, svc) => ({ isOnline: false, ...routerEnrollmentView(svc, row.id) }),
+  reads: ['enrollments'],
   redact: redactRouterEnrollment,
   fromApi: (_body, { mode, svc, copied }) => routerFromApi(mode, svc, copied),
   // created unenrolled: its `trott` enrollment in the same write (an edge router's row gets none: its edge router
