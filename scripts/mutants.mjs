@@ -461,7 +461,7 @@ export const MUTANTS = [
   // the production store database hands `sync` to LevelDB (the power-loss tests inject another StoreDb)
   {
     id: 'store-db-unsynced',
-    file: 'storage/store-db.ts',
+    file: 'raft/storage/log-db.ts',
     search: '  await batch.write({ sync: opts.sync });',
     replace: '  await batch.write({ sync: false });',
     tests: ['test/storage/store-db.test.ts'],
