@@ -1,5 +1,6 @@
 import type { HttpResponse } from '../../http/types.js';
 import type { DerivedIndexFactory } from '../../storage/derived.js';
+import type { Store } from '../../storage/store.js';
 import type { Command, EntityDef, Expect, FieldDef, FieldType, Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
@@ -253,6 +254,14 @@ export function defineEntity<const N extends string, const F extends EntityField
   const rendered = Object.entries(spec.fields).filter(([, f]) => f.api);
   // without a `toApi` a rendering is the row's own fields: nothing else to watch
   const reads: readonly string[] | undefined = spec.toApi ? spec.reads : [];
+  // the stamp of what the renderings read, computed once per store epoch (every publish moves the epoch)
+  let last: { store: Store; epoch: number; stamp: number } | null = null;
+  const stampOf = (store: Store): number => {
+    if (last?.store !== store || last.epoch !== store.epoch) {
+      last = { store, epoch: store.epoch, stamp: reads ? store.stampOf(reads) : store.epoch };
+    }
+    return last.stamp;
+  };
   // the hooks see the rows of their own collection, which the store holds as typed by `fields`
   const typed = <R>(fn: ((row: RowOf<F>, ...rest: never[]) => R) | undefined) =>
     fn as ((row: Row, ...rest: never[]) => R) | undefined;
@@ -288,7 +297,7 @@ export function defineEntity<const N extends string, const F extends EntityField
       };
     },
     renderJson(row, svc) {
-      const stamp = reads ? svc.store.stampOf(reads) : svc.store.epoch;
+      const stamp = stampOf(svc.store);
       const hit = jsonCache.get(row);
       if (hit && hit.stamp === stamp) return hit.json;
       const json = JSON.stringify(entity.render(row, svc));
