@@ -15,7 +15,6 @@ import { identities } from '../src/model/identity.js';
 import { buildSchema } from '../src/model/index.js';
 import { LocalProposer } from '../storage/local-proposer.js';
 import { Store } from '../storage/store.js';
-import type { Command } from '../storage/types.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const READS = 20_000;
@@ -30,29 +29,18 @@ const svc = new Services(store, new LocalProposer(store, { maxQueued: 100, sync:
   instanceId: 'bench',
   clustered: false,
 });
-const create = (entity: string, id: string, data: Record<string, unknown>): Command => ({
-  op: 'create',
-  entity,
-  id,
-  data,
-  at: AT,
-});
-const seed: Command[] = [
-  create('identity-types', 'User', { name: 'User' }),
-  create('auth-policies', 'default', {
-    name: 'Default',
-    primary: { cert: {}, updb: {}, extJwt: { allowedSigners: null } },
-    secondary: {},
-  }),
+const rows: Array<[entity: string, id: string, data: Record<string, unknown>]> = [
+  ['identity-types', 'User', { name: 'User' }],
+  ['auth-policies', 'default', { name: 'Default', primary: { cert: {}, updb: {}, extJwt: {} }, secondary: {} }],
 ];
 for (let i = 0; i < IDENTITIES; i++) {
-  seed.push(
-    create('identities', `i${i}`, { name: `bench-id-${i}`, typeId: 'User', authPolicyId: 'default' }),
-    create('authenticators', `a${i}`, { identityId: `i${i}`, method: 'updb', username: `user-${i}` }),
+  rows.push(
+    ['identities', `i${i}`, { name: `bench-id-${i}`, typeId: 'User', authPolicyId: 'default' }],
+    ['authenticators', `a${i}`, { identityId: `i${i}`, method: 'updb', username: `user-${i}` }],
   );
 }
-for (const cmd of seed) {
-  const [r] = await store.applyGroup([cmd], { sync: false });
+for (const [entity, id, data] of rows) {
+  const [r] = await store.applyGroup([{ op: 'create', entity, id, data, at: AT }], { sync: false });
   if (!r?.ok) throw new Error(`seed failed: ${JSON.stringify(r)}`);
 }
 
