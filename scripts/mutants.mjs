@@ -466,6 +466,14 @@ export const MUTANTS = [
     replace: '  await batch.write({ sync: false });',
     tests: ['test/storage/store-db.test.ts'],
   },
+  // a publish moves the stamp of every collection it changes (the rendering cache's invalidation)
+  {
+    id: 'store-collection-stamp',
+    file: 'storage/store.ts',
+    search: '      if (writes.size > 0) this.collectionEpochs.set(',
+    replace: '      if (writes.size < 0) this.collectionEpochs.set(',
+    tests: ['test/api/render-cache.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
