@@ -461,10 +461,18 @@ export const MUTANTS = [
   // the production store database hands `sync` to LevelDB (the power-loss tests inject another StoreDb)
   {
     id: 'store-db-unsynced',
-    file: 'storage/store-db.ts',
+    file: 'raft/storage/log-db.ts',
     search: '  await batch.write({ sync: opts.sync });',
     replace: '  await batch.write({ sync: false });',
     tests: ['test/storage/store-db.test.ts'],
+  },
+  // a publish moves the stamp of every collection it changes (the rendering cache's invalidation)
+  {
+    id: 'store-collection-stamp',
+    file: 'storage/store.ts',
+    search: '      if (writes.size > 0) this.collectionEpochs.set(',
+    replace: '      if (writes.size < 0) this.collectionEpochs.set(',
+    tests: ['test/api/render-cache.test.ts'],
   },
 ];
 

@@ -83,7 +83,7 @@ export async function checkIntegrity(
     report(problems, opts.fix && index.diff(rebuilt, 1).length === 0);
     await yieldToEventLoop();
   }
-  // rendered answers cached per store epoch may have been computed from a damaged index
-  if (repairedIndexes || findings.some((f) => f.fixed)) store.epoch++;
+  // rendered answers cached per store epoch or stamp may have been computed from a damaged index
+  if (repairedIndexes || findings.some((f) => f.fixed)) store.invalidateAll();
   return { findings, tooManyErrors };
 }

@@ -120,6 +120,10 @@ export class Store<M extends RowMap = RowMap> {
   private flushTimer: NodeJS.Timeout | null = null;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
+  /** Per collection: bumped by every publish that changes rows of it (see `stampOf`). */
+  private readonly collectionEpochs = new Map<string, number>();
+  /** Bumped by restore and `invalidateAll`: part of every `stampOf`. */
+  private generation = 0;
 
   private constructor(
     readonly schema: Schema<M>,
@@ -398,6 +402,7 @@ export class Store<M extends RowMap = RowMap> {
     const changes: Change[] = [];
     for (const [entity, writes] of group.writes) {
       const c: Collection = this.collection(entity);
+      if (writes.size > 0) this.collectionEpochs.set(entity, (this.collectionEpochs.get(entity) ?? 0) + 1);
       for (const [id, row] of writes) {
         const before = c.get(id);
         if (row) c.put(row);
@@ -527,13 +532,33 @@ export class Store<M extends RowMap = RowMap> {
       this.appliedIndex = index as number;
       this.durable = this.appliedIndex;
       this.stagedIndex = this.appliedIndex;
-      this.epoch++;
+      this.invalidateAll();
       this.derived.rebuild(this);
       for (const l of this.listeners) l(changes);
       return index as number;
     } finally {
       this.applying = false;
     }
+  }
+
+  /**
+   * A stamp for caches of answers computed from the collections `names`: it changes whenever a publish changes a
+   * row of one of them, and on restore and `invalidateAll` (a sum of counters that only grow, so an equal stamp
+   * means none of them moved). Unknown names are refused.
+   */
+  stampOf(names: readonly string[]): number {
+    let stamp = this.generation;
+    for (const name of names) {
+      assert(this.collections.has(name), `stamp of an unknown collection '${name}'`);
+      stamp += this.collectionEpochs.get(name) ?? 0;
+    }
+    return stamp;
+  }
+
+  /** Makes every cached answer stale: changes `epoch` and every `stampOf` (e.g. after an index repair). */
+  invalidateAll(): void {
+    this.epoch++;
+    this.generation++;
   }
 
   async getMeta(key: string): Promise<unknown> {

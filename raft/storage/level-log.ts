@@ -14,7 +14,6 @@
  * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
  * LogCorruptError naming the key on any mismatch.
  */
-import { ClassicLevel } from 'classic-level';
 import type { ConfState, Entry, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import {
@@ -44,7 +43,7 @@ import {
   type StoredSnapshot,
   storedOf,
 } from './level-snapshots.js';
-import type { LogDb, LogDbOp } from './log-db.js';
+import { type LogDb, type LogDbOp, levelLogDb } from './log-db.js';
 
 export interface LevelLogOptions {
   /** Size of one stored snapshot chunk (LevelDB values stay bounded). Default 1 MiB. */
@@ -132,13 +131,7 @@ export class LevelLog extends CachedLog implements DurableLog {
   static async open(path: string, opts: LevelLogOptions = {}): Promise<LevelLog> {
     const chunk_bytes = opts.snapshotChunk_bytes ?? DEFAULT_CHUNK_BYTES;
     if (!(chunk_bytes >= 1024)) throw new RangeError('raft log: snapshotChunk_bytes must be ≥ 1024');
-    const db: LogDb =
-      opts.db ??
-      new ClassicLevel<Buffer, Buffer>(path, {
-        keyEncoding: 'buffer',
-        valueEncoding: 'buffer',
-        compression: opts.compression ?? true,
-      });
+    const db: LogDb = opts.db ?? levelLogDb(path, { compression: opts.compression ?? true });
     await db.open();
     const maxSegment_bytes = opts.maxSegment_bytes ?? DEFAULT_MAX_SEGMENT_BYTES;
     if (!(maxSegment_bytes >= 64)) throw new RangeError('raft log: maxSegment_bytes must be ≥ 64');

@@ -4,7 +4,7 @@ import type { EntityDef, FieldDef, FieldType, Row } from '../../storage/types.js
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import type { EntityName } from '../model/index.js';
-import type { Command, Expect, RowFor } from '../model/rows.js';
+import type { Command, Expect, RowFor, Store } from '../model/rows.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 import { fieldError, notFound } from './errors.js';
@@ -115,6 +115,14 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    */
   toApi?(row: RowOf<F>, svc: Services): Record<string, unknown>;
   /**
+   * The collections `toApi` reads beyond the row itself (e.g. an identity's auth policy, for its name; its own
+   * collection only when it reads other rows of it): a cached rendering lasts until a row of one of them changes
+   * (the row itself never changes: an update makes a new row). Absent with a `toApi`: every collection (cached
+   * until the next write anywhere). Store.stampOf refuses a name that is not a collection;
+   * test/api/render-cache.test.ts checks that the declarations are complete.
+   */
+  reads?: readonly string[];
+  /**
    * Body → stored fields. The `body` fields present in the request are already copied into `copied` (null on a
    * field whose body schema is not nullable is a PATCH's "leave unchanged" and is not copied); without `fromApi`
    * the stored fields are `copied` (plus any other body key naming a stored field). May throw ApiError.
@@ -160,7 +168,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    */
   beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): Expect[] | undefined;
   /**
-   * Whether a row's rendering may be cached until the next write anywhere (default true). Say no when it depends
+   * Whether a row's rendering may be cached until what it `reads` changes (default true). Say no when it depends
    * on the clock (e.g. a disable that lapses by itself).
    */
   cacheable?(row: RowOf<F>): boolean;
@@ -183,7 +191,7 @@ export interface Entity<N extends string = EntityName, F extends EntityFields = 
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
-  /** `render` as JSON text, cached per row until the store changes (reads vastly outnumber writes). */
+  /** `render` as JSON text, cached per row until what it `reads` changes (reads vastly outnumber writes). */
   renderJson(row: Row, svc: Services): string;
   /** `renderJson` as `caller` may see it (`redact` applies to non-admins). */
   renderJsonFor(row: Row, svc: Services, caller: Caller | null): string;
@@ -249,8 +257,11 @@ export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, Q
   return out;
 }
 
-/** Rendered JSON by row object (rows are immutable: an update makes a new object). */
-const jsonCache = new WeakMap<Row, { epoch: number; json: string }>();
+/**
+ * Rendered JSON by row object (rows are immutable: an update makes a new object), with the store stamp of what
+ * the rendering read (Store.stampOf, or the store-wide epoch for an entity that does not declare `reads`).
+ */
+const jsonCache = new WeakMap<Row, { stamp: number; json: string }>();
 
 /**
  * An entity type from its declaration. Annotate the result with its name and fields' type —
@@ -264,6 +275,16 @@ export function defineEntity<const N extends string, const F extends EntityField
   const def: EntityDef = { name: spec.name, type: spec.type, fields: spec.fields };
   const symbolTables = new WeakMap<Services, SymbolTable>();
   const rendered = Object.entries(spec.fields).filter(([, f]) => f.api);
+  // without a `toApi` a rendering is the row's own fields: nothing else to watch
+  const reads: readonly string[] | undefined = spec.toApi ? spec.reads : [];
+  // the stamp of what the renderings read, computed once per store epoch (every publish moves the epoch)
+  let last: { store: Store; epoch: number; stamp: number } | null = null;
+  const stampOf = (store: Store): number => {
+    if (last?.store !== store || last.epoch !== store.epoch) {
+      last = { store, epoch: store.epoch, stamp: reads ? store.stampOf(reads) : store.epoch };
+    }
+    return last.stamp;
+  };
   // the hooks see the rows of their own collection, which the store holds as typed by `fields`
   const typed = <R>(fn: ((row: RowOf<F>, ...rest: never[]) => R) | undefined) =>
     fn as ((row: Row, ...rest: never[]) => R) | undefined;
@@ -299,10 +320,11 @@ export function defineEntity<const N extends string, const F extends EntityField
       };
     },
     renderJson(row, svc) {
+      const stamp = stampOf(svc.store);
       const hit = jsonCache.get(row);
-      if (hit && hit.epoch === svc.store.epoch) return hit.json;
+      if (hit && hit.stamp === stamp) return hit.json;
       const json = JSON.stringify(entity.render(row, svc));
-      if (entity.cacheable?.(row) !== false) jsonCache.set(row, { epoch: svc.store.epoch, json });
+      if (entity.cacheable?.(row) !== false) jsonCache.set(row, { stamp, json });
       return json;
     },
     renderJsonFor(row, svc, caller) {

@@ -42,5 +42,6 @@ export const apiSessionCertificates: Entity<'api-session-certificates', typeof a
     fields: apiSessionCertificateFields,
     detail: currentApiSessionCertificateDetail,
     toApi: (row) => ({ certificate: row.certPem }),
+    reads: [],
     operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
   });

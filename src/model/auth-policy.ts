@@ -198,6 +198,7 @@ export const authPolicies: Entity<'auth-policies', typeof authPolicieFields> = d
       secondary: row.secondary,
     };
   },
+  reads: [],
   fromApi(body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');

@@ -114,6 +114,7 @@ export const authenticators: Entity<'authenticators', typeof authenticatorFields
   update: s.named('authenticatorUpdate', s.obj({ password, tags, username }, ['username', 'password'])),
   patch: s.named('authenticatorPatch', s.obj({ password: passwordNullable, tags, username: usernameNullable })),
   toApi: renderAuthenticatorFields,
+  reads: ['identities'],
   // OpenZiti (authenticator_router.go): reads need admin or admin_readonly, writes need an admin
   operations: {
     list: { permission: 'admin_readonly' },

@@ -142,6 +142,7 @@ export const cas: Entity<'cas', typeof caFields> = defineEntity({
     if (row.externalIdClaim) out.externalIdClaim = row.externalIdClaim;
     return out;
   },
+  reads: [],
   fromApi(body, { mode, copied, existing }) {
     const out = { ...copied };
     if (out.externalIdClaim !== undefined && out.externalIdClaim !== null) {

@@ -55,6 +55,7 @@ export const configs: Entity<'configs', typeof configFields> = defineEntity({
     const type = svc.get('config-types', row.configTypeId!);
     return { configType: ref('config-types', row.configTypeId!, type?.name) };
   },
+  reads: ['config-types'],
   relations: [
     {
       path: 'services',

@@ -68,6 +68,7 @@ export const controllerSettingsEntity: Entity<'controller-settings', typeof cont
     s.obj({ controllerId: s.str({ minLength: 1, maxLength: 128 }), oidc: oidcSettings, tags }, ['controllerId']),
   ),
   toApi: (row) => settingsOf(row),
+  reads: [],
   operations: { update: false, patch: false, delete: false },
   fromApi(body, { svc }) {
     const id = body.controllerId as string;

@@ -21,6 +21,7 @@ export const edgeRouterPolicies: Entity<'edge-router-policies'> = definePolicy({
   ],
   extraDetail: { isSystem: s.bool() },
   toApi: (row) => ({ isSystem: row.isSystem === true }),
+  reads: [],
   relations: [
     {
       path: 'edge-routers',

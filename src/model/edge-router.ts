@@ -253,6 +253,7 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
       ...routerEnrollmentView(svc, row.id),
     };
   },
+  reads: ['transit-routers', 'enrollments'],
   // shows this controller's router presence, which changes without a write
   cacheable: () => false,
   redact: redactRouterEnrollment,

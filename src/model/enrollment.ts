@@ -158,6 +158,7 @@ export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> =
     if (row.method === 'updb') out.username = row.username;
     return out;
   },
+  reads: ['identities', 'edge-routers', 'transit-routers'],
   // the token and JWT are credentials: admins see them, other readers (admin_readonly, enrollment.read) do not
   redact: (data) => {
     const { jwt: _jwt, ...rest } = data;
@@ -219,5 +220,6 @@ export const controllerKeys: Entity<'controller-keys', typeof controllerKeyField
   fields: controllerKeyFields,
   detail: s.named('controllerKeyDetail', s.obj({})),
   toApi: () => ({}),
+  reads: [],
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
 });

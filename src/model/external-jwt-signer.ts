@@ -169,6 +169,7 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
     notAfter: row.notAfter ?? ZERO_TIME,
     kid: row.kid ?? '',
   }),
+  reads: [],
   fromApi(_body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     const merged = { ...(mode === 'patch' ? existing : {}), ...out } as Record<string, unknown>;

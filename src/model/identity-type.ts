@@ -14,6 +14,7 @@ export const identityTypes: Entity<'identity-types', typeof identityTypeFields> 
   fields: identityTypeFields,
   detail: detailSchema('identityTypeDetail', s.obj({ name: s.str() })),
   toApi: (row) => ({ name: row.name }),
+  reads: [],
   // any full session reads them (OpenZiti v2's identity_type_router.go: IsAuthenticated, no permission)
   operations: {
     list: { access: 'authenticated', permission: null },

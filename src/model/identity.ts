@@ -249,6 +249,7 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
   update: s.named('identityUpdate', s.obj(writable, ['type', 'name', 'isAdmin'])),
   patch: s.named('identityPatch', s.obj({ ...writable, isAdmin: s.nullable(s.bool()), name: s.nullable(s.str()) })),
   toApi: renderIdentityExtras,
+  reads: ['auth-policies', 'identity-types', 'authenticators', 'enrollments', 'cas', 'api-sessions'],
   // enrollment tokens and JWTs are credentials: only admins see them
   redact: (data) => {
     const enrollment: Record<string, unknown> = {};

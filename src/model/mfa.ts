@@ -53,6 +53,7 @@ export const mfas: Entity<'mfas', typeof mfaFields> = defineEntity({
   // served only through the current-identity and identity MFA operations (src/ops/mfa.ts)
   operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
   toApi: (row) => ({ isVerified: row.isVerified === true }),
+  reads: [],
 });
 
 export function newRecoveryCodes(): string[] {

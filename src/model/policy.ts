@@ -112,6 +112,8 @@ export interface PolicySpec<N extends string> {
   extraRequired?: string[];
   relations?: RelationSpec[];
   toApi?: EntitySpec['toApi'];
+  /** What `toApi` reads (the role displays' collections are added). */
+  reads?: EntitySpec['reads'];
 }
 
 /** A policy type's declaration: CRUD, role validation, displays, and one role index per role list. */
@@ -137,6 +139,7 @@ export function definePolicy<const N extends EntityName>(spec: PolicySpec<N>) {
   for (const list of spec.roleLists) detailProps[list.field] = roles;
   Object.assign(detailProps, spec.extraDetail);
   const required = ['name', 'semantic', ...(spec.extraRequired ?? [])];
+  const displayed = spec.roleLists.flatMap((l) => (l.entity === null ? [] : [l.entity]));
   return defineEntity({
     name: spec.name,
     type: spec.type,
@@ -165,6 +168,8 @@ export function definePolicy<const N extends EntityName>(spec: PolicySpec<N>) {
       for (const list of spec.roleLists) out[`${list.field}Display`] = rolesDisplay(svc, list.entity, row[list.field]);
       return out;
     },
+    // the role displays name the rows they list; the spec's own `toApi` declares what it reads
+    reads: spec.toApi && !spec.reads ? undefined : [...(spec.reads ?? []), ...displayed],
     fromApi(_body, { mode, copied }) {
       const out = { ...copied };
       for (const list of spec.roleLists) {

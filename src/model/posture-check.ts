@@ -209,6 +209,7 @@ export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> 
   update: s.named('postureCheckUpdate', s.obj({ ...typeSpecific, ...common }, ['name'])),
   patch: s.named('postureCheckPatch', s.obj({ ...typeSpecific, ...common }, ['typeId'])),
   toApi: renderTypeFields,
+  reads: [],
   fromApi(body, { mode, existing, copied }) {
     const type = (mode === 'create' ? body.typeId : existing?.typeId) as PostureCheckType;
     if (mode !== 'create' && 'typeId' in body && body.typeId !== existing?.typeId) {

@@ -230,6 +230,7 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
     }),
   ],
   toApi: () => ({ config: {}, permissions: [], postureQueries: [] }),
+  reads: [],
   // the management list fills `config` for the config types asked for (OpenZiti's PublicQueryForMgmtAccess), with
   // the caller's own service configs in place of the service's; the detail leaves it empty, as OpenZiti's does
   listView: {

@@ -143,6 +143,7 @@ export const terminators: Entity<'terminators', typeof terminatorFields> = defin
       dynamicCost: 0,
     };
   },
+  reads: ['services', 'transit-routers'],
   fromApi(body, { mode, svc, copied }): Record<string, unknown> {
     const out = { ...copied };
     nonEmpty(out, 'binding');

@@ -50,12 +50,16 @@ describe('checkIntegrity', () => {
     owners.put({ id: 'o1', createdAt: AT, updatedAt: AT, tags: {}, name: 'ann' });
     expect((await checkIntegrity(s, { fix: true, maxFindings: 10 })).findings).toEqual([]);
     const epoch = s.epoch;
+    const stamp = s.stampOf(['owners']);
     (owners as any).uniques.get('name').delete('ann');
     expect([...(owners.lookup('name', 'ann') ?? [])]).toEqual([]);
     const report = await checkIntegrity(s, { fix: true, maxFindings: 10 });
     expect(report.findings).toEqual([{ description: 'owners: unique index name lacks ann → o1', fixed: true }]);
     expect([...(owners.lookup('name', 'ann') ?? [])]).toEqual(['o1']);
     expect(s.epoch).toBeGreaterThan(epoch);
+    // every cached rendering is stale, whatever collections it read
+    expect(s.stampOf(['owners'])).toBeGreaterThan(stamp);
+    expect(s.stampOf([])).toBeGreaterThan(0);
     await s.close();
   });
 });

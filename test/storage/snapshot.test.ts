@@ -74,7 +74,10 @@ describe('store snapshot', () => {
     });
     const removed: string[] = [];
     dst.onPublish((changes) => removed.push(...changes.filter((c) => !c.after).map((c) => c.id)));
+    const stamp = dst.stampOf(['keys']);
     expect(await dst.restore(data)).toBe(index);
+    // every cached rendering is stale, whatever collections it read
+    expect(dst.stampOf(['keys'])).toBeGreaterThan(stamp);
     expect(removed).toEqual(['old']);
     expect(dst.appliedIndex).toBe(index);
     expect(dst.collection('people').size).toBe(1500);

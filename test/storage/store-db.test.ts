@@ -3,8 +3,8 @@
  * and a batch refused part-way writes nothing. (It writes through a chained batch rather than abstract-level's
  * array form, for speed; these are the properties the store relies on either way.)
  */
-import { ClassicLevel } from 'classic-level';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { recordBatchWrites } from '../../raft/storage/batch-recorder.js';
 import { levelStoreDb, type StoreDbOp } from '../../storage/store-db.js';
 import { tempDirs } from '../support/temp-dir.js';
 
@@ -12,30 +12,11 @@ const tempDir = tempDirs('keel-store-db-');
 const bytes = (s: string) => new Uint8Array(Buffer.from(s));
 const text = (v: Uint8Array | undefined) => (v === undefined ? undefined : Buffer.from(v).toString());
 
+let recorder: ReturnType<typeof recordBatchWrites> | null = null;
 afterEach(() => {
-  vi.restoreAllMocks();
+  recorder?.restore();
+  recorder = null;
 });
-
-/** Records the options every LevelDB batch write is given (the power-loss tests use another StoreDb). */
-function recordBatchWrites(): unknown[] {
-  const seen: unknown[] = [];
-  const batch = ClassicLevel.prototype.batch;
-  vi.spyOn(ClassicLevel.prototype, 'batch').mockImplementation(function (this: ClassicLevel, ...args: unknown[]) {
-    const out = (batch as (...a: unknown[]) => unknown).apply(this, args);
-    if (args.length === 0) {
-      const chained = out as { write(o: unknown): Promise<void> };
-      const write = chained.write.bind(chained);
-      chained.write = (o: unknown) => {
-        seen.push(o);
-        return write(o);
-      };
-    } else {
-      seen.push(args[1]);
-    }
-    return out as never;
-  });
-  return seen;
-}
 
 describe('levelStoreDb', () => {
   it('applies a batch in order (a later operation on a key wins) and keeps it across a reopen', async () => {
@@ -66,7 +47,8 @@ describe('levelStoreDb', () => {
   });
 
   it('hands the sync option to LevelDB: a synced batch is fsynced, an unsynced one is not', async () => {
-    const seen = recordBatchWrites();
+    recorder = recordBatchWrites();
+    const { seen } = recorder;
     const db = levelStoreDb(tempDir());
     await db.open();
     await db.batch([{ type: 'put', key: 'a', value: bytes('1') }], { sync: true });

@@ -127,6 +127,28 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('stamps move with the collections a group changes, cascades included', async () => {
+    const s = await open();
+    const stamps = () => ['policies', 'people', 'keys'].map((c) => s.stampOf([c]));
+    await one(s, create('policies', 'p1', { name: 'P' }));
+    expect(stamps()).toEqual([1, 0, 0]);
+    await one(s, create('people', 'a', { name: 'A', policyId: 'p1' }));
+    await one(s, create('keys', 'k1', { personId: 'a' }));
+    expect(stamps()).toEqual([1, 1, 1]);
+    // a failed command changes nothing
+    expect((await one(s, create('keys', 'k2', { personId: 'nobody' }))).ok).toBe(false);
+    expect(stamps()).toEqual([1, 1, 1]);
+    // the delete of a person deletes its keys: both collections move
+    await one(s, { op: 'delete', entity: 'people', id: 'a', at: AT });
+    expect(stamps()).toEqual([1, 2, 2]);
+    expect(s.stampOf(['policies', 'people', 'keys'])).toBe(5);
+    s.invalidateAll();
+    expect(stamps()).toEqual([2, 3, 3]);
+    expect(s.stampOf([])).toBe(1);
+    expect(() => s.stampOf(['nothing'])).toThrow(/unknown collection/);
+    await s.close();
+  });
+
   it('protects system entities unless the command is a system one', async () => {
     const s = await open();
     await one(s, {
