@@ -1,3 +1,4 @@
+import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -203,6 +204,16 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
   create: s.named('edgeRouterCreate', s.obj(writable, ['name'])),
   update: s.named('edgeRouterUpdate', s.obj(writable, ['name'])),
   patch: s.named('edgeRouterPatch', s.obj({ ...writable, name: s.nullable(s.str()) })),
+  // what enrollment yields is on the router row of the same id: filters and sorts read it there, as OpenZiti's
+  // `isVerified` / `fingerprint` symbols of its edge routers
+  symbols: (svc) => ({
+    isVerified: {
+      type: 'bool',
+      set: false,
+      get: (r: Row) => svc.get('transit-routers', r.id)?.isVerified === true,
+    },
+    fingerprint: { type: 'string', set: false, get: (r: Row) => svc.get('transit-routers', r.id)?.fingerprint ?? '' },
+  }),
   relations: [
     ...relationsThrough({
       policy: (): Entity => edgeRouterPolicies,
