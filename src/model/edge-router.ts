@@ -93,9 +93,9 @@ export function sharedRouterFields(set: Record<string, unknown>): Record<string,
   return out;
 }
 
-/** An edge router's router row: the shared fields, unenrolled (its enrollment is an `enrollments` row). */
-export function routerRowOf(id: string, body: Record<string, unknown>, at: string): Command {
-  const data = {
+/** The stored fields of an edge router's router row: the shared fields, unenrolled. */
+export function routerRowData(body: Record<string, unknown>): Record<string, unknown> {
+  return {
     name: body.name,
     cost: body.cost ?? 0,
     noTraversal: body.noTraversal ?? false,
@@ -104,7 +104,11 @@ export function routerRowOf(id: string, body: Record<string, unknown>, at: strin
     isEdge: true,
     isVerified: false,
   };
-  return { op: 'create', entity: 'transit-routers', id, data, at };
+}
+
+/** An edge router's router row: the shared fields, unenrolled (its enrollment is an `enrollments` row). */
+export function routerRowOf(id: string, body: Record<string, unknown>, at: string): Command {
+  return { op: 'create', entity: 'transit-routers', id, data: routerRowData(body), at };
 }
 
 /** What a change of the shared fields on the router row (`/routers/{id}`) brings to its edge router. */
