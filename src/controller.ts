@@ -19,6 +19,7 @@ import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
+import { migrateRouterRows } from './model/router-rows.js';
 import { onChanges } from './model/rows.js';
 import { accessOps } from './ops/access.js';
 import { authenticationOps } from './ops/authentication.js';
@@ -247,6 +248,8 @@ export class Controller {
         await initialize(svc, password);
         log('info', 'initialised a new data directory', { dataDir: opts.dataDir });
       }
+      // edge routers stored before every router had a router row get theirs, through the log
+      await migrateRouterRows(svc);
       svc.sessions.start();
       const listen = {
         host: opts.host,

@@ -7,7 +7,7 @@ import type { EntityName } from '../model/index.js';
 import type { Command, Expect, RowFor, Store } from '../model/rows.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
-import { fieldError, notFound } from './errors.js';
+import { fieldError, notFound, unauthorized } from './errors.js';
 import { listQuery, listResponse, mapResult } from './list.js';
 import {
   type Access,
@@ -140,6 +140,12 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    * that hold management permissions without being admins.
    */
   redact?(data: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * The rows hidden from `caller` (a predicate; undefined: none): left out of its lists and their counts, and 401
+   * UNAUTHORIZED on their detail, update, patch and delete (OpenZiti: the enrollments of admin identities, for
+   * callers without admin rights). A hidden row must stay hidden however the caller asks for it.
+   */
+  hiddenFrom?(caller: Caller | null, svc: Services): ((row: RowOf<F>) => boolean) | undefined;
   /** `roleFilter`/`roleSemantic` on list (the field holding role attributes). */
   roleAttributesField?: string;
   /**
@@ -177,7 +183,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
 }
 
 /** The row-typed hooks of a spec, as the generic machinery calls them (with any row of the collection). */
-type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links' | 'alsoOnUpdate' | 'alsoOnDelete';
+type RowHooks = 'toApi' | 'beforeDelete' | 'cacheable' | 'links' | 'alsoOnUpdate' | 'alsoOnDelete' | 'hiddenFrom';
 
 export interface Entity<N extends string = EntityName, F extends EntityFields = EntityFields>
   extends Omit<EntitySpec<N, F>, RowHooks> {
@@ -188,6 +194,7 @@ export interface Entity<N extends string = EntityName, F extends EntityFields = 
   links?(row: Row): Record<string, { href: string }>;
   alsoOnUpdate?(row: Row, set: Record<string, unknown>, svc: Services, at: string): Command[];
   alsoOnDelete?(row: Row, svc: Services, at: string): Command[];
+  hiddenFrom?(caller: Caller | null, svc: Services): ((row: Row) => boolean) | undefined;
   symbolTable(svc: Services): SymbolTable;
   /** The full API representation: base fields, `_links`, then the entity's own fields. */
   render(row: Row, svc: Services): Record<string, unknown>;
@@ -215,6 +222,18 @@ export function requireRow<N extends EntityName>(
 ): RowFor<N> {
   const row = svc.get(entity.name, id);
   if (!row) throw notFound(entity.type, id);
+  return row;
+}
+
+/** The row of `entity` with this id as `caller` may act on it: 404 NOT_FOUND, or 401 if hidden (hiddenFrom). */
+export function requireVisibleRow<N extends EntityName>(
+  entity: { name: N; type: string; hiddenFrom?: Entity['hiddenFrom'] },
+  svc: Services,
+  caller: Caller | null,
+  id: string,
+): RowFor<N> {
+  const row = requireRow(entity, svc, id);
+  if (entity.hiddenFrom?.(caller, svc)?.(row) === true) throw unauthorized('forbidden');
   return row;
 }
 
@@ -296,6 +315,7 @@ export function defineEntity<const N extends string, const F extends EntityField
     links: typed(spec.links),
     alsoOnUpdate: typed(spec.alsoOnUpdate),
     alsoOnDelete: typed(spec.alsoOnDelete),
+    hiddenFrom: spec.hiddenFrom as Entity['hiddenFrom'],
     def,
     symbolTable(svc) {
       let table = symbolTables.get(svc);
@@ -480,7 +500,9 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           },
         },
         handler: (ctx) =>
-          okJson(entity.renderJsonFor(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)),
+          okJson(
+            entity.renderJsonFor(requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!), ctx.svc, ctx.caller),
+          ),
       }),
     );
   }
@@ -541,7 +563,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           200: { description: 'The update request was successful and the resource has been altered', schema: empty },
         },
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
-          const existing = requireRow(entity, ctx.svc, ctx.params.id!);
+          const existing = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
           const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
           const set = await toStored(entity, ctx.body, w);
           const at = ctx.svc.nowIso();
@@ -569,9 +591,8 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           200: { description: 'The delete request was successful and the resource has been removed', schema: empty },
         },
         handler: async (ctx) => {
-          const expect = entity.beforeDelete
-            ? entity.beforeDelete(requireRow(entity, ctx.svc, ctx.params.id!), ctx.svc, ctx.caller)
-            : undefined;
+          const target = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
+          const expect = entity.beforeDelete?.(target, ctx.svc, ctx.caller);
           const at = ctx.svc.nowIso();
           const cmd: Command = { op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) };
           const row = entity.alsoOnDelete ? getRow(entity, ctx.svc, ctx.params.id!) : undefined;

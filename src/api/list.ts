@@ -14,7 +14,7 @@ import {
 } from '../../storage/zitiql/index.js';
 import type { EntityName } from '../model/index.js';
 import { fieldError, queryError } from './errors.js';
-import type { OpContext } from './op.js';
+import type { Caller, OpContext } from './op.js';
 import { listEnvelope } from './respond.js';
 import type { Services } from './services.js';
 
@@ -165,11 +165,16 @@ export function runQuery(
   symbols: SymbolTable,
   source: RowSource<Row>,
   version?: () => number,
+  hidden?: (row: Row) => boolean,
 ): ListResult | Promise<ListResult> {
   const resolved = resolve(params, symbols);
   const limit = resolved.limit < 0 || resolved.limit > LIST_ROW_CAP ? LIST_ROW_CAP : resolved.limit;
   const offset = resolved.offset;
-  const q = resolved.compiled;
+  const asked = resolved.compiled;
+  // hidden rows are not matches: out of the page and of totalCount alike
+  const q: CompiledQuery = hidden
+    ? { ...asked, predicate: (row) => !hidden(row) && asked.predicate(row), matchesAll: false }
+    : asked;
   const finish = (rows: Row[], totalCount: number): ListResult => {
     assert(rows.length <= LIST_ROW_CAP, 'a list response holds at most LIST_ROW_CAP rows');
     const cut = totalCount > offset + rows.length;
@@ -197,8 +202,9 @@ export function runList(
   symbols: SymbolTable,
   source: RowSource<Row>,
   version?: () => number,
+  hidden?: (row: Row) => boolean,
 ): ListResult | Promise<ListResult> {
-  return runQuery(listParams(req), symbols, source, version);
+  return runQuery(listParams(req), symbols, source, version, hidden);
 }
 
 /** Applies `f` to a value or to the value of a promise (keeps synchronous results synchronous). */
@@ -253,6 +259,7 @@ interface Listable {
   name: EntityName;
   roleAttributesField?: string;
   symbolTable(svc: Services): SymbolTable;
+  hiddenFrom?(caller: Caller | null, svc: Services): ((row: Row) => boolean) | undefined;
 }
 
 /** The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination. */
@@ -269,7 +276,8 @@ export function listQuery(
     if (ids) restrict = restrict ? new Set([...ids].filter((id) => restrict!.has(id))) : ids;
   }
   const store = ctx.svc.store;
-  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict), () => store.appliedIndex);
+  const hidden = entity.hiddenFrom?.(ctx.caller, ctx.svc);
+  return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict), () => store.appliedIndex, hidden);
 }
 
 const namesCache = new WeakMap<SymbolTable, string[]>();

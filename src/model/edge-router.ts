@@ -1,3 +1,4 @@
+import type { Row } from '../../storage/types.js';
 import {
   bodyFieldsOf,
   checkRoleAttributes,
@@ -92,9 +93,9 @@ export function sharedRouterFields(set: Record<string, unknown>): Record<string,
   return out;
 }
 
-/** An edge router's router row: the shared fields, unenrolled (its enrollment is an `enrollments` row). */
-export function routerRowOf(id: string, body: Record<string, unknown>, at: string): Command {
-  const data = {
+/** The stored fields of an edge router's router row: the shared fields, unenrolled. */
+export function routerRowData(body: Record<string, unknown>): Record<string, unknown> {
+  return {
     name: body.name,
     cost: body.cost ?? 0,
     noTraversal: body.noTraversal ?? false,
@@ -103,7 +104,11 @@ export function routerRowOf(id: string, body: Record<string, unknown>, at: strin
     isEdge: true,
     isVerified: false,
   };
-  return { op: 'create', entity: 'transit-routers', id, data, at };
+}
+
+/** An edge router's router row: the shared fields, unenrolled (its enrollment is an `enrollments` row). */
+export function routerRowOf(id: string, body: Record<string, unknown>, at: string): Command {
+  return { op: 'create', entity: 'transit-routers', id, data: routerRowData(body), at };
 }
 
 /** What a change of the shared fields on the router row (`/routers/{id}`) brings to its edge router. */
@@ -203,6 +208,16 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
   create: s.named('edgeRouterCreate', s.obj(writable, ['name'])),
   update: s.named('edgeRouterUpdate', s.obj(writable, ['name'])),
   patch: s.named('edgeRouterPatch', s.obj({ ...writable, name: s.nullable(s.str()) })),
+  // what enrollment yields is on the router row of the same id: filters and sorts read it there, as OpenZiti's
+  // `isVerified` / `fingerprint` symbols of its edge routers
+  symbols: (svc) => ({
+    isVerified: {
+      type: 'bool',
+      set: false,
+      get: (r: Row) => svc.get('transit-routers', r.id)?.isVerified === true,
+    },
+    fingerprint: { type: 'string', set: false, get: (r: Row) => svc.get('transit-routers', r.id)?.fingerprint ?? '' },
+  }),
   relations: [
     ...relationsThrough({
       policy: (): Entity => edgeRouterPolicies,

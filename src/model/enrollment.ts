@@ -1,11 +1,12 @@
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
+import type { Caller } from '../api/op.js';
 import type { Services } from '../api/services.js';
 import { signEnrollmentJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
 import { entityRef, ref } from './common.js';
-import { usernameFree } from './preconditions.js';
+import { guardAdminTarget, usernameFree } from './preconditions.js';
 import type { RowFor } from './rows.js';
 
 /** How far ahead an enrollment may expire (Keel's bound; OpenZiti's default window is 180 minutes). */
@@ -27,6 +28,20 @@ export async function enrollmentFields(
 /** What identifies whom an enrollment enrolls: the identity, the edge router or the transit router. */
 export function enrollmentSubject(row: RowFor<'enrollments'>): string {
   return (row.identityId ?? row.edgeRouterId ?? row.transitRouterId) as string;
+}
+
+/** Whether the enrollment enrolls an admin identity (router enrollments enroll none). */
+function enrollsAdmin(svc: Services, row: RowFor<'enrollments'>): boolean {
+  return !!row.identityId && svc.get('identities', row.identityId)?.isAdmin === true;
+}
+
+/**
+ * A write by `caller` to an enrollment of identity `identityId` (none: a router's): refused (401) when the caller
+ * lacks admin rights and the identity is an admin; else the condition apply re-checks (see guardAdminTarget).
+ */
+export function adminTargetGuard(svc: Services, caller: Caller | null, identityId: string | null | undefined) {
+  if (!identityId) return [];
+  return guardAdminTarget(caller, svc.get('identities', identityId)?.isAdmin === true, identityId);
 }
 
 /** A fresh token, the JWT that carries it (subject `subjectId`), the expiry and the one-per-method key. */
@@ -159,19 +174,23 @@ export const enrollments: Entity<'enrollments', typeof enrollmentStoredFields> =
     return out;
   },
   reads: ['identities', 'edge-routers', 'transit-routers'],
+  // As OpenZiti: a caller without admin rights neither sees nor touches an admin identity's enrollments
+  hiddenFrom: (caller, svc) => (caller?.identity.isAdmin === true ? undefined : (row) => enrollsAdmin(svc, row)),
+  beforeDelete: (row, svc, caller) => adminTargetGuard(svc, caller, row.identityId),
   // the token and JWT are credentials: admins see them, other readers (admin_readonly, enrollment.read) do not
   redact: (data) => {
     const { jwt: _jwt, ...rest } = data;
     return { ...rest, token: '' };
   },
   operations: { update: false, patch: false },
-  async fromApi(body, { svc, expect }) {
+  async fromApi(body, { svc, expect, caller }) {
     const identityId = body.identityId as string;
     const method = body.method as string;
     const expiresAtMs = checkedExpiry(svc, body.expiresAt);
     if (!svc.get('identities', identityId)) {
       throw fieldError('identityId', `identity with id ${identityId} not found`, identityId);
     }
+    expect.push(...adminTargetGuard(svc, caller, identityId));
     const data = await enrollmentFields(svc, identityId, method, expiresAtMs);
     if (method === 'ottca') data.caId = ottcaCaId(svc, body.caId, 'caId');
     if (method === 'updb') {

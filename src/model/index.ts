@@ -20,6 +20,7 @@ import { identityTypes } from './identity-type.js';
 import { mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
 import { applyRevocation, revocations } from './revocation.js';
+import { addRouterRows } from './router-rows.js';
 import type { EntityRows } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
@@ -71,6 +72,7 @@ export const CUSTOM_COMMANDS = {
   useRecoveryCode,
   useTotp,
   applyRevocation,
+  addRouterRows,
 };
 
 export function buildSchema(): Schema<EntityRows> {

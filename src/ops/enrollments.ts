@@ -2,10 +2,18 @@
  * `POST /enrollments/{id}/refresh` (a new token and JWT for an outstanding enrollment) and
  * `POST /authenticators/{id}/re-enroll` (an authenticator reverted to an enrollment), management API.
  */
+
+import { requireVisibleRow } from '../api/entity.js';
 import { type OpDef, op } from '../api/op.js';
 import { created, ok } from '../api/respond.js';
 import { createEnvelope } from '../model/common.js';
-import { checkedExpiry, enrollmentFields, enrollmentSubject } from '../model/enrollment.js';
+import {
+  adminTargetGuard,
+  checkedExpiry,
+  enrollmentFields,
+  enrollmentSubject,
+  enrollments,
+} from '../model/enrollment.js';
 import { s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
 
@@ -41,8 +49,9 @@ export function enrollmentOps(): OpDef<unknown>[] {
           schema: createEnvelope,
         },
       },
-      handler: async ({ params, body, svc }) => {
-        const row = svc.require('enrollments', params.id!);
+      handler: async ({ params, body, svc, caller }) => {
+        const row = requireVisibleRow(enrollments, svc, caller, params.id!);
+        const expect = adminTargetGuard(svc, caller, row.identityId);
         const expiresAtMs = checkedExpiry(svc, body.expiresAt);
         // a new token: the old token and JWT enroll nothing any more
         const fresh = await enrollmentFields(svc, enrollmentSubject(row), row.method!, expiresAtMs);
@@ -54,6 +63,7 @@ export function enrollmentOps(): OpDef<unknown>[] {
           id: row.id,
           set: { token, jwt, expiresAt },
           at: svc.nowIso(),
+          ...(expect.length > 0 ? { expect } : {}),
         });
         return ok({ _links: { self: { href: `./enrollments/${row.id}` } }, id: row.id });
       },

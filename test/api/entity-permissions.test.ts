@@ -451,3 +451,78 @@ describe('per-identity service configs', () => {
     expect((await call('GET', url, { token: byPermission.get('admin_readonly')!.token })).status).toBe(200);
   });
 });
+
+describe('enrollments of admin identities (OpenZiti: hidden from callers without admin rights)', () => {
+  it('are refused (401) to the `enrollment` permission on create, detail, refresh and delete, and left out of its lists', async () => {
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const identity = async (isAdmin: boolean) => {
+      const res = await call('POST', `${srv.mgmt}/identities`, {
+        token: root,
+        body: { name: uniq('ep-enr'), type: 'User', isAdmin },
+      });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data.id as string;
+    };
+    const [adminId, userId] = [await identity(true), await identity(false)];
+    const enroll = async (token: string, identityId: string, method: string) =>
+      call('POST', `${srv.mgmt}/enrollments`, {
+        token,
+        body: { method, identityId, expiresAt, ...(method === 'updb' ? { username: uniq('ep-enr-u') } : {}) },
+      });
+    const ids: Record<string, string> = {};
+    for (const [who, identityId] of [
+      ['admin', adminId],
+      ['user', userId],
+    ] as const) {
+      const res = await enroll(root, identityId, 'ott');
+      expect(res.status, res.text).toBe(201);
+      ids[who] = res.body.data.id;
+    }
+    const holder = await formCaller('enrollment');
+    const reader = await formCaller('enrollment.read');
+    // create: refused for the admin identity, not for the plain one (and nothing is left behind)
+    expectError(await enroll(holder.token, adminId, 'updb'), 401, 'UNAUTHORIZED');
+    const plain = await enroll(holder.token, userId, 'updb');
+    expect(plain.status, plain.text).toBe(201);
+    // detail, refresh, delete of the admin identity's enrollment
+    for (const token of [holder.token, reader.token]) {
+      expectError(await call('GET', `${srv.mgmt}/enrollments/${ids.admin}`, { token }), 401, 'UNAUTHORIZED');
+    }
+    expect((await call('GET', `${srv.mgmt}/enrollments/${ids.user}`, { token: reader.token })).status).toBe(200);
+    const refresh = (id: string) =>
+      call('POST', `${srv.mgmt}/enrollments/${id}/refresh`, { token: holder.token, body: { expiresAt } });
+    expectError(await refresh(ids.admin!), 401, 'UNAUTHORIZED');
+    expect((await refresh(ids.user!)).status).toBe(200);
+    expectError(
+      await call('DELETE', `${srv.mgmt}/enrollments/${ids.admin}`, { token: holder.token }),
+      401,
+      'UNAUTHORIZED',
+    );
+    // lists: the admin identity's enrollment is out of the rows and of totalCount, page by page
+    const filter = encodeURIComponent(`identityId in ["${adminId}", "${userId}"]`);
+    const listed = async (token: string, query: string) => {
+      const res = await call('GET', `${srv.mgmt}/enrollments?filter=${filter}${query}`, { token });
+      expect(res.status, res.text).toBe(200);
+      return { ids: res.body.data.map((e: { id: string }) => e.id), total: res.body.meta.pagination.totalCount };
+    };
+    const all = await listed(root, '');
+    expect(all.ids).toContain(ids.admin);
+    const mine = await listed(holder.token, '');
+    expect(mine.ids).not.toContain(ids.admin);
+    expect(mine.ids).toContain(ids.user);
+    expect(mine.total).toBe(all.total - 1);
+    const firstPage = await listed(holder.token, '&limit=1&offset=0&sort=id');
+    const secondPage = await listed(holder.token, '&limit=1&offset=1&sort=id');
+    expect([...firstPage.ids, ...secondPage.ids].sort()).toEqual([...mine.ids].sort());
+    expect(firstPage.total).toBe(mine.total);
+    const ofIdentity = (id: string, token: string) =>
+      call('GET', `${srv.mgmt}/identities/${id}/enrollments`, { token });
+    expect((await ofIdentity(adminId, reader.token)).body.data).toEqual([]);
+    expect((await ofIdentity(adminId, reader.token)).body.meta.pagination.totalCount).toBe(0);
+    expect((await ofIdentity(adminId, root)).body.data.map((e: { id: string }) => e.id)).toEqual([ids.admin]);
+    expect((await ofIdentity(userId, reader.token)).body.data.map((e: { id: string }) => e.id)).toContain(ids.user);
+    // an admin still does everything
+    expect((await call('GET', `${srv.mgmt}/enrollments/${ids.admin}`, { token: root })).status).toBe(200);
+    expect((await call('DELETE', `${srv.mgmt}/enrollments/${ids.admin}`, { token: root })).status).toBe(200);
+  });
+});

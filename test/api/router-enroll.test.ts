@@ -77,11 +77,17 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
   const detail = async (id: string, token = admin) =>
     (await call('GET', `${srv.mgmt}/edge-routers/${id}`, { token })).body.data;
   const erott = (body: unknown) => call('POST', `${srv.client}/enroll/erott`, { body });
+  const listedIds = async (filter: string) => {
+    const r = await call('GET', `${srv.mgmt}/edge-routers?filter=${encodeURIComponent(filter)}`, { token: admin });
+    expect(r.status, r.text).toBe(200);
+    return r.body.data.map((row: { id: string }) => row.id);
+  };
 
   it('a new router has an erott enrollment JWT; enrolling signs both CSRs and verifies the router', async () => {
     const id = await newRouter();
     const before = await detail(id);
     expect(before).toMatchObject({ isVerified: false, fingerprint: '', certPem: null });
+    expect(await listedIds(`isVerified = false and id = "${id}"`)).toEqual([id]);
     expect(Date.parse(before.enrollmentExpiresAt) - Date.parse(before.enrollmentCreatedAt)).toBe(180 * 60_000);
     // the JWT carries the token, names the router and verifies with the enrollment JWKS
     const jwks = (await call('GET', `${srv.client}/enroll/jwks`)).body;
@@ -126,6 +132,13 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     // one router, one state: its /routers view shows the same enrollment outcome
     const asRouter = (await call('GET', `${srv.mgmt}/routers/${id}`, { token: admin })).body.data;
     expect(asRouter).toMatchObject({ isVerified: true, fingerprint: after.fingerprint, enrollmentToken: null });
+    // `/edge-routers` filters and sorts on what the router row holds
+    expect(await listedIds(`isVerified = false and id = "${id}"`)).toEqual([]);
+    expect(await listedIds(`isVerified = true and fingerprint = "${after.fingerprint}"`)).toEqual([id]);
+    const other = await newRouter();
+    const both = `id in ["${id}", "${other}"]`;
+    expect(await listedIds(`${both} sort by isVerified desc`)).toEqual([id, other]);
+    expect(await listedIds(`${both} sort by fingerprint asc`)).toEqual([other, id]);
     // used up
     const again = await erott({ token: before.enrollmentToken, ...csrs });
     expect(code(again)).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
