@@ -105,7 +105,7 @@ export const MUTANTS = [
   {
     id: 'login-password-check',
     file: 'src/ops/authentication.ts',
-    search: 'if (!(await verifyPassword(authenticator.password as string, password, { source, admin }))) {',
+    search: 'if (!(await verifyPassword(authenticator.password!, password, { source, admin }))) {',
     replace: 'if (false) {',
     tests: ['test/api/conformance.test.ts'],
   },
@@ -264,7 +264,7 @@ export const MUTANTS = [
   {
     id: 'totp-reuse',
     file: 'src/model/mfa.ts',
-    search: 'if (mfa?.isVerified !== true || ((mfa.lastTimeStep as number | undefined) ?? -1) >= args.timeStep) {',
+    search: 'if (mfa?.isVerified !== true || (mfa.lastTimeStep ?? -1) >= args.timeStep) {',
     replace: 'if (mfa?.isVerified !== true) {',
     tests: ['test/api/mfa.test.ts'],
   },
