@@ -797,6 +797,38 @@ describe('RaftNode proposal batching', () => {
   });
 });
 
+describe('RaftNode proposals fenced on a term', () => {
+  it('refuses (not-leader, nothing appended) a proposal for term t on the same node leading again in t+2', async () => {
+    const c = new MemCluster(['a']);
+    cleanup.push(() => c.stopAll());
+    await c.start('a');
+    const first = await c.waitLeader();
+    await first.propose(enc.encode('before'), first.term());
+    const t = first.term();
+    // the same node leads again, two terms later (each restart elects it in a new term)
+    for (let i = 0; i < 2; i++) {
+      await c.get('a').node.readIndex(); // its term durable (the leader's entry committed) before it crashes
+      const durable = await c.crash('a');
+      await c.start('a', { log: durable });
+      await c.waitLeader();
+    }
+    const again = c.get('a');
+    await waitFor(() => again.node.isLeader() && again.sm.entries.length === 1, 5_000, 'a to lead with its entry');
+    expect(again.node.term()).toBe(t + 2);
+    const stale = await again.node.propose(enc.encode('delayed'), t).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(RaftError);
+    expect(stale).toMatchObject({ code: 'not-leader', leader: 'a' });
+    // one of the same turn for the current term goes through; the stale one, in the same batch, does not
+    const [late, current] = await Promise.allSettled([
+      again.node.propose(enc.encode('delayed-too'), t + 1),
+      again.node.propose(enc.encode('now'), t + 2),
+    ]);
+    expect(late).toMatchObject({ status: 'rejected', reason: { code: 'not-leader' } });
+    expect(current).toMatchObject({ status: 'fulfilled', value: { term: t + 2 } });
+    expect(again.sm.entries.map((e) => e.data)).toEqual(['before', 'now']);
+  });
+});
+
 /** A memory log whose writes of hard state alone (or, `entries`, of entries) wait at a gate while it is closed. */
 class GatedLog extends MemoryDurableLog {
   private gate: Promise<void> | null = null;

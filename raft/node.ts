@@ -187,6 +187,8 @@ export class RaftNode {
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
   private batched: Array<{
     data: Uint8Array;
+    /** The term it must be appended in (propose's fence), or undefined. */
+    term: number | undefined;
     resolve: (r: ProposalResult) => void;
     reject: (err: Error) => void;
   }> = [];
@@ -318,15 +320,23 @@ export class RaftNode {
    * event loop, together with every other proposed in it (proposeBatched): a refusal (`not-leader`,
    * `too-many-pending`, `too-large`, `stopped`) is settled by then — in a setImmediate callback queued before any
    * the caller queues after calling — and means nothing was appended.
+   *
+   * `term` fences the proposal: when given, it is appended only if this node leads in exactly that term at the
+   * moment the core takes it (checked here and again when the turn's proposals are handed to the core); otherwise
+   * it is refused (`not-leader`). A forward addressed to the leader of term t can then never be appended by the
+   * same node leading again in a later term (a frame delayed across elections).
    */
-  propose(data: Uint8Array): Promise<ProposalResult> {
-    const err = this.checkProposable() ?? this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
+  propose(data: Uint8Array, term?: number): Promise<ProposalResult> {
+    const err =
+      this.checkProposable() ??
+      this.checkTerm(term) ??
+      this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
     if (err !== null) return Promise.reject(err);
     if (this.proposals.size + this.batched.length >= this.proposals.max) {
       return Promise.reject(new RaftError('too-many-pending', `${this.proposals.size} proposals pending`));
     }
     return new Promise((resolve, reject) => {
-      this.batched.push({ data, resolve, reject });
+      this.batched.push({ data, term, resolve, reject });
       if (this.batched.length === 1) setImmediate(() => this.proposeBatched());
     });
   }
@@ -337,14 +347,22 @@ export class RaftNode {
    * stopped, the uncommitted-bytes bound) was never appended: a definite refusal, as from propose() itself.
    */
   private proposeBatched(): void {
-    const batch = this.batched;
+    const taken = this.batched;
     this.batched = [];
-    if (batch.length === 0) return;
+    if (taken.length === 0) return;
     const err = this.checkProposable();
     if (err !== null) {
-      for (const p of batch) p.reject(err);
+      for (const p of taken) p.reject(err);
       return;
     }
+    // the term fence, at the moment the core takes them: a proposal for another term is refused, never appended
+    const batch: typeof taken = [];
+    for (const p of taken) {
+      const fenced = this.checkTerm(p.term);
+      if (fenced === null) batch.push(p);
+      else p.reject(fenced);
+    }
+    if (batch.length === 0) return;
     let ats: Array<{ index: number; term: number }>;
     try {
       ats = this.core.proposeMany(batch.map((p) => p.data));
@@ -948,6 +966,16 @@ export class RaftNode {
       });
     if (this.proposals.isFull()) return new RaftError('too-many-pending', `${this.proposals.size} proposals pending`);
     return null;
+  }
+
+  /** Refuses (`not-leader`) a proposal fenced on a term other than this node's current one. */
+  private checkTerm(term: number | undefined): RaftError | null {
+    if (term === undefined) return null;
+    const now = this.core.basicStatus();
+    if (term === now.term) return null;
+    return new RaftError('not-leader', `proposal for term ${term}, ${this.id} is in term ${now.term}`, {
+      leader: now.leader,
+    });
   }
 
   /** An entry larger than maxMsgBytes could never be sent to a follower: it would stall replication for good. */

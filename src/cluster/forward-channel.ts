@@ -3,7 +3,10 @@
  * between members, so it travels as msgpack over a WebSocket of its own on the peer listener (`/peer-forward`,
  * behind the same mutual TLS as the peer API), the commands as raw bytes: no JSON, no base64, no tRPC machinery.
  *
- *   request:  [id, [command, …]]            1 to MAX_FORWARD_BATCH_ITEMS commands (bytes), id a positive integer
+ *   request:  [id, term, [command, …]]      1 to MAX_FORWARD_BATCH_ITEMS commands (bytes), id a positive integer,
+ *                                           term (a positive integer) the term of the leader it is addressed to: the
+ *                                           leader proposes them only while it leads in exactly that term, else it
+ *                                           refuses them (`not-leader`, nothing proposed)
  *   answer:   [id, [result, …] | null]      result 0: accepted; [code, leader | null]: refused (nothing proposed);
  *                                           null: the leader failed to tell (outcome unknown)
  *
@@ -46,20 +49,28 @@ export class ForwardFrameError extends Error {
   }
 }
 
-export function encodeForwardRequest(id: number, items: readonly Uint8Array[]): Buffer {
-  return packr.pack([id, items]);
+/** A forward request: `items` addressed to the leader of `term`. */
+export interface ForwardRequest {
+  id: number;
+  term: number;
+  items: Uint8Array[];
 }
 
-export function decodeForwardRequest(frame: Uint8Array): { id: number; items: Uint8Array[] } {
+export function encodeForwardRequest(id: number, term: number, items: readonly Uint8Array[]): Buffer {
+  return packr.pack([id, term, items]);
+}
+
+export function decodeForwardRequest(frame: Uint8Array): ForwardRequest {
   let v: unknown;
   try {
     v = packr.unpack(frame);
   } catch {
     throw new ForwardFrameError('not msgpack');
   }
-  if (!Array.isArray(v) || v.length !== 2) throw new ForwardFrameError('not [id, items]');
-  const [id, items] = v as [unknown, unknown];
+  if (!Array.isArray(v) || v.length !== 3) throw new ForwardFrameError('not [id, term, items]');
+  const [id, term, items] = v as [unknown, unknown, unknown];
   if (!isId(id)) throw new ForwardFrameError('id: a positive integer');
+  if (!isId(term)) throw new ForwardFrameError('term: a positive integer');
   if (!Array.isArray(items) || items.length === 0 || items.length > MAX_FORWARD_BATCH_ITEMS) {
     throw new ForwardFrameError(`items: 1 to ${MAX_FORWARD_BATCH_ITEMS} commands`);
   }
@@ -68,7 +79,7 @@ export function decodeForwardRequest(frame: Uint8Array): { id: number; items: Ui
       throw new ForwardFrameError(`items[]: 1 to ${MAX_FORWARD_ITEM_BYTES} bytes`);
     }
   }
-  return { id, items: items as Uint8Array[] };
+  return { id, term, items: items as Uint8Array[] };
 }
 
 export function encodeForwardAnswer(id: number, results: readonly ForwardResult[] | null): Buffer {
@@ -101,17 +112,19 @@ export function decodeForwardAnswer(frame: Uint8Array): { id: number; results: F
   return { id: v[0], results };
 }
 
+/** A positive safe integer: a request id, a term. */
 function isId(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 }
 
 /**
  * Serves forwards on `wss` (upgrades routed to it by the caller, after its certificate check): each request is
- * handed to `handle` and answered on the same connection; a malformed frame closes the connection.
+ * handed to `handle` (with the term it is addressed to) and answered on the same connection; a malformed frame
+ * closes the connection.
  */
 export function serveForwards(
   wss: WebSocketServer,
-  handle: (items: Uint8Array[]) => Promise<ForwardResult[]>,
+  handle: (term: number, items: Uint8Array[]) => Promise<ForwardResult[]>,
   onError: (err: Error) => void,
 ): void {
   wss.on('connection', (ws) => {
@@ -121,7 +134,7 @@ export function serveForwards(
         ws.close(1003, 'binary frames only');
         return;
       }
-      let req: { id: number; items: Uint8Array[] };
+      let req: ForwardRequest;
       try {
         req = decodeForwardRequest(data as Buffer);
       } catch (err) {
@@ -129,7 +142,7 @@ export function serveForwards(
         ws.close(1007, 'bad frame');
         return;
       }
-      handle(req.items).then(
+      handle(req.term, req.items).then(
         (results) => answer(ws, req.id, results),
         (err: unknown) => {
           onError(err as Error);
@@ -172,11 +185,17 @@ export class ForwardClient {
   ) {}
 
   /**
-   * Sends one forward message. Resolves with one result per command once answered; with null when it was not sent
+   * Sends one forward message, addressed to the leader of `term` (the term in which this member saw it lead).
+   * Resolves with one result per command once answered; with null when it was not sent
    * (no open connection within `connect_ms`, too many unanswered): nothing was proposed. Rejects when it was sent
    * and no answer came (the connection closed, `answer_ms` passed, the leader failed to tell): outcome unknown.
    */
-  async send(items: readonly Uint8Array[], connect_ms: number, answer_ms: number): Promise<ForwardResult[] | null> {
+  async send(
+    term: number,
+    items: readonly Uint8Array[],
+    connect_ms: number,
+    answer_ms: number,
+  ): Promise<ForwardResult[] | null> {
     if (!(await this.open(connect_ms))) return null;
     const ws = this.ws;
     if (ws === null || ws.readyState !== WebSocket.OPEN || this.pending.size >= MAX_PENDING_FORWARDS) return null;
@@ -188,7 +207,7 @@ export class ForwardClient {
       }, answer_ms);
       timer.unref();
       this.pending.set(id, { ws, resolve, reject, timer });
-      ws.send(encodeForwardRequest(id, items), { binary: true });
+      ws.send(encodeForwardRequest(id, term, items), { binary: true });
     });
   }
 

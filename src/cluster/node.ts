@@ -98,7 +98,7 @@ export class ClusterNode {
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
-  private readonly forwards = new ForwardBatcher((leader, items) => this.transmitForwards(leader, items));
+  private readonly forwards = new ForwardBatcher((leader, term, items) => this.transmitForwards(leader, term, items));
   apiAddresses: string[] = [];
 
   private constructor(
@@ -113,7 +113,7 @@ export class ClusterNode {
     this.proposer = new RaftProposer(
       raft,
       sm,
-      (leader, data) => this.forwards.send(leader, data),
+      (leader, term, data) => this.forwards.send(leader, term, data),
       (msg, extra) => logger('warn', msg, extra),
     );
     this.monitor = new MemberMonitor(this);
@@ -315,7 +315,7 @@ export class ClusterNode {
    * bound) is a definite refusal of every command in it, so the proposer may try again; a failure after sending is
    * thrown (outcome unknown).
    */
-  private async transmitForwards(leader: string, items: Uint8Array[]): Promise<ForwardResult[]> {
+  private async transmitForwards(leader: string, term: number, items: Uint8Array[]): Promise<ForwardResult[]> {
     const refused = (): ForwardResult[] => items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
     let client: PeerClient;
     try {
@@ -324,7 +324,7 @@ export class ClusterNode {
       if (err instanceof RaftError) return refused();
       throw err;
     }
-    return (await client.forward.send(items, FORWARD_CONNECT_TIMEOUT_MS, FORWARD_TIMEOUT_MS)) ?? refused();
+    return (await client.forward.send(term, items, FORWARD_CONNECT_TIMEOUT_MS, FORWARD_TIMEOUT_MS)) ?? refused();
   }
 
   /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
@@ -391,13 +391,14 @@ export class ClusterNode {
 
   private handlers(): PeerHandlers {
     return {
-      forward: async (items) => {
+      forward: async (term, items) => {
         // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
         // answer lost to the closing socket would leave the sender not knowing whether the write happened.
         if (this.stopped) return items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
         this.forwarding++;
         try {
-          return await proposeOnLeader(this.raft, items);
+          // fenced on the term the sender addressed: led in another term, this node refuses (definitely)
+          return await proposeOnLeader(this.raft, items, term);
         } finally {
           this.forwarding--;
         }

@@ -38,8 +38,11 @@ export type { ForwardResult } from './forward-channel.js';
 
 /** What a member does for its peers (implemented by ClusterNode). */
 export interface PeerHandlers {
-  /** Proposes each command on the leader, in order; one result per command (served on the forward channel). */
-  forward(items: Uint8Array[]): Promise<ForwardResult[]>;
+  /**
+   * Proposes each command on the leader, in order, only while it leads in `term` (the term the sender addressed);
+   * one result per command (served on the forward channel).
+   */
+  forward(term: number, items: Uint8Array[]): Promise<ForwardResult[]>;
   readIndex(): Promise<number>;
   status(): MemberStatus;
   members(): { leader: string | null; members: MemberInfo[] };

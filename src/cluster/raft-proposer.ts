@@ -24,8 +24,11 @@ export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
   maxAttempts: 200,
 };
 
-/** Sends a proposal's bytes to the current leader (tRPC `forward`); rejects when the outcome is unknown. */
-export type Forwarder = (leader: string, data: Uint8Array) => Promise<ForwardResult>;
+/**
+ * Sends a proposal's bytes to `leader`, addressed to it as the leader of `term` (the forward channel: it proposes
+ * them only while it leads in exactly that term); rejects when the outcome is unknown.
+ */
+export type Forwarder = (leader: string, term: number, data: Uint8Array) => Promise<ForwardResult>;
 
 /** Even a proposal that spent its budget finding the leader waits this long for its entry. */
 const MIN_APPLY_WAIT_MS = 500;
@@ -89,12 +92,18 @@ export class RaftProposer implements Proposer {
         );
       });
       for (let round = 0; round < MAX_RESENDS; round++) {
-        const term = this.node.term();
-        const { leader, unknown } = await this.submit(data);
+        const { leader, term, unknown } = await this.submit(data);
         if (!unknown) return await Promise.race([result, timeout]);
-        // Sent, no answer. Wait for the entry; if instead a later term's leader confirms a read index and the
-        // entry has not been applied here by then, it was never committed and never will be (the old leader can
-        // no longer commit, the new one commits only what its log held when it won): then sending it again is safe.
+        // Sent to the leader of `term`, no answer. Wait for the entry; if instead a leader of a later term confirms
+        // a read index and the entry has not been applied here by then, it was never committed and never will be,
+        // so sending it again is safe:
+        // - the forward was fenced on `term`: the leader it went to appends it only while it leads in exactly that
+        //   term (RaftNode.propose checks it as the core takes the proposal), never in a later term, however long
+        //   the frame was delayed (a socket buffer across two elections, the same node leading again);
+        // - an entry of `term` that the later term's leader did not hold when it won can never commit: it committed
+        //   an entry of its own term (the read index) on a majority, which no leader of `term` can reach any more,
+        //   and no log holding the stale entry can win an election again without first dropping it;
+        // - what that leader held when it won lies at or below the read index, which this node has applied.
         const settled = await Promise.race([result, timeout, this.notCommitted(term, () => applied)]);
         if (settled !== NOT_COMMITTED) return settled;
         this.log('a forward without an answer was not committed: sending it again', { rid, leader });
@@ -128,13 +137,16 @@ export class RaftProposer implements Proposer {
 
   /**
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
-   * only waiting tells); rejects with a definite ProposalError when nothing was proposed.
+   * only waiting tells), with that leader and the term in which this node saw it lead (read together from the
+   * core, so never a new term with the old leader); rejects with a definite ProposalError when nothing was proposed.
    */
-  private async submit(data: Uint8Array): Promise<{ leader: string; unknown: boolean }> {
+  private async submit(data: Uint8Array): Promise<{ leader: string; term: number; unknown: boolean }> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
     for (let attempt = 0; attempt < this.opts.maxAttempts; ) {
       if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+      // read together, in one synchronous step: the leader of exactly this term (RaftNode.leaderId/term)
       const leader = this.node.leaderId();
+      const term = this.node.term();
       if (leader === null) {
         if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
         await sleep(25);
@@ -143,17 +155,17 @@ export class RaftProposer implements Proposer {
       attempt++;
       let r: ForwardResult;
       if (leader === this.node.id) {
-        r = (await proposeOnLeader(this.node, [data]))[0]!;
+        r = (await proposeOnLeader(this.node, [data], term))[0]!;
       } else {
         try {
-          r = await this.forwardWhileLeader(leader, data);
+          r = await this.forwardWhileLeader(leader, term, data);
         } catch (err) {
-          // sent, but no answer: the leader may have proposed it (see propose)
-          this.log('forward without an answer: waiting for the entry', { leader, err: String(err) });
-          return { leader, unknown: true };
+          // sent, but no answer: the leader may have proposed it in `term` (see propose)
+          this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
+          return { leader, term, unknown: true };
         }
       }
-      if (r.ok) return { leader, unknown: false };
+      if (r.ok) return { leader, term, unknown: false };
       this.refuse(r, leader);
       if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
       await sleep(25);
@@ -165,7 +177,7 @@ export class RaftProposer implements Proposer {
    * The forward, given up (as "no answer") as soon as this node follows another leader: a dead leader's socket may
    * not report its death before the forward's own timeout, while the election already moved on.
    */
-  private forwardWhileLeader(leader: string, data: Uint8Array): Promise<ForwardResult> {
+  private forwardWhileLeader(leader: string, term: number, data: Uint8Array): Promise<ForwardResult> {
     let timer: NodeJS.Timeout | undefined;
     const moved = new Promise<never>((_, reject) => {
       const check = () => {
@@ -175,7 +187,7 @@ export class RaftProposer implements Proposer {
       };
       timer = setTimeout(check, LEADER_CHECK_MS);
     });
-    return Promise.race([this.forward(leader, data), moved]).finally(() => clearTimeout(timer));
+    return Promise.race([this.forward(leader, term, data), moved]).finally(() => clearTimeout(timer));
   }
 
   /** Throws the definite errors of a refusal; returns when it only says "not the leader" (try the next one). */
@@ -183,7 +195,8 @@ export class RaftProposer implements Proposer {
     if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
     if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
     if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
-    // not-leader (or a leader that is stopping): nothing was proposed, so trying the next leader is safe.
+    // not-leader (or a leader that is stopping, or one leading in another term than the forward's): nothing was
+    // proposed, so trying the next leader is safe.
   }
 
   async close(): Promise<void> {
@@ -192,19 +205,21 @@ export class RaftProposer implements Proposer {
 }
 
 /**
- * Proposes each of `items` on this node as leader, in order; resolves, one result per item, as soon as the leader
- * accepted or refused each (not when applied). A refusal (`not-leader`, `too-many-pending`, `too-large`, `stopped`)
- * is definite: nothing was proposed. Later failures (leadership lost, overwritten) leave the outcome to the waiting
+ * Proposes each of `items` on this node as leader of `term`, in order; resolves, one result per item, as soon as the
+ * leader accepted or refused each (not when applied). A refusal (`not-leader`, `too-many-pending`, `too-large`,
+ * `stopped`) is definite: nothing was proposed. This node leading in any other term than `term` (a forward
+ * addressed to it in an earlier term, delayed) is a `not-leader` refusal: the term is checked as Raft takes each
+ * proposal (RaftNode.propose). Later failures (leadership lost, overwritten) leave the outcome to the waiting
  * proposer.
  */
-export async function proposeOnLeader(node: RaftNode, items: Uint8Array[]): Promise<ForwardResult[]> {
+export async function proposeOnLeader(node: RaftNode, items: Uint8Array[], term: number): Promise<ForwardResult[]> {
   // propose() settles a refusal at the latest in the setImmediate callback RaftNode queued when the first proposal
   // of this turn arrived (it hands the turn's proposals to the core together): so one still pending when our own
   // setImmediate (queued after it) runs was accepted by the core.
   const refusals: unknown[] = new Array(items.length).fill(undefined);
   const accepted = Symbol('accepted');
   for (let i = 0; i < items.length; i++) {
-    node.propose(items[i]!).then(
+    node.propose(items[i]!, term).then(
       () => {},
       (e: unknown) => {
         refusals[i] ??= e;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RaftError, type RaftNode } from '../../raft/index.js';
+import { type Entry, MemoryDurableLog, MemoryNetwork, RaftError, RaftNode } from '../../raft/index.js';
 import { decodeLogged, encodeLogged, encodeLoggedBytes } from '../../src/cluster/codec.js';
 import type { ForwardResult } from '../../src/cluster/peer-api.js';
 import { proposeOnLeader, RaftProposer, type RaftProposerOptions } from '../../src/cluster/raft-proposer.js';
@@ -43,7 +43,7 @@ function fakeNode(leader: () => string | null, propose: (data: Uint8Array) => Pr
 function follower(
   leader: () => string | null,
   sm: StoreStateMachine,
-  forward: (to: string, data: Uint8Array) => Promise<ForwardResult>,
+  forward: (to: string, term: number, data: Uint8Array) => Promise<ForwardResult>,
   opts: RaftProposerOptions = OPTS,
 ): RaftProposer {
   return new RaftProposer(
@@ -63,19 +63,19 @@ describe('proposeOnLeader', () => {
       () => 'me',
       () => Promise.reject(new RaftError('not-leader', 'transferring', { leader: 'other' })),
     );
-    expect(await proposeOnLeader(refused, [new Uint8Array(1)])).toEqual([
+    expect(await proposeOnLeader(refused, [new Uint8Array(1)], 1)).toEqual([
       { ok: false, code: 'not-leader', leader: 'other' },
     ]);
     const full = fakeNode(
       () => 'me',
       () => Promise.reject(new RaftError('too-many-pending', 'full')),
     );
-    expect(await proposeOnLeader(full, [new Uint8Array(1)])).toEqual([{ ok: false, code: 'overloaded' }]);
+    expect(await proposeOnLeader(full, [new Uint8Array(1)], 1)).toEqual([{ ok: false, code: 'overloaded' }]);
     const accepted = fakeNode(
       () => 'me',
       () => new Promise(() => {}),
     );
-    expect(await proposeOnLeader(accepted, [new Uint8Array(1)])).toEqual([{ ok: true }]);
+    expect(await proposeOnLeader(accepted, [new Uint8Array(1)], 1)).toEqual([{ ok: true }]);
   });
 
   it('answers each command of a forward message on its own, in order', async () => {
@@ -86,7 +86,69 @@ describe('proposeOnLeader', () => {
       () => (++n === 2 ? Promise.reject(new RaftError('too-many-pending', 'full')) : new Promise(() => {})),
     );
     const items = [new Uint8Array([1]), new Uint8Array([2]), new Uint8Array([3])];
-    expect(await proposeOnLeader(node, items)).toEqual([{ ok: true }, { ok: false, code: 'overloaded' }, { ok: true }]);
+    expect(await proposeOnLeader(node, items, 1)).toEqual([
+      { ok: true },
+      { ok: false, code: 'overloaded' },
+      { ok: true },
+    ]);
+  });
+});
+
+describe('proposeOnLeader fenced on the term a forward was addressed to', () => {
+  /** Entries applied, as text. */
+  const applied: string[] = [];
+  const machine = {
+    apply: (entries: Entry[]) => {
+      for (const e of entries) if (e.type === 'normal') applied.push(Buffer.from(e.data).toString());
+    },
+    snapshot: async () => ({ index: 0, data: new Uint8Array() }),
+    restore: async () => {},
+  };
+  const FAST = { tick_ms: 10, electionTicks: 10, heartbeatTicks: 1 };
+
+  /** A one-voter cluster on memory: node 'a', started on `log`, once it leads. */
+  async function leadingNode(net: MemoryNetwork, log: MemoryDurableLog): Promise<RaftNode> {
+    applied.length = 0;
+    const node = await RaftNode.start({
+      id: 'a',
+      log,
+      transport: net.join('a'),
+      stateMachine: machine,
+      applied: 0,
+      peers: { a: 'mem:a' },
+      bootstrap: { voters: ['a'] },
+      ...FAST,
+    });
+    for (let i = 0; i < 500 && !node.isLeader(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(node.isLeader()).toBe(true);
+    return node;
+  }
+
+  it('refuses a forward addressed to term t that reaches the node leading again in t+2: nothing proposed', async () => {
+    const net = new MemoryNetwork();
+    let log = new MemoryDurableLog(1);
+    let node = await leadingNode(net, log);
+    try {
+      const t = node.term();
+      expect(await proposeOnLeader(node, [Buffer.from('first')], t)).toEqual([{ ok: true }]);
+      // two elections later the same node leads again (a restart elects it in a new term)
+      for (let i = 0; i < 2; i++) {
+        await node.readIndex();
+        const durable = log.crashCopy();
+        await node.kill();
+        log = durable;
+        node = await leadingNode(net, log);
+      }
+      expect(node.term()).toBe(t + 2);
+      await node.readIndex(); // everything committed is applied: 'first' only
+      const frame = [Buffer.from('delayed frame')];
+      expect(await proposeOnLeader(node, frame, t)).toEqual([{ ok: false, code: 'not-leader', leader: 'a' }]);
+      expect(await proposeOnLeader(node, [Buffer.from('now')], t + 2)).toEqual([{ ok: true }]);
+      await node.readIndex();
+      expect(applied).toEqual(['first', 'now']);
+    } finally {
+      await node.stop();
+    }
   });
 });
 
@@ -95,7 +157,7 @@ describe('RaftProposer', () => {
     const s = await store();
     const sm = new StoreStateMachine(s);
     let index = 0;
-    const forward = async (_leader: string, data: Uint8Array): Promise<ForwardResult> => {
+    const forward = async (_leader: string, _term: number, data: Uint8Array): Promise<ForwardResult> => {
       // the "leader" commits it; it arrives here through apply, like replication would deliver it
       setTimeout(() => void sm.apply([{ index: ++index, term: 1, type: 'normal', data }]), 5);
       return { ok: true };
@@ -118,8 +180,8 @@ describe('RaftProposer', () => {
     const sm = new StoreStateMachine(s);
     const sent: string[] = [];
     let leader = 'old';
-    const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
-      sent.push(to);
+    const forward = async (to: string, term: number, data: Uint8Array): Promise<ForwardResult> => {
+      sent.push(`${to}@${term}`);
       if (to === 'old') {
         setTimeout(() => {
           leader = 'new';
@@ -139,7 +201,8 @@ describe('RaftProposer', () => {
     try {
       const p = follower(() => leader, sm, forward, { ...OPTS, applyTimeout_ms: 2_000 });
       expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
-      expect(sent).toEqual(['old', 'new']);
+      // each forward addressed to its leader's term (the one the leader was seen in)
+      expect(sent).toEqual(['old@1', 'new@2']);
       expect(reads).toBe(1);
       expect(s.collection('policies').size).toBe(1);
     } finally {
@@ -180,7 +243,7 @@ describe('RaftProposer', () => {
     const sm = new StoreStateMachine(s);
     let leader = 'old';
     const sent: string[] = [];
-    const forward = async (to: string, data: Uint8Array): Promise<ForwardResult> => {
+    const forward = async (to: string, _term: number, data: Uint8Array): Promise<ForwardResult> => {
       sent.push(to);
       if (to === 'old') {
         leader = 'new';
