@@ -474,6 +474,14 @@ export const MUTANTS = [
     replace: '      if (writes.size < 0) this.collectionEpochs.set(',
     tests: ['test/api/render-cache.test.ts'],
   },
+  // a forward addressed to the leader of one term is never appended by the same node leading in a later term
+  {
+    id: 'forward-term-fence',
+    file: 'raft/node.ts',
+    search: 'if (term === undefined) return null;',
+    replace: 'if (term !== -1) return null;',
+    tests: ['raft/node.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
