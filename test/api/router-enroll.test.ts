@@ -77,6 +77,13 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
   const detail = async (id: string, token = admin) =>
     (await call('GET', `${srv.mgmt}/edge-routers/${id}`, { token })).body.data;
   const erott = (body: unknown) => call('POST', `${srv.client}/enroll/erott`, { body });
+  /** The enrollments of the router `id` (`field`: which kind of router it is). */
+  const enrollmentsOf = async (field: 'edgeRouterId' | 'transitRouterId', id: string) => {
+    const filter = encodeURIComponent(`${field}="${id}"`);
+    const r = await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin });
+    expect(r.status, r.text).toBe(200);
+    return r.body.data;
+  };
   const listedIds = async (filter: string) => {
     const r = await call('GET', `${srv.mgmt}/edge-routers?filter=${encodeURIComponent(filter)}`, { token: admin });
     expect(r.status, r.text).toBe(200);
@@ -94,8 +101,7 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     const { payload } = await jwtVerify(before.enrollmentJwt, await importJWK(jwks.keys[0], 'ES256'));
     expect(payload).toMatchObject({ em: 'erott', sub: id, jti: before.enrollmentToken });
     // /enrollments shows it, tied to the router
-    const filter = encodeURIComponent(`edgeRouterId="${id}"`);
-    const [listed] = (await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data;
+    const [listed] = await enrollmentsOf('edgeRouterId', id);
     expect(listed).toMatchObject({
       method: 'erott',
       edgeRouterId: id,
@@ -209,8 +215,7 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
       (await call('GET', `${srv.mgmt}/transit-routers/${id}`, { token })).body.data;
     const before = await routerDetail();
     expect(before).toMatchObject({ isVerified: false, fingerprint: '' });
-    const filter = encodeURIComponent(`transitRouterId="${id}"`);
-    const [listed] = (await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data;
+    const [listed] = await enrollmentsOf('transitRouterId', id);
     expect(listed).toMatchObject({
       method: 'trott',
       transitRouterId: id,
@@ -252,16 +257,13 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
       enrollmentCreatedAt: null,
       enrollmentExpiresAt: null,
     });
-    expect((await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data).toEqual([]);
+    expect(await enrollmentsOf('transitRouterId', id)).toEqual([]);
     expect(code(await legacy('trott', token))).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
     // a new transit router's enrollment goes with it
     const gone = await call('POST', `${srv.mgmt}/routers`, { token: admin, body: { name: `tr-${++seq}` } });
-    const goneFilter = encodeURIComponent(`transitRouterId="${gone.body.data.id}"`);
-    expect(
-      (await call('GET', `${srv.mgmt}/enrollments?filter=${goneFilter}`, { token: admin })).body.data,
-    ).toHaveLength(1);
+    expect(await enrollmentsOf('transitRouterId', gone.body.data.id)).toHaveLength(1);
     expect((await call('DELETE', `${srv.mgmt}/routers/${gone.body.data.id}`, { token: admin })).status).toBe(200);
-    expect((await call('GET', `${srv.mgmt}/enrollments?filter=${goneFilter}`, { token: admin })).body.data).toEqual([]);
+    expect(await enrollmentsOf('transitRouterId', gone.body.data.id)).toEqual([]);
   });
 
   it('an edge router without a router row (made before routers had rows) gets one on re-enroll, then enrolls', async () => {
@@ -272,11 +274,7 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     })();
     // as such a router was stored: no router row and no enrollment
     const at = new Date().toISOString();
-    const [enrollment] = (
-      await call('GET', `${srv.mgmt}/enrollments?filter=${encodeURIComponent(`edgeRouterId="${id}"`)}`, {
-        token: admin,
-      })
-    ).body.data;
+    const [enrollment] = await enrollmentsOf('edgeRouterId', id);
     await srv.ctl.svc.write({
       op: 'batch',
       ops: [
@@ -318,8 +316,7 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     expect(after.enrollmentToken).not.toBe(second);
     expect(code(await reEnroll('no-such-router'))).toEqual([404, 'NOT_FOUND']);
     // the router's enrollment refreshes like any other: a new token (the JWT still names the router)
-    const filter0 = encodeURIComponent(`edgeRouterId="${id}"`);
-    const [outstanding] = (await call('GET', `${srv.mgmt}/enrollments?filter=${filter0}`, { token: admin })).body.data;
+    const [outstanding] = await enrollmentsOf('edgeRouterId', id);
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
     const refreshed = await call('POST', `${srv.mgmt}/enrollments/${outstanding.id}/refresh`, {
       token: admin,
@@ -358,8 +355,7 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
     );
     // the router's deletion takes its enrollment along
     expect((await call('DELETE', `${srv.mgmt}/edge-routers/${id}`, { token: admin })).status).toBe(200);
-    const filter = encodeURIComponent(`edgeRouterId="${id}"`);
-    expect((await call('GET', `${srv.mgmt}/enrollments?filter=${filter}`, { token: admin })).body.data).toEqual([]);
+    expect(await enrollmentsOf('edgeRouterId', id)).toEqual([]);
   });
 });
 
