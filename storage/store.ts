@@ -22,6 +22,14 @@ const FORMAT_VERSION = 1;
 const SEP = '\u0000';
 const ENTITY_PREFIX = `e${SEP}`;
 const META_APPLIED = `m${SEP}applied`;
+
+/** The LevelDB batch that stores `rows` (encoded; null: deleted) and records `index` as applied with them. */
+function batchOps(rows: ReadonlyMap<string, Uint8Array | null>, index: number): StoreDbOp[] {
+  const ops: StoreDbOp[] = [];
+  for (const [key, value] of rows) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+  ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+  return ops;
+}
 const META_FORMAT = `m${SEP}format`;
 const META_PREFIX = `m${SEP}`;
 /** Present while a snapshot is being restored: a store opened with it holds no consistent state. */
@@ -250,9 +258,7 @@ export class Store<M extends RowMap = RowMap> {
     try {
       const { group, encoded, results } = this.prepare(cmds);
       const index = this.checkIndex(opts.index);
-      const ops: StoreDbOp[] = [];
-      for (const [key, value] of encoded) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
-      ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+      const ops = batchOps(encoded, index);
       stage = 'write';
       await this.db.batch(ops, { sync: opts.sync });
       this.appliedIndex = index;
@@ -332,10 +338,7 @@ export class Store<M extends RowMap = RowMap> {
     const index = this.stagedIndex;
     if (index === this.durable) return;
     assert(index > this.durable, `staged index ${index} below the durable index ${this.durable}`);
-    const ops: StoreDbOp[] = [];
-    for (const [key, value] of this.staged)
-      ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
-    ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
+    const ops = batchOps(this.staged, index);
     this.staged = new Map();
     try {
       await this.db.batch(ops, { sync: true });

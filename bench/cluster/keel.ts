@@ -9,6 +9,7 @@ import { preparePeerPki } from '../../src/cluster/local.js';
 import { type PeerTlsOptions, peerClient } from '../../src/cluster/peer-api.js';
 import { type NodeProcess, type NodeSpec, startNode, stopNode } from '../../src/cluster/processes.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
+import { withTimeout } from '../../src/util/timeout.js';
 
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password-1';
 /** Bound on one HTTP call the harness makes itself (login, member lists). */
@@ -141,10 +142,7 @@ export class KeelBenchCluster {
       this.nodes.filter(alive).map(async (n) => {
         const c = peerClient(n.peerAddress, this.peerTls);
         try {
-          const s = await Promise.race([
-            c.api.status.query(),
-            new Promise<never>((_, reject) => setTimeout(() => reject(new Error('status timeout')), CALL_TIMEOUT_MS)),
-          ]);
+          const s = await withTimeout(c.api.status.query(), CALL_TIMEOUT_MS, 'status');
           return s.term;
         } catch {
           return -1;

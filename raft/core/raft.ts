@@ -299,13 +299,9 @@ export class RaftCore {
 
   /** Appends a normal entry (leader only). Throws ProposalDroppedError otherwise or when over a bound. */
   propose(data: Uint8Array): { index: number; term: number } {
-    this.checkCanPropose();
-    const e: Entry = { term: this.term, index: this.log.lastIndex() + 1, type: 'normal', data };
-    if (!this.appendEntries([e], true)) {
-      throw new ProposalDroppedError('too many uncommitted bytes on the leader', this.lead);
-    }
-    this.bcastAppend();
-    return { index: e.index, term: e.term };
+    const [at] = this.proposeMany([data]);
+    if (at === undefined) throw new ProposalDroppedError('too many uncommitted bytes on the leader', this.lead);
+    return at;
   }
 
   /**

@@ -85,6 +85,11 @@ function isStringArray(v: unknown): v is string[] {
 }
 
 /** A ConfState as decoded from a stored record (anything else is corruption). */
+/** A stored count or index: a non-negative safe integer. */
+export function isNonNegInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
 export function isConfState(v: unknown): v is ConfState {
   if (typeof v !== 'object' || v === null) return false;
   const c = v as Record<string, unknown>;

@@ -31,7 +31,14 @@ import {
   segmentKey,
   segmentSize_bytes,
 } from './codec.js';
-import { type AppliedConf, cloneConf, type DurableLog, isConfState, type PersistBatch } from './durable-log.js';
+import {
+  type AppliedConf,
+  cloneConf,
+  type DurableLog,
+  isConfState,
+  isNonNegInt,
+  type PersistBatch,
+} from './durable-log.js';
 import { LogCorruptError, LogStateError, SnapshotSupersededError } from './errors.js';
 import {
   deleteOps,
@@ -91,10 +98,6 @@ const ITERATOR_BATCH = 1024;
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_ENTRIES = 10_000_000;
 const DEFAULT_MAX_SEGMENT_BYTES = 1 << 20;
-
-function isNonNegInt(v: unknown): v is number {
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
-}
 
 function isAddressMap(v: unknown): v is Record<string, string> {
   return (

@@ -13,7 +13,7 @@
 import { crc32 } from 'node:zlib';
 import type { ConfState, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CHUNK_RANGE, chunkKey, decodeChunkKey, decodeMeta, describeKey, encodeMeta } from './codec.js';
-import { isConfState } from './durable-log.js';
+import { isConfState, isNonNegInt } from './durable-log.js';
 import { LogCorruptError } from './errors.js';
 import type { LogDb, LogDbOp } from './log-db.js';
 
@@ -44,8 +44,6 @@ export interface StoredSnapshot {
   /** Size of every record but the last. */
   chunk_bytes: number;
 }
-
-const isNonNegInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /**
  * A snapshot being written: bytes go in through write() in pieces of any size, come out as records of exactly

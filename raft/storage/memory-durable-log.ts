@@ -3,6 +3,8 @@
  * write rules (serialized mutations, overwrite-from-first-entry, snapshot resets the log), so driver tests
  * exercise the same protocol. `crash()` returns a copy holding only what had been persisted, to emulate a restart.
  */
+
+import { joinChunks } from '../node/snapshot-stream.js';
 import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
@@ -69,7 +71,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     conf: ConfState,
     data: Uint8Array | AsyncIterable<Uint8Array>,
   ): Promise<SnapshotInfo> {
-    const bytes = data instanceof Uint8Array ? data : await collect(data);
+    const bytes = data instanceof Uint8Array ? data : await joinChunks(data);
     return this.serialize(() => {
       const snapIndex = this.snap?.meta.index ?? 0;
       if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
@@ -168,10 +170,4 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     );
     return result;
   }
-}
-
-async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  for await (const c of chunks) parts.push(c);
-  return Buffer.concat(parts);
 }

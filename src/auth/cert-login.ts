@@ -42,7 +42,7 @@ export async function certificateLogin(
   svc: Services,
   req: HttpRequest,
 ): Promise<
-  | { bound: RowFor<'authenticators'> }
+  | { bound: RowFor<'api-sessions'> }
   | { login: { identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null }
 > {
   const bound = await sessionOfCertificate(svc, req);

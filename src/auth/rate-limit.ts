@@ -122,7 +122,7 @@ export interface LoginSource {
 }
 
 /** The lane of a credential check: the admin lane when the credential names an admin, else the logins' lane. */
-export function gateOf(who: LoginSource): FairGate {
+function gateOf(who: LoginSource): FairGate {
   return who.admin === true ? adminGate : loginGate;
 }
 

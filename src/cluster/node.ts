@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -7,6 +6,7 @@ import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
+import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
@@ -153,22 +153,9 @@ export class ClusterNode {
   ): Promise<ClusterNode> {
     const log = await LevelLog.open(join(dataDir, 'raft'));
     const tls = opts.tls;
-    const server = createHttpsServer({
-      key: tls.key,
-      cert: tls.cert,
-      ca: tls.ca,
-      requestCert: true,
-      rejectUnauthorized: true,
-    });
-    server.on('request', (_req, res) => res.writeHead(426).end());
+    const server = createMutualTlsServer(tls);
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(opts.peerListen.port, opts.peerListen.host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listenOn(server, opts.peerListen.port, opts.peerListen.host);
       const bound = server.address() as AddressInfo;
       const host = opts.peerListen.host.includes(':') ? `[${opts.peerListen.host}]` : opts.peerListen.host;
       const peerAddress = opts.peerAdvertise ?? `${host}:${bound.port}`;

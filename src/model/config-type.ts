@@ -49,8 +49,6 @@ export const configTypes: Entity<'config-types', typeof configTypeFields> = defi
       via: { ref: 'configTypeId' },
       operationId: 'listConfigsForConfigType',
       summary: 'Lists the configs of a specific config-type',
-      // the listing shows the configs themselves
-      permission: 'config',
     },
   ],
   fromApi(body, { mode, existing, copied }) {

@@ -63,7 +63,6 @@ export const configs: Entity<'configs', typeof configFields> = defineEntity({
       via: { ref: 'configs' },
       operationId: 'listConfigServices',
       summary: 'Lists the services that use a config',
-      permission: 'service',
     },
   ],
   fromApi(body, { mode, svc, existing, copied }) {

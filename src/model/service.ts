@@ -184,7 +184,7 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
       operationId: 'listServiceConfig',
       summary: 'List configs associated to a specific service',
     },
-    { ...serviceTerminators, permission: 'terminator' },
+    serviceTerminators,
     {
       // the client's view: only for a service the caller may dial or bind (else it does not exist for it)
       ...serviceTerminators,

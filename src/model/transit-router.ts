@@ -129,7 +129,7 @@ export const transitRouters: Entity<'transit-routers', typeof routerFields> = de
   alias: { path: 'routers', singular: 'Router', plural: 'Routers' },
   // online while its control connection to this controller is up (src/routers/presence.ts)
   toApi: (row, svc) => ({
-    isOnline: routerPresenceOf(svc).state(row.id).isOnline,
+    isOnline: routerPresenceOf(svc).isOnline(row.id),
     ...routerEnrollmentView(svc, row.id),
   }),
   // shows this controller's router presence, which changes without a write

@@ -66,7 +66,7 @@ export function adviceOps(): OpDef<unknown>[] {
         return ok({
           commonRouters: common.map((id) => ({
             ...ref('edge-routers', id, svc.get('edge-routers', id)?.name),
-            isOnline: routerPresenceOf(svc).state(id).isOnline,
+            isOnline: routerPresenceOf(svc).isOnline(id),
           })),
           identity: ref('identities', identity.id, identity.name!),
           identityId: identity.id,

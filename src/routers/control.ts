@@ -12,7 +12,7 @@
  * OpenZiti disconnects disabled and re-enrolled routers.
  */
 import type { IncomingMessage } from 'node:http';
-import { createServer, type Server } from 'node:https';
+import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { initTRPC, TRPCError } from '@trpc/server';
@@ -21,6 +21,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Change } from '../../storage/derived.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
+import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
 import { type OnlineRouter, routerPresenceOf } from './presence.js';
 
 export const ROUTER_CONTROL_PATH = '/router-control';
@@ -181,7 +182,6 @@ export class RouterControl {
       createContext: ({ res }) => ({ conn: this.conns.get(res), onHello: (c, h) => this.onHello(c, h) }),
       keepAlive: { enabled: true, pingMs: this.limits.ping_ms, pongWaitMs: this.limits.pongWait_ms },
     });
-    server.on('request', (_req, res) => res.writeHead(426).end());
     server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
       const refusal = this.admit(req, socket);
       if (typeof refusal === 'string') {
@@ -207,20 +207,8 @@ export class RouterControl {
   ): Promise<RouterControl> {
     const pki = svc.pki;
     if (!pki) throw new Error('the router control listener needs the PKI');
-    const server = createServer({
-      key: tls.key,
-      cert: tls.cert,
-      ca: pki.caPems,
-      requestCert: true,
-      rejectUnauthorized: true,
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port, opts.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    const server = createMutualTlsServer({ key: tls.key, cert: tls.cert, ca: pki.caPems });
+    await listenOn(server, opts.port, opts.host);
     return new RouterControl(svc, server, opts);
   }
 
@@ -316,12 +304,13 @@ export class RouterControl {
   private onChanges(changes: Change[]): void {
     for (const c of changes) {
       if (c.entity !== 'transit-routers') continue;
-      if (!c.after) routerPresenceOf(this.svc).forget(c.id);
       const conn = this.byRouter.get(c.id);
       if (conn && (!c.after || c.after.disabled === true || c.after.fingerprint !== conn.fingerprint)) {
         this.release(conn);
         conn.ws.close(CLOSE.revoked, 'router disabled, deleted or re-enrolled');
       }
+      // after the release, which records the router as gone
+      if (!c.after) routerPresenceOf(this.svc).forget(c.id);
     }
   }
 

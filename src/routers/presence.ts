@@ -59,8 +59,9 @@ export class RouterPresence {
     return this.online.has(routerId) || this.waiting.has(routerId);
   }
 
-  get onlineCount(): number {
-    return this.online.size;
+  /** Whether the router is online (connected and said hello). */
+  isOnline(routerId: string): boolean {
+    return this.online.has(routerId);
   }
 
   /** The online routers in the order they connected. */

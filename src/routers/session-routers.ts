@@ -17,30 +17,31 @@ const ERP_ROUTERS = roleIndexName('edge-router-policies', 'edgeRouterRoles');
 const SERP_SERVICES = roleIndexName('service-edge-router-policies', 'serviceRoles');
 const SERP_ROUTERS = roleIndexName('service-edge-router-policies', 'edgeRouterRoles');
 
-/** Whether one policy selects both `entityId` (through `near`) and `routerId` (through `far`). */
-function sharePolicy(svc: Services, near: string, far: string, entityId: string, routerId: string): boolean {
-  const a = svc.store.derived.get<RoleIndex>(near).policiesOf(entityId);
-  const b = svc.store.derived.get<RoleIndex>(far).policiesOf(routerId);
+/** Whether the two policy sets share a policy (walks the smaller). */
+function intersects(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   const [small, large] = a.size <= b.size ? [a, b] : [b, a];
   for (const policyId of small) if (large.has(policyId)) return true;
   return false;
 }
 
-/** Whether the identity's and the service's policies both allow the edge router. */
-export function routerAllowedFor(svc: Services, identityId: string, serviceId: string, routerId: string): boolean {
-  return (
-    sharePolicy(svc, ERP_IDENTITIES, ERP_ROUTERS, identityId, routerId) &&
-    sharePolicy(svc, SERP_SERVICES, SERP_ROUTERS, serviceId, routerId)
-  );
-}
-
 /** A session's `edgeRouters`: OpenZiti's sessionEdgeRouter (common edge router properties and `urls`). */
 export function sessionEdgeRouters(svc: Services, identityId: string, serviceId: string): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
-  for (const on of routerPresenceOf(svc).onlineRouters()) {
+  const online = routerPresenceOf(svc).onlineRouters();
+  const index = (name: string) => svc.store.derived.get<RoleIndex>(name);
+  // the identity's and the service's policies are the same for every router: read once
+  const identityPolicies = index(ERP_IDENTITIES).policiesOf(identityId);
+  const servicePolicies = index(SERP_SERVICES).policiesOf(serviceId);
+  const erpRouters = index(ERP_ROUTERS);
+  const serpRouters = index(SERP_ROUTERS);
+  for (const on of online) {
     if (out.length >= MAX_SESSION_EDGE_ROUTERS) break;
     const row = svc.get('edge-routers', on.routerId);
-    if (!row || !routerAllowedFor(svc, identityId, serviceId, row.id)) continue;
+    if (!row) continue;
+    // allowed when one edge router policy selects both identity and router, and one service edge router policy
+    // both service and router
+    if (!intersects(identityPolicies, erpRouters.policiesOf(row.id))) continue;
+    if (!intersects(servicePolicies, serpRouters.policiesOf(row.id))) continue;
     out.push({
       appData: row.appData ?? {},
       cost: row.cost ?? 0,
