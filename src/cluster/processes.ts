@@ -18,6 +18,19 @@ function findBin(): string {
 
 export const KEEL_BIN = findBin();
 
+/**
+ * Extra Node flags for every node started here, from `KEEL_NODE_FLAGS` (space separated; for diagnosis, e.g.
+ * `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--import=./scripts/prof/alloc-sampling.mjs`: docs/benchmarks.md).
+ * Bounded: at most 16 flags, each starting with `--`.
+ */
+export function extraNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
+  const flags = (env.KEEL_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  if (flags.length > 16 || flags.some((f) => !f.startsWith('--'))) {
+    throw new Error('KEEL_NODE_FLAGS takes at most 16 Node flags, each starting with --');
+  }
+  return flags;
+}
+
 export interface NodeSpec {
   id: string;
   dataDir: string;
@@ -65,7 +78,7 @@ export function nodeArgs(spec: NodeSpec): string[] {
 
 /** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
 export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [KEEL_BIN, ...nodeArgs(spec)], {
+  const child = spawn(process.execPath, [...extraNodeFlags(), KEEL_BIN, ...nodeArgs(spec)], {
     env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
