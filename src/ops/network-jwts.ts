@@ -1,6 +1,8 @@
 /**
  * `GET /network-jwts` (both APIs, no session; docs/pki.md): the network JWT a client uses to trust this network
- * before it has an identity. Signed once per process and per advertised address set, as OpenZiti caches it.
+ * before it has an identity. Its `ctrls` name every live controller's API base URLs (in a cluster, every member
+ * that answers this node's status polls), so an SDK can fail over to another controller. Signed once per process
+ * and per address set, as OpenZiti caches it.
  */
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
@@ -8,6 +10,7 @@ import type { Services } from '../api/services.js';
 import { meta } from '../model/common.js';
 import { DEFAULT_NETWORK_JWT_NAME, signNetworkJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
+import { liveApiBaseUrls } from './cluster.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 
@@ -21,10 +24,11 @@ const envelope = s.named(
 const cache = new WeakMap<Services, { key: string; token: Promise<string> }>();
 
 function networkToken(svc: Services): Promise<string> {
-  const key = svc.config.apiBaseUrls.join('|');
+  const ctrls = liveApiBaseUrls(svc);
+  const key = ctrls.join('|');
   const hit = cache.get(svc);
   if (hit && hit.key === key) return hit.token;
-  const token = signNetworkJwt(svc);
+  const token = signNetworkJwt(svc, ctrls);
   cache.set(svc, { key, token });
   token.catch(() => {
     if (cache.get(svc)?.token === token) cache.delete(svc);

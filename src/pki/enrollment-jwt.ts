@@ -49,11 +49,11 @@ async function signer(svc: Services) {
  */
 async function enrollmentJwt(
   svc: Services,
-  claims: { method: string; subject: string; issuedAtMs: number },
+  claims: { method: string; subject: string; issuedAtMs: number; ctrls?: readonly string[] },
   more: (jwt: SignJWT) => SignJWT = (jwt) => jwt,
 ): Promise<string> {
   const { kid, key } = await signer(svc);
-  const jwt = new SignJWT({ em: claims.method, ctrls: svc.config.apiBaseUrls })
+  const jwt = new SignJWT({ em: claims.method, ctrls: [...(claims.ctrls ?? svc.config.apiBaseUrls)] })
     .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
     .setIssuer(svc.config.apiBaseUrls[0] ?? '')
     .setSubject(claims.subject)
@@ -88,12 +88,13 @@ export const DEFAULT_NETWORK_JWT_NAME = 'default';
 /**
  * The network JWT of `GET /network-jwts`: `em: "network"`, iss = sub = the first API base URL with a trailing
  * slash (OpenZiti's `https://<edge api address>/`, where a client fetches `.well-known/est/cacerts` to trust the
- * network's CAs), aud `openziti-enroller`, a random jti, `ctrls` = this controller's API URLs, no expiry; signed
- * with the controller key (verifiable with `GET /enroll/jwks`).
+ * network's CAs), aud `openziti-enroller`, a random jti, `ctrls` = the API base URLs of every live controller
+ * (`ctrls`, this controller's first), no expiry; signed with the controller key (verifiable with
+ * `GET /enroll/jwks`).
  */
-export function signNetworkJwt(svc: Services): Promise<string> {
+export function signNetworkJwt(svc: Services, ctrls: readonly string[]): Promise<string> {
   const issuer = `${svc.config.apiBaseUrls[0] ?? ''}/`;
-  return enrollmentJwt(svc, { method: 'network', subject: issuer, issuedAtMs: svc.clock.now() }, (jwt) =>
+  return enrollmentJwt(svc, { method: 'network', subject: issuer, issuedAtMs: svc.clock.now(), ctrls }, (jwt) =>
     jwt.setIssuer(issuer).setAudience(NETWORK_JWT_AUDIENCE).setJti(randomUUID()),
   );
 }

@@ -2,7 +2,7 @@
  * Conformance: real HTTP requests against a started controller, every response body validated against the schema
  * OpenZiti's published spec declares for that operation and status (../shared/openziti-spec). Runs on both engines.
  */
-import { createLocalJWKSet, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
@@ -110,6 +110,52 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         expect(bad.status).toBe(400);
         expect((await conformant(spec, 'GET', '/controllers', srv.base)).status).toBe(401);
       }
+    });
+
+    it('network-jwts on a cluster member: ctrls names every live member, this one first; re-signed when that changes', async () => {
+      const member = (id: string, online: boolean, urls: string[]) => ({
+        id,
+        address: `${id}:6262`,
+        voter: true,
+        leader: id === 'n1',
+        online,
+        lastJoinedAt: null,
+        status: { apiAddresses: urls } as any,
+      });
+      let members = [
+        member('n1', true, ['https://n1.example:1280']),
+        member('n2', true, [srv.base]), // the answering node's own URL: listed once
+        member('n3', false, ['https://n3.example:1280']),
+        member('n4', true, ['https://n4.example:1280', 'https://n4.alt:1280']),
+      ];
+      srv.ctl.svc.cluster = {
+        id: 'n2',
+        raft: { isLeader: () => false },
+        readBarrier: async () => {},
+        peerCertPem: null,
+        memberView: () => members,
+        addMemberAt: async () => 'x',
+        removeMember: async () => {},
+        transferLeadership: async () => {},
+      };
+      const ctrlsOf = async () => {
+        const r = await conformant('client', 'GET', '/network-jwts', srv.base);
+        return decodeJwt(r.body.data[0].token).ctrls;
+      };
+      try {
+        // n3 does not answer its status polls: left out, so SDKs do not try it first
+        expect(await ctrlsOf()).toEqual([
+          srv.base,
+          'https://n1.example:1280',
+          'https://n4.example:1280',
+          'https://n4.alt:1280',
+        ]);
+        members = [members[1]!, { ...members[2]!, online: true }];
+        expect(await ctrlsOf()).toEqual([srv.base, 'https://n3.example:1280']);
+      } finally {
+        srv.ctl.svc.cluster = null;
+      }
+      expect(await ctrlsOf()).toEqual([srv.base]);
     });
 
     it('root aliases: / and /version answer the version', async () => {

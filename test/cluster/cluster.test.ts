@@ -152,6 +152,10 @@ describe('a 3-node cluster of keel processes', () => {
       down.child.kill('SIGCONT');
     }
     await until(async () => (await onlineOn(observer))[down.spec.id] === true, 5_000, 'reported online');
+    // the network JWT names every live member's API, the answering one first (SDKs fail over through ctrls)
+    const networkJwt = (await call('GET', `${observer.base}/edge/client/v1/network-jwts`)).body.data[0].token;
+    const ctrls = JSON.parse(Buffer.from(networkJwt.split('.')[1], 'base64url').toString()).ctrls;
+    expect(ctrls).toEqual([observer.base, ...c.nodes.filter((n) => n !== observer).map((n) => n.base)]);
     // transfer-leadership through any member
     const t = await call('POST', `${fabric(observer)}/transfer-leadership`, {
       token,
