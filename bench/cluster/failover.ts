@@ -2,6 +2,10 @@
  * Failover trials: under a light steady write load spread over the live nodes, kill -9 the leader and measure
  * the time from the kill to the completion of the first successful write sent after it (through a surviving
  * node). The killed node is then restarted on its data directory before the next trial.
+ *
+ * Trial k kills member k mod 3 (n1, n2, n3, n1, …): before the trial, leadership is handed to that member with
+ * the fabric API's transfer-leadership. Without that, the lowest-ranked survivor wins each election first, and
+ * leadership would alternate between n1 and n2. n3 would never be killed.
  */
 import type { NodeProcess } from '../../src/cluster/processes.js';
 import { alive, type KeelBenchCluster } from './keel.js';
@@ -19,6 +23,8 @@ const TRIAL_TIMEOUT_MS = 30_000;
 
 export interface Trial {
   killed: string;
+  /** Whether leadership was transferred to the killed member before the trial (it did not lead already). */
+  transferred: boolean;
   /** Kill → first successful write after it; null when none within TRIAL_TIMEOUT_MS. */
   recovery_ms: number | null;
   /** Writes sent after the kill that failed, by HTTP status (`error` when no answer: refused, reset, timeout). */
@@ -93,7 +99,8 @@ export async function failoverTrial(
   trial: number,
   onStarted: (n: NodeProcess) => void,
 ): Promise<Trial> {
-  const leader = await cluster.agreedLeader(token);
+  const leader = trial % cluster.nodes.length;
+  const transferred = await cluster.leadBy(leader, token);
   const victim = cluster.nodes[leader]!;
   const pacer = new Pacer(() => cluster.nodes, token, `failover${trial}`);
   let result: Trial;
@@ -107,6 +114,7 @@ export async function failoverTrial(
     const first = pacer.firstSuccessAfterKill as number | null;
     result = {
       killed: victim.spec.id,
+      transferred,
       recovery_ms: first === null ? null : first - pacer.killedAt,
       failedAfterKill: pacer.failedAfterKill,
     };

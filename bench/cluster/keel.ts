@@ -14,6 +14,9 @@ import { withTimeout } from '../../src/util/timeout.js';
 export const BENCH_ADMIN_PASSWORD = 'bench-admin-password-1';
 /** Bound on one HTTP call the harness makes itself (login, member lists). */
 const CALL_TIMEOUT_MS = 10_000;
+/** Bound on transfer-leadership requests to place the leader before a failover trial, and the pause between them. */
+const TRANSFER_ATTEMPTS = 20;
+const TRANSFER_PAUSE_MS = 500;
 
 export const alive = (n: NodeProcess) => n.child.exitCode === null && n.child.signalCode === null;
 
@@ -106,6 +109,35 @@ export class KeelBenchCluster {
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`the Keel nodes did not agree on a leader within ${timeout_ms} ms`);
+  }
+
+  /**
+   * Makes member `i` the leader every live node agrees on: asks the current leader to hand leadership to it
+   * (`POST /fabric/v1/cluster/transfer-leadership`) until they agree on it. A member just restarted may still be
+   * catching up, and then Raft refuses the transfer. So the request is repeated, at most TRANSFER_ATTEMPTS times,
+   * TRANSFER_PAUSE_MS apart. Returns whether leadership had to move.
+   */
+  async leadBy(i: number, token: string): Promise<boolean> {
+    const target = this.nodes[i]!;
+    let moved = false;
+    for (let attempt = 0; attempt < TRANSFER_ATTEMPTS; attempt++) {
+      const leader = await this.agreedLeader(token);
+      if (leader === i) return moved;
+      moved = true;
+      try {
+        const r = await fetch(`${this.nodes[leader]!.base}/fabric/v1/cluster/transfer-leadership`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'zt-session': token },
+          body: JSON.stringify({ newLeaderId: target.spec.id }),
+          signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+        });
+        await r.arrayBuffer();
+      } catch {
+        // no answer: asked again below, after the pause
+      }
+      await new Promise((r) => setTimeout(r, TRANSFER_PAUSE_MS));
+    }
+    throw new Error(`leadership did not move to ${target.spec.id} in ${TRANSFER_ATTEMPTS} attempts`);
   }
 
   /**

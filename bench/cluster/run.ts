@@ -180,6 +180,10 @@ function printFailover(trials: Trial[]): void {
       `min ${fmt(min)} ms, p50 ${fmt(samples.percentile(50))} ms, p99 ${fmt(samples.percentile(99))} ms, ` +
       `max ${fmt(samples.percentile(100))} ms${failed > 0 ? `, ${failed} trials with no write within 30 s` : ''}`,
   );
+  const killed = new Map<string, number>();
+  for (const t of trials) killed.set(t.killed, (killed.get(t.killed) ?? 0) + 1);
+  const perMember = [...killed].sort(([a], [b]) => (a < b ? -1 : 1)).map(([id, n]) => `${id} × ${n}`);
+  console.log(`killed: ${perMember.join(', ')}`);
   const met = failed === 0 && samples.percentile(99) <= TARGET_FAILOVER_P99_MS;
   console.log(`target p99 ≤ ${TARGET_FAILOVER_P99_MS} ms: ${met ? 'met' : 'NOT met'}`);
 }
@@ -250,11 +254,14 @@ export async function main(argv: string[]): Promise<void> {
           `successful creates counted by wrk in the measured levels: ${acked}` +
           (agreed && counts[0]! >= acked ? '' : ' — FEWER IDENTITIES THAN ACKNOWLEDGED CREATES'),
       );
-      if (opts.trials > 0) console.log(`· keel failover: ${opts.trials} trials of kill -9 of the leader`);
+      if (opts.trials > 0) {
+        console.log(`· keel failover: ${opts.trials} trials of kill -9 of the leader, trial k killing member k mod 3`);
+      }
       for (let t = 0; t < opts.trials; t++) {
         const r = await failoverTrial(cluster, token, t, (n) => nodes.add(n));
         console.log(
-          `  trial ${t + 1}: killed ${r.killed}, first write after ${r.recovery_ms === null ? 'NONE' : `${fmt(r.recovery_ms)} ms`}` +
+          `  trial ${t + 1}: killed ${r.killed}${r.transferred ? ' (leader by transfer-leadership)' : ''}, ` +
+            `first write after ${r.recovery_ms === null ? 'NONE' : `${fmt(r.recovery_ms)} ms`}` +
             `; writes sent after the kill that failed: ${failures(r.failedAfterKill)}`,
         );
         trials.push(r);
