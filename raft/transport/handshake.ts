@@ -4,7 +4,7 @@
  * certificate must name the claimed id (subject CN by default).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { NodeId } from '../types.js';
 
@@ -44,6 +44,26 @@ export function handshakeHeaders(
     headers[HEADER_AUTH] = sign(secret, cluster, from, to, ts);
   }
   return headers;
+}
+
+/**
+ * The application's check of a link (WebSocketTransportOptions.link): headers sent with every dial and with every
+ * accepted upgrade's answer, and a verdict on the peer's (null: accepted).
+ */
+export interface LinkCheck {
+  readonly headers: Readonly<Record<string, string>>;
+  judge(headers: IncomingHttpHeaders): { status: number; reason: string } | null;
+}
+
+/** A peer refused by the link check (reported to onError; on accept the peer got the refusal's status). */
+export class LinkRefusedError extends Error {
+  constructor(
+    readonly peer: NodeId,
+    readonly reason: string,
+  ) {
+    super(`raft transport: link to ${peer} refused: ${reason}`);
+    this.name = 'LinkRefusedError';
+  }
 }
 
 export type Verdict = { ok: true; peer: NodeId } | { ok: false; status: number; reason: string };

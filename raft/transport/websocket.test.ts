@@ -8,7 +8,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Message, NodeId } from '../types.js';
 import { backoffDelay_ms } from './backoff.js';
 import { encodeMessage } from './codec.js';
-import { handshakeHeaders } from './handshake.js';
+import { handshakeHeaders, type LinkCheck, LinkRefusedError } from './handshake.js';
 import { type TransportTlsOptions, WebSocketTransport, type WebSocketTransportOptions } from './websocket.js';
 
 function msg(from: NodeId, to: NodeId, index: number, bytes = 3): Message {
@@ -157,6 +157,48 @@ describe('WebSocketTransport', () => {
     good.send([msg('a', 'b', 7)]);
     await waitFor(() => got.length === 1);
     expect(got.map((m) => m.index)).toEqual([7]);
+  });
+
+  it('a link check refuses a peer on either side with its reason, and lets a matching peer through', async () => {
+    // a member speaking version `v` that accepts the versions in `accepts`
+    const link = (v: string, accepts: string[]): LinkCheck => ({
+      headers: { 'x-test-version': v },
+      judge: (h) => (accepts.includes(String(h['x-test-version'])) ? null : { status: 426, reason: `version ${v}` }),
+    });
+    const run = async (aLink: LinkCheck, bLink: LinkCheck) => {
+      const errors: { side: string; err: Error; peer: string | null }[] = [];
+      const onError = (side: string) => (err: Error, peer: string | null) => errors.push({ side, err, peer });
+      const b = transport({ id: 'b', link: bLink, onError: onError('b') });
+      const addr = await b.listen(0);
+      b.addPeer('a', 'unused');
+      const a = transport({ id: 'a', link: aLink, onError: onError('a') });
+      a.addPeer('b', addr);
+      return { a, b, got: inbox(b), errors };
+    };
+    const refusals = (errors: { side: string; err: Error; peer: string | null }[]) =>
+      errors
+        .filter((e) => e.err instanceof LinkRefusedError)
+        .map((e) => [e.side, e.peer, (e.err as LinkRefusedError).reason]);
+    // the accepting side refuses the dialer (426 with the reason), the dialing side refuses the acceptor's answer
+    const accept = await run(link('1', ['1']), link('2', ['2']));
+    accept.a.send([msg('a', 'b', 1)]);
+    await waitFor(() => refusals(accept.errors).length > 0);
+    expect(refusals(accept.errors)[0]).toEqual(['b', 'a', 'version 2']);
+    expect(accept.errors.some((e) => e.side === 'a' && e.err.message.includes('426'))).toBe(true);
+    const dial = await run(link('2', ['2']), link('1', ['1', '2']));
+    dial.a.send([msg('a', 'b', 1)]);
+    await waitFor(() => refusals(dial.errors).length > 0);
+    expect(refusals(dial.errors)[0]).toEqual(['a', 'b', 'version 2']);
+    await new Promise((r) => setTimeout(r, 100));
+    expect([...accept.got, ...dial.got]).toEqual([]);
+    expect(accept.a.peers()[0]!.state).not.toBe('connected');
+    expect(dial.a.peers()[0]!.state).not.toBe('connected');
+    for (const t of open.splice(0)) await t.close();
+    // matching versions: connected, delivered, nothing refused
+    const same = await run(link('1', ['1', '2']), link('2', ['1', '2']));
+    same.a.send([msg('a', 'b', 3)]);
+    await waitFor(() => same.got.length === 1);
+    expect(refusals(same.errors)).toEqual([]);
   });
 
   it('refuses a connection dialed in the wrong direction and one that spoofs ids', async () => {

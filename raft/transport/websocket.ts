@@ -19,7 +19,14 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Message, NodeId } from '../types.js';
 import { backoffDelay_ms } from './backoff.js';
 import { decodeFrame, encodeMessage, type FrameError } from './codec.js';
-import { handshakeHeaders, type PeerIdFromCert, peerIdFromCommonName, verifyHandshake } from './handshake.js';
+import {
+  handshakeHeaders,
+  type LinkCheck,
+  LinkRefusedError,
+  type PeerIdFromCert,
+  peerIdFromCommonName,
+  verifyHandshake,
+} from './handshake.js';
 import { SendQueue } from './send-queue.js';
 import {
   MAX_HANDLERS,
@@ -70,6 +77,13 @@ export interface WebSocketTransportOptions {
   random?: () => number;
   /** Diagnostics hook (failed dials, rejected handshakes, bad frames). */
   onError?: (err: Error, peer: NodeId | null) => void;
+  /**
+   * The application's check of each link (e.g. a protocol version): its headers go with every dial and every
+   * accepted upgrade's 101 answer. It judges the peer's headers: a dialing peer's request (refused with the
+   * verdict's status and reason), and the accepting peer's 101 answer (the link is closed and redialled on the
+   * backoff schedule). Each refusal is reported to onError as a LinkRefusedError.
+   */
+  link?: LinkCheck;
 }
 
 interface Conn {
@@ -133,6 +147,12 @@ export class WebSocketTransport implements Transport {
       perMessageDeflate: false,
       clientTracking: false,
     });
+    const link = opts.link;
+    if (link !== undefined) {
+      this.wss.on('headers', (lines) => {
+        for (const [k, v] of Object.entries(link.headers)) lines.push(`${k}: ${v}`);
+      });
+    }
     const ping_ms = opts.ping_ms ?? 5000;
     this.pingTimer = ping_ms > 0 ? setInterval(() => this.pingAll(), ping_ms) : null;
     this.pingTimer?.unref();
@@ -200,6 +220,12 @@ export class WebSocketTransport implements Transport {
     if (!verdict.ok) {
       this.report(new Error(`raft transport: rejected handshake: ${verdict.reason}`), null);
       reject(socket, verdict.status, verdict.reason);
+      return true;
+    }
+    const refusal = this.opts.link?.judge(req.headers) ?? null;
+    if (refusal !== null) {
+      this.report(new LinkRefusedError(verdict.peer, refusal.reason), verdict.peer);
+      reject(socket, refusal.status, refusal.reason, this.opts.link?.headers);
       return true;
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -360,7 +386,10 @@ export class WebSocketTransport implements Transport {
     p.timer = null;
     p.state = 'connecting';
     const url = `${this.opts.tls === undefined ? 'ws' : 'wss'}://${p.address}${this.path}`;
-    const headers = handshakeHeaders(this.opts.clusterId, this.id, p.id, this.opts.secret ?? null, Date.now());
+    const headers = {
+      ...this.opts.link?.headers,
+      ...handshakeHeaders(this.opts.clusterId, this.id, p.id, this.opts.secret ?? null, Date.now()),
+    };
     const peerIdFromCert = this.peerIdFromCert;
     let ws: WebSocket;
     try {
@@ -374,6 +403,15 @@ export class WebSocketTransport implements Transport {
     }
     const conn: Conn = { ws, inflight_bytes: 0, alive: true };
     p.conn = conn;
+    const link = this.opts.link;
+    if (link !== undefined) {
+      ws.once('upgrade', (res) => {
+        const refusal = link.judge(res.headers);
+        if (refusal === null) return;
+        this.report(new LinkRefusedError(p.id, refusal.reason), p.id);
+        ws.terminate(); // closes before 'open': redialled on the backoff schedule
+      });
+    }
     ws.on('open', () => {
       if (p.conn !== conn) return;
       this.connected(p);
@@ -536,9 +574,10 @@ export class WebSocketTransport implements Transport {
   }
 }
 
-function reject(socket: Duplex, status: number, reason: string): void {
-  const safe = reason.replace(/[^\x20-\x7e]/g, '?');
+function reject(socket: Duplex, status: number, reason: string, headers: Readonly<Record<string, string>> = {}): void {
+  const safe = (v: string) => v.replace(/[^\x20-\x7e]/g, '?');
+  const extra = Object.entries(headers).map(([k, v]) => `${safe(k)}: ${safe(v)}\r\n`);
   socket.end(
-    `HTTP/1.1 ${status} Raft Handshake Rejected\r\nConnection: close\r\nx-keel-raft-reason: ${safe}\r\nContent-Length: 0\r\n\r\n`,
+    `HTTP/1.1 ${status} Raft Handshake Rejected\r\nConnection: close\r\nx-keel-raft-reason: ${safe(reason)}\r\n${extra.join('')}Content-Length: 0\r\n\r\n`,
   );
 }

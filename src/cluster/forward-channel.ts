@@ -18,6 +18,7 @@
 import { Packr } from 'msgpackr';
 import WebSocket, { type WebSocketServer } from 'ws';
 import { MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
+import { guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
 export const FORWARD_PATH = '/peer-forward';
 /** Frame limit on both sides: a message of the batcher's byte bound, or one command of the per-command cap. */
@@ -118,7 +119,8 @@ function isId(v: unknown): v is number {
 }
 
 /**
- * Serves forwards on `wss` (upgrades routed to it by the caller, after its certificate check): each request is
+ * Serves forwards on `wss` (upgrades routed to it by the caller, after its certificate and peer protocol checks;
+ * the caller's `wss` answers with this member's peer protocol headers): each request is
  * handed to `handle` (with the term it is addressed to) and answered on the same connection; a malformed frame
  * closes the connection.
  */
@@ -182,6 +184,8 @@ export class ForwardClient {
   constructor(
     private readonly address: string,
     private readonly tls?: ForwardTls,
+    /** The peer protocol check of each connection (peer-protocol.ts): a refused member is never sent a frame. */
+    private readonly dial: PeerDial = { check: PEER_LINK },
   ) {}
 
   /**
@@ -230,8 +234,10 @@ export class ForwardClient {
         maxPayload: MAX_FORWARD_FRAME_BYTES,
         perMessageDeflate: false,
         handshakeTimeout: timeout_ms,
+        headers: { ...this.dial.check.headers },
         ...(tls ? { key: tls.key, cert: tls.cert, ca: tls.ca } : {}),
       });
+      guardDial(ws, this.address, this.dial);
       this.ws = ws;
       const timer = setTimeout(() => settle(false), timeout_ms);
       timer.unref();

@@ -1,5 +1,6 @@
 import { withTimeout } from '../util/timeout.js';
 import type { MemberInfo, MemberStatus, PeerClient } from './peer-api.js';
+import type { DialRefusal } from './peer-protocol.js';
 
 /** What this node knows about one member, for the controllers list and the fabric cluster API. */
 export interface MemberView extends MemberInfo {
@@ -10,6 +11,8 @@ export interface MemberView extends MemberInfo {
   lastJoinedAt: string | null;
   /** Its last answered status (API addresses, version, applied index), null when never reached. */
   status: MemberStatus | null;
+  /** Why this node's link to it is refused for its peer protocol version (peer-protocol.ts), null when it is not. */
+  refusal: DialRefusal | null;
 }
 
 export interface MemberSource {
@@ -83,6 +86,14 @@ export class MemberMonitor {
     }
   }
 
+  private refusalOf(id: string): DialRefusal | null {
+    try {
+      return this.source.peer(id).refusal();
+    } catch {
+      return null; // no address known for it: never dialled
+    }
+  }
+
   view(): MemberView[] {
     const { leader, members } = this.source.members();
     return members.map((m) => {
@@ -93,6 +104,7 @@ export class MemberMonitor {
           online: true,
           lastJoinedAt: this.startedAt,
           status: this.source.status(),
+          refusal: null,
         };
       }
       const s = this.seen.get(m.id);
@@ -102,6 +114,7 @@ export class MemberMonitor {
         online: s?.online ?? false,
         lastJoinedAt: s?.lastJoinedAt ?? null,
         status: s?.status ?? null,
+        refusal: this.refusalOf(m.id),
       };
     });
   }

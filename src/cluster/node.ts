@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
-import { LevelLog, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
+import { LevelLog, LinkRefusedError, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
 import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
@@ -23,6 +23,14 @@ import {
   peerClient,
   peerRouter,
 } from './peer-api.js';
+import {
+  answerWithLink,
+  PEER_LINK,
+  PEER_PROTOCOL_VERSION,
+  type PeerDial,
+  RefusalLog,
+  refuseUpgrade,
+} from './peer-protocol.js';
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
 import { StoreStateMachine } from './state-machine.js';
 
@@ -99,6 +107,8 @@ export class ClusterNode {
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
   private readonly forwards = new ForwardBatcher((leader, term, items) => this.transmitForwards(leader, term, items));
+  /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
+  private readonly refusals: RefusalLog;
   apiAddresses: string[] = [];
 
   private constructor(
@@ -109,7 +119,9 @@ export class ClusterNode {
     readonly peerAddress: string,
     private readonly opts: ClusterOptions,
     logger: Log,
+    refusals: RefusalLog,
   ) {
+    this.refusals = refusals;
     this.proposer = new RaftProposer(
       raft,
       sm,
@@ -123,6 +135,8 @@ export class ClusterNode {
       maxPayload: MAX_FORWARD_FRAME_BYTES,
       perMessageDeflate: false,
     });
+    answerWithLink(this.wss);
+    answerWithLink(this.forwardWss);
     const handlers = this.handlers();
     applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
     serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
@@ -132,10 +146,19 @@ export class ClusterNode {
       if (wss === null) return; // the Raft transport's listener takes /raft
       // The server already required a certificate from the cluster CA; it must also name a member (identity and
       // router certificates from the same CA do not).
-      if (!this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate())) {
+      const peer = this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate());
+      if (!peer) {
         socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
         return;
       }
+      // a member speaking a peer protocol this one does not: refused with the reason, before any frame
+      const refusal = PEER_LINK.judge(req.headers);
+      if (refusal !== null) {
+        this.refusals.refused(path ?? '', peer, refusal.reason);
+        refuseUpgrade(socket, refusal);
+        return;
+      }
+      this.refusals.accepted(path ?? '', peer);
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     });
   }
@@ -159,11 +182,16 @@ export class ClusterNode {
       const bound = server.address() as AddressInfo;
       const host = opts.peerListen.host.includes(':') ? `[${opts.peerListen.host}]` : opts.peerListen.host;
       const peerAddress = opts.peerAdvertise ?? `${host}:${bound.port}`;
+      const refusals = new RefusalLog((level, msg, extra) => logger(level, msg, extra));
       const transport = new WebSocketTransport({
         id: opts.nodeId,
         clusterId: opts.clusterId ?? 'keel',
         tls,
-        onError: (err, peer) => logger('info', 'raft transport', { err: err.message, peer }),
+        link: PEER_LINK,
+        onError: (err, peer) => {
+          if (err instanceof LinkRefusedError) refusals.refused('/raft', err.peer, err.reason);
+          else logger('info', 'raft transport', { err: err.message, peer });
+        },
       });
       transport.attach(server);
       const fresh = log.isEmpty();
@@ -174,7 +202,9 @@ export class ClusterNode {
       if (fresh && opts.join) {
         const c = peerClient(opts.join, tls);
         try {
-          const m = await withTimeout(c.api.members.query(), PEER_CALL_TIMEOUT_MS, `members of ${opts.join}`);
+          const m = await refusedOr(c, opts.join, () =>
+            withTimeout(c.api.members.query(), PEER_CALL_TIMEOUT_MS, `members of ${opts.join}`),
+          );
           for (const x of m.members) peers[x.id] = x.address;
           if (m.members.some((x) => x.id === opts.nodeId)) {
             throw new Error(`node id ${opts.nodeId} is already a member of the cluster at ${opts.join}`);
@@ -206,7 +236,8 @@ export class ClusterNode {
       });
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
-      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger);
+      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals);
+      logger('info', 'peer protocol', { version: PEER_PROTOCOL_VERSION });
       node.monitor.start();
       try {
         if (fresh && opts.join) await node.requestJoin(opts.join);
@@ -226,10 +257,12 @@ export class ClusterNode {
   private async requestJoin(address: string): Promise<void> {
     const c = peerClient(address, this.opts.tls);
     try {
-      await withTimeout(
-        c.api.addMember.mutate({ id: this.id, address: this.peerAddress, voter: true }),
-        JOIN_TIMEOUT_MS,
-        `joining through ${address}`,
+      await refusedOr(c, address, () =>
+        withTimeout(
+          c.api.addMember.mutate({ id: this.id, address: this.peerAddress, voter: true }),
+          JOIN_TIMEOUT_MS,
+          `joining through ${address}`,
+        ),
       );
     } finally {
       c.close();
@@ -292,9 +325,18 @@ export class ClusterNode {
     const known = this.clients.get(id);
     if (known && known.address === address) return known.client;
     known?.client.close();
-    const client = peerClient(address, this.opts.tls);
+    const client = peerClient(address, this.opts.tls, this.dialOf(id));
     this.clients.set(id, { address, client });
     return client;
+  }
+
+  /** The peer protocol check of this node's links to member `id`, refusals logged. */
+  private dialOf(id: string): PeerDial {
+    return {
+      check: PEER_LINK,
+      onRefused: (address, why) => this.refusals.refused('dial', `${id} at ${address}`, why.reason),
+      onAccepted: (address) => this.refusals.accepted('dial', `${id} at ${address}`),
+    };
   }
 
   /**
@@ -335,7 +377,9 @@ export class ClusterNode {
   async addMemberAt(address: string, voter: boolean): Promise<string> {
     const c = peerClient(address, this.opts.tls);
     try {
-      const { id } = await withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`);
+      const { id } = await refusedOr(c, address, () =>
+        withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`),
+      );
       await this.addMember(id, address, voter);
       return id;
     } finally {
@@ -428,5 +472,16 @@ export class ClusterNode {
       this.server.close(() => r());
       this.server.closeAllConnections?.();
     });
+  }
+}
+
+/** `call` through `c`; when it fails while the link is refused for its peer protocol, that refusal is the error. */
+async function refusedOr<T>(c: PeerClient, address: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    const refusal = c.refusal();
+    if (refusal === null) throw err;
+    throw new Error(`the member at ${address} refused this one: ${refusal.reason}`);
   }
 }

@@ -8,6 +8,7 @@ import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
+import { type DialRefusal, guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
 /** What a member reports about itself (`status`). */
 export interface MemberStatus {
@@ -105,31 +106,57 @@ export interface PeerClient {
   api: TRPCClient<PeerRouter>;
   /** The member's forward channel (forward-channel.ts), on the same address and certificates. */
   forward: ForwardClient;
+  /** Why the link to the member's peer API is refused (peer protocol version), null while it is not. */
+  refusal(): DialRefusal | null;
   close(): void;
 }
 
-function withClientCert(tls: PeerTlsOptions): unknown {
+/**
+ * The `ws` class tRPC dials with: the peer protocol headers (and the client certificate when TLS is on) on every
+ * connection, the member's answer checked before the link carries anything (peer-protocol.ts).
+ */
+function linkedWebSocket(address: string, dial: PeerDial, tls?: PeerTlsOptions): unknown {
   return class extends WebSocket {
     constructor(u: string | URL, protocols?: string | string[]) {
-      super(u, protocols, { key: tls.key, cert: tls.cert, ca: tls.ca });
+      super(u, protocols, {
+        headers: { ...dial.check.headers },
+        ...(tls ? { key: tls.key, cert: tls.cert, ca: tls.ca } : {}),
+      });
+      guardDial(this, address, dial);
     }
   };
 }
 
-/** A client of one member's peer API (`address` = its peer listener's host:port). */
-export function peerClient(address: string, tls?: PeerTlsOptions): PeerClient {
+/**
+ * A client of one member's peer API (`address` = its peer listener's host:port). Its links (peer API and forward
+ * channel) carry this build's peer protocol version and refuse a member that speaks one it does not accept;
+ * `dial` hears about each refusal and acceptance.
+ */
+export function peerClient(address: string, tls?: PeerTlsOptions, dial: PeerDial = { check: PEER_LINK }): PeerClient {
   const url = `${tls ? 'wss' : 'ws'}://${address}${PEER_API_PATH}`;
-  // Node 20 has no global WebSocket: hand tRPC the `ws` class (with the client certificate when TLS is on).
-  const Ws = tls ? withClientCert(tls) : WebSocket;
+  let refusal: DialRefusal | null = null;
+  const api: PeerDial = {
+    check: dial.check,
+    onRefused: (at, why) => {
+      refusal = why;
+      dial.onRefused?.(at, why);
+    },
+    onAccepted: (at) => {
+      refusal = null;
+      dial.onAccepted?.(at);
+    },
+  };
+  // Node 20 has no global WebSocket: hand tRPC the `ws` class.
   const ws = createWSClient({
     url,
-    WebSocket: Ws as unknown as typeof globalThis.WebSocket,
+    WebSocket: linkedWebSocket(address, api, tls) as unknown as typeof globalThis.WebSocket,
     retryDelayMs: (n) => Math.min(2000, 50 * 2 ** n),
   });
-  const forward = new ForwardClient(address, tls);
+  const forward = new ForwardClient(address, tls, dial);
   return {
     api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
     forward,
+    refusal: () => refusal,
     close: () => {
       forward.close();
       void ws.close();

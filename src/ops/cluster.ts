@@ -230,7 +230,8 @@ export function fabricClusterOps(): OpDef<unknown>[] {
               address: m.address,
               voter: m.voter,
               leader: m.leader,
-              version: m.status?.version ?? KEEL_VERSION,
+              // a member refused for its peer protocol: the release it reported then (its last status is older)
+              version: m.refusal !== null ? (m.refusal.release ?? 'unknown') : (m.status?.version ?? KEEL_VERSION),
               connected: m.online,
               readOnly: m.status?.readOnly ?? false,
             })),

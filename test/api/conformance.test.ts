@@ -4,6 +4,8 @@
  */
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DialRefusal } from '../../src/cluster/peer-protocol.js';
+import { KEEL_VERSION } from '../../src/version.js';
 import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { loadSpec, SPEC_AVAILABLE } from '../support/spec.js';
@@ -121,6 +123,7 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         online,
         lastJoinedAt: null,
         status: { apiAddresses: urls } as any,
+        refusal: null as DialRefusal | null,
       });
       let members = [
         member('n1', true, ['https://n1.example:1280']),
@@ -152,6 +155,17 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         ]);
         members = [members[1]!, { ...members[2]!, online: true }];
         expect(await ctrlsOf()).toEqual([srv.base, 'https://n3.example:1280']);
+        // a member refused for its peer protocol: not connected, its version the release it reported then
+        const refusal = { reason: 'the peer (Keel 9.0.0) speaks peer protocol 9; …', release: '9.0.0' };
+        members = [members[0]!, { ...members[1]!, online: false, status: { version: '0.1.0' } as any, refusal }];
+        const listed = await call('GET', `${srv.base}/fabric/v1/cluster/list-members`, { token });
+        expect(listed.body.data.map((m: any) => [m.id, m.connected, m.version])).toEqual([
+          ['n2', true, KEEL_VERSION],
+          ['n3', false, '9.0.0'],
+        ]);
+        members[1] = { ...members[1]!, refusal: { reason: 'no header', release: null } };
+        const old = await call('GET', `${srv.base}/fabric/v1/cluster/list-members`, { token });
+        expect(old.body.data[1].version).toBe('unknown');
       } finally {
         srv.ctl.svc.cluster = null;
       }

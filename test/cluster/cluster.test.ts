@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { WebSocketTransport } from '../../raft/index.js';
 import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
+import { PEER_LINK, PEER_PROTOCOL_HEADER, PEER_REFUSAL_HEADER } from '../../src/cluster/peer-protocol.js';
 import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
 import { issueNodeBundle, loadPeerTlsOptions } from '../../src/pki/index.js';
 import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
@@ -58,6 +59,27 @@ function wsOpens(url: string, tls: { key?: string | Buffer; cert?: string | Buff
       req.destroy();
       resolve(false);
     });
+  });
+}
+
+/** The answer to a WebSocket upgrade to `url`: 101 when it opens, else the status and the peer refusal header. */
+function upgradeAnswer(
+  url: string,
+  opts: { key?: string | Buffer; cert?: string | Buffer; ca?: unknown; headers?: Record<string, string> },
+): Promise<{ status: number; refusal: string | null }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, { ...(opts as object), handshakeTimeout: 5_000 });
+    ws.on('open', () => {
+      resolve({ status: 101, refusal: null });
+      ws.close();
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      res.resume();
+      const refusal = res.headers[PEER_REFUSAL_HEADER];
+      resolve({ status: res.statusCode ?? 0, refusal: typeof refusal === 'string' ? refusal : null });
+      ws.terminate();
+    });
+    ws.on('error', () => resolve({ status: 0, refusal: null }));
   });
 }
 
@@ -268,7 +290,46 @@ describe('a 3-node cluster of keel processes', () => {
         false,
       );
     }
-    expect(await wsOpens(`wss://${addr}/peer-api`, { key: member.key, cert: member.cert, ca: member.ca })).toBe(true);
+    const asMember = { key: member.key, cert: member.cert, ca: member.ca };
+    expect(await wsOpens(`wss://${addr}/peer-api`, { ...asMember, headers: PEER_LINK.headers } as object)).toBe(true);
+    // a member of another peer protocol (none stated: a release before versions; one too new) is refused on every
+    // path, with the reason, and the refusing member logs it
+    for (const path of ['/peer-api', '/peer-forward']) {
+      expect(await upgradeAnswer(`wss://${addr}${path}`, asMember)).toEqual({
+        status: 426,
+        refusal: expect.stringMatching(/^the peer sent no x-keel-peer-protocol \(protocol 0: .*speaks peer protocol 1/),
+      });
+      const future = { ...PEER_LINK.headers, [PEER_PROTOCOL_HEADER]: '9' };
+      expect(await upgradeAnswer(`wss://${addr}${path}`, { ...asMember, headers: future })).toEqual({
+        status: 426,
+        refusal: expect.stringMatching(
+          /speaks peer protocol 9; this member \(Keel .+\) speaks peer protocol 1 and accepts 1 to 2$/,
+        ),
+      });
+      expect((await upgradeAnswer(`wss://${addr}${path}`, { ...asMember, headers: PEER_LINK.headers })).status).toBe(
+        101,
+      );
+    }
+    // the Raft transport too (n2 dialing n3 as the handshake wants, without the version): refused, logged by n3
+    const n3 = c.nodes[2]!;
+    const raftHeaders = { 'x-keel-raft-cluster': 'keel', 'x-keel-raft-from': 'n2', 'x-keel-raft-to': 'n3' };
+    expect(await upgradeAnswer(`wss://${n3.peerAddress}/raft`, { ...asMember, headers: raftHeaders })).toMatchObject({
+      status: 426,
+    });
+    const logged = (n: NodeProcess, link: string) =>
+      n
+        .stderr()
+        .split('\n')
+        .some((line) => {
+          try {
+            const o = JSON.parse(line);
+            return o.msg === 'peer link refused: peer protocol version' && o.link === link && o.peer === 'n2';
+          } catch {
+            return false; // a line cut by the stderr bound
+          }
+        });
+    await until(() => logged(n3, '/raft'), 5_000, 'n3 logs the refusal');
+    expect(logged(c.nodes[0]!, '/peer-api') && logged(c.nodes[0]!, '/peer-forward')).toBe(true);
     // a Raft transport with the foreign certificate (trusting the cluster's root, so that the refusal is n1's)
     // dials n1 and asks for its vote in a far term: never delivered (n1's term does not move)
     const term = (await memberStatus(c.nodes[0]!)).term;

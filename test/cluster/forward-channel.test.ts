@@ -17,6 +17,7 @@ import {
   MAX_FORWARD_ITEM_BYTES,
   serveForwards,
 } from '../../src/cluster/forward-channel.js';
+import { answerWithLink } from '../../src/cluster/peer-protocol.js';
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -29,6 +30,7 @@ async function listener(
 ): Promise<{ address: string; server: Server; wss: WebSocketServer }> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
+  answerWithLink(wss);
   serveForwards(
     wss,
     (term, items) => handle(items, term),
