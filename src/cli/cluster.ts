@@ -3,7 +3,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
-import { peerClient } from '../cluster/peer-api.js';
+import { orRefusal, peerClient } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
 import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
 import { withTimeout } from '../util/timeout.js';
@@ -29,8 +29,6 @@ export const CLUSTER_USAGE = `Usage:
 `;
 
 const CALL_TIMEOUT_MS = 30_000;
-
-const timed = <T>(p: Promise<T>) => withTimeout(p, CALL_TIMEOUT_MS, 'the member');
 
 function port(text: string | undefined, flag: string, dflt: number): number {
   if (text === undefined) return dflt;
@@ -91,7 +89,10 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
   if (!values['pki-dir']) {
     throw new Error("--pki-dir DIR (a member's PKI directory, <data-dir>/pki) is required: peer links are mutual TLS");
   }
-  const c = peerClient(values.peer, await loadPeerTlsOptions(resolve(values['pki-dir'])));
+  const peer = values.peer;
+  const c = peerClient(peer, await loadPeerTlsOptions(resolve(values['pki-dir'])));
+  // a member that refuses this build's peer protocol: its reason is the error
+  const timed = <T>(p: Promise<T>) => orRefusal(c, peer, () => withTimeout(p, CALL_TIMEOUT_MS, 'the member'));
   try {
     if (sub === 'list') {
       const m = await timed(c.api.members.query());

@@ -16,6 +16,7 @@ import {
   type ForwardResult,
   type MemberInfo,
   type MemberStatus,
+  orRefusal,
   PEER_API_PATH,
   type PeerClient,
   type PeerHandlers,
@@ -202,7 +203,7 @@ export class ClusterNode {
       if (fresh && opts.join) {
         const c = peerClient(opts.join, tls);
         try {
-          const m = await refusedOr(c, opts.join, () =>
+          const m = await orRefusal(c, opts.join, () =>
             withTimeout(c.api.members.query(), PEER_CALL_TIMEOUT_MS, `members of ${opts.join}`),
           );
           for (const x of m.members) peers[x.id] = x.address;
@@ -257,7 +258,7 @@ export class ClusterNode {
   private async requestJoin(address: string): Promise<void> {
     const c = peerClient(address, this.opts.tls);
     try {
-      await refusedOr(c, address, () =>
+      await orRefusal(c, address, () =>
         withTimeout(
           c.api.addMember.mutate({ id: this.id, address: this.peerAddress, voter: true }),
           JOIN_TIMEOUT_MS,
@@ -377,7 +378,7 @@ export class ClusterNode {
   async addMemberAt(address: string, voter: boolean): Promise<string> {
     const c = peerClient(address, this.opts.tls);
     try {
-      const { id } = await refusedOr(c, address, () =>
+      const { id } = await orRefusal(c, address, () =>
         withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`),
       );
       await this.addMember(id, address, voter);
@@ -472,16 +473,5 @@ export class ClusterNode {
       this.server.close(() => r());
       this.server.closeAllConnections?.();
     });
-  }
-}
-
-/** `call` through `c`; when it fails while the link is refused for its peer protocol, that refusal is the error. */
-async function refusedOr<T>(c: PeerClient, address: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    const refusal = c.refusal();
-    if (refusal === null) throw err;
-    throw new Error(`the member at ${address} refused this one: ${refusal.reason}`);
   }
 }

@@ -163,3 +163,17 @@ export function peerClient(address: string, tls?: PeerTlsOptions, dial: PeerDial
     },
   };
 }
+
+/**
+ * Runs `call` (a call through `c` to the member at `address`); when it fails while that member's link is refused
+ * for its peer protocol version, the refusal is the error (not the timeout or reconnect error it caused).
+ */
+export async function orRefusal<T>(c: PeerClient, address: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    const refusal = c.refusal();
+    if (refusal === null) throw err;
+    throw new Error(`the member at ${address} refused this one: ${refusal.reason}`);
+  }
+}

@@ -8,7 +8,7 @@ import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { FORWARD_PATH, ForwardClient, serveForwards } from '../../src/cluster/forward-channel.js';
-import { PEER_API_PATH, type PeerHandlers, peerClient, peerRouter } from '../../src/cluster/peer-api.js';
+import { orRefusal, PEER_API_PATH, type PeerHandlers, peerClient, peerRouter } from '../../src/cluster/peer-api.js';
 import {
   acceptedRange,
   answerWithLink,
@@ -170,13 +170,20 @@ describe('dialing a member of another peer protocol', () => {
     const d = dialer();
     const c = peerClient(behind.address, undefined, d.dial);
     cleanup.push(() => c.close());
-    await expect(withTimeout(c.api.status.query(), 500, 'status')).rejects.toThrow();
+    await expect(withTimeout(c.api.status.query(), 500, 'status')).rejects.toThrow(/status/);
     expect(c.refusal()?.reason).toMatch(/^refused by the peer: .*speaks peer protocol 1; .*speaks peer protocol 4/);
+    expect(d.refusals.length).toBeGreaterThan(0);
+    // what a join or the CLI reports: the refusal, not the timeout
+    await expect(orRefusal(c, behind.address, () => withTimeout(c.api.status.query(), 500, 'status'))).rejects.toThrow(
+      new RegExp(`^the member at ${behind.address} refused this one: refused by the peer: `),
+    );
     const same = await member(PEER_LINK);
     const ok = peerClient(same.address);
     cleanup.push(() => ok.close());
     expect(await withTimeout(ok.api.status.query(), 2_000, 'status')).toEqual({ id: 'm1' });
     expect(ok.refusal()).toBeNull();
+    // an error with no refusal behind it stays itself
+    await expect(orRefusal(ok, same.address, () => Promise.reject(new Error('other')))).rejects.toThrow(/^other$/);
   });
 });
 
