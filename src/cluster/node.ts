@@ -336,7 +336,11 @@ export class ClusterNode {
     return {
       check: PEER_LINK,
       onRefused: (address, why) => this.refusals.refused('dial', `${id} at ${address}`, why.reason),
-      onAccepted: (address) => this.refusals.accepted('dial', `${id} at ${address}`),
+      onAccepted: (address) => {
+        this.refusals.accepted('dial', `${id} at ${address}`);
+        // the same versions on every link: a Raft link refused earlier (the transport tells only refusals) is fine now
+        this.refusals.accepted('/raft', id);
+      },
     };
   }
 

@@ -8,7 +8,16 @@ import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { FORWARD_PATH, ForwardClient, serveForwards } from '../../src/cluster/forward-channel.js';
-import { orRefusal, PEER_API_PATH, type PeerHandlers, peerClient, peerRouter } from '../../src/cluster/peer-api.js';
+import { MemberMonitor, type MemberSource } from '../../src/cluster/members.js';
+import {
+  type MemberStatus,
+  orRefusal,
+  PEER_API_PATH,
+  type PeerClient,
+  type PeerHandlers,
+  peerClient,
+  peerRouter,
+} from '../../src/cluster/peer-api.js';
 import {
   acceptedRange,
   answerWithLink,
@@ -208,5 +217,38 @@ describe('refuseUpgrade', () => {
     expect(res.statusCode).toBe(426);
     expect(res.headers[PEER_REFUSAL_HEADER]).toBe('why?');
     expect(res.headers[PEER_PROTOCOL_HEADER]).toBe(String(PEER_PROTOCOL_VERSION));
+  });
+});
+
+describe('the member view', () => {
+  it('shows a member refused for its peer protocol as offline, with the refusal; one never dialled without', async () => {
+    const refusal = { reason: 'the peer (Keel 9.0.0) speaks peer protocol 9; …', release: '9.0.0' };
+    const source: MemberSource = {
+      id: 'n1',
+      members: () => ({
+        leader: 'n1',
+        members: [
+          { id: 'n1', address: 'a1', voter: true },
+          { id: 'n2', address: 'a2', voter: true },
+          { id: 'n3', address: '', voter: true },
+        ],
+      }),
+      status: () => ({ id: 'n1' }) as MemberStatus,
+      peer: (id) => {
+        if (id === 'n3') throw new Error('no address known');
+        return {
+          api: { status: { query: () => Promise.reject(new Error('refused')) } },
+          refusal: () => refusal,
+        } as unknown as PeerClient;
+      },
+    };
+    const monitor = new MemberMonitor(source);
+    await monitor.poll();
+    const view = monitor.view();
+    expect(view.map((m) => [m.id, m.online, m.refusal])).toEqual([
+      ['n1', true, null],
+      ['n2', false, refusal],
+      ['n3', false, null],
+    ]);
   });
 });
