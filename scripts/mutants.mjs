@@ -447,8 +447,8 @@ export const MUTANTS = [
     id: 'auth-cert-login-ungated',
     file: 'src/ops/authentication.ts',
     search:
-      "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;",
-    replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, req) : null;",
+      "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, chain)) : null;",
+    replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, chain) : null;",
     tests: ['test/api/enroll.test.ts'],
   },
   {
