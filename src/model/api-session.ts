@@ -123,7 +123,7 @@ export const apiSessions: Entity<'api-sessions', typeof apiSessionStoredFields> 
   detail: apiSessionDetail,
   toApi: renderApiSessionFields,
   // activity and expiry move with every request
-  cacheable: () => false,
+  cacheable: false,
   // a session token is a bearer credential: only admins see other sessions' tokens (the field stays, as the
   // schema requires it, but empty)
   redact: (data) => ({ ...data, token: '' }),
