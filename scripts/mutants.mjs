@@ -482,6 +482,14 @@ export const MUTANTS = [
     replace: 'if (term !== -1) return null;',
     tests: ['raft/node.test.ts'],
   },
+  // a partial session's wrong MFA codes are counted in replicated state, and the limit ends the session
+  {
+    id: 'mfa-failures-uncounted',
+    file: 'src/model/mfa.ts',
+    search: "  ctx.update('api-sessions', session.id, { mfaFailures: failures }, at, true);",
+    replace: '',
+    tests: ['test/api/mfa.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import {
   detailMfa,
   isValidTotp,
   MAX_CODE_LENGTH,
+  MAX_MFA_FAILURES,
   mfaOf,
   newRecoveryCodes,
   newTotpSecret,
@@ -31,22 +32,6 @@ const detailMfaRecoveryCodes = detailSchema(
   s.obj({ recoveryCodes: s.arr(s.str()) }, ['recoveryCodes']),
 );
 const totpToken = s.named('totpToken', s.obj({ issuedAt: s.datetime(), token: s.str() }, ['token', 'issuedAt']));
-
-/**
- * Wrong codes on `POST /authenticate/mfa` a partial session may send before it is ended: 6-digit codes must not
- * be guessable by a flood on one session. Counted in memory per node, for at most MAX_TRACKED sessions.
- */
-export const MAX_MFA_FAILURES = 5;
-const MAX_TRACKED = 10_000;
-const failures = new Map<string, number>();
-
-function noteFailure(sessionId: string): number {
-  const n = (failures.get(sessionId) ?? 0) + 1;
-  failures.delete(sessionId);
-  if (failures.size >= MAX_TRACKED) failures.delete(failures.keys().next().value!);
-  failures.set(sessionId, n);
-  return n;
-}
 
 /** The code from the `mfa-validation-code` header or the body's `code`. */
 function validationCode(req: HttpRequest, body: { code?: unknown } | undefined): string {
@@ -345,13 +330,13 @@ export function mfaOps(): OpDef<unknown>[] {
           );
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
-          if (noteFailure(session.id) >= MAX_MFA_FAILURES && session.isMfaComplete !== true) {
-            failures.delete(session.id);
-            await svc.write({ op: 'delete', entity: 'api-sessions', id: session.id, at, system: true, ifExists: true });
+          if (session.isMfaComplete !== true) {
+            // counted in replicated state: the limit holds across the cluster's nodes, not per node
+            const args = { sessionId: session.id, max: MAX_MFA_FAILURES };
+            await svc.write({ op: 'custom', name: 'countMfaFailure', args, at });
           }
           throw invalidToken(); // without the reason: whether a code was right but used is not told
         }
-        failures.delete(session.id);
         return okEmpty();
       },
     }),
