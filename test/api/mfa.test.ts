@@ -293,6 +293,24 @@ describe('MFA login', () => {
     expectError(after, 401, 'UNAUTHORIZED');
   });
 
+  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
+    const { token, body } = await session('mfa-bob');
+    const headers = { 'mfa-validation-code': '99999x' };
+    const guesses = [
+      () => call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, { token, headers }),
+      () => call('POST', `${srv.client}/current-identity/mfa/recovery-codes`, { token, body: { code: '99999x' } }),
+      () => call('DELETE', `${srv.client}/current-identity/mfa`, { token, headers }),
+    ];
+    for (let i = 0; i < MAX_MFA_FAILURES; i++)
+      expectError(await guesses[i % guesses.length]!(), 400, 'MFA_INVALID_TOKEN');
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toBeUndefined();
+    const after = await call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, {
+      token,
+      headers: { 'mfa-validation-code': await totp(secret) },
+    });
+    expectError(after, 401, 'UNAUTHORIZED');
+  });
+
   it('a complete session is not counted (no write per wrong code)', async () => {
     const { token, body } = await session('mfa-bob');
     clock.advance(30_000);
