@@ -6,6 +6,7 @@
  * last compacted entry (the snapshot point); real entries follow it contiguously.
  */
 import { bootstrapEntries } from './core/bootstrap.js';
+import { MemorySink, SnapshotReceipt } from './snapshot-receipt.js';
 import {
   CompactedError,
   type ConfState,
@@ -49,7 +50,7 @@ export class MemoryLog implements LogView {
   private hardState: HardState;
   private snap: Snapshot | null = null;
   /** A snapshot being received (receiveSnapshot), adopted by applySnapshot once complete. */
-  private incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null = null;
+  private readonly incoming = new SnapshotReceipt<MemorySink>((reason) => new Error(`memory-log: ${reason}`));
   private readonly bootConf: ConfState;
   /** Membership the driver recorded as applied (setConf), with the index of its conf entry. */
   private recordedConf: { index: number; conf: ConfState } | null = null;
@@ -142,18 +143,7 @@ export class MemoryLog implements LogView {
 
   /** Stores received snapshot chunks (Ready.snapshotChunks) in order; offset 0 starts a new snapshot. */
   receiveSnapshot(chunks: readonly SnapshotChunk[]): void {
-    for (const c of chunks) {
-      if (c.offset_bytes === 0) this.incoming = { meta: c.meta, parts: [], bytes: 0 };
-      const inc = this.incoming;
-      if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
-        throw new Error(`memory-log: snapshot chunk at ${c.offset_bytes} of ${c.meta.index} without its start`);
-      }
-      if (c.offset_bytes !== inc.bytes) {
-        throw new Error(`memory-log: snapshot chunk at ${c.offset_bytes}, expected ${inc.bytes}`);
-      }
-      inc.parts.push(c.data);
-      inc.bytes += c.data.byteLength;
-    }
+    for (const c of chunks) this.incoming.accept(c, () => new MemorySink()).sink.write(c.data);
   }
 
   /**
@@ -215,28 +205,10 @@ export class MemoryLog implements LogView {
     if (snap.meta.index <= current) {
       throw new Error(`memory-log: snapshot at ${snap.meta.index} is not newer than ${current}`);
     }
-    const data = 'data' in snap ? snap.data : this.takeIncoming(snap);
+    const data = 'data' in snap ? snap.data : this.incoming.take(snap).bytes();
     this.snap = { meta: { ...snap.meta, conf: copyConfState(snap.meta.conf) }, data };
     this.ents = [dummy(snap.meta.index, snap.meta.term)];
     if (this.hardState.commit < snap.meta.index) this.hardState = { ...this.hardState, commit: snap.meta.index };
-  }
-
-  private takeIncoming(snap: SnapshotInfo): Uint8Array {
-    const inc = this.incoming;
-    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
-      throw new Error(`memory-log: snapshot at ${snap.meta.index} was not received`);
-    }
-    if (inc.bytes !== snap.size_bytes) {
-      throw new Error(`memory-log: snapshot at ${snap.meta.index}: received ${inc.bytes} of ${snap.size_bytes} bytes`);
-    }
-    this.incoming = null;
-    const data = new Uint8Array(inc.bytes);
-    let at = 0;
-    for (const p of inc.parts) {
-      data.set(p, at);
-      at += p.byteLength;
-    }
-    return data;
   }
 
   /** Discards entries up to and including `index`. Only allowed up to the latest snapshot's index. */

@@ -447,8 +447,8 @@ export const MUTANTS = [
     id: 'auth-cert-login-ungated',
     file: 'src/ops/authentication.ts',
     search:
-      "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;",
-    replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, req) : null;",
+      "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, chain)) : null;",
+    replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, chain) : null;",
     tests: ['test/api/enroll.test.ts'],
   },
   {
@@ -481,6 +481,14 @@ export const MUTANTS = [
     search: 'if (term === undefined) return null;',
     replace: 'if (term !== -1) return null;',
     tests: ['raft/node.test.ts'],
+  },
+  // a partial session's wrong MFA codes are counted in replicated state, and the limit ends the session
+  {
+    id: 'mfa-failures-uncounted',
+    file: 'src/model/mfa.ts',
+    search: "  ctx.update('api-sessions', session.id, { mfaFailures: failures }, at, true);",
+    replace: '',
+    tests: ['test/api/mfa.test.ts'],
   },
 ];
 

@@ -4,6 +4,7 @@
  * (snapshotStream/restoreStream) no buffer of the whole snapshot is ever built; the whole-buffer forms
  * (snapshot/restore) of simple machines are served by joining the chunks.
  */
+import { concatBytes } from '../snapshot-receipt.js';
 import type { SnapshotMeta } from '../types.js';
 import type { SnapshotChunks, StateMachine } from './state-machine.js';
 
@@ -52,13 +53,7 @@ export async function joinChunks(chunks: AsyncIterable<Uint8Array>): Promise<Uin
     parts.push(c);
     total += c.byteLength;
   }
-  const data = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    data.set(p, at);
-    at += p.byteLength;
-  }
-  return data;
+  return concatBytes(parts, total);
 }
 
 /**

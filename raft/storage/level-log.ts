@@ -14,6 +14,7 @@
  * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
  * LogCorruptError naming the key on any mismatch.
  */
+import { SnapshotReceipt } from '../snapshot-receipt.js';
 import type { ConfState, Entry, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import {
@@ -109,7 +110,7 @@ export class LevelLog extends CachedLog implements DurableLog {
   /** Where the recorded snapshot's bytes are. */
   private stored: StoredSnapshot | null = null;
   /** A snapshot being received from the leader (receiveSnapshot), recorded by persist({ snapshot }). */
-  private incoming: { meta: SnapshotMeta; writer: SnapshotWriter } | null = null;
+  private readonly incoming = new SnapshotReceipt<SnapshotWriter>((reason) => new LogStateError(reason));
   /** The next snapshot generation to write. */
   private nextGen = 1;
   /** Stored segments in index order; together they hold exactly the cached entries. */
@@ -453,22 +454,16 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (chunks.length === 0) return Promise.resolve();
     return this.serialize(async () => {
       for (const c of chunks) {
-        if (c.offset_bytes === 0) {
-          const abandoned = this.incoming?.writer.discardOps() ?? [];
-          this.incoming = { meta: c.meta, writer: new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes) };
-          if (abandoned.length > 0) await this.db.batch(abandoned, { sync: true });
-        }
-        const inc = this.incoming;
-        if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
-          throw new LogStateError(`snapshot chunk at ${c.offset_bytes} of snapshot ${c.meta.index} without its start`);
-        }
-        if (c.offset_bytes !== inc.writer.size_bytes) {
-          throw new LogStateError(`snapshot chunk at ${c.offset_bytes}, expected ${inc.writer.size_bytes}`);
-        }
-        await inc.writer.write(c.data);
+        const { sink, abandoned } = this.incoming.accept(
+          c,
+          () => new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes),
+        );
+        const garbage = abandoned?.discardOps() ?? [];
+        if (garbage.length > 0) await this.db.batch(garbage, { sync: true });
+        await sink.write(c.data);
       }
       // Durable before the core's acknowledgements of these chunks leave (they are sent after this write).
-      await this.incoming?.writer.flush();
+      await this.incoming.sink?.flush();
     });
   }
 
@@ -622,7 +617,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.cache.restart(snapshot.meta.index, snapshot.meta.term);
       this.stored = stored;
       this.snap = stored?.info ?? null;
-      this.incoming = null;
+      this.incoming.clear();
       this.conf = conf;
     }
     if (fresh.length > 0) this.cache.append(fresh);
@@ -636,17 +631,9 @@ export class LevelLog extends CachedLog implements DurableLog {
    * the previous one's records): every byte of it must have come through receiveSnapshot.
    */
   private adoptOps(snap: SnapshotInfo, ops: Op[]): StoredSnapshot {
-    const inc = this.incoming;
-    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
-      throw new LogStateError(`snapshot at ${snap.meta.index} was not received`);
-    }
-    if (inc.writer.size_bytes !== snap.size_bytes) {
-      throw new LogStateError(
-        `snapshot at ${snap.meta.index}: received ${inc.writer.size_bytes} of ${snap.size_bytes} bytes`,
-      );
-    }
-    const { ops: last, crc } = inc.writer.finish();
-    const record = metaRecord(snap.meta, inc.writer, crc);
+    const writer = this.incoming.received(snap);
+    const { ops: last, crc } = writer.finish();
+    const record = metaRecord(snap.meta, writer, crc);
     ops.push(...last, ...deleteOps(this.stored), { type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
     return storedOf(record, this.chunk_bytes);
   }

@@ -97,9 +97,7 @@ export class SnapshotWriter {
 
   /** Ops deleting every record this writer wrote (or would have): an abandoned snapshot's garbage. */
   discardOps(): LogDbOp[] {
-    const ops: LogDbOp[] = [];
-    for (let c = 0; c < this.records; c++) ops.push({ type: 'del', key: chunkKey(this.gen, c) });
-    return ops;
+    return chunkDeletes(this.gen, this.records);
   }
 
   private cutRecord(): void {
@@ -140,9 +138,13 @@ export function storedOf(rec: SnapMetaRecord, chunk_bytes: number): StoredSnapsh
 
 /** Ops deleting the records of `s`. */
 export function deleteOps(s: StoredSnapshot | null): LogDbOp[] {
-  if (s === null) return [];
+  return s === null ? [] : chunkDeletes(s.gen, s.chunks);
+}
+
+/** Ops deleting records 0 to `records` - 1 of generation `gen`. */
+function chunkDeletes(gen: number, records: number): LogDbOp[] {
   const ops: LogDbOp[] = [];
-  for (let c = 0; c < s.chunks; c++) ops.push({ type: 'del', key: chunkKey(s.gen, c) });
+  for (let c = 0; c < records; c++) ops.push({ type: 'del', key: chunkKey(gen, c) });
   return ops;
 }
 

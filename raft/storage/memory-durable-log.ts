@@ -5,6 +5,7 @@
  */
 
 import { joinChunks } from '../node/snapshot-stream.js';
+import { MemorySink, SnapshotReceipt } from '../snapshot-receipt.js';
 import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
 import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
@@ -18,7 +19,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
   /** The recorded snapshot's bytes (this log is for tests: it keeps them in memory). */
   private snapData: Uint8Array = new Uint8Array(0);
   /** A snapshot being received, recorded by persist({ snapshot }). */
-  private incoming: { meta: SnapshotMeta; parts: Uint8Array[]; bytes: number } | null = null;
+  private readonly incoming = new SnapshotReceipt<MemorySink>((reason) => new LogStateError(reason));
   /** Size of the pieces snapshotChunks() hands out. */
   static readonly READ_CHUNK_BYTES = 1 << 20;
 
@@ -35,7 +36,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
         if (snapshot.meta.index <= snapIndex) {
           throw new LogStateError(`snapshot at ${snapshot.meta.index} is not newer than ${snapIndex}`);
         }
-        this.snapData = this.takeIncoming(snapshot);
+        this.snapData = this.incoming.take(snapshot).bytes();
         this.cache.restart(snapshot.meta.index, snapshot.meta.term);
         this.snap = { meta: snapshot.meta, size_bytes: snapshot.size_bytes };
         if (snapshot.meta.index >= this.conf.index) {
@@ -88,17 +89,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
   }
   receiveSnapshot(chunks: readonly SnapshotChunk[]): Promise<void> {
     return this.serialize(() => {
-      for (const c of chunks) {
-        if (c.offset_bytes === 0) this.incoming = { meta: c.meta, parts: [], bytes: 0 };
-        const inc = this.incoming;
-        if (inc === null || inc.meta.index !== c.meta.index || inc.meta.term !== c.meta.term) {
-          throw new LogStateError(`snapshot chunk at ${c.offset_bytes} of snapshot ${c.meta.index} without its start`);
-        }
-        if (c.offset_bytes !== inc.bytes)
-          throw new LogStateError(`snapshot chunk at ${c.offset_bytes}, expected ${inc.bytes}`);
-        inc.parts.push(c.data.slice());
-        inc.bytes += c.data.byteLength;
-      }
+      for (const c of chunks) this.incoming.accept(c, () => new MemorySink()).sink.write(c.data);
     });
   }
   async readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null> {
@@ -112,17 +103,6 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
     const data = this.snapData;
     const step = MemoryDurableLog.READ_CHUNK_BYTES;
     for (let off = 0; off < data.byteLength; off += step) yield data.subarray(off, off + step);
-  }
-  private takeIncoming(snap: SnapshotInfo): Uint8Array {
-    const inc = this.incoming;
-    if (inc === null || inc.meta.index !== snap.meta.index || inc.meta.term !== snap.meta.term) {
-      throw new LogStateError(`snapshot at ${snap.meta.index} was not received`);
-    }
-    if (inc.bytes !== snap.size_bytes) {
-      throw new LogStateError(`snapshot at ${snap.meta.index}: received ${inc.bytes} of ${snap.size_bytes} bytes`);
-    }
-    this.incoming = null;
-    return Buffer.concat(inc.parts, inc.bytes);
   }
   setConf(applied: AppliedConf): Promise<void> {
     return this.serialize(() => {

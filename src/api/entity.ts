@@ -1,6 +1,6 @@
 import type { HttpResponse } from '../../http/types.js';
 import type { DerivedIndexFactory } from '../../storage/derived.js';
-import type { EntityDef, FieldDef, FieldType, Row } from '../../storage/types.js';
+import { assert, type EntityDef, type FieldDef, type FieldType, type Row } from '../../storage/types.js';
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import type { EntityName } from '../model/index.js';
@@ -119,7 +119,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    * collection only when it reads other rows of it): a cached rendering lasts until a row of one of them changes
    * (the row itself never changes: an update makes a new row). Absent with a `toApi`: every collection (cached
    * until the next write anywhere). Store.stampOf refuses a name that is not a collection;
-   * test/api/render-cache.test.ts checks that the declarations are complete.
+   * test/api/render-cache.test.ts checks that the declarations are complete. Not declared with `cacheable: false`.
    */
   reads?: readonly string[];
   /**
@@ -174,10 +174,12 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    */
   beforeDelete?(row: RowOf<F>, svc: Services, caller: Caller | null): Expect[] | undefined;
   /**
-   * Whether a row's rendering may be cached until what it `reads` changes (default true). Say no when it depends
-   * on the clock (e.g. a disable that lapses by itself).
+   * Whether a row's rendering may be cached until what it `reads` changes (default true). Per row: say no when it
+   * depends on the clock (e.g. a disable that lapses by itself). `false`: no row's ever is, because the rendering
+   * changes without a write (this controller's router presence, a session's activity); it then declares no
+   * `reads`, which nothing would use (test/api/render-cache.test.ts checks both).
    */
-  cacheable?(row: RowOf<F>): boolean;
+  cacheable?: false | ((row: RowOf<F>) => boolean);
   /** `_links` beyond `self`. */
   links?(row: RowOf<F>): Record<string, { href: string }>;
 }
@@ -190,7 +192,7 @@ export interface Entity<N extends string = EntityName, F extends EntityFields = 
   def: EntityDef;
   toApi?(row: Row, svc: Services): Record<string, unknown>;
   beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
-  cacheable?(row: Row): boolean;
+  cacheable?: false | ((row: Row) => boolean);
   links?(row: Row): Record<string, { href: string }>;
   alsoOnUpdate?(row: Row, set: Record<string, unknown>, svc: Services, at: string): Command[];
   alsoOnDelete?(row: Row, svc: Services, at: string): Command[];
@@ -296,6 +298,7 @@ export function defineEntity<const N extends string, const F extends EntityField
   const rendered = Object.entries(spec.fields).filter(([, f]) => f.api);
   // without a `toApi` a rendering is the row's own fields: nothing else to watch
   const reads: readonly string[] | undefined = spec.toApi ? spec.reads : [];
+  assert(spec.cacheable !== false || spec.reads === undefined, `${spec.name}: never cached, yet declares reads`);
   // the stamp of what the renderings read, computed once per store epoch (every publish moves the epoch)
   let last: { store: Store; epoch: number; stamp: number } | null = null;
   const stampOf = (store: Store): number => {
@@ -311,7 +314,7 @@ export function defineEntity<const N extends string, const F extends EntityField
     ...spec,
     toApi: typed(spec.toApi),
     beforeDelete: typed(spec.beforeDelete),
-    cacheable: typed(spec.cacheable),
+    cacheable: spec.cacheable === false ? false : typed(spec.cacheable),
     links: typed(spec.links),
     alsoOnUpdate: typed(spec.alsoOnUpdate),
     alsoOnDelete: typed(spec.alsoOnDelete),
@@ -340,6 +343,7 @@ export function defineEntity<const N extends string, const F extends EntityField
       };
     },
     renderJson(row, svc) {
+      if (entity.cacheable === false) return JSON.stringify(entity.render(row, svc));
       const stamp = stampOf(svc.store);
       const hit = jsonCache.get(row);
       if (hit && hit.stamp === stamp) return hit.json;

@@ -3,67 +3,63 @@
  * engine asks for one when API TLS is on) must chain to this controller's CAs and match a `cert` authenticator by
  * fingerprint. Anything else is a failed login (the caller answers 401 INVALID_AUTH).
  */
-import type { HttpRequest } from '../../http/types.js';
 import type { Services } from '../api/services.js';
 import type { AuthPolicyPrimary } from '../model/auth-policy.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { isDisabled } from '../model/identity.js';
 import type { RowFor } from '../model/rows.js';
-import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES } from '../pki/verify.js';
-import { verifyClientChain } from './chain-cache.js';
+import { type ClientChain, verifyClientChain } from './chain-cache.js';
 
-export async function certLogin(
+async function certLogin(
   svc: Services,
-  req: HttpRequest,
+  chain: ClientChain,
 ): Promise<{ identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null> {
-  const chain = req.peerCertificates;
-  if (!chain || chain.length === 0 || !svc.pki) return null;
-  const [leaf, ...sent] = chain;
-  const authenticator = certAuthenticatorOf(svc, leaf!);
-  if (!authenticator) return externalIdLogin(svc, leaf!, sent);
+  if (!svc.pki) return null;
+  const authenticator = certAuthenticatorOf(svc, chain);
+  if (!authenticator) return externalIdLogin(svc, chain);
   const identity = svc.get('identities', authenticator.identityId!);
   const cert = certPolicyOf(svc, identity);
   if (!identity || !cert) return null;
   // the client's own intermediates may help build the path; trusted are this controller's CAs and the verified CAs
   // that allow authentication
   const trusted = [...svc.pki.caPems, ...authCas(svc)];
-  const verified = await verifyClientChain(leaf!, sent, trusted, new Date(svc.clock.now()));
+  const verified = await verifyClientChain(chain, trusted, new Date(svc.clock.now()));
   if (!verified.ok && !(verified.code === 'EXPIRED' && cert.allowExpiredCerts === true)) return null;
   return { identity, authenticator };
 }
 
 /**
- * A login by the client certificate, checked as one step (one pass through the auth rate limiter): an ephemeral
- * certificate logs in as the API session it belongs to (`bound`), any other as its authenticator's identity
- * (`login`, null when refused).
+ * A login by the client certificate chain (null: none presented), checked as one step (one pass through the auth
+ * rate limiter): an ephemeral certificate logs in as the API session it belongs to (`bound`), any other as its
+ * authenticator's identity (`login`, null when refused).
  */
 export async function certificateLogin(
   svc: Services,
-  req: HttpRequest,
+  chain: ClientChain | null,
 ): Promise<
   | { bound: RowFor<'api-sessions'> }
   | { login: { identity: RowFor<'identities'>; authenticator?: RowFor<'authenticators'> } | null }
 > {
-  const bound = await sessionOfCertificate(svc, req);
-  return bound ? { bound } : { login: await certLogin(svc, req) };
+  if (!chain) return { login: null };
+  const bound = await sessionOfCertificate(svc, chain);
+  return bound ? { bound } : { login: await certLogin(svc, chain) };
 }
 
 /**
  * Whether the client certificate is an admin's (the identity of the cert authenticator holding it): picks the lane
  * of the auth rate limiter the login's chain check runs in.
  */
-export function certNamesAdmin(svc: Services, req: HttpRequest): boolean {
-  const leaf = req.peerCertificates?.[0];
-  if (!leaf) return false;
-  const authenticator = certAuthenticatorOf(svc, leaf);
+export function certNamesAdmin(svc: Services, chain: ClientChain | null): boolean {
+  if (!chain) return false;
+  const authenticator = certAuthenticatorOf(svc, chain);
   if (!authenticator) return false;
   return svc.get('identities', authenticator.identityId!)?.isAdmin === true;
 }
 
 /** The cert authenticator holding this certificate (by fingerprint), if any. */
-function certAuthenticatorOf(svc: Services, leaf: Buffer): RowFor<'authenticators'> | undefined {
-  const ids = svc.store.lookup('authenticators', 'fingerprint', fingerprintOfDer(leaf));
+function certAuthenticatorOf(svc: Services, chain: ClientChain): RowFor<'authenticators'> | undefined {
+  const ids = svc.store.lookup('authenticators', 'fingerprint', chain.fingerprint);
   const authenticator = ids.length === 1 ? svc.get('authenticators', ids[0]!) : undefined;
   return authenticator?.method === 'cert' ? authenticator : undefined;
 }
@@ -84,20 +80,16 @@ function certPolicyOf(
  * identity whose `externalId` the claim finds logs in (as OpenZiti's cert authenticator does), so such identities
  * may present any certificate of that CA carrying their id.
  */
-async function externalIdLogin(
-  svc: Services,
-  leaf: Buffer,
-  sent: Buffer[],
-): Promise<{ identity: RowFor<'identities'> } | null> {
+async function externalIdLogin(svc: Services, chain: ClientChain): Promise<{ identity: RowFor<'identities'> } | null> {
   let tried = 0;
   for (const ca of svc.store.collection('cas').scan()) {
     const claim = ca.externalIdClaim as ExternalIdClaim | null | undefined;
     if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;
     if (++tried > MAX_CHAIN_CANDIDATES) break;
     const at = new Date(svc.clock.now());
-    const verified = await verifyClientChain(leaf, sent, [ca.certPem!], at);
+    const verified = await verifyClientChain(chain, [ca.certPem!], at);
     if (!verified.ok && verified.code !== 'EXPIRED') continue;
-    const externalId = externalIdOf(claim, leaf);
+    const externalId = externalIdOf(claim, chain.leaf);
     const ids = externalId === null ? [] : svc.store.lookup('identities', 'externalId', externalId);
     const identity = ids.length === 1 ? svc.get('identities', ids[0]!) : undefined;
     const cert = certPolicyOf(svc, identity);
@@ -122,15 +114,14 @@ function authCas(svc: Services): string[] {
  * for the API session that had it signed, so the login answers that session (no new one) while it lives, its
  * identity is enabled and the certificate chains to this controller's CAs now. Null for any other certificate.
  */
-export async function sessionOfCertificate(svc: Services, req: HttpRequest): Promise<RowFor<'api-sessions'> | null> {
-  const [leaf, ...sent] = req.peerCertificates ?? [];
-  if (!leaf || !svc.pki) return null;
-  const ids = svc.store.lookup('api-session-certificates', 'fingerprint', fingerprintOfDer(leaf));
+async function sessionOfCertificate(svc: Services, chain: ClientChain): Promise<RowFor<'api-sessions'> | null> {
+  if (!svc.pki) return null;
+  const ids = svc.store.lookup('api-session-certificates', 'fingerprint', chain.fingerprint);
   const cert = ids.length === 1 ? svc.get('api-session-certificates', ids[0]!) : undefined;
   const session = cert ? svc.get('api-sessions', cert.apiSessionId!) : undefined;
   const live = session ? svc.sessions.resolve(session.token as string) : null;
   if (!live || isDisabled(live.identity, svc.clock.now())) return null;
-  const verified = await verifyClientChain(leaf, sent, svc.pki.caPems, new Date(svc.clock.now()));
+  const verified = await verifyClientChain(chain, svc.pki.caPems, new Date(svc.clock.now()));
   if (!verified.ok) return null;
   svc.sessions.touch(live.session);
   return live.session;

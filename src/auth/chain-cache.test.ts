@@ -2,7 +2,11 @@
 import { X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type CaMaterial, createIntermediateCa, createRootCa, issueServerCert } from '../pki/index.js';
-import { clearChainCache, verifyClientChain } from './chain-cache.js';
+import { clearChainCache, clientChainOf, verifyClientChain as verifyChainOf } from './chain-cache.js';
+
+/** verifyClientChain of the chain `leaf` then `sent`. */
+const verifyClientChain = (leaf: Buffer, sent: Buffer[], trusted: string[], at: Date) =>
+  verifyChainOf(clientChainOf([leaf, ...sent])!, trusted, at);
 
 describe('verifyClientChain', () => {
   let root: CaMaterial;

@@ -49,25 +49,39 @@ export function clearChainCache(): void {
 }
 
 /**
- * verifyChain for a TLS client's chain (`leaf` first, then what the client sent) against `trusted` PEM anchors at
- * `at`, with the leaf allowed for client use. Failures are never remembered.
+ * A TLS client's certificate chain as presented (`leaf` first, then what else the client `sent`), with the
+ * fingerprints every certificate login looks it up and remembers it by, computed once per request.
  */
-export async function verifyClientChain(
-  leaf: Buffer,
-  sent: Buffer[],
-  trusted: string[],
-  at: Date,
-): Promise<ChainResult> {
+export interface ClientChain {
+  leaf: Buffer;
+  sent: Buffer[];
+  /** The leaf's fingerprint: what cert authenticators and ephemeral session certificates are found by. */
+  fingerprint: string;
+  /** The leaf's and the sent certificates' fingerprints: what a verified chain is remembered by. */
+  chainKey: string;
+}
+
+/** The chain of a request's client certificates (`HttpRequest.peerCertificates`); null without any. */
+export function clientChainOf(certs: readonly Buffer[] | undefined): ClientChain | null {
+  const [leaf, ...sent] = certs ?? [];
+  if (!leaf) return null;
+  const fingerprint = fingerprintOfDer(leaf);
+  return { leaf, sent, fingerprint, chainKey: [fingerprint, ...sent.map(fingerprintOfDer)].join(',') };
+}
+
+/**
+ * verifyChain for a TLS client's chain against `trusted` PEM anchors at `at`, with the leaf allowed for client
+ * use. Failures are never remembered.
+ */
+export async function verifyClientChain(chain: ClientChain, trusted: string[], at: Date): Promise<ChainResult> {
   const roots = trusted.map(anchorOf).filter((a): a is Anchor => a !== null);
-  const key = [fingerprintOfDer(leaf), ...sent.map(fingerprintOfDer), '|', ...roots.map((r) => r.fingerprint)].join(
-    ',',
-  );
+  const key = [chain.chainKey, '|', ...roots.map((r) => r.fingerprint)].join(',');
   const hit = chains.get(key);
   const t = at.getTime();
   if (hit && hit.notBefore_ms <= t && t <= hit.notAfter_ms) return { ok: true, chain: [] };
   const result = await verifyChain(
-    leaf,
-    sent,
+    chain.leaf,
+    chain.sent,
     roots.map((r) => r.cert),
     { at, purpose: 'client' },
   );

@@ -108,6 +108,8 @@ const apiSessionStoredFields = {
   extJwtPending: { type: 'string', filter: false },
   // when the session last passed MFA (the MFA posture check's timeout counts from it)
   mfaCompletedAt: { type: 'datetime' },
+  /** Wrong codes the partial session sent to `POST /authenticate/mfa` (countMfaFailure). */
+  mfaFailures: { type: 'number', filter: false },
   lastActivityAt: { type: 'datetime' },
 } as const satisfies EntityFields;
 
@@ -123,7 +125,7 @@ export const apiSessions: Entity<'api-sessions', typeof apiSessionStoredFields> 
   detail: apiSessionDetail,
   toApi: renderApiSessionFields,
   // activity and expiry move with every request
-  cacheable: () => false,
+  cacheable: false,
   // a session token is a bearer credential: only admins see other sessions' tokens (the field stays, as the
   // schema requires it, but empty)
   redact: (data) => ({ ...data, token: '' }),

@@ -268,9 +268,8 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
       ...routerEnrollmentView(svc, row.id),
     };
   },
-  reads: ['transit-routers', 'enrollments'],
   // shows this controller's router presence, which changes without a write
-  cacheable: () => false,
+  cacheable: false,
   redact: redactRouterEnrollment,
   // a new router gets its router row and its `erott` enrollment (OpenZiti's default window), in the same write
   alsoOnCreate: async (id, body, svc, at) => [

@@ -17,7 +17,7 @@ import { identities } from './identity.js';
 import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTraces } from './identity-trace.js';
 import { identityTypes } from './identity-type.js';
-import { mfas, useRecoveryCode, useTotp } from './mfa.js';
+import { countMfaFailure, mfas, useRecoveryCode, useTotp } from './mfa.js';
 import { postureChecks } from './posture-check.js';
 import { applyRevocation, revocations } from './revocation.js';
 import { addRouterRows } from './router-rows.js';
@@ -73,6 +73,7 @@ export const CUSTOM_COMMANDS = {
   useTotp,
   applyRevocation,
   addRouterRows,
+  countMfaFailure,
 };
 
 export function buildSchema(): Schema<EntityRows> {

@@ -21,6 +21,11 @@ const RECOVERY_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const TOLERANCE_S = 30;
 /** Anything longer is neither a TOTP nor a recovery code: refused before any work. */
 export const MAX_CODE_LENGTH = 64;
+/**
+ * Wrong codes on `POST /authenticate/mfa` a partial session may send before it is ended: 6-digit codes must not be
+ * guessable by a flood on one session. Counted on the session's row (countMfaFailure), so on every node at once.
+ */
+export const MAX_MFA_FAILURES = 5;
 
 export const detailMfa = detailSchema(
   'detailMfa',
@@ -145,4 +150,22 @@ export function useRecoveryCode(
   const codes = mfa?.recoveryCodes ?? [];
   if (mfa?.isVerified !== true || !codes.includes(args.code)) refuseCode(args.mfaId);
   spendCode(ctx, mfa, { recoveryCodes: codes.filter((c) => c !== args.code) }, args.sessionId, at);
+}
+
+/**
+ * Custom command: a wrong code a partial session sent to `POST /authenticate/mfa`. Counted on the session's row, in
+ * apply (so the count is the cluster's, whichever node each code reached, and racing codes are all counted); at
+ * `max` the session is ended. A session gone, or complete (it has nothing left to guess), is left alone: each
+ * session costs at most `max` such writes. Returns whether this failure ended the session.
+ */
+export function countMfaFailure(ctx: ApplyContext, args: { sessionId: string; max: number }, at: string): boolean {
+  const session = ctx.txn.get('api-sessions', args.sessionId);
+  if (!session || session.isMfaComplete === true) return false;
+  const failures = (session.mfaFailures ?? 0) + 1;
+  if (failures >= args.max) {
+    ctx.delete('api-sessions', session.id, at, true);
+    return true;
+  }
+  ctx.update('api-sessions', session.id, { mfaFailures: failures }, at, true);
+  return false;
 }

@@ -67,9 +67,8 @@ export const sessions: Entity<'sessions', typeof sessionFields> = defineEntity({
   fields: sessionFields,
   detail: sessionDetail,
   // shows this controller's router presence, which changes without a write
-  cacheable: () => false,
+  cacheable: false,
   toApi: renderSession,
-  reads: ['services'],
   // only admins see other callers' session tokens (the field stays, as the schema requires it, but empty)
   redact: (data) => ({ ...data, token: '' }),
   operations: { create: false, update: false, patch: false },

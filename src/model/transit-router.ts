@@ -133,8 +133,7 @@ export const transitRouters: Entity<'transit-routers', typeof routerFields> = de
     ...routerEnrollmentView(svc, row.id),
   }),
   // shows this controller's router presence, which changes without a write
-  cacheable: () => false,
-  reads: ['enrollments'],
+  cacheable: false,
   redact: redactRouterEnrollment,
   fromApi: (_body, { mode, svc, copied }) => routerFromApi(mode, svc, copied),
   // created unenrolled: its `trott` enrollment in the same write (an edge router's row gets none: its edge router

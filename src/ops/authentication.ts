@@ -3,6 +3,7 @@ import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { certificateLogin, certNamesAdmin } from '../auth/cert-login.js';
+import { clientChainOf } from '../auth/chain-cache.js';
 import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner, tokenNamesAdmin } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
@@ -126,7 +127,9 @@ export function authenticationOps(): OpDef<unknown>[] {
         // admin lane when the credential names an admin
         const source = req.remoteAddress;
         const jwtLane = () => ({ source, admin: tokenNamesAdmin(svc, req.headers) });
-        const certLane = () => ({ source, admin: certNamesAdmin(svc, req) });
+        // the client certificate chain is fingerprinted once, for the lane, the session lookup and the login
+        const chain = method === 'cert' ? clientChainOf(req.peerCertificates) : null;
+        const certLane = () => ({ source, admin: certNamesAdmin(svc, chain) });
         if (method === 'ext-jwt' && typeof caller?.session.extJwtPending === 'string') {
           // the secondary step of a session that waits for a signer's token
           const session = caller.session;
@@ -136,7 +139,7 @@ export function authenticationOps(): OpDef<unknown>[] {
           return ok(renderCurrentSession(svc.require('api-sessions', caller.session.id), svc));
         }
         // an ephemeral certificate logs in as the API session it belongs to
-        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, req)) : null;
+        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, chain)) : null;
         if (byCert && 'bound' in byCert) {
           const res = ok(renderCurrentSession(byCert.bound, svc));
           return { ...res, headers: { ...res.headers, 'zt-session': byCert.bound.token as string } };

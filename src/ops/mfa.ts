@@ -10,6 +10,7 @@ import {
   detailMfa,
   isValidTotp,
   MAX_CODE_LENGTH,
+  MAX_MFA_FAILURES,
   mfaOf,
   newRecoveryCodes,
   newTotpSecret,
@@ -31,22 +32,6 @@ const detailMfaRecoveryCodes = detailSchema(
   s.obj({ recoveryCodes: s.arr(s.str()) }, ['recoveryCodes']),
 );
 const totpToken = s.named('totpToken', s.obj({ issuedAt: s.datetime(), token: s.str() }, ['token', 'issuedAt']));
-
-/**
- * Wrong codes on `POST /authenticate/mfa` a partial session may send before it is ended: 6-digit codes must not
- * be guessable by a flood on one session. Counted in memory per node, for at most MAX_TRACKED sessions.
- */
-export const MAX_MFA_FAILURES = 5;
-const MAX_TRACKED = 10_000;
-const failures = new Map<string, number>();
-
-function noteFailure(sessionId: string): number {
-  const n = (failures.get(sessionId) ?? 0) + 1;
-  failures.delete(sessionId);
-  if (failures.size >= MAX_TRACKED) failures.delete(failures.keys().next().value!);
-  failures.set(sessionId, n);
-  return n;
-}
 
 /** The code from the `mfa-validation-code` header or the body's `code`. */
 function validationCode(req: HttpRequest, body: { code?: unknown } | undefined): string {
@@ -75,8 +60,21 @@ function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
   return mfa;
 }
 
-async function requireTotp(svc: Services, mfa: RowFor<'mfas'>, code: string): Promise<void> {
-  if (!(await isValidTotp(svc, mfa.secret!, code))) throw invalidToken();
+async function requireTotp(svc: Services, caller: Caller, mfa: RowFor<'mfas'>, code: string): Promise<void> {
+  if (!(await isValidTotp(svc, mfa.secret!, code))) await refuseCode(svc, caller.session);
+}
+
+/**
+ * Refuses a wrong code (400 MFA_INVALID_TOKEN, without saying whether it was wrong or spent). A partial session's
+ * wrong code counts toward MAX_MFA_FAILURES whichever operation it went to (countMfaFailure, replicated):
+ * otherwise the checks that spend nothing (recovery codes, removal) would let it guess without limit.
+ */
+async function refuseCode(svc: Services, session: RowFor<'api-sessions'>): Promise<never> {
+  if (session.isMfaComplete !== true) {
+    const args = { sessionId: session.id, max: MAX_MFA_FAILURES };
+    await svc.write({ op: 'custom', name: 'countMfaFailure', args, at: svc.nowIso() });
+  }
+  throw invalidToken();
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
@@ -255,7 +253,7 @@ export function mfaOps(): OpDef<unknown>[] {
       },
       handler: async ({ caller, req, body, svc }) => {
         const mfa = requireOwnMfa(svc, caller!, true);
-        await requireTotp(svc, mfa, validationCode(req, body));
+        await requireTotp(svc, caller!, mfa, validationCode(req, body));
         return ok({
           _links: { self: { href: `${SELF}/recovery-codes` } },
           createdAt: mfa.createdAt,
@@ -279,7 +277,7 @@ export function mfaOps(): OpDef<unknown>[] {
       responses: emptyResponse,
       handler: async ({ caller, req, body, svc }) => {
         const mfa = requireOwnMfa(svc, caller!, true);
-        await requireTotp(svc, mfa, validationCode(req, body));
+        await requireTotp(svc, caller!, mfa, validationCode(req, body));
         await svc.write({
           op: 'update',
           entity: 'mfas',
@@ -308,7 +306,7 @@ export function mfaOps(): OpDef<unknown>[] {
         if (mfa.isVerified === true) {
           const code = validationCode(req, body as { code?: string } | undefined);
           const recovery = (mfa.recoveryCodes ?? []).includes(code.toUpperCase());
-          if (!recovery) await requireTotp(svc, mfa, code);
+          if (!recovery) await requireTotp(svc, caller!, mfa, code);
         }
         await svc.write(removeMfa(svc, mfa));
         return okEmpty();
@@ -345,13 +343,8 @@ export function mfaOps(): OpDef<unknown>[] {
           );
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
-          if (noteFailure(session.id) >= MAX_MFA_FAILURES && session.isMfaComplete !== true) {
-            failures.delete(session.id);
-            await svc.write({ op: 'delete', entity: 'api-sessions', id: session.id, at, system: true, ifExists: true });
-          }
-          throw invalidToken(); // without the reason: whether a code was right but used is not told
+          await refuseCode(svc, session);
         }
-        failures.delete(session.id);
         return okEmpty();
       },
     }),
@@ -373,7 +366,7 @@ export function mfaOps(): OpDef<unknown>[] {
       },
       handler: async ({ caller, body, svc }) => {
         const mfa = requireEnrolled(svc, caller!.identity.id);
-        await requireTotp(svc, mfa, body.code.trim());
+        await requireTotp(svc, caller!, mfa, body.code.trim());
         return ok({ issuedAt: svc.nowIso(), token: uuid() });
       },
     }),

@@ -4,13 +4,15 @@
  * issued certificate over mutual TLS; `updb` enrollment sets the initial password; every refusal has OpenZiti's
  * code. Every response goes through the spec check (`call()`, or `checkResponse` for the HTTPS requests).
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { loginGate } from '../../src/auth/rate-limit.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
+import { fingerprintOfDer } from '../../src/pki/fingerprint.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
@@ -19,6 +21,12 @@ import { whileSaturated } from '../support/saturate.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
 import { type TlsRes, tlsCall } from '../support/tls-call.js';
+
+// counts the fingerprints computed (a cert login computes its certificate's once)
+vi.mock('../../src/pki/fingerprint.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/pki/fingerprint.js')>();
+  return { ...real, fingerprintOfDer: vi.fn(real.fingerprintOfDer) };
+});
 
 const s = new Scratch();
 const opsServed: OpDef<unknown>[] = [];
@@ -314,6 +322,16 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     });
     expect((await certLogin(me.key, me.cert)).status).toBe(200);
+  });
+
+  it('fingerprints the client certificate once per login (rate-limit lane, session-certificate lookup, login)', async () => {
+    const me = await enrolled();
+    const leaf = new X509Certificate(me.cert).raw;
+    expect((await certLogin(me.key, me.cert)).status).toBe(200);
+    const fingerprints = vi.mocked(fingerprintOfDer);
+    fingerprints.mockClear();
+    expect((await certLogin(me.key, me.cert)).status).toBe(200);
+    expect(fingerprints.mock.calls.filter(([der]) => der.equals(leaf))).toHaveLength(1);
   });
 
   it("follows the identity's auth policy: primary.cert.allowed false refuses, allowExpiredCerts decides an expired certificate", async () => {

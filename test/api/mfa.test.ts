@@ -6,7 +6,7 @@
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
-import { MAX_MFA_FAILURES } from '../../src/ops/mfa.js';
+import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { readQrPng } from '../support/qr-read.js';
@@ -20,8 +20,16 @@ const C = 'client' as const;
 const M = 'management' as const;
 const TIMEOUT_MS = 30 * 60_000;
 
+/** The controller on the manual clock; on `dataDir` when given (a restart). */
+const start = (dataDir?: string) =>
+  startServer({
+    clock,
+    log: (level, msg, extra) => logs.push(JSON.stringify({ level, msg, extra })),
+    ...(dataDir ? { dataDir } : {}),
+  });
+
 beforeAll(async () => {
-  srv = await startServer({ clock, log: (level, msg, extra) => logs.push(JSON.stringify({ level, msg, extra })) });
+  srv = await start();
   admin = await login(srv.base);
 });
 afterAll(async () => {
@@ -266,6 +274,55 @@ describe('MFA login', () => {
       body: { code: await totp(secret) },
     });
     expectError(after, 401, 'UNAUTHORIZED');
+  });
+
+  it('wrong codes are counted on the session row (replicated): racing ones all count, a restart keeps the count', async () => {
+    const { token, body } = await session('mfa-bob');
+    const wrong = () => call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: '99999x' } });
+    const raced = await Promise.all([wrong(), wrong()]);
+    for (const r of raced) expectError(r, 400, 'MFA_INVALID_TOKEN');
+    expect(srv.ctl.svc.get('api-sessions', body.id)?.mfaFailures).toBe(2);
+    // the count is state every node applies, not a node's memory: a restarted node goes on from it
+    const dataDir = srv.dataDir;
+    await srv.stop({ keepData: true });
+    srv = await start(dataDir);
+    admin = await login(srv.base);
+    for (let i = 2; i < MAX_MFA_FAILURES; i++) expectError(await wrong(), 400, 'MFA_INVALID_TOKEN');
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toBeUndefined();
+    const after = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: await totp(secret) } });
+    expectError(after, 401, 'UNAUTHORIZED');
+  });
+
+  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
+    const { token, body } = await session('mfa-bob');
+    const headers = { 'mfa-validation-code': '99999x' };
+    const guesses = [
+      () => call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, { token, headers }),
+      () => call('POST', `${srv.client}/current-identity/mfa/recovery-codes`, { token, body: { code: '99999x' } }),
+      () => call('DELETE', `${srv.client}/current-identity/mfa`, { token, headers }),
+    ];
+    for (let i = 0; i < MAX_MFA_FAILURES; i++)
+      expectError(await guesses[i % guesses.length]!(), 400, 'MFA_INVALID_TOKEN');
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toBeUndefined();
+    const after = await call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, {
+      token,
+      headers: { 'mfa-validation-code': await totp(secret) },
+    });
+    expectError(after, 401, 'UNAUTHORIZED');
+  });
+
+  it('a complete session is not counted (no write per wrong code)', async () => {
+    const { token, body } = await session('mfa-bob');
+    clock.advance(30_000);
+    const done = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: await totp(secret) } });
+    expect(done.status, done.text).toBe(200);
+    const row = srv.ctl.svc.get('api-sessions', body.id);
+    for (let i = 0; i < MAX_MFA_FAILURES; i++) {
+      const r = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: '99999x' } });
+      expectError(r, 400, 'MFA_INVALID_TOKEN');
+    }
+    // the same row object: nothing was written (an update makes a new row)
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toBe(row);
   });
 
   it('a partial session expires like any other; codes follow the clock', async () => {

@@ -4,12 +4,13 @@
  * complete: a write that changes none of an entity's declared collections never changes the fresh rendering of
  * a row it left in place, and (2) that a cached rendering always equals a fresh one.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Entity } from '../../src/api/entity.js';
 import { Services } from '../../src/api/services.js';
 import { SessionService } from '../../src/auth/sessions.js';
 import { buildSchema, ENTITIES } from '../../src/model/index.js';
 import type { Store as KeelStore } from '../../src/model/rows.js';
+import { routerPresenceOf } from '../../src/routers/presence.js';
 import { LocalProposer } from '../../storage/local-proposer.js';
 import { Store } from '../../storage/store.js';
 import type { Command, EntityDef, FieldDef, Row } from '../../storage/types.js';
@@ -169,6 +170,55 @@ describe('rendering cache', () => {
     // the random writes reached every collection, and the check had rows to look at
     expect([...written].sort()).toEqual(entities.map((e) => e.name).sort());
     expect(checked).toBeGreaterThan(1000);
+  });
+
+  it('every rendering with a toApi declares what it reads, or that it is never cached (then no reads)', () => {
+    for (const e of entities.filter((x) => x.toApi)) {
+      if (e.cacheable === false) expect(e.reads, `${e.name}: never cached, yet declares reads`).toBeUndefined();
+      else expect(e.reads, `${e.name}: declares neither reads nor cacheable: false`).toBeDefined();
+    }
+  });
+
+  it('an entity never cached renders afresh on every call; any other answers a repeat from its cache', async () => {
+    const pick = rng(11);
+    for (const e of entities) {
+      // a row left by the random writes, or one created here
+      if (store.collection(e.name).size === 0) {
+        const cmd: Command = { op: 'create', entity: e.name, id: 'fresh', data: rowData(e.def, pick), at: AT };
+        expect((await store.applyGroup([cmd], { sync: false }))[0]!.ok, e.name).toBe(true);
+      }
+      const row = store.collection(e.name).scan().next().value as Row;
+      const perRow = typeof e.cacheable === 'function' && !e.cacheable(row);
+      e.renderJson(row, svc);
+      const render = vi.spyOn(e, 'render');
+      try {
+        e.renderJson(row, svc);
+        e.renderJson(row, svc);
+        expect(render, e.name).toHaveBeenCalledTimes(e.cacheable === false || perRow ? 2 : 0);
+      } finally {
+        render.mockRestore();
+      }
+    }
+  });
+
+  it('a router going online shows in its rendering with no write', () => {
+    const presence = routerPresenceOf(svc);
+    const byName = new Map<string, Entity>(entities.map((e) => [e.name, e]));
+    const versionInfo = { version: 'v1', revision: 'r', buildDate: 'd', os: 'linux', arch: 'amd64' };
+    for (const name of ['edge-routers', 'transit-routers']) {
+      const e = byName.get(name)!;
+      const row = store.collection(name).scan().next().value as Row;
+      const online = () => JSON.parse(e.renderJson(row, svc)).isOnline;
+      expect(online(), name).toBe(false);
+      presence.connecting(row.id);
+      presence.hello({ routerId: row.id, hostname: 'h', protocols: {}, versionInfo, connectedAt_ms: 0 });
+      try {
+        expect(online(), name).toBe(true);
+      } finally {
+        presence.disconnected(row.id);
+      }
+      expect(online(), name).toBe(false);
+    }
   });
 
   it('every declared name is a collection', () => {

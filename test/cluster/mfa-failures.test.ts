@@ -1,0 +1,97 @@
+/**
+ * The MFA wrong-code limit holds across a cluster (in-process: three controllers in this process, Raft over their
+ * mutual-TLS peer listeners): a partial session's wrong codes count wherever they arrive, so MAX_MFA_FAILURES of
+ * them spread over the members end it on every member, not MAX_MFA_FAILURES per member.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generate } from 'otplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { preparePeerPki } from '../../src/cluster/local.js';
+import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
+import { loadPeerTlsOptions } from '../../src/pki/index.js';
+import { call, login, startServer, type TestServer } from '../support/server.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-mfa-cluster-'));
+const ids = ['n1', 'n2', 'n3'];
+const nodes: TestServer[] = [];
+/** How long followers may take to apply a committed write (generous: the machine is shared). */
+const SETTLE_MS = 10_000;
+
+async function member(i: number, start: { init: true } | { join: string }): Promise<TestServer> {
+  const id = ids[i]!;
+  const tls = await loadPeerTlsOptions(join(dir, id, 'pki'));
+  return startServer({
+    dataDir: join(dir, id),
+    // short ticks: elections and catching up in a fraction of the default time
+    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
+  });
+}
+
+beforeAll(async () => {
+  await preparePeerPki(ids, (id) => join(dir, id));
+  nodes.push(await member(0, { init: true }));
+  const peer = nodes[0]!.ctl.cluster!.peerAddress;
+  for (let i = 1; i < ids.length; i++) nodes.push(await member(i, { join: peer }));
+}, 120_000);
+
+afterAll(async () => {
+  // the whole cluster goes: no member hands leadership over (Controller.stop would, and wait for it)
+  await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
+  await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Waits (at most SETTLE_MS) until `ok()` holds on the members: followers apply what the leader committed shortly after. */
+async function settled(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + SETTLE_MS;
+  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  expect(ok()).toBe(true);
+}
+
+describe('MFA wrong codes across a cluster', () => {
+  it(`${MAX_MFA_FAILURES} wrong codes spread over the members end the session on every member`, async () => {
+    const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
+    const admin = await login(a.base);
+    const created = await call('POST', `${a.mgmt}/identities`, {
+      token: admin,
+      body: { name: 'mfa-carol', type: 'User', isAdmin: false },
+    });
+    expect(created.status, created.text).toBe(201);
+    const auth = await call('POST', `${a.mgmt}/authenticators`, {
+      token: admin,
+      body: { method: 'updb', identityId: created.body.data.id, username: 'mfa-carol', password: 'mfa-carol-pw' },
+    });
+    expect(auth.status, auth.text).toBe(201);
+    const full = await login(a.base, 'mfa-carol', 'mfa-carol-pw');
+    expect((await call('POST', `${a.client}/current-identity/mfa`, { token: full })).status).toBe(201);
+    const detail = await call('GET', `${a.client}/current-identity/mfa`, { token: full });
+    const secret = new URL(detail.body.data.provisioningUrl).searchParams.get('secret')!;
+    const verified = await call('POST', `${a.client}/current-identity/mfa/verify`, {
+      token: full,
+      body: { code: await generate({ secret }) },
+    });
+    expect(verified.status, verified.text).toBe(200);
+
+    // a new (partial) session, its wrong codes sent round robin to the members
+    const partial = await login(b.base, 'mfa-carol', 'mfa-carol-pw');
+    const sessionId = (await call('GET', `${b.client}/current-api-session`, { token: partial })).body.data.id;
+    const members = [a, b, c];
+    const wrong = async (n: TestServer) => {
+      const r = await call('POST', `${n.client}/authenticate/mfa`, { token: partial, body: { code: '99999x' } });
+      expect([r.status, r.body.error?.code], r.text).toEqual([400, 'MFA_INVALID_TOKEN']);
+    };
+    await wrong(a);
+    await wrong(b);
+    // every member holds the count, also the one no code reached
+    await settled(() => members.every((n) => n.ctl.svc.get('api-sessions', sessionId)?.mfaFailures === 2));
+    for (let i = 2; i < MAX_MFA_FAILURES; i++) await wrong(members[i % members.length]!);
+    // ended on every member
+    await settled(() => members.every((n) => n.ctl.svc.get('api-sessions', sessionId) === undefined));
+    for (const n of members) {
+      const r = await call('GET', `${n.client}/current-api-session`, { token: partial });
+      expect([r.status, r.body.error?.code], `${n.base}: ${r.text}`).toEqual([401, 'UNAUTHORIZED']);
+    }
+  });
+});
