@@ -241,6 +241,24 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     }
   });
 
+  it('unknown method tokens and CONNECT: node answers 405 with the envelope; this uWS build gives no answer', async () => {
+    const cases = await Promise.all(
+      ['FOO /x', 'get /x', 'PROPFIND /x', 'CONNECT a:1'].map((line) =>
+        raw(port, `${line} HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n`, 600),
+      ),
+    );
+    const [foo, lower, propfind, connect] = cases;
+    if (engine === 'node') {
+      for (const r of [foo!, lower!, connect!]) {
+        expect(statusOf(r.data), r.data).toBe(405);
+        expect(envelopeOf(r.data).error.code).toBe('METHOD_NOT_ALLOWED');
+      }
+      expect(statusOf(propfind!.data)).toBe(405); // a method node knows reaches the router
+    } else {
+      for (const r of [foo!, lower!, propfind!]) expect(r.data).toBe('');
+    }
+  });
+
   it('chunk extensions: node reads the body; this uWS build closes without an answer', async () => {
     const r = await raw(
       port,

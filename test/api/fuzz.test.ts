@@ -11,15 +11,18 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Row } from '../../storage/types.js';
 import { userWith } from '../support/api.js';
 import {
   CONTENT_TYPES,
+  encodeQuery,
   type FuzzOp,
   fuzzOperations,
   fuzzSeeds,
   generate,
+  hostilePems,
   int,
   mutateBody,
   pick,
@@ -46,6 +49,12 @@ import { checkResponse, UNDECLARED_OK } from '../support/spec-check.js';
 const SEEDS = fuzzSeeds([1]);
 /** Admin requests per operation and seed (mutations of body, path, query and content type). */
 const ADMIN_REQUESTS_PER_OP = 6;
+
+/** Operations whose success ends the caller's own session: fuzzed only without a valid session. */
+const ENDS_SESSION = new Set(['DELETE /current-api-session']);
+
+/** Longest any one request may take: a bound on work, generous for a loaded machine (not a benchmark). */
+const MAX_REQUEST_MS = 3_000;
 
 const BASES: Record<SpecName, string> = { client: '/edge/client/v1', management: '/edge/management/v1' };
 const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
@@ -143,6 +152,10 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
   /** Ids of entities made for the fuzzer, by the path segment that names their collection. */
   const fixtures = new Map<string, string>();
   const unhandled: string[] = [];
+  /** Broken (and one intact) certificate PEMs, for the body fields that carry certificates or CSRs. */
+  let pems: string[] = [];
+  /** Live enrollment tokens (an identity's ott, a router's) and ones that are not. */
+  const enrollmentTokens: string[] = ['garbage', '', '2f1b7a64-31f4-4bd0-9b5e-4c0e0f2b3a11', 'x'.repeat(5_000)];
   let codes: Map<string, number>;
 
   beforeAll(async () => {
@@ -160,11 +173,23 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     tokens.admin = await login(srv.base);
     tokens.user = (await userWith(srv.base, tokens.admin, 'fuzz-user')).token;
     await makeFixtures();
+    pems = hostilePems(srv.ctl.svc.pki!.caPems[0]!);
   });
   afterAll(async () => {
     agent.destroy();
     await srv?.stop();
   });
+
+  async function adminGet(path: string): Promise<any> {
+    const got = await send(port, {
+      method: 'GET',
+      path: `${BASES.management}${path}`,
+      headers: { 'zt-session': tokens.admin },
+      what: 'fixture',
+    });
+    expect(got.status, `${path}: ${got.text}`).toBe(200);
+    return JSON.parse(got.text).data;
+  }
 
   async function adminPost(path: string, body: unknown): Promise<string> {
     const got = await send(port, {
@@ -210,6 +235,14 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     );
     const router = await adminPost('/edge-routers', { name: 'fz-edge-router' });
     fixtures.set('edge-routers', router);
+    enrollmentTokens.push(String((await adminGet(`/edge-routers/${router}`)).enrollmentToken));
+    const enrollee = await adminPost('/identities', {
+      name: 'fz-enrollee',
+      type: 'Default',
+      isAdmin: false,
+      enrollment: { ott: true },
+    });
+    enrollmentTokens.push(String((await adminGet(`/identities/${enrollee}`)).enrollment.ott.token));
     fixtures.set('transit-routers', await adminPost('/transit-routers', { name: 'fz-transit-router' }));
     fixtures.set(
       'terminators',
@@ -241,9 +274,9 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
   /** The problems with one answer (none: it is fine). */
   function problems(op: FuzzOp, s: Sent, got: Got, changed: string[] | null): string[] {
     const out: string[] = [];
-    const undeclared501 = UNDECLARED_OK[`501 ${op.method} ${op.path}`] !== undefined;
+    const undeclared501 = UNDECLARED_OK[`501 ${s.method} ${op.path}`] !== undefined;
     if (got.status >= 500 && !(got.status === 501 && undeclared501)) out.push(`status ${got.status}`);
-    if (got.status < 400) return out;
+    if (got.status < 400 || s.method === 'HEAD') return out;
     let body: any;
     try {
       body = JSON.parse(got.text);
@@ -268,8 +301,9 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
       if (errors !== null) out.push(`spec: ${errors}`);
       return out;
     }
-    // a `.` or `..` segment names another resource (the router resolves them, as URL clients do): no operation
-    if (DOT_SEGMENT.test(s.path.split('?')[0]!)) return out;
+    // a `.` or `..` segment names another resource (the router resolves them, as URL clients do), another method
+    // another operation: the envelope is checked above, the operation's statuses do not apply
+    if (DOT_SEGMENT.test(s.path.split('?')[0]!) || s.method !== op.method) return out;
     // the operation's own template with plain ids: a hostile id must not make the check pick another operation
     const url = `http://127.0.0.1${BASES[op.spec]}${op.path.replace(/\{[^}]+\}/g, 'fz')}`;
     try {
@@ -297,7 +331,24 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     if (!op.body?.schema) return { body: undefined, required: [] };
     const doc = loadSpec(op.spec);
     const schema = resolveSchema(doc, op.body.schema);
-    return { body: generate(doc, op.body.schema, r), required: schema.required ?? [] };
+    const body = generate(doc, op.body.schema, r);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body)) enrich(body as Record<string, unknown>, r);
+    return { body, required: schema.required ?? [] };
+  }
+
+  /** Certificates, CSRs and tokens where the body names them: real ones (to get past the lookups) or broken. */
+  function enrich(body: Record<string, unknown>, r: Rand): void {
+    for (const key of Object.keys(body)) {
+      if (typeof body[key] !== 'string') continue;
+      if (/pem|csr|cert/i.test(key)) body[key] = pick(r, pems);
+      else if (/token/i.test(key)) body[key] = pick(r, enrollmentTokens);
+    }
+  }
+
+  /** The `token` query parameter of the enroll operations: a live enrollment token, or one that is not. */
+  function withToken(op: FuzzOp, path: string, r: Rand): string {
+    if (!op.params.some((p) => p.in === 'query' && p.name === 'token')) return path;
+    return `${path}?token=${encodeQuery(pick(r, enrollmentTokens))}&method=${pick(r, ['ott', 'updb', 'erott', 'ottca', 'ca', 'x'])}`;
   }
 
   /** One admin request for `op`: a mutation picked by the PRNG. */
@@ -306,17 +357,18 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     const { body, required } = baseBody(op, r);
     const json = { 'zt-session': tokens.admin, 'content-type': 'application/json' };
     const queryNames = op.params.filter((p) => p.in === 'query').map((p) => p.name);
-    const kind = op.body ? int(r, 0, 5) : int(r, 3, 6);
+    const kind = op.body ? int(r, 0, 6) : int(r, 3, 7);
     const path = `${base}${pathFor(op, r, 'fixture')}`;
+    const tokenPath = withToken(op, path, r);
     switch (kind) {
       case 0:
       case 1: {
         const m = mutateBody(r, body, required);
-        return { method: op.method, path, headers: json, body: JSON.stringify(m.body), what: m.what };
+        return { method: op.method, path: tokenPath, headers: json, body: JSON.stringify(m.body), what: m.what };
       }
       case 2: {
         const m = rawBody(r, body);
-        return { method: op.method, path, headers: json, body: m.raw, what: m.what };
+        return { method: op.method, path: tokenPath, headers: json, body: m.raw, what: m.what };
       }
       case 3: {
         const q = queryMutation(r, queryNames);
@@ -329,11 +381,22 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
         const raw = body === undefined ? pick(r, ['{"x":1}', 'a=b', '--x--']) : JSON.stringify(body);
         return {
           method: op.method,
-          path,
+          path: tokenPath,
           headers: { 'zt-session': tokens.admin, 'content-type': ct },
           body: raw,
           what: `content-type ${ct}`,
         };
+      }
+      case 6: {
+        // methods this uWS build parses (it gives no answer to others: docs/http.md)
+        const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE'];
+        const method = pick(
+          r,
+          methods.filter((m) => !ENDS_SESSION.has(`${m} ${op.path}`)),
+        );
+        const sent: Sent = { method, path, headers: json, what: `method ${method}` };
+        if (body !== undefined && method !== 'GET' && method !== 'HEAD') sent.body = JSON.stringify(body);
+        return sent;
       }
       default: {
         const weird = `${base}${pathFor(op, r, 'weird')}`;
@@ -364,9 +427,6 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     });
   }
 
-  /** Operations whose success ends the caller's own session: fuzzed only without a valid session. */
-  const ENDS_SESSION = new Set(['DELETE /current-api-session']);
-
   async function fuzzOp(op: FuzzOp, r: Rand, seed: number, failures: string[]): Promise<void> {
     const requests = authRequests(op, r);
     if (!ENDS_SESSION.has(`${op.method} ${op.path}`)) {
@@ -379,6 +439,7 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
       const write = s.method !== 'GET';
       const before = write ? snapshot() : null;
       let got: Got;
+      const started = performance.now();
       try {
         got = await send(port, s);
       } catch (err) {
@@ -388,6 +449,8 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
       if (write && got.status < 300) wrote.push(`${s.what}: ${got.status} ${s.body?.slice(0, 300)}`);
       const changed = before !== null && got.status >= 400 ? changedSince(before) : null;
       const found = problems(op, s, got, changed);
+      const took_ms = performance.now() - started;
+      if (took_ms > MAX_REQUEST_MS) found.push(`took ${Math.round(took_ms)} ms`);
       if (found.length > 0) {
         failures.push(
           `seed ${seed} ${op.spec} ${s.method} ${s.path.slice(0, 200)} (${s.what}; body ${String(s.body).slice(0, 200)}) → ${got.status} ${got.text.slice(0, 300)}: ${found.join('; ')}`,

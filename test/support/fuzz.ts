@@ -15,7 +15,7 @@ export function fuzzSeeds(fixed: readonly number[]): number[] {
   if (single !== undefined && runs === 0) return [Number(single)];
   const start = single !== undefined ? Number(single) : Date.now() % 1_000_000_000;
   const extra = Array.from({ length: Number.isSafeInteger(runs) && runs > 0 ? runs : 0 }, (_, i) => start + i);
-  return [...fixed, ...extra];
+  return [...new Set([...fixed, ...extra])];
 }
 
 export function pick<T>(r: Rand, xs: readonly T[]): T {
@@ -199,9 +199,14 @@ export function mutateBody(r: Rand, base: unknown, requiredKeys: readonly string
     base !== null && typeof base === 'object' && !Array.isArray(base) ? (base as Record<string, unknown>) : {};
   const keys = Object.keys(obj);
   const key = keys.length > 0 ? pick(r, keys) : 'name';
-  const kind = int(r, 0, 12);
+  const kind = int(r, 0, 14);
   const copy = { ...obj };
   switch (kind) {
+    case 13:
+      return { what: 'the generated body', body: copy };
+    case 14:
+      for (const k of keys) if (typeof copy[k] === 'string') copy[k] = pick(r, WEIRD_STRINGS);
+      return { what: 'weird strings in every string field', body: copy };
     case 0:
       copy[key] = wrongTypeValue(r, obj[key]);
       return { what: `wrong type for ${key}`, body: copy };
@@ -274,6 +279,30 @@ export function rawBody(r: Rand, base: unknown): { what: string; raw: string } {
   return { what, raw: make() };
 }
 
+/**
+ * Broken certificates and CSRs made from a real PEM certificate: truncated, damaged base64, wrong labels, a
+ * certificate where a CSR belongs, several blocks, an empty block, junk around the armour.
+ */
+export function hostilePems(certPem: string): string[] {
+  const body = certPem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, '');
+  const armour = (label: string, b64: string) => `-----BEGIN ${label}-----\n${b64}\n-----END ${label}-----\n`;
+  return [
+    certPem,
+    certPem.slice(0, Math.floor(certPem.length / 2)),
+    armour('CERTIFICATE', `${body.slice(0, 40)}!!!!${body.slice(44)}`),
+    armour('CERTIFICATE', body.slice(0, body.length - 8)),
+    armour('CERTIFICATE REQUEST', body),
+    armour('PRIVATE KEY', body),
+    armour('CERTIFICATE', ''),
+    armour('CERTIFICATE', Buffer.from('not DER at all').toString('base64')),
+    `${certPem}${certPem}${certPem}`,
+    `junk before\n${certPem}junk after`,
+    armour('CERTIFICATE', 'A'.repeat(200_000)),
+    certPem.replaceAll('\n', '\r\n'),
+    '-----BEGIN CERTIFICATE-----',
+  ];
+}
+
 /** Content types other than plain `application/json` (some valid variants, most refused). */
 export const CONTENT_TYPES: readonly string[] = [
   'text/plain',
@@ -319,10 +348,25 @@ export const WEIRD_IDS: readonly string[] = [
 // ---------------------------------------------------------------------------------------------------------------
 // Query strings and ZitiQL
 
-const FIELDS = ['id', 'name', 'createdAt', 'tags.env', 'isAdmin', 'roleAttributes', 'nope', 'type.name', 'a.b.c.d'];
+/** A filterable identifier and its type (`set` symbols need anyOf/allOf/count/isEmpty; `?`: names nothing). */
+export type FuzzField = readonly [name: string, type: 'string' | 'number' | 'bool' | 'datetime' | 'set' | '?'];
+
+/** Identifiers of the API's entities, and some that name nothing. */
+export const API_FIELDS: readonly FuzzField[] = [
+  ['id', 'string'],
+  ['name', 'string'],
+  ['createdAt', 'datetime'],
+  ['tags.env', 'string'],
+  ['isAdmin', 'bool'],
+  ['roleAttributes', 'set'],
+  ['nope', '?'],
+  ['type.name', 'string'],
+  ['a.b.c.d', '?'],
+];
+
 const CMP = ['=', '!=', '<', '<=', '>', '>=', 'contains', 'icontains', 'not contains', 'in', 'not in', 'between'];
 
-function literal(r: Rand): string {
+function anyLiteral(r: Rand): string {
   return pick(r, [
     '"x"',
     '"with \\" quote"',
@@ -342,24 +386,59 @@ function literal(r: Rand): string {
   ]);
 }
 
-/** A ZitiQL text from the grammar (REFERENCE §4.2), often valid, sometimes wrong in one place. */
-export function grammarFilter(r: Rand, depth = 0): string {
+function stringLit(r: Rand): string {
+  return pick(r, ['"x"', '"web"', '""', '"with \\" quote"', `"${'é'.repeat(int(r, 1, 5))}"`, '"prod"']);
+}
+function numberLit(r: Rand): string {
+  return pick(r, ['0', '1', '-2.5e3', '10', '9999999999999999999999999', '0.5']);
+}
+function dateLit(r: Rand): string {
+  return pick(r, [
+    'datetime(2024-01-01T00:00:00Z)',
+    'datetime(2023-12-31T23:00:00-02:00)',
+    'datetime(2030-01-01T00:00:00.5Z)',
+  ]);
+}
+
+/** An operation that type-checks for a field of `type` (its left-hand side given). */
+function typedOperation(r: Rand, lhs: string, type: 'string' | 'number' | 'datetime' | 'bool'): string {
+  const lit = type === 'string' ? stringLit : type === 'number' ? numberLit : dateLit;
+  if (type === 'bool') return `${lhs} ${pick(r, ['=', '!='])} ${pick(r, ['true', 'false', 'null'])}`;
+  const k = int(r, 0, 4);
+  if (k === 0) return `${lhs} ${pick(r, ['=', '!='])} ${pick(r, [lit(r), 'null'])}`;
+  if (k === 1 && type !== 'string') return `${lhs} ${pick(r, ['', 'not '])}between ${lit(r)} and ${lit(r)}`;
+  if (k === 2)
+    return `${lhs} ${pick(r, ['in', 'not in'])} [${Array.from({ length: int(r, 1, 3) }, () => lit(r)).join(', ')}]`;
+  if (k === 3 && type === 'string')
+    return `${lhs} ${pick(r, ['contains', 'icontains', 'not contains', 'not icontains'])} ${lit(r)}`;
+  return `${lhs} ${pick(r, ['<', '<=', '>', '>='])} ${lit(r)}`;
+}
+
+/** A ZitiQL text from the grammar (REFERENCE §4.2): mostly well-typed for `fields`, sometimes wrong somewhere. */
+export function grammarFilter(r: Rand, fields: readonly FuzzField[] = API_FIELDS, depth = 0): string {
+  const sub = () => grammarFilter(r, fields, depth + 1);
   const atom = (): string => {
-    const k = int(r, 0, 9);
-    const field = pick(r, FIELDS);
+    const k = int(r, 0, 11);
+    const [field, type] = pick(r, fields);
     if (k === 0) return pick(r, ['true', 'false']);
-    if (k === 1) return `(${grammarFilter(r, depth + 1)})`;
-    if (k === 2) return `not ${depth < 4 ? grammarFilter(r, depth + 1) : 'true'}`;
-    if (k === 3) return `${pick(r, ['anyOf', 'allOf', 'count', 'isEmpty'])}(${field}) ${pick(r, CMP)} ${literal(r)}`;
-    if (k === 4) return `${field} between ${literal(r)} and ${literal(r)}`;
-    if (k === 5)
-      return `isEmpty(from ${pick(r, ['identities', 'services', 'nope'])} where ${depth < 3 ? grammarFilter(r, depth + 1) : 'true'})`;
-    return `${field} ${pick(r, CMP)} ${literal(r)}`;
+    if (k === 1) return `(${depth < 4 ? sub() : 'true'})`;
+    if (k === 2) return `not ${depth < 4 ? sub() : 'true'}`;
+    if (k === 3) return `${pick(r, ['anyOf', 'allOf', 'count', 'isEmpty'])}(${field}) ${pick(r, CMP)} ${anyLiteral(r)}`;
+    if (k === 4) return `${field} between ${anyLiteral(r)} and ${anyLiteral(r)}`;
+    if (k === 5) return `isEmpty(from ${pick(r, ['identities', 'links', 'nope'])} where ${depth < 3 ? sub() : 'true'})`;
+    if (k === 6) return `${field} ${pick(r, CMP)} ${anyLiteral(r)}`;
+    if (type === 'set') {
+      if (k === 7) return `${pick(r, ['', 'not '])}isEmpty(${field})`;
+      if (k === 8) return `count(${field}) ${pick(r, ['=', '>', '<='])} ${numberLit(r)}`;
+      return typedOperation(r, `${pick(r, ['anyOf', 'allOf'])}(${field})`, 'string');
+    }
+    if (type === '?') return `${field} = ${anyLiteral(r)}`;
+    return typedOperation(r, field, type);
   };
   let out = atom();
   const n = depth < 4 ? int(r, 0, 3) : 0;
   for (let i = 0; i < n; i++) out += ` ${pick(r, ['and', 'or', 'AND', 'Or'])} ${atom()}`;
-  if (depth === 0 && r() < 0.3) out += ` sort by ${pick(r, FIELDS)} ${pick(r, ['asc', 'desc', ''])}`;
+  if (depth === 0 && r() < 0.3) out += ` sort by ${pick(r, fields)[0]} ${pick(r, ['asc', 'desc', ''])}`;
   if (depth === 0 && r() < 0.2) out += ` skip ${pick(r, ['0', '5', '-1', '99999999999'])}`;
   if (depth === 0 && r() < 0.2) out += ` limit ${pick(r, ['1', 'none', '0', '-5', '1e3'])}`;
   return out;
