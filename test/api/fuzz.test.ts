@@ -47,6 +47,8 @@ import { checkResponse, UNDECLARED_OK } from '../support/spec-check.js';
 
 /** Seeds every run uses (CI); KEEL_FUZZ_RUNS / KEEL_FUZZ_SEED add or replace them. */
 const SEEDS = fuzzSeeds([1]);
+/** The HTTP engine fuzzed (uWS, the faster, in CI; `KEEL_FUZZ_ENGINE=node` for the other). */
+const ENGINE = process.env.KEEL_FUZZ_ENGINE === 'node' ? 'node' : 'uws';
 /** Admin requests per operation and seed (mutations of body, path, query and content type). */
 const ADMIN_REQUESTS_PER_OP = 6;
 
@@ -161,7 +163,7 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
   beforeAll(async () => {
     codes = referenceCodes();
     srv = await startServer({
-      engine: 'uws',
+      engine: ENGINE,
       // no timer writes while a request is checked for having changed nothing
       sessionFlush_ms: 3_600_000,
       sessionSweep_ms: 3_600_000,
