@@ -173,8 +173,9 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     });
     port = srv.ctl.port;
     tokens.admin = await login(srv.base);
-    tokens.user = (await userWith(srv.base, tokens.admin, 'fuzz-user')).token;
-    await makeFixtures();
+    // the password hashes of the two run side by side (argon2 works on the thread pool)
+    const [user] = await Promise.all([userWith(srv.base, tokens.admin, 'fuzz-user'), makeFixtures()]);
+    tokens.user = user.token;
     pems = hostilePems(srv.ctl.svc.pki!.caPems[0]!);
   });
   afterAll(async () => {
