@@ -55,6 +55,19 @@ const ADMIN_REQUESTS_PER_OP = 6;
 /** Operations whose success ends the caller's own session: fuzzed only without a valid session. */
 const ENDS_SESSION = new Set(['DELETE /current-api-session']);
 
+const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+/** Bearer tokens no signer of this controller made: not JWTs, unsigned (`alg: none`), signed by nobody known. */
+const BEARERS: readonly string[] = [
+  'Bearer garbage',
+  'Bearer a.b.c',
+  'Bearer ',
+  'Basic YWRtaW46YWRtaW4=',
+  `Bearer ${b64url({ alg: 'none' })}.${b64url({ sub: 'admin', iss: 'x' })}.`,
+  `Bearer ${b64url({ alg: 'RS256', kid: 'nope' })}.${b64url({ sub: 'admin', exp: 9_999_999_999 })}.c2ln`,
+  `Bearer ${b64url({ alg: 'ES256', kid: '../../x' })}.${b64url({ aud: ['openziti'], iss: 'https://127.0.0.1' })}.${'A'.repeat(86)}`,
+  `Bearer ${'x'.repeat(8_000)}`,
+];
+
 /** Longest any one request may take: a bound on work, generous for a loaded machine (not a benchmark). */
 const MAX_REQUEST_MS = 3_000;
 
@@ -412,19 +425,23 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     }
   }
 
-  /** The same valid-looking request as the non-admin, without a token and with a garbage token. */
+  /**
+   * The same valid-looking request as the non-admin, without a token, and with a garbage credential: a
+   * `zt-session` that names no session, or a bearer token that is not a JWT this controller trusts.
+   */
   function authRequests(op: FuzzOp, r: Rand): Sent[] {
     const { body } = baseBody(op, r);
     const path = `${BASES[op.spec]}${pathFor(op, r, 'fixture')}`;
-    const garbage = pick(r, ['garbage', 'x'.repeat(4_000), '00000000-0000-0000-0000-000000000000', 'Bearer x', '%00']);
+    const garbage: Record<string, string> =
+      r() < 0.5
+        ? { 'zt-session': pick(r, ['garbage', 'x'.repeat(4_000), '00000000-0000-0000-0000-000000000000', '%00']) }
+        : { authorization: pick(r, BEARERS) };
     return [
-      { token: tokens.user, what: 'non-admin session' },
-      { token: undefined, what: 'no session' },
-      { token: garbage, what: 'garbage session' },
-    ].map(({ token, what }) => {
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (token !== undefined) headers['zt-session'] = token;
-      const sent: Sent = { method: op.method, path, headers, what };
+      { auth: { 'zt-session': tokens.user }, what: 'non-admin session' },
+      { auth: {}, what: 'no session' },
+      { auth: garbage, what: `garbage credential ${Object.keys(garbage)[0]}` },
+    ].map(({ auth, what }) => {
+      const sent: Sent = { method: op.method, path, headers: { 'content-type': 'application/json', ...auth }, what };
       if (body !== undefined) sent.body = JSON.stringify(body);
       return sent;
     });
