@@ -220,37 +220,55 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
   }
 
   /** One entity of each kind the fuzzer may update in place (never the admin, its session or built-ins). */
+  /**
+   * Valid bodies of the creates, by collection (`n` makes names unique): the fixtures are made of them, and the
+   * fuzzer mutates them too, so that a mutation is one step from a body that is accepted and reaches the handler.
+   */
+  const validBodies = new Map<string, (n: string) => Record<string, unknown>>();
+  let bodySeq = 0;
+
+  /** Creates one entity from its valid body (kept for later mutations) and records it as the collection's fixture. */
+  async function fixture(collection: string, body: (n: string) => Record<string, unknown>): Promise<string> {
+    validBodies.set(collection, body);
+    const id = await adminPost(`/${collection}`, body('fixture'));
+    fixtures.set(collection, id);
+    return id;
+  }
+
+  /** One entity of each kind the fuzzer may update in place (never the admin, its session or built-ins). */
   async function makeFixtures(): Promise<void> {
-    const identity = await adminPost('/identities', { name: 'fz-identity', type: 'Default', isAdmin: false });
-    fixtures.set('identities', identity);
-    fixtures.set(
-      'authenticators',
-      await adminPost('/authenticators', {
-        method: 'updb',
-        identityId: identity,
-        username: 'fz-updb',
-        password: 'fz-password-1',
-      }),
-    );
-    const service = await adminPost('/services', { name: 'fz-service', encryptionRequired: true });
-    fixtures.set('services', service);
-    const configType = await adminPost('/config-types', { name: 'fz-config-type' });
-    fixtures.set('config-types', configType);
-    fixtures.set('configs', await adminPost('/configs', { name: 'fz-config', configTypeId: configType, data: {} }));
-    fixtures.set(
-      'service-policies',
-      await adminPost('/service-policies', { name: 'fz-sp', type: 'Dial', semantic: 'AnyOf' }),
-    );
-    fixtures.set(
-      'edge-router-policies',
-      await adminPost('/edge-router-policies', { name: 'fz-erp', semantic: 'AnyOf' }),
-    );
-    fixtures.set(
-      'service-edge-router-policies',
-      await adminPost('/service-edge-router-policies', { name: 'fz-serp', semantic: 'AnyOf' }),
-    );
-    const router = await adminPost('/edge-routers', { name: 'fz-edge-router' });
-    fixtures.set('edge-routers', router);
+    const identity = await fixture('identities', (n) => ({
+      name: `fz-identity-${n}`,
+      type: 'Default',
+      isAdmin: false,
+    }));
+    await fixture('authenticators', (n) => ({
+      method: 'updb',
+      identityId: identity,
+      username: `fz-updb-${n}`,
+      password: 'fz-password-1',
+    }));
+    const service = await fixture('services', (n) => ({ name: `fz-service-${n}`, encryptionRequired: true }));
+    const configType = await fixture('config-types', (n) => ({ name: `fz-config-type-${n}` }));
+    await fixture('configs', (n) => ({ name: `fz-config-${n}`, configTypeId: configType, data: {} }));
+    await fixture('service-policies', (n) => ({
+      name: `fz-sp-${n}`,
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: [`@${identity}`, '#fz'],
+      serviceRoles: [`@${service}`],
+    }));
+    await fixture('edge-router-policies', (n) => ({
+      name: `fz-erp-${n}`,
+      semantic: 'AnyOf',
+      edgeRouterRoles: ['#all'],
+    }));
+    await fixture('service-edge-router-policies', (n) => ({
+      name: `fz-serp-${n}`,
+      semantic: 'AllOf',
+      serviceRoles: ['#fz'],
+    }));
+    const router = await fixture('edge-routers', (n) => ({ name: `fz-edge-router-${n}`, roleAttributes: ['fz'] }));
     enrollmentTokens.push(String((await adminGet(`/edge-routers/${router}`)).enrollmentToken));
     const enrollee = await adminPost('/identities', {
       name: 'fz-enrollee',
@@ -259,15 +277,9 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
       enrollment: { ott: true },
     });
     enrollmentTokens.push(String((await adminGet(`/identities/${enrollee}`)).enrollment.ott.token));
-    fixtures.set('transit-routers', await adminPost('/transit-routers', { name: 'fz-transit-router' }));
-    fixtures.set(
-      'terminators',
-      await adminPost('/terminators', { service, router, address: 'tcp:fuzz:1', binding: 'transport' }),
-    );
-    fixtures.set(
-      'posture-checks',
-      await adminPost('/posture-checks', { typeId: 'DOMAIN', name: 'fz-posture', domains: ['fuzz.example'] }),
-    );
+    await fixture('transit-routers', (n) => ({ name: `fz-transit-router-${n}` }));
+    await fixture('terminators', () => ({ service, router, address: 'tcp:fuzz:1', binding: 'transport' }));
+    await fixture('posture-checks', (n) => ({ typeId: 'DOMAIN', name: `fz-posture-${n}`, domains: ['fuzz.example'] }));
   }
 
   function snapshot(): Snapshot {
@@ -347,7 +359,10 @@ describe.skipIf(!SPEC_AVAILABLE)('spec-driven API fuzzing', () => {
     if (!op.body?.schema) return { body: undefined, required: [] };
     const doc = loadSpec(op.spec);
     const schema = resolveSchema(doc, op.body.schema);
-    const body = generate(doc, op.body.schema, r);
+    // half the time, for a create or an update of a kind with a valid body, that body (a fresh name each time)
+    const valid = op.spec === 'management' ? validBodies.get(op.path.split('/')[1] ?? '') : undefined;
+    const plain = /^\/[^/]+(\/\{id\})?$/.test(op.path) && op.method !== 'DELETE';
+    const body = valid && plain && r() < 0.5 ? valid(String(++bodySeq)) : generate(doc, op.body.schema, r);
     if (body !== null && typeof body === 'object' && !Array.isArray(body)) enrich(body as Record<string, unknown>, r);
     return { body, required: schema.required ?? [] };
   }
