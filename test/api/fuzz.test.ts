@@ -1,7 +1,7 @@
 /**
  * Spec-driven fuzzing of both edge APIs, in-process and seeded. Every operation of client.yml and management.yml
  * gets requests with mutated bodies (from the operation's request schema), raw JSON texts, foreign content types,
- * hostile path ids and query strings, as the admin, a non-admin, and without or with a garbage session token.
+ * hostile path ids, query strings and methods, as the admin, a non-admin, and without or with a garbage credential.
  * Each answer must be: below 500 (501 only where documented), OpenZiti's error envelope with a code REFERENCE.md
  * lists and that code's status, conformant to the spec where the conformance checks know the operation, and a
  * refused write must have changed nothing. No unhandled error may be logged. A failure prints its seed; rerun it
@@ -50,7 +50,7 @@ const SEEDS = fuzzSeeds([1]);
 /** The HTTP engine fuzzed (uWS, the faster, in CI; `KEEL_FUZZ_ENGINE=node` for the other). */
 const ENGINE = process.env.KEEL_FUZZ_ENGINE === 'node' ? 'node' : 'uws';
 /** Admin requests per operation and seed (mutations of body, path, query and content type). */
-const ADMIN_REQUESTS_PER_OP = 6;
+const ADMIN_REQUESTS_PER_OP = 5;
 
 /** Operations whose success ends the caller's own session: fuzzed only without a valid session. */
 const ENDS_SESSION = new Set(['DELETE /current-api-session']);
@@ -76,8 +76,9 @@ const ERROR_META = { apiEnrollmentVersion: '0.0.1', apiVersion: '0.0.1' };
 const REQUEST_ID = /^[0-9a-zA-Z.-]+$/;
 
 /**
- * Codes of the HTTP layer that OpenZiti's Go server answers with its own plain-text errors and Keel with the
- * envelope: the code and status it uses for each (docs/http.md, Limits).
+ * Codes REFERENCE.md does not list: the HTTP layer's limits, which OpenZiti's Go server answers with its own
+ * plain-text errors and Keel with the envelope (docs/http.md, Limits), and go-swagger's 501 for operations
+ * OpenZiti registers no handler for.
  */
 const HTTP_LAYER_CODES: Record<string, number> = {
   URI_TOO_LONG: 414,
@@ -93,7 +94,7 @@ const HTTP_LAYER_CODES: Record<string, number> = {
  *   validation answers it before binding any parameter);
  * - an operation with a body: 400 COULD_NOT_VALIDATE / COULD_NOT_PARSE_BODY for a body that does not parse or
  *   validate (go-openapi validates every declared body; several operations declare no 400);
- * - a GET with list parameters: 400 INVALID_FILTER / INVALID_PAGINATION / INVALID_SORT_IDENTIFIER (the
+ * - a GET whose answer is a list: 400 INVALID_FILTER / INVALID_PAGINATION / INVALID_SORT_IDENTIFIER (the
  *   association lists declare no 400 but parse their query as every list does);
  * - a GET of an association list (`/x/{id}/y`): 404 NOT_FOUND when the parent is unknown (the list loads it first).
  */
