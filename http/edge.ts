@@ -3,7 +3,7 @@
 // bound in docs/http.md.
 
 import { statusLine } from './engines/common.js';
-import { ApiError, errorEnvelope } from './errors.js';
+import { ApiError, Errors, errorEnvelope } from './errors.js';
 import { newRequestId } from './request-id.js';
 
 /**
@@ -45,6 +45,14 @@ export function requestTimeout(timeout_ms: number): ApiError {
   return new ApiError('REQUEST_TIMEOUT', 408, 'The request was not received in time', {
     cause: { code: 'UNHANDLED', message: `request not complete within ${timeout_ms} ms` },
   });
+}
+
+/**
+ * A method the engine's parser cannot route: a token node's parser does not know (`FOO`, lower-case `get`) or
+ * `CONNECT`. OpenZiti's router knows no such method either and answers 405 METHOD_NOT_ALLOWED.
+ */
+export function methodNotServed(): ApiError {
+  return Errors.METHOD_NOT_ALLOWED({ code: 'UNHANDLED', message: 'the request method is not served' });
 }
 
 /** A complete HTTP/1.1 response with an error envelope, for an engine writing on a raw socket. */

@@ -241,6 +241,43 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     }
   });
 
+  it('unknown method tokens and CONNECT: node answers 405 with the envelope; this uWS build gives no answer', async () => {
+    const cases = await Promise.all(
+      ['FOO /x', 'get /x', 'PROPFIND /x', 'CONNECT a:1'].map((line) =>
+        raw(port, `${line} HTTP/1.1\r\nhost: a\r\nconnection: close\r\n\r\n`, 600),
+      ),
+    );
+    const [foo, lower, propfind, connect] = cases;
+    if (engine === 'node') {
+      for (const r of [foo!, lower!, connect!]) {
+        expect(statusOf(r.data), r.data).toBe(405);
+        expect(envelopeOf(r.data).error.code).toBe('METHOD_NOT_ALLOWED');
+      }
+      expect(statusOf(propfind!.data)).toBe(405); // a method node knows reaches the router
+    } else {
+      for (const r of [foo!, lower!, propfind!]) expect(r.data).toBe('');
+    }
+  });
+
+  it('ambiguous framing and no Host: node answers 400; this uWS build closes without an answer', async () => {
+    const post = 'POST /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n';
+    const [both, negative, twoLengths, noHost] = await Promise.all([
+      raw(port, `${post}content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 600),
+      raw(port, `${post}content-length: -1\r\n\r\n{}`, 600),
+      raw(port, `${post}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`, 600),
+      raw(port, 'GET /x HTTP/1.1\r\nconnection: close\r\n\r\n', 600),
+    ]);
+    if (engine === 'node') {
+      for (const r of [both!, negative!, twoLengths!, noHost!]) expect(statusOf(r.data), r.data).toBe(400);
+    } else {
+      // two different lengths: this uWS build reads one of them (the body is then whatever that length says)
+      for (const r of [both!, negative!, noHost!]) {
+        expect(r.data).toBe('');
+        expect(r.end).toBe('closed');
+      }
+    }
+  });
+
   it('chunk extensions: node reads the body; this uWS build closes without an answer', async () => {
     const r = await raw(
       port,

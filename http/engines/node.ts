@@ -17,6 +17,7 @@ import {
   DEFAULT_MAX_HEADER_BYTES,
   headersTooLarge,
   MAX_DISCARD_BYTES,
+  methodNotServed,
   rawErrorResponse,
   requestTimeout,
 } from '../edge.js';
@@ -66,6 +67,7 @@ const TIMEOUT_CHECK_INTERVAL_MS = 500;
 function clientErrorResponse(code: string | undefined, limits: { headers_bytes: number; request_ms: number }) {
   if (code === 'HPE_HEADER_OVERFLOW') return rawErrorResponse(headersTooLarge(limits.headers_bytes));
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return rawErrorResponse(requestTimeout(limits.request_ms));
+  if (code === 'HPE_INVALID_METHOD') return rawErrorResponse(methodNotServed());
   return 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
 }
 
@@ -324,15 +326,20 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       open--;
     });
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+  const refuse = (socket: Socket, response: string) => {
     if (!socket.writable) {
       socket.destroy();
       return;
     }
-    socket.end(clientErrorResponse(err.code, { headers_bytes, request_ms }));
+    socket.end(response);
     // a client that keeps its side open (still trickling) is cut off after a short grace
     setTimeout(() => socket.destroy(), DRAIN_AFTER_REJECT_MS).unref();
+  };
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    refuse(socket, clientErrorResponse(err.code, { headers_bytes, request_ms }));
   });
+  // node hands CONNECT to this event and, without a listener, closes the socket with no answer
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => refuse(socket, rawErrorResponse(methodNotServed())));
 
   return new Promise<HttpServer>((resolve, reject) => {
     server.once('error', reject);
