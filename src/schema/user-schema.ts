@@ -17,16 +17,117 @@ try {
 /** Syntax that means something else without the `u` flag (the linear engine does not take `u`). */
 const UNICODE_ONLY_SYNTAX = /\\[pP]\{|\\u\{/;
 
+/** Go's regexp (RE2) refuses a counted repetition above 1000; so does Keel. */
+const MAX_REPEAT = 1000;
+/** Bound on a pattern after its counted repetitions are written out for the linear engine. */
+const MAX_EXPANDED_CHARS = 20_000;
+
+class Unsupported extends Error {}
+
+/** Length of the escape starting at `i` (a backslash) in a pattern without the `u` flag. */
+function escapeLength(p: string, i: number): number {
+  const c = p[i + 1];
+  if (c === 'x') return 4;
+  if (c === 'u') return 6;
+  if (c === 'c') return 3;
+  return 2;
+}
+
+/**
+ * `pattern` with every counted repetition `A{n}`, `A{n,}`, `A{n,m}` written out as `A` n times followed by `A*` or
+ * by m − n nested optional `A`s: the same language, in a form V8's linear engine runs (it refuses counts above
+ * 16). Refuses counts above MAX_REPEAT and results above MAX_EXPANDED_CHARS. Bounded: one pass per nesting level.
+ */
+export function expandCountedRepetition(pattern: string): string {
+  let i = 0;
+  const sequence = (depth: number): string => {
+    if (depth > 64) throw new Unsupported('nesting');
+    let out = '';
+    let atom = '';
+    const flush = () => {
+      out += atom;
+      atom = '';
+    };
+    while (i < pattern.length) {
+      const c = pattern[i]!;
+      if (c === ')') break;
+      if (c === '\\') {
+        flush();
+        const n = escapeLength(pattern, i);
+        atom = pattern.slice(i, i + n);
+        i += n;
+      } else if (c === '[') {
+        flush();
+        let j = i + 1;
+        if (pattern[j] === '^') j++;
+        while (j < pattern.length && pattern[j] !== ']') j += pattern[j] === '\\' ? escapeLength(pattern, j) : 1;
+        atom = pattern.slice(i, j + 1);
+        i = j + 1;
+      } else if (c === '(') {
+        flush();
+        const open = /^\((\?:|\?=|\?!|\?<=|\?<!|\?<[A-Za-z_$][\w$]*>)?/.exec(pattern.slice(i))![0];
+        i += open.length;
+        const inner = sequence(depth + 1);
+        if (pattern[i] !== ')') throw new Unsupported('unbalanced group');
+        i++;
+        atom = `${open}${inner})`;
+      } else if (c === '{' && atom !== '') {
+        const q = /^\{(\d+)(,(\d*))?\}\??/.exec(pattern.slice(i));
+        if (!q) {
+          flush();
+          atom = c;
+          i++;
+          continue;
+        }
+        const min = Number(q[1]);
+        const max = q[2] === undefined ? min : q[3] === '' ? Number.POSITIVE_INFINITY : Number(q[3]);
+        if (min > MAX_REPEAT || (max !== Number.POSITIVE_INFINITY && max > MAX_REPEAT) || max < min) {
+          throw new Unsupported('repetition count');
+        }
+        const copies = max === Number.POSITIVE_INFINITY ? min + 1 : max;
+        if (out.length + (atom.length + 5) * copies > MAX_EXPANDED_CHARS) throw new Unsupported('too long');
+        let written = atom.repeat(min);
+        if (max === Number.POSITIVE_INFINITY) written += `(?:${atom})*`;
+        else written += '(?:'.concat(atom).repeat(max - min) + ')?'.repeat(max - min);
+        if (out.length + written.length > MAX_EXPANDED_CHARS) throw new Unsupported('too long');
+        out += written;
+        atom = '';
+        i += q[0].length;
+      } else if (c === '|') {
+        flush();
+        out += c;
+        i++;
+      } else {
+        flush();
+        atom = c;
+        i++;
+      }
+      if (out.length + atom.length > MAX_EXPANDED_CHARS) throw new Unsupported('too long');
+    }
+    flush();
+    return out;
+  };
+  const out = sequence(0);
+  if (i !== pattern.length) throw new Unsupported('unbalanced group');
+  return out;
+}
+
 /**
  * ajv's regexp engine for user schemas: a pattern must be valid with `u` (as ajv checks it by default) and run on
- * the linear engine, else the schema is refused. Refused: backreferences and lookaround (Go's RE2 refuses them
- * too), `\p{…}` classes and counted repetition above 16 (which RE2 takes but the linear engine cannot run).
+ * the linear engine, directly or with its counted repetitions written out (`expandCountedRepetition`), else the
+ * schema is refused. Refused: backreferences and lookaround (Go's RE2 refuses them too), `\p{…}` classes, and
+ * counts above 1000 (as RE2).
  */
 function linearRegExp(pattern: string): RegExp {
   new RegExp(pattern, 'u'); // throws the syntax error for an invalid pattern
   if (UNICODE_ONLY_SYNTAX.test(pattern)) throw new Error(`pattern ${pattern} cannot be matched in linear time`);
   try {
     return new RegExp(pattern, LINEAR);
+  } catch {
+    // the linear engine refuses counted repetition above 16: try the same language written out
+  }
+  try {
+    return new RegExp(expandCountedRepetition(pattern), LINEAR);
   } catch {
     throw new Error(`pattern ${pattern} cannot be matched in linear time`);
   }
