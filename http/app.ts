@@ -4,6 +4,7 @@
 // `dispatch` returns synchronously when the handler does, so an engine can answer without a
 // microtask hop; `handle` is the always-async form for tests and simple callers.
 import { CORS_RESPONSE_HEADERS, corsOptionsResponse, hasOrigin } from './cors.js';
+import { Deadline, DeadlineQueue } from './deadlines.js';
 import { DEFAULT_MAX_URL_BYTES, uriTooLong } from './edge.js';
 import { ApiError, Errors, errorResponse } from './errors.js';
 import { decodePath } from './request.js';
@@ -12,7 +13,7 @@ import type { HttpHeaders, HttpRequest, HttpResponse } from './types.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
-/** setTimeout's ceiling. */
+/** setTimeout's ceiling (the handler timeouts' timer is one). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 export interface AppOptions {
@@ -47,6 +48,16 @@ export interface App {
   dispatch(req: HttpRequest): HttpResponse | Promise<HttpResponse>;
   /** The final response for an error raised by an engine (413 before reading, overload...). */
   reject(err: ApiError, req: HttpRequest): HttpResponse;
+}
+
+/** A handler's pending response, until it settles or its timeout answers. */
+class Pending extends Deadline {
+  constructor(
+    readonly req: HttpRequest,
+    readonly resolve: (res: HttpResponse) => void,
+  ) {
+    super();
+  }
 }
 
 function isPromiseLike(v: unknown): v is PromiseLike<HttpResponse> {
@@ -138,30 +149,23 @@ export function createApp(opts: AppOptions): App {
     return errorResponse(Errors.UNHANDLED(), req.requestId);
   }
 
+  // every handler's timeout, one timer for all (DeadlineQueue): the response is a 503 TIMEOUT when it expires first
+  const timeouts = new DeadlineQueue<Pending>(timeout_ms, (p) => {
+    p.resolve(finish(p.req, errorResponse(Errors.TIMEOUT(), p.req.requestId)));
+  });
+
   function settle(req: HttpRequest, pending: PromiseLike<HttpResponse>): Promise<HttpResponse> {
     return new Promise<HttpResponse>((resolve) => {
-      let done = false;
-      const timer = setTimeout(() => {
-        if (done) return;
-        done = true;
-        resolve(finish(req, errorResponse(Errors.TIMEOUT(), req.requestId)));
-      }, timeout_ms);
-      timer.unref(); // a pending handler alone must not keep the process alive
+      const p = new Pending(req, resolve);
+      timeouts.add(p);
       pending.then(
         (res) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          resolve(finish(req, res));
+          // false: the timeout answered already
+          if (timeouts.cancel(p)) resolve(finish(req, res));
         },
         (err: unknown) => {
-          if (done) {
-            if (!(err instanceof ApiError)) report(err, req);
-            return;
-          }
-          done = true;
-          clearTimeout(timer);
-          resolve(finish(req, fromThrown(err, req)));
+          if (timeouts.cancel(p)) resolve(finish(req, fromThrown(err, req)));
+          else if (!(err instanceof ApiError)) report(err, req);
         },
       );
     });
