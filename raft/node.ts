@@ -579,7 +579,7 @@ export class RaftNode {
 
   /** The current term (cheap: for callers that check it per request). */
   term(): number {
-    return this.core.basicStatus().term;
+    return this.core.currentTerm();
   }
 
   isLeader(): boolean {
@@ -592,7 +592,7 @@ export class RaftNode {
    * check, must not see an old term's leader with a new term).
    */
   leaderId(): NodeId | null {
-    return this.core.basicStatus().leader;
+    return this.core.knownLeader();
   }
 
   appliedIndex(): number {
@@ -1066,10 +1066,10 @@ export class RaftNode {
   /** Refuses (`not-leader`) a proposal fenced on a term other than this node's current one. */
   private checkTerm(term: number | undefined): RaftError | null {
     if (term === undefined) return null;
-    const now = this.core.basicStatus();
-    if (term === now.term) return null;
-    return new RaftError('not-leader', `proposal for term ${term}, ${this.id} is in term ${now.term}`, {
-      leader: now.leader,
+    const now = this.core.currentTerm();
+    if (term === now) return null;
+    return new RaftError('not-leader', `proposal for term ${term}, ${this.id} is in term ${now}`, {
+      leader: this.core.knownLeader(),
     });
   }
 

@@ -530,6 +530,16 @@ export class RaftCore {
   }
 
   /** status() without the configuration and progress: cheap enough to call after every step. */
+  /** basicStatus().term, without building the status (asked on every proposal). */
+  currentTerm(): number {
+    return this.term;
+  }
+
+  /** basicStatus().leader, likewise. */
+  knownLeader(): NodeId | null {
+    return this.lead;
+  }
+
   basicStatus(): BasicStatus {
     return {
       id: this.id,

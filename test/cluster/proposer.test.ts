@@ -329,6 +329,14 @@ describe('RaftProposer', () => {
     // the proposer's form (the command's bytes from encodeCommand, not packed again) is the same entry
     const encoded = encodeCommand(create('policies', 'a', { name: 'a' }));
     expect(encoded.ok && Buffer.from(encodeLoggedBytes('r1', encoded.bytes)).equals(Buffer.from(a))).toBe(true);
+    // request ids of every header length: fixstr (up to 31 bytes, written by hand), longer ones, multi-byte text
+    for (const rid of ['n1:mf0k2x1a:1', 'x'.repeat(31), 'x'.repeat(32), 'é'.repeat(15), 'é'.repeat(16)]) {
+      const cmd = create('policies', 'a', { name: 'a' });
+      const bytes = encodeCommand(cmd);
+      const logged = Buffer.from(encodeLoggedBytes(rid, bytes.ok ? bytes.bytes : new Uint8Array()));
+      expect(logged.equals(Buffer.from(encodeLogged({ rid, cmd })))).toBe(true);
+      expect(decodeLogged(logged)?.rid).toBe(rid);
+    }
     await sm.apply([{ index: 1, term: 1, type: 'normal', data: a }]);
     await sm.apply([
       { index: 1, term: 1, type: 'normal', data: a },
