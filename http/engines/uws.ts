@@ -172,23 +172,22 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
   }
 
-  /** Sends what `dispatch` produced, now or when the handler's promise settles. */
-  function respond(
-    res: UwsResponse,
-    ex: Exchange | null,
-    result: HttpResponse | Promise<HttpResponse>,
-    head: boolean,
-  ): void {
-    if (!(result instanceof Promise)) {
-      if (ex === null) write(res, null, result, head, false);
-      else writeLater(res, ex, result, head, false);
-      return;
-    }
-    const exchange = ex ?? begin(res);
-    result.then(
-      (out) => writeLater(res, exchange, out, head, false),
-      (err: unknown) => fail(res, exchange, err),
-    );
+  /**
+   * Runs the app and sends its answer: inside the route callback (`ex` null) when the handler answers at once,
+   * else when it settles (the exchange then watches for an abort).
+   */
+  function respond(res: UwsResponse, ex: Exchange | null, req: IncomingRequest, head: boolean): void {
+    let exchange = ex;
+    // true once answered inline, or once dispatchTo returned (from then on answers go through the exchange)
+    let answered = false;
+    app.dispatchTo(req, (out) => {
+      // at once inside the route callback: written directly; later: through the exchange begun below
+      if (!answered && exchange === null) write(res, null, out, head, false);
+      else writeLater(res, exchange!, out, head, false);
+      answered = true;
+    });
+    if (!answered && exchange === null) exchange = begin(res);
+    answered = true;
   }
 
   function onRequest(res: UwsResponse, ureq: UwsRequest): void {
@@ -222,7 +221,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
     const framing = bodyLength(headers);
     if (framing.kind === 'none') {
-      respond(res, null, app.dispatch(req), head);
+      respond(res, null, req, head);
       return;
     }
     if (framing.kind === 'invalid') {
@@ -267,7 +266,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       ex.res = null;
       ex.req = null;
       req.body = collector!.finish();
-      respond(res, ex, app.dispatch(req), head);
+      respond(res, ex, req, head);
     });
   }
 
