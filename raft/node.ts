@@ -786,7 +786,7 @@ export class RaftNode {
 
   private async handleReady(rd: Ready): Promise<void> {
     // the commit index the Ready's messages carry (whileWriting tells the followers of a newer one)
-    const toldCommit = this.core.basicStatus().commit;
+    const toldCommit = this.core.committedIndex();
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
@@ -855,18 +855,21 @@ export class RaftNode {
    */
   private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
     let done = false;
+    // the write's end wakes the loop below as a stepped message does (one promise per round, no race)
     const settled = write.then(
       () => {
         done = true;
+        this.wake?.();
       },
       () => {
         done = true;
+        this.wake?.();
       },
     );
     let told = toldCommit;
     this.ticked = false;
     for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {
-      const commit = this.core.basicStatus().commit;
+      const commit = this.core.committedIndex();
       const send = commit > told || this.ticked;
       this.ticked = false;
       const { messages, committed } = this.core.takeEarly(this.durableTerm, send);
@@ -879,7 +882,8 @@ export class RaftNode {
         this.core.appliedTo(committed[committed.length - 1]!.index);
         continue; // messages may have been stepped meanwhile
       }
-      await Promise.race([settled, new Promise<void>((r) => (this.wake = r))]);
+      if (done) break;
+      await new Promise<void>((r) => (this.wake = r));
       this.wake = null;
     }
     await settled;

@@ -535,6 +535,11 @@ export class RaftCore {
     return this.term;
   }
 
+  /** basicStatus().commit, likewise (asked on every round of the driver's loop). */
+  committedIndex(): number {
+    return this.log.committed;
+  }
+
   /** basicStatus().leader, likewise. */
   knownLeader(): NodeId | null {
     return this.lead;
