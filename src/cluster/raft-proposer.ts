@@ -60,6 +60,13 @@ class Write extends Deadline {
   }
 }
 
+/** An attempt propose() made itself: to `leader` of `term`, refused (`answer`), or sent without one (null). */
+interface Attempt {
+  leader: string;
+  term: number;
+  answer: ForwardResult | null;
+}
+
 interface InFlightForward {
   leader: string;
   reject: (err: Error) => void;
@@ -116,17 +123,29 @@ export class RaftProposer implements Proposer {
     const w = new Write(rid, waiter);
     this.budgets.add(w);
     waiter.promise.then((r) => this.settle(w, r, undefined));
-    // The common case, this node leading: offered to Raft at once, and on acceptance nothing more to do than wait
-    // for the entry (the waiter) or the budget (the deadline).
+    // The common cases — this node leads: offered to Raft at once; it follows a known leader: forwarded at once —
+    // take one attempt without the retry machinery (drive): once accepted, nothing more to do than wait for the
+    // entry (the waiter) or the budget (the deadline). Anything else goes to drive, the first attempt counted.
     const leader = this.node.leaderId();
-    if (leader !== this.node.id) {
+    const term = this.node.term();
+    if (leader === null) {
       void this.drive(w, data, null);
-      return w.promise;
+    } else if (leader === this.node.id) {
+      this.node.offer([data], term).then((refusals) => {
+        const err = refusals[0]!;
+        if (err !== null) void this.drive(w, data, { leader, term, answer: refusal(err) });
+      });
+    } else {
+      this.forwardWhileLeader(leader, term, data).then(
+        (answer) => {
+          if (!answer.ok) void this.drive(w, data, { leader, term, answer });
+        },
+        (err: unknown) => {
+          this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
+          void this.drive(w, data, { leader, term, answer: null });
+        },
+      );
     }
-    this.node.offer([data], this.node.term()).then((refusals) => {
-      const err = refusals[0]!;
-      if (err !== null) void this.drive(w, data, refusal(err));
-    });
     return w.promise;
   }
 
@@ -143,12 +162,15 @@ export class RaftProposer implements Proposer {
   /**
    * Everything but the leader's accepted offer: finding the leader, forwarding, and — when a forward's outcome is
    * unknown — waiting for the entry, sending it again only once a later leader shows it was never committed.
-   * `refused`: this node's own offer, refused (it counts as the first attempt).
+   * `first`: the attempt propose() already made (refused, or sent without an answer), counted as the first.
    */
-  private async drive(w: Write, data: Uint8Array, refused: ForwardResult | null): Promise<void> {
+  private async drive(w: Write, data: Uint8Array, first: Attempt | null): Promise<void> {
     try {
       for (let round = 0; round < MAX_RESENDS && !w.done; round++) {
-        const { leader, term, unknown } = await this.submit(data, w, round === 0 ? refused : null);
+        const { leader, term, unknown } =
+          round === 0 && first !== null && first.answer === null
+            ? { leader: first.leader, term: first.term, unknown: true }
+            : await this.submit(data, w, round === 0 ? first : null);
         if (!unknown || w.done) return;
         // Sent to the leader of `term`, no answer. Wait for the entry; if instead a leader of a later term confirms
         // a read index and the entry has not been applied here by then, it was never committed and never will be,
@@ -192,18 +214,18 @@ export class RaftProposer implements Proposer {
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
    * only waiting tells), with that leader and the term in which this node saw it lead (read together from the
    * core, so never a new term with the old leader); rejects with a definite ProposalError when nothing was proposed.
-   * `refused`: the answer to an attempt already made (this node's own offer), handled as the first attempt's.
+   * `refused`: the answer to an attempt already made (propose's), handled as the first attempt's.
    */
   private async submit(
     data: Uint8Array,
     w: Write,
-    refused: ForwardResult | null,
+    refused: Attempt | null,
   ): Promise<{ leader: string; term: number; unknown: boolean }> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
     let attempt = 0;
-    if (refused !== null && !refused.ok) {
+    if (refused?.answer) {
       attempt++;
-      this.refuse(refused, this.node.id);
+      if (!refused.answer.ok) this.refuse(refused.answer, refused.leader);
       await sleep(LEADER_CHECK_MS);
     }
     while (attempt < this.opts.maxAttempts) {
