@@ -381,7 +381,13 @@ describe('RaftNode over the in-memory transport', () => {
     expect(fromFollower).toMatchObject({ code: 'not-leader', leader: leader.id });
     expect(await leader.offer([], term)).toEqual([]);
     expect(await leader.offer([items[2]!], term)).toEqual([null]);
-    await follower.node.readIndex();
+    // nothing to await for an offered entry's commit: it shows up where it is applied (anything refused before it
+    // would have been appended before it)
+    await waitFor(
+      () => follower.sm.entries.some((e) => e.data === 'o3'),
+      10_000,
+      'the offered entries to be applied on the follower',
+    );
     const data = follower.sm.entries.map((e) => e.data);
     expect(data.filter((d) => d.startsWith('o'))).toEqual(['o1', 'o2', 'o3']);
     expect(data).not.toContain('stale');
