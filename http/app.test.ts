@@ -176,6 +176,32 @@ describe('App routing and envelopes', () => {
     expect((out as HttpResponse).status).toBe(200);
   });
 
+  it('dispatchTo answers once: inline for a synchronous handler, later for an async one, or with its timeout', async () => {
+    let release: () => void = () => {};
+    const app = build({ requestTimeout_ms: 40 }, (r) => {
+      r.add('GET', '/async', async () => dataEnvelope({ late: true }));
+      r.add('GET', '/slow', () => new Promise<HttpResponse>((resolve) => (release = () => resolve({ status: 200 }))));
+      r.add('GET', '/fails', async () => {
+        throw Errors.NOT_FOUND();
+      });
+    });
+    const answers: Record<string, HttpResponse[]> = { sync: [], async: [], slow: [], fails: [] };
+    app.dispatchTo(req({ url: '/edge/client/v1/version' }), (res) => answers.sync!.push(res));
+    expect(answers.sync!.map((r) => r.status)).toEqual([200]); // before dispatchTo returned
+    app.dispatchTo(req({ url: '/async' }), (res) => answers.async!.push(res));
+    app.dispatchTo(req({ url: '/slow' }), (res) => answers.slow!.push(res));
+    app.dispatchTo(req({ url: '/fails' }), (res) => answers.fails!.push(res));
+    expect(answers.async).toEqual([]);
+    // the timeout's answer comes last (a loaded machine delays timers: wait for it, at most 5 s)
+    for (let i = 0; i < 500 && answers.slow!.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(answers.async!.map((r) => json(r).data)).toEqual([{ late: true }]);
+    expect(answers.fails!.map((r) => json(r).error.code)).toEqual(['NOT_FOUND']);
+    expect(answers.slow!.map((r) => json(r).error.code)).toEqual(['TIMEOUT']);
+    release();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(answers.slow).toHaveLength(1); // the late answer is dropped
+  });
+
   it('lets handler headers override defaults, case-insensitively', async () => {
     const app = build({}, (r) =>
       r.add('GET', '/h', () => ({ status: 204, headers: { Server: 'custom', 'X-A': ['1', '2'] } })),

@@ -359,6 +359,41 @@ describe('RaftNode over the in-memory transport', () => {
     expect(['stopped', 'leadership-lost']).toContain((err as RaftError).code);
   });
 
+  it('offer appends without following the entry: one answer per item, null or the refusal, fenced on the term', async () => {
+    const c = new MemCluster(['a', 'b', 'c'], { maxMsgBytes: 4096 });
+    cleanup.push(() => c.stopAll());
+    for (const id of c.ids) await c.start(id);
+    const leader = await c.waitLeader();
+    const follower = [...c.members.values()].find((m) => m.node !== leader)!;
+    await waitFor(() => follower.node.leaderId() === leader.id, 10_000, 'the follower to know the leader');
+    const term = leader.term();
+    const items = ['o1', 'o2', 'o3'].map((t) => enc.encode(t));
+    expect(await leader.offer([items[0]!, new Uint8Array(4096), items[1]!], term)).toEqual([
+      null,
+      expect.objectContaining({ code: 'too-large' }),
+      null,
+    ]);
+    // another term than the one it leads in: refused, nothing appended (the forward term fence)
+    const [stale] = await leader.offer([enc.encode('stale')], term - 1);
+    expect(stale).toBeInstanceOf(RaftError);
+    expect(stale).toMatchObject({ code: 'not-leader', leader: leader.id });
+    const [fromFollower] = await follower.node.offer([enc.encode('elsewhere')], term);
+    expect(fromFollower).toMatchObject({ code: 'not-leader', leader: leader.id });
+    expect(await leader.offer([], term)).toEqual([]);
+    expect(await leader.offer([items[2]!], term)).toEqual([null]);
+    // nothing to await for an offered entry's commit: it shows up where it is applied (anything refused before it
+    // would have been appended before it)
+    await waitFor(
+      () => follower.sm.entries.some((e) => e.data === 'o3'),
+      10_000,
+      'the offered entries to be applied on the follower',
+    );
+    const data = follower.sm.entries.map((e) => e.data);
+    expect(data.filter((d) => d.startsWith('o'))).toEqual(['o1', 'o2', 'o3']);
+    expect(data).not.toContain('stale');
+    expect(data).not.toContain('elsewhere');
+  });
+
   it('rejects proposals of a leader cut off from its quorum, and reads without a leader time out', async () => {
     const c = new MemCluster(['a', 'b', 'c'], { readTimeout_ms: 150 });
     cleanup.push(() => c.stopAll());

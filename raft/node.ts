@@ -150,6 +150,69 @@ function checkMessageLimits(maxMsgBytes: number, snapshotChunkBytes: number, max
   }
 }
 
+/** Where proposeBatched reports what became of one queued proposal (`slot`: its place in its caller's list). */
+interface BatchSink {
+  /** The core appended it at `index` in `term`. */
+  taken(slot: number, index: number, term: number): void;
+  /** Refused: nothing appended. */
+  refused(slot: number, err: RaftError): void;
+}
+
+/** One proposal of this turn of the event loop, proposed together with the others at its end (proposeBatched). */
+interface Batched {
+  data: Uint8Array;
+  /** The term it must be appended in (propose's fence), or undefined. */
+  term: number | undefined;
+  sink: BatchSink;
+  slot: number;
+}
+
+/** propose(): an appended entry is followed until applied (PendingProposals) and settles the caller's promise. */
+class Tracked implements BatchSink {
+  constructor(
+    private readonly proposals: PendingProposals,
+    private readonly resolve: (r: ProposalResult) => void,
+    private readonly reject: (err: Error) => void,
+  ) {}
+
+  taken(_slot: number, index: number, term: number): void {
+    this.proposals.add(index, term).then(this.resolve, this.reject);
+  }
+
+  refused(_slot: number, err: RaftError): void {
+    this.reject(err);
+  }
+}
+
+/** offer(): one slot per item, null once appended or the refusal; resolves when every slot is known. */
+class Offered implements BatchSink {
+  private readonly results: Array<RaftError | null>;
+  private remaining: number;
+
+  constructor(
+    count: number,
+    private readonly resolve: (results: Array<RaftError | null>) => void,
+  ) {
+    this.results = new Array<RaftError | null>(count).fill(null);
+    this.remaining = count;
+    if (count === 0) resolve(this.results);
+  }
+
+  taken(slot: number): void {
+    this.settle(slot, null);
+  }
+
+  refused(slot: number, err: RaftError): void {
+    this.settle(slot, err);
+  }
+
+  private settle(slot: number, result: RaftError | null): void {
+    if (!(this.remaining > 0)) throw new Error('raft: an offered proposal was settled twice');
+    this.results[slot] = result;
+    if (--this.remaining === 0) this.resolve(this.results);
+  }
+}
+
 export class RaftNode {
   readonly id: NodeId;
   private readonly core: RaftCore;
@@ -185,13 +248,7 @@ export class RaftNode {
   /** A tick happened since whileWriting() last sent (a leader's heartbeats may be queued). */
   private ticked = false;
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
-  private batched: Array<{
-    data: Uint8Array;
-    /** The term it must be appended in (propose's fence), or undefined. */
-    term: number | undefined;
-    resolve: (r: ProposalResult) => void;
-    reject: (err: Error) => void;
-  }> = [];
+  private batched: Batched[] = [];
   /**
    * The snapshot being taken in the background (maybeSnapshot), or null: the state machine's state captured at
    * once, written to the log chunk by chunk while this node goes on persisting, sending and applying.
@@ -332,13 +389,46 @@ export class RaftNode {
       this.checkTerm(term) ??
       this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal');
     if (err !== null) return Promise.reject(err);
-    if (this.proposals.size + this.batched.length >= this.proposals.max) {
-      return Promise.reject(new RaftError('too-many-pending', `${this.proposals.size} proposals pending`));
-    }
-    return new Promise((resolve, reject) => {
-      this.batched.push({ data, term, resolve, reject });
-      if (this.batched.length === 1) setImmediate(() => this.proposeBatched());
+    if (this.batchFull()) return Promise.reject(this.batchFullError());
+    return new Promise((resolve, reject) => this.enqueue(data, term, new Tracked(this.proposals, resolve, reject), 0));
+  }
+
+  /**
+   * Proposes each of `items` as leader of `term` (the fence, as in propose()), without following the entries to
+   * their application: resolves, one slot per item in order, once the core has taken or refused them all (at the
+   * end of this turn of the event loop, proposeBatched): null when the entry was appended, else the refusal
+   * (`not-leader`, `too-many-pending`, `too-large`, `stopped`; nothing appended). Whether an appended entry is
+   * then committed is for the caller to learn elsewhere (the state machine): nothing here waits for it, so an
+   * offered entry costs no pending-proposal slot; the core's uncommitted-bytes bound still applies.
+   */
+  offer(items: readonly Uint8Array[], term: number): Promise<Array<RaftError | null>> {
+    return new Promise((resolve) => {
+      const sink = new Offered(items.length, resolve);
+      for (let i = 0; i < items.length; i++) {
+        const data = items[i]!;
+        const err =
+          this.checkProposable() ??
+          this.checkTerm(term) ??
+          this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal') ??
+          (this.batchFull() ? this.batchFullError() : null);
+        if (err !== null) sink.refused(i, err);
+        else this.enqueue(data, term, sink, i);
+      }
     });
+  }
+
+  private batchFull(): boolean {
+    return this.proposals.size + this.batched.length >= this.proposals.max;
+  }
+
+  private batchFullError(): RaftError {
+    return new RaftError('too-many-pending', `${this.proposals.size} proposals pending`);
+  }
+
+  /** Queues one proposal for the end of this turn (proposeBatched). */
+  private enqueue(data: Uint8Array, term: number | undefined, sink: BatchSink, slot: number): void {
+    this.batched.push({ data, term, sink, slot });
+    if (this.batched.length === 1) setImmediate(() => this.proposeBatched());
   }
 
   /**
@@ -352,29 +442,34 @@ export class RaftNode {
     if (taken.length === 0) return;
     const err = this.checkProposable();
     if (err !== null) {
-      for (const p of taken) p.reject(err);
+      for (const p of taken) p.sink.refused(p.slot, err);
       return;
     }
     // the term fence, at the moment the core takes them: a proposal for another term is refused, never appended
-    const batch: typeof taken = [];
+    const batch: Batched[] = [];
+    const datas: Uint8Array[] = [];
     for (const p of taken) {
       const fenced = this.checkTerm(p.term);
-      if (fenced === null) batch.push(p);
-      else p.reject(fenced);
+      if (fenced === null) {
+        batch.push(p);
+        datas.push(p.data);
+      } else p.sink.refused(p.slot, fenced);
     }
     if (batch.length === 0) return;
     let ats: Array<{ index: number; term: number }>;
     try {
-      ats = this.core.proposeMany(batch.map((p) => p.data));
+      ats = this.core.proposeMany(datas);
     } catch (e) {
       const refusal = this.refused(e, false);
-      for (const p of batch) p.reject(refusal);
+      for (const p of batch) p.sink.refused(p.slot, refusal);
       return;
     }
-    for (const [i, p] of batch.entries()) {
+    for (let i = 0; i < batch.length; i++) {
+      const p = batch[i]!;
       const at = ats[i];
-      if (at === undefined) p.reject(new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
-      else this.proposals.add(at.index, at.term).then(p.resolve, p.reject);
+      if (at === undefined) {
+        p.sink.refused(p.slot, new RaftError('too-many-pending', 'too many uncommitted bytes on the leader'));
+      } else p.sink.taken(p.slot, at.index, at.term);
     }
     // This is a turn of its own (a setImmediate callback): when the loop is idle, the appends leave and the write
     // starts now rather than a turn later.
@@ -484,7 +579,7 @@ export class RaftNode {
 
   /** The current term (cheap: for callers that check it per request). */
   term(): number {
-    return this.core.basicStatus().term;
+    return this.core.currentTerm();
   }
 
   isLeader(): boolean {
@@ -497,7 +592,7 @@ export class RaftNode {
    * check, must not see an old term's leader with a new term).
    */
   leaderId(): NodeId | null {
-    return this.core.basicStatus().leader;
+    return this.core.knownLeader();
   }
 
   appliedIndex(): number {
@@ -691,7 +786,7 @@ export class RaftNode {
 
   private async handleReady(rd: Ready): Promise<void> {
     // the commit index the Ready's messages carry (whileWriting tells the followers of a newer one)
-    const toldCommit = this.core.basicStatus().commit;
+    const toldCommit = this.core.committedIndex();
     if (rd.softState !== null) this.onSoftState(rd.softState.role, rd.softState.leader);
 
     // 1. Persist (one synced batch); a leader's replication traffic leaves first, overlapping the fsyncs.
@@ -760,18 +855,21 @@ export class RaftNode {
    */
   private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
     let done = false;
+    // the write's end wakes the loop below as a stepped message does (one promise per round, no race)
     const settled = write.then(
       () => {
         done = true;
+        this.wake?.();
       },
       () => {
         done = true;
+        this.wake?.();
       },
     );
     let told = toldCommit;
     this.ticked = false;
     for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {
-      const commit = this.core.basicStatus().commit;
+      const commit = this.core.committedIndex();
       const send = commit > told || this.ticked;
       this.ticked = false;
       const { messages, committed } = this.core.takeEarly(this.durableTerm, send);
@@ -784,7 +882,8 @@ export class RaftNode {
         this.core.appliedTo(committed[committed.length - 1]!.index);
         continue; // messages may have been stepped meanwhile
       }
-      await Promise.race([settled, new Promise<void>((r) => (this.wake = r))]);
+      if (done) break;
+      await new Promise<void>((r) => (this.wake = r));
       this.wake = null;
     }
     await settled;
@@ -971,10 +1070,10 @@ export class RaftNode {
   /** Refuses (`not-leader`) a proposal fenced on a term other than this node's current one. */
   private checkTerm(term: number | undefined): RaftError | null {
     if (term === undefined) return null;
-    const now = this.core.basicStatus();
-    if (term === now.term) return null;
-    return new RaftError('not-leader', `proposal for term ${term}, ${this.id} is in term ${now.term}`, {
-      leader: now.leader,
+    const now = this.core.currentTerm();
+    if (term === now) return null;
+    return new RaftError('not-leader', `proposal for term ${term}, ${this.id} is in term ${now}`, {
+      leader: this.core.knownLeader(),
     });
   }
 

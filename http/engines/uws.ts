@@ -20,6 +20,7 @@ import type {
 } from '@trufflesuite/uws-js-unofficial';
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { App } from '../app.js';
+import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { DEFAULT_BODY_TIMEOUT_MS, MAX_DISCARD_BYTES, requestTimeout } from '../edge.js';
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
@@ -45,11 +46,14 @@ export interface UwsServeOptions {
 /** Bodies above this size are streamed with backpressure instead of copied by `end`. */
 export const UWS_STREAM_THRESHOLD_BYTES = 64 * 1024;
 
-/** State of one response that outlives the route callback. */
-class Exchange {
+/** State of one response that outlives the route callback; queued on the body timeouts while its body is read. */
+class Exchange extends Deadline {
   aborted = false;
   settled = false;
-  timer: NodeJS.Timeout | null = null;
+  /** Set while the body is read: what the body timeout answers. */
+  res: UwsResponse | null = null;
+  req: IncomingRequest | null = null;
+  head = false;
 }
 
 export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
@@ -58,6 +62,10 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
   if (!Number.isSafeInteger(body_ms) || body_ms < 1) throw new RangeError('uws engine: bodyTimeout_ms must be >= 1');
   const server: TemplatedApp = uws.App();
   let inFlight = 0;
+  // every body's deadline, one timer for all (DeadlineQueue)
+  const bodyTimeouts = new DeadlineQueue<Exchange>(body_ms, (ex) => {
+    writeLater(ex.res!, ex, app.reject(requestTimeout(body_ms), ex.req!), ex.head, true);
+  });
 
   /** Registers the abort handler and counts the request as in flight. */
   function begin(res: UwsResponse): Exchange {
@@ -73,7 +81,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
   function settle(ex: Exchange): void {
     if (ex.settled) return;
     ex.settled = true;
-    if (ex.timer !== null) clearTimeout(ex.timer);
+    bodyTimeouts.cancel(ex);
     inFlight--;
     if (inFlight < 0) throw new Error('uws engine: in-flight count went negative');
   }
@@ -164,23 +172,22 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
   }
 
-  /** Sends what `dispatch` produced, now or when the handler's promise settles. */
-  function respond(
-    res: UwsResponse,
-    ex: Exchange | null,
-    result: HttpResponse | Promise<HttpResponse>,
-    head: boolean,
-  ): void {
-    if (!(result instanceof Promise)) {
-      if (ex === null) write(res, null, result, head, false);
-      else writeLater(res, ex, result, head, false);
-      return;
-    }
-    const exchange = ex ?? begin(res);
-    result.then(
-      (out) => writeLater(res, exchange, out, head, false),
-      (err: unknown) => fail(res, exchange, err),
-    );
+  /**
+   * Runs the app and sends its answer: inside the route callback (`ex` null) when the handler answers at once,
+   * else when it settles (the exchange then watches for an abort).
+   */
+  function respond(res: UwsResponse, ex: Exchange | null, req: IncomingRequest, head: boolean): void {
+    let exchange = ex;
+    // true once answered inline, or once dispatchTo returned (from then on answers go through the exchange)
+    let answered = false;
+    app.dispatchTo(req, (out) => {
+      // at once inside the route callback: written directly; later: through the exchange begun below
+      if (!answered && exchange === null) write(res, null, out, head, false);
+      else writeLater(res, exchange!, out, head, false);
+      answered = true;
+    });
+    if (!answered && exchange === null) exchange = begin(res);
+    answered = true;
   }
 
   function onRequest(res: UwsResponse, ureq: UwsRequest): void {
@@ -214,7 +221,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
     const framing = bodyLength(headers);
     if (framing.kind === 'none') {
-      respond(res, null, app.dispatch(req), head);
+      respond(res, null, req, head);
       return;
     }
     if (framing.kind === 'invalid') {
@@ -230,11 +237,10 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     }
 
     const ex = begin(res);
-    ex.timer = setTimeout(() => {
-      writeLater(res, ex, app.reject(requestTimeout(body_ms), req), head, true);
-    }, body_ms);
-    ex.timer.unref();
-    const reject413 = () => writeLater(res, ex, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+    ex.res = res;
+    ex.req = req;
+    ex.head = head;
+    bodyTimeouts.add(ex);
     const collector = tooLarge
       ? null
       : new BodyCollector(app.maxBodyBytes, framing.kind === 'fixed' ? framing.bytes : null);
@@ -249,15 +255,18 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       }
       if (discarded_bytes !== -1) {
         discarded_bytes += chunk.byteLength;
-        if (isLast || discarded_bytes > MAX_DISCARD_BYTES) reject413();
+        if (isLast || discarded_bytes > MAX_DISCARD_BYTES) {
+          writeLater(res, ex, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), head, true);
+        }
         return;
       }
       if (!isLast) return;
       // the body arrived in time: from here the app's handler timeout applies
-      if (ex.timer !== null) clearTimeout(ex.timer);
-      ex.timer = null;
+      bodyTimeouts.cancel(ex);
+      ex.res = null;
+      ex.req = null;
       req.body = collector!.finish();
-      respond(res, ex, app.dispatch(req), head);
+      respond(res, ex, req, head);
     });
   }
 

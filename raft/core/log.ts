@@ -13,6 +13,9 @@ import {
 import { Unstable } from './unstable.js';
 import { assert, limitSize } from './util.js';
 
+/** "Nothing to take" (frozen: shared by every call). */
+const NO_ENTRIES = Object.freeze([]) as unknown as Entry[];
+
 export class RaftLog {
   readonly unstable: Unstable;
   committed: number;
@@ -205,10 +208,10 @@ export class RaftLog {
    * handed out.
    */
   takeDurableCommitted(maxBytes: number): Entry[] {
-    if (this.unstable.snapshot !== null) return [];
+    if (this.unstable.snapshot !== null) return NO_ENTRIES;
     const lo = Math.max(this.applied + 1, this.applying + 1, this.firstIndex());
     const hi = Math.min(this.committed, this.durableLastIndex()) + 1;
-    if (lo >= hi) return [];
+    if (lo >= hi) return NO_ENTRIES;
     let ents = this.slice(lo, hi, maxBytes);
     const conf = ents.findIndex((e) => e.type === 'conf');
     if (conf >= 0) ents = ents.slice(0, conf);

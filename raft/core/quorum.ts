@@ -14,11 +14,26 @@ export const NO_COMMIT_LIMIT = Number.MAX_SAFE_INTEGER;
 export function majorityCommittedIndex(voters: ReadonlySet<NodeId>, acked: (id: NodeId) => number): number {
   const n = voters.size;
   if (n === 0) return NO_COMMIT_LIMIT;
-  const srt: number[] = [];
-  for (const id of voters) srt.push(acked(id));
-  srt.sort((a, b) => a - b);
-  return srt[n - (Math.floor(n / 2) + 1)] as number;
+  if (n > SCRATCH_VOTERS) {
+    const srt: number[] = [];
+    for (const id of voters) srt.push(acked(id));
+    srt.sort((a, b) => a - b);
+    return srt[n - (Math.floor(n / 2) + 1)] as number;
+  }
+  // asked on every acknowledgement: sorted in place in one reused array (insertion sort, n ≤ SCRATCH_VOTERS)
+  let i = 0;
+  for (const id of voters) {
+    const v = acked(id);
+    let j = i++;
+    for (; j > 0 && scratch[j - 1]! > v; j--) scratch[j] = scratch[j - 1]!;
+    scratch[j] = v;
+  }
+  return scratch[n - (Math.floor(n / 2) + 1)]!;
 }
+
+/** Voter sets up to this size are sorted in `scratch` (no allocation); larger ones in an array of their own. */
+const SCRATCH_VOTERS = 16;
+const scratch = new Float64Array(SCRATCH_VOTERS);
 
 export function majorityVoteResult(voters: ReadonlySet<NodeId>, vote: (id: NodeId) => boolean | undefined): VoteResult {
   const n = voters.size;

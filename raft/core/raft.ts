@@ -114,6 +114,12 @@ const EMPTY_BYTES = new Uint8Array(0);
 const textDecoder = new TextDecoder();
 const textEncoder = new TextEncoder();
 
+/** takeEarly's answer when there is nothing to send or apply early (frozen: shared by every call). */
+const NOTHING_EARLY: { messages: Message[]; committed: Entry[] } = Object.freeze({
+  messages: Object.freeze([]) as unknown as Message[],
+  committed: Object.freeze([]) as unknown as Entry[],
+});
+
 export class RaftCore {
   readonly id: NodeId;
   protected readonly log: RaftLog;
@@ -416,13 +422,15 @@ export class RaftCore {
    */
   takeEarly(durableTerm: number, messages: boolean): { messages: Message[]; committed: Entry[] } {
     assert(this.outstanding !== null, 'takeEarly() without an outstanding Ready');
-    let out: Message[] = [];
+    let out = NOTHING_EARLY.messages;
     if (messages && this.msgs.length > 0) {
       const split = splitEarly(this.msgs, durableTerm);
       out = split.beforePersist;
       this.msgs = split.afterPersist;
     }
     const committed = this.log.takeDurableCommitted(this.maxCommittedBytesPerReady);
+    // asked on every round of the driver's write loop, mostly with nothing to take: one shared, frozen answer then
+    if (out.length === 0 && committed.length === 0) return NOTHING_EARLY;
     this.reduceUncommittedSize(committed);
     return { messages: out, committed };
   }
@@ -530,6 +538,21 @@ export class RaftCore {
   }
 
   /** status() without the configuration and progress: cheap enough to call after every step. */
+  /** basicStatus().term, without building the status (asked on every proposal). */
+  currentTerm(): number {
+    return this.term;
+  }
+
+  /** basicStatus().commit, likewise (asked on every round of the driver's loop). */
+  committedIndex(): number {
+    return this.log.committed;
+  }
+
+  /** basicStatus().leader, likewise. */
+  knownLeader(): NodeId | null {
+    return this.lead;
+  }
+
   basicStatus(): BasicStatus {
     return {
       id: this.id,

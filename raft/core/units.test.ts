@@ -22,6 +22,22 @@ describe('quorum', () => {
     expect(majorityCommittedIndex(set('a', 'x'), (id) => acked[id] ?? 0)).toBe(0);
   });
 
+  it('majority commit index of any voter set size (sorted in place up to 16 voters, beyond in an array)', () => {
+    let seed = 7;
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let n = 1; n <= 24; n++) {
+      for (let trial = 0; trial < 20; trial++) {
+        const acked = new Map(Array.from({ length: n }, (_, i) => [`v${i}`, rnd(50) + (i === 0 ? 2 ** 40 : 0)]));
+        const sorted = [...acked.values()].sort((a, b) => a - b);
+        const expected = sorted[n - (Math.floor(n / 2) + 1)];
+        expect(majorityCommittedIndex(new Set(acked.keys()), (id) => acked.get(id)!)).toBe(expected);
+      }
+    }
+  });
+
   it('joint commit index is the minimum of both majorities; an empty half imposes nothing', () => {
     const acked: Record<string, number> = { a: 5, b: 5, c: 1, d: 2, e: 2 };
     const f = (id: string) => acked[id] ?? 0;

@@ -103,14 +103,24 @@ export function decodeSegmentKey(key: Buffer): number {
 /** Bytes a segment holding `entries` takes. */
 export function segmentSize_bytes(entries: readonly Entry[]): number {
   let n = SEGMENT_HEADER_BYTES;
-  for (const e of entries) n += ENTRY_HEADER_BYTES + e.data.byteLength;
+  for (const e of entries) n += entrySize_bytes(e);
   return n;
 }
 
+/** Bytes one entry adds to a segment. */
+export function entrySize_bytes(e: Entry): number {
+  return ENTRY_HEADER_BYTES + e.data.byteLength;
+}
+
+/** Bytes of a segment's own header (an empty segment's size). */
+export const SEGMENT_BASE_BYTES = SEGMENT_HEADER_BYTES;
+
+/** The index's bytes for entryCrc: one buffer, reused (entryCrc runs synchronously, once per entry). */
+const CRC_INDEX = Buffer.alloc(8);
+
 function entryCrc(buf: Buffer, start: number, end: number, index: number): number {
-  const idx = Buffer.allocUnsafe(8);
-  writeU64(idx, 0, index);
-  return crc32(buf.subarray(start, end), crc32(idx));
+  writeU64(CRC_INDEX, 0, index);
+  return crc32(buf.subarray(start, end), crc32(CRC_INDEX));
 }
 
 /** Encodes a contiguous run of entries (entries[i].index === entries[0].index + i). */

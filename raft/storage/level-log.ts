@@ -25,12 +25,13 @@ import {
   ENTRY_RANGE,
   encodeMeta,
   encodeSegment,
+  entrySize_bytes,
   KEY_CONF,
   KEY_FORMAT,
   KEY_SNAP_META,
   KEY_STATE,
+  SEGMENT_BASE_BYTES,
   segmentKey,
-  segmentSize_bytes,
 } from './codec.js';
 import {
   type AppliedConf,
@@ -554,6 +555,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     let stored = this.stored;
     let conf = this.conf;
     let segs = this.segs;
+    /** With fresh entries: how many of `segs` stay, and the segments written after them. */
+    let kept = -1;
+    const added: Segment[] = [];
     if (snapshot !== null) {
       const snapIndex = this.snap?.meta.index ?? 0;
       if (snapshot.meta.index <= snapIndex) {
@@ -585,15 +589,19 @@ export class LevelLog extends CachedLog implements DurableLog {
         if (e.term < term) throw new LogStateError(`entry ${e.index} term ${e.term} below previous term ${term}`);
         term = e.term;
       }
-      // Drop (or cut) the stored segments from `first` on: the new entries overwrite a conflicting tail.
-      segs = [...segs];
-      while (segs.length > 0 && segs[segs.length - 1]!.last >= first) {
-        const seg = segs.pop()!;
+      // Drop (or cut) the stored segments from `first` on: the new entries overwrite a conflicting tail. The list
+      // changes only once the batch is durable (kept = the segments that stay, then `added`): no copy of it here.
+      kept = segs.length;
+      while (kept > 0 && segs[kept - 1]!.last >= first) {
+        const seg = segs[--kept]!;
         ops.push({ type: 'del', key: segmentKey(seg.first) });
-        if (seg.first < first)
-          this.segmentOps(this.cache.entries(seg.first, first, Infinity), ops, segs, segs.length, 0);
+        if (seg.first < first) {
+          // the part below `first` stays: rewritten as segments of its own (ending at first - 1, so the last cut)
+          this.segmentOps(this.cache.entries(seg.first, first, Infinity), ops, added, added.length, 0);
+          break;
+        }
       }
-      this.segmentOps(fresh, ops, segs, segs.length, 0);
+      this.segmentOps(fresh, ops, added, added.length, 0);
       lastIndex = first + fresh.length - 1;
     }
     const hs = batch.hardState ?? this.hs;
@@ -620,7 +628,11 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.incoming.clear();
       this.conf = conf;
     }
-    if (fresh.length > 0) this.cache.append(fresh);
+    if (fresh.length > 0) {
+      this.cache.append(fresh);
+      segs.length = kept;
+      for (const seg of added) segs.push(seg);
+    }
     this.segs = segs;
     this.hs = { ...hs };
     this.fresh = false;
@@ -647,9 +659,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     let start = 0;
     while (start < entries.length) {
       let end = start + 1;
-      let size = segmentSize_bytes(entries.slice(start, end));
+      let size = SEGMENT_BASE_BYTES + entrySize_bytes(entries[start]!);
       while (end < entries.length) {
-        const next = size + segmentSize_bytes([entries[end]!]) - segmentSize_bytes([]);
+        const next = size + entrySize_bytes(entries[end]!);
         if (next > this.maxSegment_bytes) break;
         size = next;
         end++;

@@ -367,8 +367,10 @@ export function defineEntity<const N extends string, const F extends EntityField
   return entity;
 }
 
-function withExpect(expect: Expect[] | undefined): { expect?: Expect[] } {
-  return expect && expect.length > 0 ? { expect } : {};
+/** `cmd` with the conditions it relies on, when there are any. */
+function withExpect(cmd: Command, expect: Expect[] | undefined): Command {
+  if (expect && expect.length > 0) (cmd as { expect?: Expect[] }).expect = expect;
+  return cmd;
 }
 
 /** The body schemas of the writable (`body`) fields, plus `tags`: the common part of create/update/patch bodies. */
@@ -386,14 +388,27 @@ function renderFields(rendered: [string, EntityField][], row: Row): Record<strin
   return out;
 }
 
+/** The writable (`body`) fields of a declaration, listed once per `fields` object (every write walks them). */
+const writableCache = new WeakMap<EntityFields, ReadonlyArray<readonly [string, EntityField]>>();
+function writableFields(fields: EntityFields): ReadonlyArray<readonly [string, EntityField]> {
+  let list = writableCache.get(fields);
+  if (list === undefined) {
+    list = Object.entries(fields).filter(([, f]) => f.body !== undefined);
+    writableCache.set(fields, list);
+  }
+  return list;
+}
+
 /** The writable (`body`) fields present in the request, as they are stored. */
 function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, f] of Object.entries(fields)) {
-    if (!f.body || !Object.hasOwn(body, k)) continue;
+  const writable = writableFields(fields);
+  for (let i = 0; i < writable.length; i++) {
+    const [k, f] = writable[i]!;
+    if (!Object.hasOwn(body, k)) continue;
     const v = body[k];
     // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
-    if (v === null && !f.body.nullable) continue;
+    if (v === null && !f.body!.nullable) continue;
     out[k] = v === '' && f.emptyIsNull ? null : v;
   }
   return out;
@@ -407,10 +422,28 @@ function pickStored(fields: EntityFields, body: Record<string, unknown>, copied:
   return out;
 }
 
-async function toStored(entity: EntitySpec, body: Record<string, unknown>, w: WriteContext) {
-  const mode = w.mode;
+/** Body → stored fields; synchronous when the declaration's `fromApi` is (most are). */
+function toStored(
+  entity: EntitySpec,
+  body: Record<string, unknown>,
+  w: WriteContext,
+): Record<string, unknown> | Promise<Record<string, unknown>> {
   const copied = copyBodyFields(entity.fields, body);
-  const data = entity.fromApi ? await entity.fromApi(body, { ...w, copied }) : pickStored(entity.fields, body, copied);
+  if (!entity.fromApi) return completeStored(entity, body, w.mode, pickStored(entity.fields, body, copied));
+  // the write context itself, with `copied` added (no copy of it per write)
+  const withCopied = w as WriteContext & { copied: Record<string, unknown> };
+  withCopied.copied = copied;
+  const data = entity.fromApi(body, withCopied);
+  if (data instanceof Promise) return data.then((d) => completeStored(entity, body, w.mode, d));
+  return completeStored(entity, body, w.mode, data);
+}
+
+function completeStored(
+  entity: EntitySpec,
+  body: Record<string, unknown>,
+  mode: WriteMode,
+  data: Record<string, unknown>,
+): Record<string, unknown> {
   if (Object.hasOwn(body, 'tags')) data.tags = body.tags ?? {};
   if (mode === 'update') {
     // PUT replaces every field the update body defines: absent ones go back to their defaults.
@@ -532,11 +565,12 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
         },
         handler: async (ctx: OpContext<Record<string, unknown>>): Promise<HttpResponse> => {
           const w: WriteContext = { mode: 'create', svc: ctx.svc, caller: ctx.caller, expect: [] };
-          const data = await toStored(entity, ctx.body, w);
+          const stored = toStored(entity, ctx.body, w);
+          const data = stored instanceof Promise ? await stored : stored;
           const id = (data.id as string | undefined) ?? shortId();
           delete data.id;
           const at = ctx.svc.nowIso();
-          const cmd: Command = { op: 'create', entity: entity.name, id, data, at, ...withExpect(w.expect) };
+          const cmd: Command = withExpect({ op: 'create', entity: entity.name, id, data, at }, w.expect);
           const extra = entity.alsoOnCreate ? await entity.alsoOnCreate(id, ctx.body, ctx.svc, at) : [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return created(entity.name, id);
@@ -569,9 +603,10 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
           const existing = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
           const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
-          const set = await toStored(entity, ctx.body, w);
+          const stored = toStored(entity, ctx.body, w);
+          const set = stored instanceof Promise ? await stored : stored;
           const at = ctx.svc.nowIso();
-          const cmd: Command = { op: 'update', entity: entity.name, id: existing.id, set, at, ...withExpect(w.expect) };
+          const cmd: Command = withExpect({ op: 'update', entity: entity.name, id: existing.id, set, at }, w.expect);
           const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at) ?? [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return okEmpty();
@@ -598,7 +633,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           const target = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
           const expect = entity.beforeDelete?.(target, ctx.svc, ctx.caller);
           const at = ctx.svc.nowIso();
-          const cmd: Command = { op: 'delete', entity: entity.name, id: ctx.params.id!, at, ...withExpect(expect) };
+          const cmd: Command = withExpect({ op: 'delete', entity: entity.name, id: ctx.params.id!, at }, expect);
           const row = entity.alsoOnDelete ? getRow(entity, ctx.svc, ctx.params.id!) : undefined;
           const extra = row ? entity.alsoOnDelete!(row, ctx.svc, at) : [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [...extra, cmd] } : cmd);

@@ -23,8 +23,20 @@ const PAIR = Buffer.from([0x92]);
  * command a second time.
  */
 export function encodeLoggedBytes(rid: string, cmd: Uint8Array): Uint8Array {
-  return Buffer.concat([PAIR, packr.pack(rid), cmd]);
+  const ridBytes = Buffer.byteLength(rid);
+  if (ridBytes > MAX_FIXSTR_BYTES) return Buffer.concat([PAIR, packr.pack(rid), cmd]);
+  // the usual request id (`node:boot:seq`) is a msgpack fixstr: written here into one buffer, no packing, no concat
+  const out = Buffer.allocUnsafe(2 + ridBytes + cmd.byteLength);
+  out[0] = PAIR[0]!;
+  out[1] = FIXSTR | ridBytes;
+  out.write(rid, 2, 'utf8');
+  out.set(cmd, 2 + ridBytes);
+  return out;
 }
+
+/** msgpack's fixstr: a string of at most 31 bytes, its length in the header byte's low bits. */
+const FIXSTR = 0xa0;
+const MAX_FIXSTR_BYTES = 31;
 
 /** Decodes a normal entry; null when the bytes are not a logged command (never produced by Keel itself). */
 export function decodeLogged(data: Uint8Array): LoggedCommand | null {

@@ -293,12 +293,24 @@ export class ClusterNode {
     const ids = [...new Set([...voters, ...conf.conf.learners, ...conf.conf.learnersNext])].sort();
     return {
       leader: this.raft.leaderId(),
-      members: ids.map((id) => ({
-        id,
-        address: addresses[id] ?? (id === this.id ? this.peerAddress : ''),
-        voter: voters.has(id),
-      })),
+      members: ids.map((id) => ({ id, address: this.addressIn(addresses, id), voter: voters.has(id) })),
     };
+  }
+
+  /** A member's peer address as members() lists it (this node's own when the log holds none). */
+  private addressIn(addresses: Record<string, string>, id: string): string {
+    return addresses[id] ?? (id === this.id ? this.peerAddress : '');
+  }
+
+  /** The peer address of member `id`, or undefined when it is not a member: members() without the sorted list. */
+  private memberAddress(id: string): string | undefined {
+    const { conf, addresses } = this.log.appliedConf();
+    const member =
+      conf.voters.includes(id) ||
+      conf.votersOutgoing.includes(id) ||
+      conf.learners.includes(id) ||
+      conf.learnersNext.includes(id);
+    return member ? this.addressIn(addresses, id) : undefined;
   }
 
   status(): MemberStatus {
@@ -321,7 +333,8 @@ export class ClusterNode {
 
   /** The peer API client of member `id` (cached; rebuilt when its address changed). */
   peer(id: string): PeerClient {
-    const address = this.members().members.find((m) => m.id === id)?.address;
+    // asked for every forward message: no member list built for it
+    const address = this.memberAddress(id);
     if (!address) throw new RaftError('not-leader', `no address known for member ${id}`, { leader: null });
     const known = this.clients.get(id);
     if (known && known.address === address) return known.client;

@@ -1,10 +1,11 @@
+import { Deadline, DeadlineQueue } from '../../http/deadlines.js';
 import { RaftError, type RaftNode } from '../../raft/index.js';
 import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { encodeLoggedBytes } from './codec.js';
 import type { ForwardResult } from './peer-api.js';
-import type { StoreStateMachine } from './state-machine.js';
+import type { StoreStateMachine, Waiter } from './state-machine.js';
 
 export interface RaftProposerOptions {
   /** How long a proposal waits for a leader to appear before 503 `no-leader`. */
@@ -30,15 +31,46 @@ export const DEFAULT_RAFT_PROPOSER_OPTIONS: RaftProposerOptions = {
  */
 export type Forwarder = (leader: string, term: number, data: Uint8Array) => Promise<ForwardResult>;
 
-/** Even a proposal that spent its budget finding the leader waits this long for its entry. */
-const MIN_APPLY_WAIT_MS = 500;
 /** Bound on sending one command again after its earlier copy was shown never to commit. */
 const MAX_RESENDS = 3;
-const NOT_COMMITTED = Symbol('not-committed');
 /** How often a forward in flight checks whether this node still follows the leader it was sent to. */
 const LEADER_CHECK_MS = 25;
 
+/** A proposal's budget is never shorter than this (applyTimeout_ms below it is raised to it). */
+const MIN_APPLY_WAIT_MS = 500;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
+/** One proposal of this node: settled once, by its entry's result here, a definite refusal, or its budget. */
+class Write extends Deadline {
+  done = false;
+  readonly promise: Promise<CommandResult>;
+  resolve!: (r: CommandResult) => void;
+  reject!: (err: unknown) => void;
+
+  constructor(
+    readonly rid: string,
+    readonly waiter: Waiter,
+  ) {
+    super();
+    this.promise = new Promise<CommandResult>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+/** An attempt propose() made itself: to `leader` of `term`, refused (`answer`), or sent without one (null). */
+interface Attempt {
+  leader: string;
+  term: number;
+  answer: ForwardResult | null;
+}
+
+interface InFlightForward {
+  leader: string;
+  reject: (err: Error) => void;
+}
 
 /**
  * The cluster's proposer. A command is encoded (msgpackr) with a request id, proposed to Raft — directly on the
@@ -55,6 +87,11 @@ export class RaftProposer implements Proposer {
   private seq = 0;
   private closed = false;
   private readonly boot = Date.now().toString(36);
+  /** Every proposal's budget (applyTimeout_ms): past it, `unknown-outcome`. */
+  private readonly budgets: DeadlineQueue<Write>;
+  /** Forwards sent and not answered yet (watchForwards). */
+  private readonly inFlight = new Set<InFlightForward>();
+  private forwardWatch: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly node: RaftNode,
@@ -62,38 +99,79 @@ export class RaftProposer implements Proposer {
     private readonly forward: Forwarder,
     private readonly log: (msg: string, extra: Record<string, unknown>) => void = () => {},
     private readonly opts: RaftProposerOptions = DEFAULT_RAFT_PROPOSER_OPTIONS,
-  ) {}
+  ) {
+    this.budgets = new DeadlineQueue<Write>(Math.max(MIN_APPLY_WAIT_MS, opts.applyTimeout_ms), (w) => {
+      this.log('write not applied in time: outcome unknown', { rid: w.rid });
+      this.settle(
+        w,
+        undefined,
+        new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'),
+      );
+    });
+  }
 
-  async propose(cmd: Command): Promise<CommandResult> {
-    if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+  propose(cmd: Command): Promise<CommandResult> {
+    if (this.closed) return Promise.reject(new ProposalError('stopped', 'this node is stopping'));
     // the round trip every command takes (storage/command-codec.ts): one that would not read back as written fails
     // alone here, before it reaches the log
     const encoded = encodeCommand(cmd);
-    if (!encoded.ok) return encoded.result;
+    if (!encoded.ok) return Promise.resolve(encoded.result);
     const rid = `${this.node.id}:${this.boot}:${++this.seq}`;
     const data = encodeLoggedBytes(rid, encoded.bytes);
-    const started_ms = Date.now();
     const waiter = this.sm.wait(rid);
-    if (waiter === null) throw new ProposalError('overloaded', 'too many writes waiting on this node');
-    let timer: NodeJS.Timeout | undefined;
-    let applied = false;
-    const result = waiter.promise.then((r) => {
-      applied = true;
-      return r;
-    });
-    try {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => {
-            this.log('write not applied in time: outcome unknown', { rid });
-            reject(new ProposalError('unknown-outcome', 'the write was not applied in time; its outcome is unknown'));
-          },
-          Math.max(MIN_APPLY_WAIT_MS, this.opts.applyTimeout_ms - (Date.now() - started_ms)),
-        );
+    if (waiter === null) return Promise.reject(new ProposalError('overloaded', 'too many writes waiting on this node'));
+    const w = new Write(rid, waiter);
+    this.budgets.add(w);
+    waiter.promise.then((r) => this.settle(w, r, undefined));
+    // The common cases — this node leads: offered to Raft at once; it follows a known leader: forwarded at once —
+    // take one attempt without the retry machinery (drive): once accepted, nothing more to do than wait for the
+    // entry (the waiter) or the budget (the deadline). Anything else goes to drive, the first attempt counted.
+    const leader = this.node.leaderId();
+    const term = this.node.term();
+    if (leader === null) {
+      void this.drive(w, data, null);
+    } else if (leader === this.node.id) {
+      this.node.offer([data], term).then((refusals) => {
+        const err = refusals[0]!;
+        if (err !== null) void this.drive(w, data, { leader, term, answer: refusal(err) });
       });
-      for (let round = 0; round < MAX_RESENDS; round++) {
-        const { leader, term, unknown } = await this.submit(data);
-        if (!unknown) return await Promise.race([result, timeout]);
+    } else {
+      this.forwardWhileLeader(leader, term, data).then(
+        (answer) => {
+          if (!answer.ok) void this.drive(w, data, { leader, term, answer });
+        },
+        (err: unknown) => {
+          this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
+          void this.drive(w, data, { leader, term, answer: null });
+        },
+      );
+    }
+    return w.promise;
+  }
+
+  /** Settles `w` once (a result, or an error): its waiter and its deadline go. */
+  private settle(w: Write, result: CommandResult | undefined, err: unknown): void {
+    if (w.done) return;
+    w.done = true;
+    this.budgets.cancel(w);
+    w.waiter.cancel();
+    if (result !== undefined) w.resolve(result);
+    else w.reject(err);
+  }
+
+  /**
+   * Everything but the leader's accepted offer: finding the leader, forwarding, and — when a forward's outcome is
+   * unknown — waiting for the entry, sending it again only once a later leader shows it was never committed.
+   * `first`: the attempt propose() already made (refused, or sent without an answer), counted as the first.
+   */
+  private async drive(w: Write, data: Uint8Array, first: Attempt | null): Promise<void> {
+    try {
+      for (let round = 0; round < MAX_RESENDS && !w.done; round++) {
+        const { leader, term, unknown } =
+          round === 0 && first !== null && first.answer === null
+            ? { leader: first.leader, term: first.term, unknown: true }
+            : await this.submit(data, w, round === 0 ? first : null);
+        if (!unknown || w.done) return;
         // Sent to the leader of `term`, no answer. Wait for the entry; if instead a leader of a later term confirms
         // a read index and the entry has not been applied here by then, it was never committed and never will be,
         // so sending it again is safe:
@@ -104,52 +182,61 @@ export class RaftProposer implements Proposer {
         //   an entry of its own term (the read index) on a majority, which no leader of `term` can reach any more,
         //   and no log holding the stale entry can win an election again without first dropping it;
         // - what that leader held when it won lies at or below the read index, which this node has applied.
-        const settled = await Promise.race([result, timeout, this.notCommitted(term, () => applied)]);
-        if (settled !== NOT_COMMITTED) return settled;
-        this.log('a forward without an answer was not committed: sending it again', { rid, leader });
+        if (!(await this.notCommitted(term, w))) return;
+        this.log('a forward without an answer was not committed: sending it again', { rid: w.rid, leader });
       }
-      return await Promise.race([result, timeout]);
-    } finally {
-      clearTimeout(timer);
-      waiter.cancel();
+    } catch (err) {
+      this.settle(w, undefined, err);
     }
   }
 
   /**
-   * Resolves NOT_COMMITTED once a leader of a term after `term` has confirmed a read index and this node has
-   * applied up to it without applying the entry; never resolves otherwise (the caller races it with a timeout).
+   * True once a leader of a term after `term` has confirmed a read index and this node has applied up to it
+   * without applying the entry; false as soon as `w` is settled (its entry applied, its budget spent, the node
+   * stopping) without that.
    */
-  private async notCommitted(term: number, applied: () => boolean): Promise<typeof NOT_COMMITTED> {
-    for (;;) {
-      if (this.closed) return new Promise(() => {});
+  private async notCommitted(term: number, w: Write): Promise<boolean> {
+    while (!w.done && !this.closed) {
       if (this.node.leaderId() !== null && this.node.term() > term) {
         try {
           await this.node.readIndex();
-          if (!applied()) return NOT_COMMITTED;
-          return new Promise(() => {}); // applied: the waiter has the result
+          return !w.done; // settled: applied (the waiter has the result), or its budget is spent
         } catch {
           // no confirmation yet: look again
         }
       }
-      await sleep(25);
+      await sleep(LEADER_CHECK_MS);
     }
+    return false;
   }
 
   /**
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
    * only waiting tells), with that leader and the term in which this node saw it lead (read together from the
    * core, so never a new term with the old leader); rejects with a definite ProposalError when nothing was proposed.
+   * `refused`: the answer to an attempt already made (propose's), handled as the first attempt's.
    */
-  private async submit(data: Uint8Array): Promise<{ leader: string; term: number; unknown: boolean }> {
+  private async submit(
+    data: Uint8Array,
+    w: Write,
+    refused: Attempt | null,
+  ): Promise<{ leader: string; term: number; unknown: boolean }> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
-    for (let attempt = 0; attempt < this.opts.maxAttempts; ) {
+    let attempt = 0;
+    if (refused?.answer) {
+      attempt++;
+      if (!refused.answer.ok) this.refuse(refused.answer, refused.leader);
+      await sleep(LEADER_CHECK_MS);
+    }
+    while (attempt < this.opts.maxAttempts) {
       if (this.closed) throw new ProposalError('stopped', 'this node is stopping');
+      if (w.done) return { leader: '', term: 0, unknown: false };
       // read together, in one synchronous step: the leader of exactly this term (RaftNode.leaderId/term)
       const leader = this.node.leaderId();
       const term = this.node.term();
       if (leader === null) {
         if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
-        await sleep(25);
+        await sleep(LEADER_CHECK_MS);
         continue;
       }
       attempt++;
@@ -160,7 +247,7 @@ export class RaftProposer implements Proposer {
         try {
           r = await this.forwardWhileLeader(leader, term, data);
         } catch (err) {
-          // sent, but no answer: the leader may have proposed it in `term` (see propose)
+          // sent, but no answer: the leader may have proposed it in `term` (see drive)
           this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
           return { leader, term, unknown: true };
         }
@@ -168,26 +255,50 @@ export class RaftProposer implements Proposer {
       if (r.ok) return { leader, term, unknown: false };
       this.refuse(r, leader);
       if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
-      await sleep(25);
+      await sleep(LEADER_CHECK_MS);
     }
     throw new ProposalError('no-leader', 'the leader kept changing', 2);
   }
 
   /**
    * The forward, given up (as "no answer") as soon as this node follows another leader: a dead leader's socket may
-   * not report its death before the forward's own timeout, while the election already moved on.
+   * not report its death before the forward's own timeout, while the election already moved on. One timer checks
+   * every forward in flight (watchForwards), not one per forward.
    */
   private forwardWhileLeader(leader: string, term: number, data: Uint8Array): Promise<ForwardResult> {
-    let timer: NodeJS.Timeout | undefined;
-    const moved = new Promise<never>((_, reject) => {
-      const check = () => {
-        const now = this.node.leaderId();
-        if (now !== null && now !== leader) reject(new Error(`leadership moved from ${leader} to ${now}`));
-        else timer = setTimeout(check, LEADER_CHECK_MS);
-      };
-      timer = setTimeout(check, LEADER_CHECK_MS);
+    return new Promise<ForwardResult>((resolve, reject) => {
+      const f: InFlightForward = { leader, reject };
+      this.inFlight.add(f);
+      if (this.inFlight.size === 1) this.watchForwards();
+      this.forward(leader, term, data).then(
+        (r) => {
+          this.inFlight.delete(f);
+          resolve(r);
+        },
+        (err: unknown) => {
+          this.inFlight.delete(f);
+          reject(err);
+        },
+      );
     });
-    return Promise.race([this.forward(leader, term, data), moved]).finally(() => clearTimeout(timer));
+  }
+
+  /** While forwards are in flight, every LEADER_CHECK_MS: gives up those sent to a leader this node no longer follows. */
+  private watchForwards(): void {
+    if (this.forwardWatch !== null) return;
+    const check = () => {
+      this.forwardWatch = null;
+      const now = this.node.leaderId();
+      if (now !== null) {
+        for (const f of this.inFlight) {
+          if (f.leader === now) continue;
+          this.inFlight.delete(f);
+          f.reject(new Error(`leadership moved from ${f.leader} to ${now}`));
+        }
+      }
+      if (this.inFlight.size > 0) this.forwardWatch = setTimeout(check, LEADER_CHECK_MS).unref();
+    };
+    this.forwardWatch = setTimeout(check, LEADER_CHECK_MS).unref();
   }
 
   /** Throws the definite errors of a refusal; returns when it only says "not the leader" (try the next one). */
@@ -209,28 +320,15 @@ export class RaftProposer implements Proposer {
  * leader accepted or refused each (not when applied). A refusal (`not-leader`, `too-many-pending`, `too-large`,
  * `stopped`) is definite: nothing was proposed. This node leading in any other term than `term` (a forward
  * addressed to it in an earlier term, delayed) is a `not-leader` refusal: the term is checked as Raft takes each
- * proposal (RaftNode.propose). Later failures (leadership lost, overwritten) leave the outcome to the waiting
+ * proposal (RaftNode.offer). Later failures (leadership lost, overwritten) leave the outcome to the waiting
  * proposer.
  */
 export async function proposeOnLeader(node: RaftNode, items: Uint8Array[], term: number): Promise<ForwardResult[]> {
-  // propose() settles a refusal at the latest in the setImmediate callback RaftNode queued when the first proposal
-  // of this turn arrived (it hands the turn's proposals to the core together): so one still pending when our own
-  // setImmediate (queued after it) runs was accepted by the core.
-  const refusals: unknown[] = new Array(items.length).fill(undefined);
-  const accepted = Symbol('accepted');
-  for (let i = 0; i < items.length; i++) {
-    node.propose(items[i]!, term).then(
-      () => {},
-      (e: unknown) => {
-        refusals[i] ??= e;
-      },
-    );
-  }
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  // anything that fails from now on failed after the core had accepted it
-  for (let i = 0; i < items.length; i++) refusals[i] ??= accepted;
-  return refusals.map((err) => (err === accepted ? { ok: true } : refusal(err)));
+  const refusals = await node.offer(items, term);
+  return refusals.map((err) => (err === null ? ACCEPTED : refusal(err)));
 }
+
+const ACCEPTED: ForwardResult = Object.freeze({ ok: true });
 
 function refusal(err: unknown): ForwardResult {
   if (err instanceof RaftError) {
@@ -245,7 +343,7 @@ function refusal(err: unknown): ForwardResult {
       case 'fatal':
         return { ok: false, code: 'stopped' };
       default:
-        return { ok: true };
+        return ACCEPTED;
     }
   }
   throw err;

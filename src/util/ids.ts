@@ -23,11 +23,19 @@ function randomChars(): number {
 export function shortId(): string {
   for (;;) {
     const at = randomChars();
-    let out = '';
-    for (let i = 0; i < SHORT_ID_CHARS; i++) out += ALPHABET[pool[at + i]! & 63];
-    if (out[0] !== '.' && out[SHORT_ID_CHARS - 1] !== '.' && out[0] !== '-') return out;
+    const first = ALPHABET_CODES[pool[at]! & 63]!;
+    const last = ALPHABET_CODES[pool[at + SHORT_ID_CHARS - 1]! & 63]!;
+    if (first === DOT || first === DASH || last === DOT) continue;
+    // one string, built at once (appending character by character makes a string per character)
+    for (let i = 0; i < SHORT_ID_CHARS; i++) idChars[i] = ALPHABET_CODES[pool[at + i]! & 63]!;
+    return idChars.toString('latin1', 0, SHORT_ID_CHARS);
   }
 }
+
+const ALPHABET_CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const DOT = '.'.charCodeAt(0);
+const DASH = '-'.charCodeAt(0);
+const idChars = Buffer.allocUnsafe(SHORT_ID_CHARS);
 
 export function uuid(): string {
   return randomUUID();

@@ -57,34 +57,40 @@ function follower(
 
 const OPTS = { leaderWait_ms: 300, applyTimeout_ms: 300, maxAttempts: 20 };
 
+/** A leader whose offer() answers each item with `answer(i)` (null: appended, else the refusal). */
+function offeringNode(answer: (i: number) => RaftError | null): RaftNode {
+  return {
+    id: 'me',
+    leaderId: () => 'me',
+    term: () => raftState.term,
+    offer: async (items: Uint8Array[]) => items.map((_, i) => answer(i)),
+  } as unknown as RaftNode;
+}
+
 describe('proposeOnLeader', () => {
-  it('reports a refusal (an already-rejected proposal) as definite, and a pending one as accepted', async () => {
-    const refused = fakeNode(
-      () => 'me',
-      () => Promise.reject(new RaftError('not-leader', 'transferring', { leader: 'other' })),
-    );
-    expect(await proposeOnLeader(refused, [new Uint8Array(1)], 1)).toEqual([
+  it('reports a refusal as definite, with its code, and an appended entry as accepted', async () => {
+    const notLeader = offeringNode(() => new RaftError('not-leader', 'transferring', { leader: 'other' }));
+    expect(await proposeOnLeader(notLeader, [new Uint8Array(1)], 1)).toEqual([
       { ok: false, code: 'not-leader', leader: 'other' },
     ]);
-    const full = fakeNode(
-      () => 'me',
-      () => Promise.reject(new RaftError('too-many-pending', 'full')),
-    );
+    const full = offeringNode(() => new RaftError('too-many-pending', 'full'));
     expect(await proposeOnLeader(full, [new Uint8Array(1)], 1)).toEqual([{ ok: false, code: 'overloaded' }]);
-    const accepted = fakeNode(
-      () => 'me',
-      () => new Promise(() => {}),
-    );
-    expect(await proposeOnLeader(accepted, [new Uint8Array(1)], 1)).toEqual([{ ok: true }]);
+    const large = offeringNode(() => new RaftError('too-large', 'big'));
+    expect(await proposeOnLeader(large, [new Uint8Array(1)], 1)).toEqual([{ ok: false, code: 'too-large' }]);
+    const stopped = offeringNode(() => new RaftError('stopped', 'bye'));
+    expect(await proposeOnLeader(stopped, [new Uint8Array(1)], 1)).toEqual([{ ok: false, code: 'stopped' }]);
+    expect(
+      await proposeOnLeader(
+        offeringNode(() => null),
+        [new Uint8Array(1)],
+        1,
+      ),
+    ).toEqual([{ ok: true }]);
   });
 
   it('answers each command of a forward message on its own, in order', async () => {
     // the second proposal is refused (the leader's queue filled up), the others are accepted
-    let n = 0;
-    const node = fakeNode(
-      () => 'me',
-      () => (++n === 2 ? Promise.reject(new RaftError('too-many-pending', 'full')) : new Promise(() => {})),
-    );
+    const node = offeringNode((i) => (i === 1 ? new RaftError('too-many-pending', 'full') : null));
     const items = [new Uint8Array([1]), new Uint8Array([2]), new Uint8Array([3])];
     expect(await proposeOnLeader(node, items, 1)).toEqual([
       { ok: true },
@@ -277,6 +283,43 @@ describe('RaftProposer', () => {
     await s.close();
   });
 
+  it('on the leader: offers the entry to Raft and resolves with its result once applied here; a refusal is definite', async () => {
+    const s = await store();
+    const sm = new StoreStateMachine(s);
+    const net = new MemoryNetwork();
+    const node = await RaftNode.start({
+      id: 'a',
+      log: new MemoryDurableLog(1),
+      transport: net.join('a'),
+      stateMachine: sm,
+      applied: 0,
+      peers: { a: 'mem:a' },
+      bootstrap: { voters: ['a'] },
+      tick_ms: 10,
+      electionTicks: 10,
+      heartbeatTicks: 1,
+      maxMsgBytes: 4096,
+    });
+    try {
+      for (let i = 0; i < 500 && !node.isLeader(); i++) await new Promise((r) => setTimeout(r, 10));
+      const forward = async (): Promise<ForwardResult> => {
+        throw new Error('the leader never forwards');
+      };
+      const p = new RaftProposer(node, sm, forward, undefined, OPTS);
+      expect(await p.propose(create('policies', 'a', { name: 'A' }))).toEqual({ ok: true, value: 'a' });
+      const dup = await p.propose(create('policies', 'b', { name: 'A' }));
+      expect(dup).toMatchObject({ ok: false, error: { code: 'UNIQUE' } });
+      // above Raft's entry bound: the leader refuses it, nothing proposed
+      const big = p.propose(create('policies', 'c', { name: 'x'.repeat(5000) }));
+      await expect(big).rejects.toMatchObject({ code: 'overloaded' });
+      expect(sm.waiting).toBe(0);
+      expect(s.collection('policies').size).toBe(1);
+    } finally {
+      await node.stop();
+      await s.close();
+    }
+  });
+
   it('entries at or below the applied index are skipped on replay; undecodable entries only advance the index', async () => {
     const s = await store();
     const skipped: number[] = [];
@@ -286,6 +329,14 @@ describe('RaftProposer', () => {
     // the proposer's form (the command's bytes from encodeCommand, not packed again) is the same entry
     const encoded = encodeCommand(create('policies', 'a', { name: 'a' }));
     expect(encoded.ok && Buffer.from(encodeLoggedBytes('r1', encoded.bytes)).equals(Buffer.from(a))).toBe(true);
+    // request ids of every header length: fixstr (up to 31 bytes, written by hand), longer ones, multi-byte text
+    for (const rid of ['n1:mf0k2x1a:1', 'x'.repeat(31), 'x'.repeat(32), 'é'.repeat(15), 'é'.repeat(16)]) {
+      const cmd = create('policies', 'a', { name: 'a' });
+      const bytes = encodeCommand(cmd);
+      const logged = Buffer.from(encodeLoggedBytes(rid, bytes.ok ? bytes.bytes : new Uint8Array()));
+      expect(logged.equals(Buffer.from(encodeLogged({ rid, cmd })))).toBe(true);
+      expect(decodeLogged(logged)?.rid).toBe(rid);
+    }
     await sm.apply([{ index: 1, term: 1, type: 'normal', data: a }]);
     await sm.apply([
       { index: 1, term: 1, type: 'normal', data: a },
