@@ -1,5 +1,5 @@
 import { applyCommand } from './apply.js';
-import { encodeFaithfully, isWellFormed, packr, UnstorableError } from './codec.js';
+import { encodeChecked, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
 import { type Change, DerivedIndexes } from './derived.js';
@@ -68,20 +68,37 @@ function commandError(cmd: Command, err: unknown): StoreError {
   return { code: 'REJECTED', entity: commandEntity(cmd), reason };
 }
 
-/**
- * The LevelDB writes of one command's overlay, each row encoded and checked to read back as written (codec.ts).
- * Throws UnstorableError, so a row that cannot be stored faithfully fails its own command only.
- */
-function encodeWrites(txn: Txn): Array<[string, Uint8Array | null]> {
-  const out: Array<[string, Uint8Array | null]> = [];
-  for (const [entity, writes] of txn.writes) {
-    for (const [id, row] of writes) {
-      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
-      out.push([entityKey(entity, id), row === null ? null : encodeFaithfully(row).bytes]);
-    }
+/** One command's LevelDB writes (key, encoded row or null: delete), kept in arrays reused from command to command. */
+class EncodedWrites {
+  readonly keys: string[] = [];
+  readonly values: Array<Uint8Array | null> = [];
+  length = 0;
+
+  /**
+   * Encodes the writes of one command's overlay, each row checked to read back as written (codec.ts). Throws
+   * UnstorableError, so a row that cannot be stored faithfully fails its own command only.
+   */
+  encode(txn: Txn): void {
+    this.length = 0;
+    txn.writes.forEach((writes, entity) => {
+      writes.forEach((row, id) => {
+        if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+        assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
+        this.keys[this.length] = entityKey(entity, id);
+        this.values[this.length] = row === null ? null : encodeChecked(row);
+        this.length++;
+      });
+    });
   }
-  return out;
+
+  /** Sets every write in `into` (key → bytes), and lets go of them here. */
+  moveTo(into: Map<string, Uint8Array | null>): void {
+    for (let i = 0; i < this.length; i++) {
+      into.set(this.keys[i]!, this.values[i]!);
+      this.values[i] = null;
+    }
+    this.length = 0;
+  }
 }
 
 export type FailureListener = (failure: StoreFailedError) => void;
@@ -132,6 +149,8 @@ export class Store<M extends RowMap = RowMap> {
   private readonly collectionEpochs = new Map<string, number>();
   /** Bumped by restore and `invalidateAll`: part of every `stampOf`. */
   private generation = 0;
+  /** `prepare`'s scratch: the encoded writes of the command being applied. */
+  private readonly encoded = new EncodedWrites();
 
   private constructor(
     readonly schema: Schema<M>,
@@ -256,7 +275,8 @@ export class Store<M extends RowMap = RowMap> {
     // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
     let stage: StoreFailedError['stage'] = 'apply';
     try {
-      const { group, encoded, results } = this.prepare(cmds);
+      const encoded = new Map<string, Uint8Array | null>();
+      const { group, results } = this.prepare(cmds, encoded);
       const index = this.checkIndex(opts.index);
       const ops = batchOps(encoded, index);
       stage = 'write';
@@ -289,9 +309,9 @@ export class Store<M extends RowMap = RowMap> {
     this.enterApply(cmds);
     let stage: StoreFailedError['stage'] = 'apply';
     try {
-      const { group, encoded, results } = this.prepare(cmds);
+      // staged directly: a failure before the publish fails the store, which then never writes what is staged
+      const { group, results } = this.prepare(cmds, this.staged);
       this.checkIndex(index);
-      for (const [key, value] of encoded) this.staged.set(key, value);
       this.stagedIndex = index;
       this.appliedIndex = index;
       stage = 'publish';
@@ -372,47 +392,46 @@ export class Store<M extends RowMap = RowMap> {
   }
 
   /**
-   * Applies each command into its own overlay over the group's: the merged overlay, the LevelDB writes of the
-   * successful commands (key → encoded row, null: delete; the last write of each key) and every command's result.
+   * Applies each command into its own overlay over the group's: the merged overlay and every command's result. The
+   * LevelDB writes of the successful commands (key → encoded row, null: delete) are set in `writes`, in order (the
+   * last write of a key wins).
    */
-  private prepare(cmds: Command[]): { group: Txn; encoded: Map<string, Uint8Array | null>; results: CommandResult[] } {
+  private prepare(cmds: Command[], writes: Map<string, Uint8Array | null>): { group: Txn; results: CommandResult[] } {
     const group = new Txn(this);
-    const encoded = new Map<string, Uint8Array | null>();
     const results: CommandResult[] = [];
-    for (const cmd of cmds) {
+    const encoded = this.encoded;
+    for (let i = 0; i < cmds.length; i++) {
+      const cmd = cmds[i]!;
       const txn = new Txn(group);
-      let writes: Array<[string, Uint8Array | null]>;
       let value: unknown;
       try {
         value = applyCommand(this.schema, txn, cmd);
-        writes = encodeWrites(txn);
+        encoded.encode(txn);
       } catch (err) {
         results.push({ ok: false, error: commandError(cmd, err) });
         continue; // the command's overlay is dropped: nothing of it is written
       }
+      assert(encoded.length === txn.size, `${encoded.length} encoded rows for ${txn.size} writes`);
       txn.mergeInto(group);
-      for (const [key, bytes] of writes) encoded.set(key, bytes);
+      encoded.moveTo(writes);
       results.push({ ok: true, value });
     }
-    let groupWrites = 0;
-    for (const writes of group.writes.values()) groupWrites += writes.size;
-    assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
-    return { group, encoded, results };
+    return { group, results };
   }
 
   private publish(group: Txn): void {
     this.epoch++;
     const changes: Change[] = [];
-    for (const [entity, writes] of group.writes) {
+    group.writes.forEach((writes, entity) => {
       const c: Collection = this.collection(entity);
       if (writes.size > 0) this.collectionEpochs.set(entity, (this.collectionEpochs.get(entity) ?? 0) + 1);
-      for (const [id, row] of writes) {
+      writes.forEach((row, id) => {
         const before = c.get(id);
         if (row) c.put(row);
         else c.delete(id);
         changes.push({ entity, id, before, after: row ?? undefined });
-      }
-    }
+      });
+    });
     this.derived.update(changes, this);
     for (const l of this.listeners) l(changes);
   }
@@ -571,7 +590,7 @@ export class Store<M extends RowMap = RowMap> {
 
   async putMeta(key: string, value: unknown): Promise<void> {
     if (this.failure !== null) throw this.failure;
-    const { bytes } = encodeFaithfully(value);
+    const bytes = encodeChecked(value);
     try {
       await this.db.put(META_PREFIX + key, bytes, { sync: true });
     } catch (err) {
