@@ -142,6 +142,8 @@ export class Store<M extends RowMap = RowMap> {
   private stagedIndex = 0;
   /** The write-behind batch being written (settled: none). */
   private flushing: Promise<void> = Promise.resolve();
+  /** A flush waiting for `flushing` to settle (null: none); `flush()` joins it. */
+  private queuedFlush: Promise<void> | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
@@ -340,7 +342,14 @@ export class Store<M extends RowMap = RowMap> {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    const next = this.flushing.then(() => this.writeStaged());
+    // a flush queued behind the batch being written, not started yet, writes everything staged by the time it
+    // starts: later calls join it (so a slow disk queues one flush, not one per apply)
+    if (this.queuedFlush !== null) return this.queuedFlush;
+    const next = this.flushing.then(() => {
+      this.queuedFlush = null;
+      return this.writeStaged();
+    });
+    this.queuedFlush = next;
     this.flushing = next.catch(() => {});
     return next;
   }
