@@ -1,4 +1,5 @@
 import { indexable } from './collection.js';
+import { NO_FIELDS, ownString, storedValue } from './row-values.js';
 import type { ApplyContext, Schema } from './schema.js';
 import type { Txn } from './txn.js';
 import {
@@ -76,12 +77,13 @@ class Context implements ApplyContext {
         reason: `an entity of type ${def.type} already exists with id ${id}`,
       });
     }
-    const row = definedCopy(def, data) as Row; // checks every field of `data` (checkFields)
+    const row = definedCopy(def, data, true) as Row; // checks every field of `data` (checkFields)
     if (data.isSystem && !system) fail({ code: 'INVALID', entity, id, reason: 'cannot create a system entity' });
-    row.id = id;
-    row.createdAt = at;
-    row.updatedAt = at;
-    row.tags = (data.tags as Row['tags'] | undefined) ?? {};
+    const stamp = ownString(at);
+    row.id = ownString(id);
+    row.createdAt = stamp;
+    row.updatedAt = stamp;
+    row.tags = row.tags ?? NO_FIELDS;
     this.checkRow(def, row, undefined);
     this.txn.put(entity, row);
   }
@@ -100,14 +102,14 @@ class Context implements ApplyContext {
     }
     checkFields(def, set);
     assert(!('id' in set) && !('createdAt' in set), 'update may not change id or createdAt');
-    const next = definedCopy(null, old) as Row;
-    next.updatedAt = at;
+    const next = definedCopy(null, old, false) as Row;
+    next.updatedAt = ownString(at);
     for (const k in set) {
       const v = set[k];
       if (v === undefined) delete next[k];
-      else next[k] = v;
+      else next[k] = storedValue(v);
     }
-    if (next.tags === null || next.tags === undefined) next.tags = {};
+    if (next.tags === null || next.tags === undefined) next.tags = NO_FIELDS;
     this.checkRow(def, next, old);
     this.txn.put(entity, next);
     return next;
@@ -233,7 +235,10 @@ class Context implements ApplyContext {
       if (f.ref) {
         for (let j = 0; j < n; j++) {
           const v: unknown = Array.isArray(value) ? value[j] : value;
-          if (indexable(v) && !heldBefore(before, v)) this.checkRef(def, row, field, f.ref.entity, v);
+          if (!indexable(v) || heldBefore(before, v)) continue;
+          const target = this.checkRef(def, row, field, f.ref.entity, v);
+          // the row keeps the referenced row's id (one string in memory for every row naming it), not its own copy
+          if (!Array.isArray(value)) row[field] = target;
         }
       }
       if (f.unique) {
@@ -245,8 +250,10 @@ class Context implements ApplyContext {
     }
   }
 
-  private checkRef(def: EntityDef, row: Row, field: string, target: string, v: unknown): void {
-    if (typeof v === 'string' && this.txn.get(target, v)) return;
+  /** The id of the `target` row `v` names (the same string), or a REF_NOT_FOUND failure. */
+  private checkRef(def: EntityDef, row: Row, field: string, target: string, v: unknown): string {
+    const found = typeof v === 'string' ? this.txn.get(target, v) : undefined;
+    if (found) return found.id;
     fail({
       code: 'REF_NOT_FOUND',
       entity: def.name,
@@ -322,15 +329,16 @@ function checkField(def: EntityDef, k: string): void {
  * made from (stored rows hold no undefined field, so for them it is a plain copy). Not `{ ...data, id, … }`: V8
  * builds a new hidden class for every property added to an object made by spread, about 1 µs each, and the rows
  * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member). With
- * `def`, every key is checked to be a field of it on the way (`checkFields`). `for…in`, not `Object.keys`: no array
+ * `def`, every key is checked to be a field of it on the way (`checkFields`); with `own`, values are stored as
+ * row-values.ts keeps them. `for…in`, not `Object.keys`: no array
  * of keys per row (the data is a plain object, decoded or built by apply: no enumerable inherited keys).
  */
-function definedCopy(def: EntityDef | null, data: Record<string, unknown>): Record<string, unknown> {
+function definedCopy(def: EntityDef | null, data: Record<string, unknown>, own: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k in data) {
     if (def !== null) checkField(def, k);
     const v = data[k];
-    if (v !== undefined) out[k] = v;
+    if (v !== undefined) out[k] = own ? storedValue(v) : v;
   }
   return out;
 }

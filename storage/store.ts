@@ -3,6 +3,7 @@ import { encodeChecked, isWellFormed, packr, UnstorableError } from './codec.js'
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
 import { type Change, DerivedIndexes } from './derived.js';
+import { storeValuesOf } from './row-values.js';
 import type { Schema } from './schema.js';
 import { levelStoreDb, type StoreDb, type StoreDbOp } from './store-db.js';
 import { Txn } from './txn.js';
@@ -216,6 +217,7 @@ export class Store<M extends RowMap = RowMap> {
       }
       const row = packr.unpack(value) as Row;
       assert(row.id === key.slice(sep + 1), `row id ${row.id} does not match its key ${key}`);
+      storeValuesOf(row);
       rows.push(row);
     }
     flush();
@@ -541,6 +543,7 @@ export class Store<M extends RowMap = RowMap> {
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
           ops.push({ type: 'put', key: `${ENTITY_PREFIX}${entity}${SEP}${row.id}`, value: packr.pack(row) });
+          storeValuesOf(row);
           list.push(row);
           count++;
           if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
