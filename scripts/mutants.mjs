@@ -503,6 +503,14 @@ export const MUTANTS = [
     replace: 'this.values[this.length] = row === null ? null : packr.pack(row);',
     tests: ['test/storage/faithful.test.ts'],
   },
+  // a failed command is undone in the group's overlay: nothing of it is written or seen by the next commands
+  {
+    id: 'store-failed-command-kept',
+    file: 'storage/store.ts',
+    search: '        group.rollback(); // nothing of the command is written',
+    replace: '        group.commit();',
+    tests: ['test/storage/store.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

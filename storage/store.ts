@@ -81,14 +81,12 @@ class EncodedWrites {
    */
   encode(txn: Txn): void {
     this.length = 0;
-    txn.writes.forEach((writes, entity) => {
-      writes.forEach((row, id) => {
-        if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-        assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
-        this.keys[this.length] = entityKey(entity, id);
-        this.values[this.length] = row === null ? null : encodeChecked(row);
-        this.length++;
-      });
+    txn.forEachWritten((entity, id, row) => {
+      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
+      this.keys[this.length] = entityKey(entity, id);
+      this.values[this.length] = row === null ? null : encodeChecked(row);
+      this.length++;
     });
   }
 
@@ -403,9 +401,9 @@ export class Store<M extends RowMap = RowMap> {
   }
 
   /**
-   * Applies each command into its own overlay over the group's: the merged overlay and every command's result. The
-   * LevelDB writes of the successful commands (key → encoded row, null: delete) are set in `writes`, in order (the
-   * last write of a key wins).
+   * Applies each command into the group's overlay (a failed one undone): the overlay and every command's result.
+   * The LevelDB writes of the successful commands (key → encoded row, null: delete) are set in `writes`, in order
+   * (the last write of a key wins).
    */
   private prepare(cmds: Command[], writes: Map<string, Uint8Array | null>): { group: Txn; results: CommandResult[] } {
     const group = new Txn(this);
@@ -413,17 +411,17 @@ export class Store<M extends RowMap = RowMap> {
     const encoded = this.encoded;
     for (let i = 0; i < cmds.length; i++) {
       const cmd = cmds[i]!;
-      const txn = new Txn(group);
+      group.begin();
       let value: unknown;
       try {
-        value = applyCommand(this.schema, txn, cmd);
-        encoded.encode(txn);
+        value = applyCommand(this.schema, group, cmd);
+        encoded.encode(group);
       } catch (err) {
+        group.rollback(); // nothing of the command is written
         results.push({ ok: false, error: commandError(cmd, err) });
-        continue; // the command's overlay is dropped: nothing of it is written
+        continue;
       }
-      assert(encoded.length === txn.size, `${encoded.length} encoded rows for ${txn.size} writes`);
-      txn.mergeInto(group);
+      group.commit();
       encoded.moveTo(writes);
       results.push({ ok: true, value });
     }

@@ -1,5 +1,5 @@
 import { addId, forEachIndexValue, removeId } from './collection.js';
-import type { EntityOf, Row, RowMap } from './types.js';
+import { assert, type EntityOf, type Row, type RowMap } from './types.js';
 
 /** Read access to a state: the published store, or a transaction layered on it. `M`: the row types (types.ts). */
 export interface StateReader<M extends RowMap = RowMap> {
@@ -11,9 +11,19 @@ export interface StateReader<M extends RowMap = RowMap> {
   lookup(entity: EntityOf<M>, field: string, value: unknown): string[];
 }
 
+/** In the journal: the row had no write in the overlay before. */
+const ABSENT = Symbol('absent');
+
+/** Bound on the writes one command may make (a batch of MAX_BATCH_OPS commands, each cascading a little). */
+const MAX_JOURNAL = 1 << 20;
+
+/** The command's writes before this many are de-duplicated by scanning, after it through a Set. */
+const SCAN_WRITTEN_MAX = 32;
+
 /**
- * A write overlay on a StateReader. Commands apply into a Txn; a failed command's Txn is dropped (nothing
- * half-applied), a successful one is merged into its parent. The outermost Txn of a group becomes one LevelDB batch.
+ * A write overlay on a StateReader: the writes of a group of commands, which becomes one LevelDB batch. Each command
+ * applies into it between `begin` and `commit`; a command that fails is undone (`rollback`), so nothing of it is
+ * half-applied. The journal of the command being applied lists every write it made with what it replaced.
  *
  * Lookups see through the overlay: parent ids not rewritten here, plus overlay rows that match. Overlay matches
  * come from per-field indexes built on first use and kept up to date by put/del, so a group of thousands of
@@ -24,6 +34,12 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   readonly writes = new Map<string, Map<string, Row | null>>();
   /** entity → field → value → ids of overlay rows holding it (made on the first lookup through the overlay). */
   private overlayIdx: Map<string, Map<string, Map<unknown, Set<string>>>> | null = null;
+  /** The journal (between `begin` and `commit`/`rollback`): entity, id and replaced value of each write, in order. */
+  private journaling = false;
+  private journalLength = 0;
+  private readonly journalEntities: string[] = [];
+  private readonly journalIds: string[] = [];
+  private readonly journalPrev: Array<Row | null | typeof ABSENT> = [];
 
   constructor(private readonly parent: StateReader<M>) {}
 
@@ -75,35 +91,87 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   }
 
   put<E extends EntityOf<M>>(entity: E, row: M[E]): void {
-    this.reindex(entity, row.id, row);
-    let w = this.writes.get(entity);
-    if (!w) this.writes.set(entity, (w = new Map()));
-    w.set(row.id, row);
+    this.write(entity, row.id, row);
   }
 
   del(entity: EntityOf<M>, id: string): void {
-    this.reindex(entity, id, null);
+    this.write(entity, id, null);
+  }
+
+  private write(entity: string, id: string, row: Row | null): void {
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
-    w.set(id, null);
+    if (this.journaling) {
+      const i = this.journalLength++;
+      assert(i < MAX_JOURNAL, `a command writing more than ${MAX_JOURNAL} rows`);
+      this.journalEntities[i] = entity;
+      this.journalIds[i] = id;
+      this.journalPrev[i] = w.has(id) ? w.get(id)! : ABSENT;
+    }
+    this.reindex(entity, id, row);
+    w.set(id, row);
   }
 
-  /** Moves this overlay's writes into `into` (the parent), in order. */
-  mergeInto(into: Txn<M>): void {
-    // the keys of `writes` are entity names of M (written by put/del)
-    (this.writes as Map<EntityOf<M>, Map<string, M[EntityOf<M>] | null>>).forEach((w, entity) => {
-      w.forEach((row, id) => {
-        if (row) into.put(entity, row);
-        else into.del(entity, id);
-      });
-    });
+  /** Starts the journal of a command: its writes can be undone (`rollback`) or kept (`commit`). */
+  begin(): void {
+    assert(!this.journaling, 'begin inside a command');
+    this.journaling = true;
+    this.journalLength = 0;
   }
 
-  /** The number of rows written (put or deleted) in this overlay. */
-  get size(): number {
-    let n = 0;
-    for (const w of this.writes.values()) n += w.size;
-    return n;
+  /** Keeps the command's writes. */
+  commit(): void {
+    assert(this.journaling, 'commit outside a command');
+    this.endJournal();
+  }
+
+  /** Undoes every write of the command, last first: the overlay is as it was at `begin`. */
+  rollback(): void {
+    assert(this.journaling, 'rollback outside a command');
+    for (let i = this.journalLength - 1; i >= 0; i--) {
+      const entity = this.journalEntities[i]!;
+      const id = this.journalIds[i]!;
+      const prev = this.journalPrev[i]!;
+      const w = this.writes.get(entity)!;
+      this.reindex(entity, id, prev === ABSENT ? null : prev);
+      if (prev === ABSENT) w.delete(id);
+      else w.set(id, prev);
+    }
+    this.endJournal();
+  }
+
+  private endJournal(): void {
+    for (let i = 0; i < this.journalLength; i++) this.journalPrev[i] = null; // nothing kept alive by the journal
+    this.journalLength = 0;
+    this.journaling = false;
+  }
+
+  /**
+   * Calls `visit(entity, id, row)` once for every row the command being applied wrote (its value now: a row, or null
+   * for a delete). Bounded by the journal's length.
+   */
+  forEachWritten(visit: (entity: string, id: string, row: Row | null) => void): void {
+    assert(this.journaling, 'forEachWritten outside a command');
+    const n = this.journalLength;
+    const seen = n > SCAN_WRITTEN_MAX ? new Set<string>() : null;
+    // last write first: a row written again later is visited at its last write only
+    for (let i = n - 1; i >= 0; i--) {
+      const entity = this.journalEntities[i]!;
+      const id = this.journalIds[i]!;
+      if (seen !== null) {
+        const key = `${entity}\u0000${id}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      } else if (this.writtenAfter(i, entity, id)) continue;
+      visit(entity, id, this.writes.get(entity)!.get(id)!);
+    }
+  }
+
+  private writtenAfter(i: number, entity: string, id: string): boolean {
+    for (let j = i + 1; j < this.journalLength; j++) {
+      if (this.journalIds[j] === id && this.journalEntities[j] === entity) return true;
+    }
+    return false;
   }
 
   get empty(): boolean {
