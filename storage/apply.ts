@@ -102,7 +102,7 @@ class Context implements ApplyContext {
     }
     checkFields(def, set);
     assert(!('id' in set) && !('createdAt' in set), 'update may not change id or createdAt');
-    const next = definedCopy(null, old, false) as Row;
+    const next = definedCopy(def, old, false) as Row;
     next.updatedAt = ownString(at);
     for (const k in set) {
       const v = set[k];
@@ -329,16 +329,36 @@ function checkField(def: EntityDef, k: string): void {
  * made from (stored rows hold no undefined field, so for them it is a plain copy). Not `{ ...data, id, … }`: V8
  * builds a new hidden class for every property added to an object made by spread, about 1 µs each, and the rows
  * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member). With
- * `def`, every key is checked to be a field of it on the way (`checkFields`); with `own`, values are stored as
- * row-values.ts keeps them. `for…in`, not `Object.keys`: no array
- * of keys per row (the data is a plain object, decoded or built by apply: no enumerable inherited keys).
+ * `fresh` (`data` is a command's: a create), every key is checked to be a field of `def` on the way (`checkFields`)
+ * and values are stored as row-values.ts keeps them. `for…in`, not `Object.keys`: no array of keys per row (the
+ * data is a plain object, decoded or built by apply: no enumerable inherited keys).
  */
-function definedCopy(def: EntityDef | null, data: Record<string, unknown>, own: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+function definedCopy(def: EntityDef, data: Record<string, unknown>, fresh: boolean): Record<string, unknown> {
+  const out = newRow(def);
   for (const k in data) {
-    if (def !== null) checkField(def, k);
+    if (fresh) checkField(def, k);
     const v = data[k];
-    if (v !== undefined) out[k] = own ? storedValue(v) : v;
+    if (v !== undefined) out[k] = fresh ? storedValue(v) : v;
   }
   return out;
+}
+
+/** Per declaration, the constructor of its rows (see `newRow`). */
+const ROW_MAKERS = new WeakMap<EntityDef, new () => Record<string, unknown>>();
+
+/**
+ * An empty row of `def`: a plain object (its prototype Object.prototype, its constructor Object) made by a
+ * constructor of the entity type's own, so that V8 sizes its objects to the fields its rows get (slack tracking)
+ * and keeps every field in the object. A `{}` has room for four: the other fields of a row would live in a separate
+ * property array (64 B more per identity).
+ */
+function newRow(def: EntityDef): Record<string, unknown> {
+  let make = ROW_MAKERS.get(def);
+  if (make === undefined) {
+    const maker = function Row() {} as unknown as new () => Record<string, unknown>;
+    maker.prototype = Object.prototype;
+    make = maker;
+    ROW_MAKERS.set(def, make);
+  }
+  return new make();
 }
