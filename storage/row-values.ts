@@ -38,9 +38,14 @@ export function storedValue(v: unknown): unknown {
   return Object.getPrototypeOf(v) === Object.prototype && isEmpty(v) ? NO_FIELDS : v;
 }
 
-/** Replaces each field of a freshly decoded row by `storedValue` of it (the row is not shared yet). */
+/**
+ * Replaces each field of a freshly decoded row by `storedValue` of it (the row is not shared yet); an `updatedAt`
+ * equal to `createdAt` (a row never updated) shares its string, as a row written by apply does.
+ */
 export function storeValuesOf(row: Record<string, unknown>): void {
-  for (const k in row) row[k] = storedValue(row[k]);
+  for (const k in row) {
+    row[k] = k === 'updatedAt' && row.updatedAt === row.createdAt ? row.createdAt : storedValue(row[k]);
+  }
 }
 
 function isEmpty(o: object): boolean {
