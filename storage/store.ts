@@ -53,8 +53,19 @@ export const WRITE_BEHIND_FLUSH_OPS = 8192;
 /** Write-behind: applying waits for the batch being written once this many rows are staged (bounds memory). */
 export const WRITE_BEHIND_MAX_OPS = 65_536;
 
+/** Entity name → the prefix of its rows' keys (one string per entity type, not one concatenation per row). */
+const KEY_PREFIXES = new Map<string, string>();
+/** Bound on KEY_PREFIXES: far more entity types than any schema declares. */
+const MAX_KEY_PREFIXES = 1024;
+
 function entityKey(entity: string, id: string): string {
-  return `${ENTITY_PREFIX}${entity}${SEP}${id}`;
+  let prefix = KEY_PREFIXES.get(entity);
+  if (prefix === undefined) {
+    assert(KEY_PREFIXES.size < MAX_KEY_PREFIXES, `more than ${MAX_KEY_PREFIXES} entity types`);
+    prefix = `${ENTITY_PREFIX}${entity}${SEP}`;
+    KEY_PREFIXES.set(entity, prefix);
+  }
+  return prefix + id;
 }
 
 /** A command failed (before anything of it was written): the recorded error, the same on every node. */
@@ -540,7 +551,7 @@ export class Store<M extends RowMap = RowMap> {
         let list = loaded.get(entity);
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
-          ops.push({ type: 'put', key: `${ENTITY_PREFIX}${entity}${SEP}${row.id}`, value: packr.pack(row) });
+          ops.push({ type: 'put', key: entityKey(entity, row.id), value: packr.pack(row) });
           storeValuesOf(row);
           list.push(row);
           count++;
