@@ -6,12 +6,19 @@
  * `Store.applyGroupBehind`, publish) G entries at a time, as Raft hands committed entries over; the write-behind
  * store's flush (one synced LevelDB batch) runs every 100 ms of work, as in a member. Printed per create: the
  * process's CPU time (user + system, every thread: LevelDB's writes included), and the main thread's wall time in
- * apply and in flush. R rounds on fresh stores; the best and the median round. Profile with
+ * apply and in flush. R rounds on fresh stores; the best and the median round. Then one more round, not timed,
+ * for memory: the bytes allocated on the V8 heap per create (V8's sampling heap profiler, in process, counting the
+ * objects already collected too, over the same applies and flushes), and the heap each stored row keeps (heap used
+ * after a full GC, with every create applied and flushed, less the same before the first create, per create).
+ * `--alloc-profile FILE` writes that allocation profile (`node scripts/prof/summarize.mjs FILE N`). Profile CPU with
  * `node --cpu-prof dist/bench/run.js apply`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Entry } from '../raft/index.js';
 import { encodeLoggedBytes } from '../src/cluster/codec.js';
 import { StoreStateMachine } from '../src/cluster/state-machine.js';
@@ -22,7 +29,10 @@ import { encodeCommand } from '../storage/command-codec.js';
 import { Store, WRITE_BEHIND_INTERVAL_MS } from '../storage/store.js';
 import { benchOptions } from './options.js';
 
-const { quick, opt } = benchOptions(process.argv.slice(2));
+const args = process.argv.slice(2);
+const { quick, opt } = benchOptions(args);
+const profileAt = args.indexOf('--alloc-profile');
+const PROFILE_FILE = profileAt >= 0 ? args[profileAt + 1] : undefined;
 const N = opt('--creates', quick ? 20_000 : 100_000);
 const G = opt('--group', 64);
 const ROUNDS = opt('--rounds', quick ? 3 : 5);
@@ -32,6 +42,45 @@ interface Round {
   cpuUs: number;
   applyUs: number;
   flushUs: number;
+}
+
+interface Memory {
+  /** Bytes allocated on the V8 heap per create (collected objects included). */
+  allocatedBytes: number;
+  /** Heap used after a full GC per stored create. */
+  retainedBytes: number;
+}
+
+/** A full garbage collection (the flag set at run time, so the benchmark needs no `--expose-gc`). */
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Heap used after a full collection (twice: the first may leave garbage that finalizers release). */
+function heapAfterGc(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+interface SamplingProfile {
+  head: SamplingNode;
+}
+interface SamplingNode {
+  selfSize: number;
+  children: SamplingNode[];
+}
+
+function post<T>(session: Session, method: string, params?: object): Promise<T> {
+  return new Promise((resolve, reject) =>
+    session.post(method, params, (err, result) => (err ? reject(err) : resolve(result as T))),
+  );
+}
+
+/** Bytes a sampling profile saw allocated (the sum of every node's self size; the tree is at most the stack deep). */
+function totalBytes(node: SamplingNode): number {
+  let sum = node.selfSize;
+  for (const c of node.children) sum += totalBytes(c);
+  return sum;
 }
 
 /** The log entries of `n` identity creates (from index `first`), as the Raft proposer logs them. */
@@ -59,7 +108,31 @@ function entries(first: number, n: number): Entry[] {
   return out;
 }
 
-async function round(): Promise<Round> {
+/**
+ * Bytes allocated (collected objects included) while `work` runs, sampled by V8's heap profiler; the profile is
+ * written to PROFILE_FILE when given, and not kept (so that it is not counted as heap the rows keep).
+ */
+async function allocatedBytes(work: () => Promise<void>): Promise<number> {
+  const session = new Session();
+  session.connect();
+  try {
+    await post(session, 'HeapProfiler.startSampling', {
+      samplingInterval: 512,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    await work();
+    const { profile } = await post<{ profile: SamplingProfile }>(session, 'HeapProfiler.stopSampling');
+    if (PROFILE_FILE) writeFileSync(PROFILE_FILE, JSON.stringify(profile));
+    return totalBytes(profile.head);
+  } finally {
+    session.disconnect();
+  }
+}
+
+async function round(): Promise<Round>;
+async function round(memory: true): Promise<Memory>;
+async function round(memory = false): Promise<Round | Memory> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-bench-apply-'));
   try {
     const store = await Store.open(dir, buildSchema());
@@ -75,23 +148,36 @@ async function round(): Promise<Round> {
     let applyNs = 0n;
     let flushNs = 0n;
     let sinceFlushNs = 0n;
-    const cpu0 = process.cpuUsage();
-    for (let at = 0; at < log.length; at += G) {
-      const t0 = process.hrtime.bigint();
-      await sm.apply(log.slice(at, at + G));
-      const dt = process.hrtime.bigint() - t0;
-      applyNs += dt;
-      sinceFlushNs += dt;
-      if (sinceFlushNs >= BigInt(WRITE_BEHIND_INTERVAL_MS) * 1_000_000n) {
-        const t1 = process.hrtime.bigint();
-        await store.flush();
-        flushNs += process.hrtime.bigint() - t1;
-        sinceFlushNs = 0n;
+    const run = async () => {
+      for (let at = 0; at < log.length; at += G) {
+        const t0 = process.hrtime.bigint();
+        await sm.apply(log.slice(at, at + G));
+        const dt = process.hrtime.bigint() - t0;
+        applyNs += dt;
+        sinceFlushNs += dt;
+        if (sinceFlushNs >= BigInt(WRITE_BEHIND_INTERVAL_MS) * 1_000_000n) {
+          const t1 = process.hrtime.bigint();
+          await store.flush();
+          flushNs += process.hrtime.bigint() - t1;
+          sinceFlushNs = 0n;
+        }
       }
+      const t1 = process.hrtime.bigint();
+      await store.flush();
+      flushNs += process.hrtime.bigint() - t1;
+    };
+    if (memory) {
+      const heap0 = heapAfterGc();
+      const allocated = await allocatedBytes(run);
+      const retained = heapAfterGc() - heap0;
+      // the entries stay referenced until after the second measure: only the rows and their indexes differ
+      if (store.collection('identities').size !== N || log.length !== N)
+        throw new Error('not every create was applied');
+      await store.close();
+      return { allocatedBytes: allocated / N, retainedBytes: retained / N };
     }
-    const t1 = process.hrtime.bigint();
-    await store.flush();
-    flushNs += process.hrtime.bigint() - t1;
+    const cpu0 = process.cpuUsage();
+    await run();
     const cpu = process.cpuUsage(cpu0);
     if (store.collection('identities').size !== N) throw new Error('not every create was applied');
     await store.close();
@@ -114,3 +200,8 @@ console.log(`apply: ${N} identity creates per round, ${G} entries per apply call
 for (const [i, x] of rounds.entries()) console.log(`  round ${i + 1}: ${fmt(x)}`);
 console.log(`  best:   ${fmt(byCpu[0]!)}`);
 console.log(`  median: ${fmt(byCpu[Math.floor(byCpu.length / 2)]!)}`);
+const mem = await round(true);
+console.log(
+  `  memory: ${mem.allocatedBytes.toFixed(0)} B allocated per create (V8 heap, sampled), ` +
+    `${mem.retainedBytes.toFixed(0)} B heap kept per stored row (after GC)`,
+);

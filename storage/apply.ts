@@ -1,4 +1,5 @@
-import { indexValues } from './collection.js';
+import { indexable } from './collection.js';
+import { NO_FIELDS, ownString, storedValue } from './row-values.js';
 import type { ApplyContext, Schema } from './schema.js';
 import type { Txn } from './txn.js';
 import {
@@ -76,13 +77,13 @@ class Context implements ApplyContext {
         reason: `an entity of type ${def.type} already exists with id ${id}`,
       });
     }
-    checkFields(def, data);
+    const row = definedCopy(def, data, true) as Row; // checks every field of `data` (checkFields)
     if (data.isSystem && !system) fail({ code: 'INVALID', entity, id, reason: 'cannot create a system entity' });
-    const row = definedCopy(data) as Row;
-    row.id = id;
-    row.createdAt = at;
-    row.updatedAt = at;
-    row.tags = (data.tags as Row['tags'] | undefined) ?? {};
+    const stamp = ownString(at);
+    row.id = ownString(id);
+    row.createdAt = stamp;
+    row.updatedAt = stamp;
+    row.tags = row.tags ?? NO_FIELDS;
     this.checkRow(def, row, undefined);
     this.txn.put(entity, row);
   }
@@ -101,13 +102,14 @@ class Context implements ApplyContext {
     }
     checkFields(def, set);
     assert(!('id' in set) && !('createdAt' in set), 'update may not change id or createdAt');
-    const next = definedCopy(old) as Row;
-    next.updatedAt = at;
-    for (const [k, v] of Object.entries(set)) {
+    const next = definedCopy(def, old, false) as Row;
+    next.updatedAt = ownString(at);
+    for (const k in set) {
+      const v = set[k];
       if (v === undefined) delete next[k];
-      else next[k] = v;
+      else next[k] = storedValue(v);
     }
-    if (next.tags === null || next.tags === undefined) next.tags = {};
+    if (next.tags === null || next.tags === undefined) next.tags = NO_FIELDS;
     this.checkRow(def, next, old);
     this.txn.put(entity, next);
     return next;
@@ -193,21 +195,19 @@ class Context implements ApplyContext {
     }
   }
 
-  /** Every `@id` a role list gains names an existing row (OpenZiti: "no <type> found with the given ids"). */
-  private checkRoleIds(
-    def: EntityDef,
-    row: Row,
-    field: string,
-    target: string,
-    values: readonly unknown[],
-    before: ReadonlySet<unknown>,
-  ): void {
-    const missing: string[] = [];
-    for (const v of values) {
-      if (before.has(v) || typeof v !== 'string' || !v.startsWith('@')) continue;
-      if (!this.txn.get(target, v.slice(1))) missing.push(v.slice(1));
+  /**
+   * Every `@id` a role list gains names an existing row (OpenZiti: "no <type> found with the given ids"). `roles`:
+   * the list (or a lone value); values the old row held (`before`, see `heldBefore`) are not checked again.
+   */
+  private checkRoleIds(def: EntityDef, row: Row, field: string, target: string, roles: unknown, before: unknown) {
+    let missing: string[] | undefined;
+    const n = Array.isArray(roles) ? roles.length : 1;
+    for (let i = 0; i < n; i++) {
+      const v: unknown = Array.isArray(roles) ? roles[i] : roles;
+      if (typeof v !== 'string' || !v.startsWith('@') || heldBefore(before, v)) continue;
+      if (!this.txn.get(target, v.slice(1))) (missing ??= []).push(v.slice(1));
     }
-    if (missing.length === 0) return;
+    if (missing === undefined) return;
     fail({
       code: 'REF_NOT_FOUND',
       entity: def.name,
@@ -218,80 +218,147 @@ class Context implements ApplyContext {
     });
   }
 
-  /** Reference and uniqueness checks for a row about to be written (old = its previous version). */
+  /**
+   * Reference and uniqueness checks for a row about to be written (old = its previous version): per field, its role
+   * list's `@id`s, then its references, then its unique values, each in `indexValues` order; without allocating on
+   * the common path (a scalar value, or a short old list).
+   */
   private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
-    for (const [field, f] of checkedFields(def)) {
-      const values = indexValues(row, field);
-      if (values.length === 0) continue;
-      const before: ReadonlySet<unknown> = old === undefined ? NONE : new Set(indexValues(old, field));
-      if (f.roles) this.checkRoleIds(def, row, field, f.roles.entity, values, before);
+    const fields = checkedFields(def);
+    for (let i = 0; i < fields.length; i++) {
+      const { name: field, f } = fields[i]!;
+      const value = row[field];
+      if (!indexable(value)) continue;
+      const before = old === undefined ? undefined : beforeOf(old[field]);
+      if (f.roles) this.checkRoleIds(def, row, field, f.roles.entity, value, before);
+      const n = Array.isArray(value) ? value.length : 1;
       if (f.ref) {
-        const target = this.schema.def(f.ref.entity);
-        for (const v of values) {
-          if (before.has(v)) continue;
-          if (typeof v !== 'string' || !this.txn.get(f.ref.entity, v)) {
-            fail({
-              code: 'REF_NOT_FOUND',
-              entity: def.name,
-              id: row.id,
-              field,
-              value: v,
-              reason: `${target.type} with id ${String(v)} not found`,
-            });
-          }
+        for (let j = 0; j < n; j++) {
+          const v: unknown = Array.isArray(value) ? value[j] : value;
+          if (!indexable(v) || heldBefore(before, v)) continue;
+          const target = this.checkRef(def, row, field, f.ref.entity, v);
+          // the row keeps the referenced row's id (one string in memory for every row naming it), not its own copy
+          if (!Array.isArray(value)) row[field] = target;
         }
       }
       if (f.unique) {
-        for (const v of values) {
-          const holders = this.txn.lookup(def.name, field, v).filter((x) => x !== row.id);
-          if (holders.length > 0) {
-            fail({
-              code: 'UNIQUE',
-              entity: def.name,
-              id: row.id,
-              field,
-              value: v,
-              reason: `duplicate value '${String(v)}' in unique index on ${def.name} store`,
-              ...(f.conflictCode ? { apiCode: f.conflictCode } : {}),
-            });
-          }
+        for (let j = 0; j < n; j++) {
+          const v: unknown = Array.isArray(value) ? value[j] : value;
+          if (indexable(v)) this.checkUnique(def, row, field, f, v);
         }
       }
     }
   }
+
+  /** The id of the `target` row `v` names (the same string), or a REF_NOT_FOUND failure. */
+  private checkRef(def: EntityDef, row: Row, field: string, target: string, v: unknown): string {
+    const found = typeof v === 'string' ? this.txn.get(target, v) : undefined;
+    if (found) return found.id;
+    fail({
+      code: 'REF_NOT_FOUND',
+      entity: def.name,
+      id: row.id,
+      field,
+      value: v,
+      reason: `${this.schema.def(target).type} with id ${String(v)} not found`,
+    });
+  }
+
+  private checkUnique(def: EntityDef, row: Row, field: string, f: FieldDef, v: unknown): void {
+    const holders = this.txn.lookup(def.name, field, v);
+    if (heldByAnother(holders, row.id)) {
+      fail({
+        code: 'UNIQUE',
+        entity: def.name,
+        id: row.id,
+        field,
+        value: v,
+        reason: `duplicate value '${String(v)}' in unique index on ${def.name} store`,
+        ...(f.conflictCode ? { apiCode: f.conflictCode } : {}),
+      });
+    }
+  }
 }
 
-const NONE: ReadonlySet<unknown> = new Set();
+/** Whether `ids` names a row other than `id`. */
+function heldByAnother(ids: readonly string[], id: string): boolean {
+  for (let i = 0; i < ids.length; i++) if (ids[i] !== id) return true;
+  return false;
+}
+
+/** Old lists longer than this are looked up through a Set (checking n new values against m old ones: n + m). */
+const SCAN_BEFORE_MAX = 16;
+
+/** What `heldBefore` searches for an old row's value of a field: the value itself, or a Set of a long list. */
+function beforeOf(held: unknown): unknown {
+  return Array.isArray(held) && held.length > SCAN_BEFORE_MAX ? new Set(held) : held;
+}
+
+/** Whether the old row already held `v` (`before`: `beforeOf` the old value; undefined: no old row). */
+function heldBefore(before: unknown, v: unknown): boolean {
+  // `v` is indexable, so it never equals one of the values an index skips (null, undefined, '')
+  if (before instanceof Set) return before.has(v);
+  if (Array.isArray(before)) return before.includes(v);
+  return before === v || (Number.isNaN(before) && Number.isNaN(v));
+}
 
 /** Per declaration, the fields `checkRow` checks: role lists, references and unique fields (computed once). */
-const CHECKED_FIELDS = new WeakMap<EntityDef, ReadonlyArray<[string, FieldDef]>>();
+const CHECKED_FIELDS = new WeakMap<EntityDef, ReadonlyArray<{ name: string; f: FieldDef }>>();
 
-function checkedFields(def: EntityDef): ReadonlyArray<[string, FieldDef]> {
+function checkedFields(def: EntityDef): ReadonlyArray<{ name: string; f: FieldDef }> {
   let fields = CHECKED_FIELDS.get(def);
   if (fields === undefined) {
-    fields = Object.entries(def.fields).filter(([, f]) => Boolean(f.roles || f.ref || f.unique));
+    fields = Object.entries(def.fields)
+      .filter(([, f]) => Boolean(f.roles || f.ref || f.unique))
+      .map(([name, f]) => ({ name, f }));
     CHECKED_FIELDS.set(def, fields);
   }
   return fields;
 }
 
 function checkFields(def: EntityDef, data: Record<string, unknown>): void {
-  for (const k of Object.keys(data)) {
-    assert(BASE_FIELDS.has(k) || k in def.fields, `${def.name} has no field ${k}`);
-  }
+  for (const k in data) checkField(def, k);
+}
+
+function checkField(def: EntityDef, k: string): void {
+  assert(BASE_FIELDS.has(k) || k in def.fields, `${def.name} has no field ${k}`);
 }
 
 /**
  * A shallow copy of `data` without its undefined fields, in its key order, built key by key: the object a row is
  * made from (stored rows hold no undefined field, so for them it is a plain copy). Not `{ ...data, id, … }`: V8
  * builds a new hidden class for every property added to an object made by spread, about 1 µs each, and the rows
- * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member).
+ * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member). With
+ * `fresh` (`data` is a command's: a create), every key is checked to be a field of `def` on the way (`checkFields`)
+ * and values are stored as row-values.ts keeps them. `for…in`, not `Object.keys`: no array of keys per row (the
+ * data is a plain object, decoded or built by apply: no enumerable inherited keys).
  */
-function definedCopy(data: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(data)) {
+function definedCopy(def: EntityDef, data: Record<string, unknown>, fresh: boolean): Record<string, unknown> {
+  const out = newRow(def);
+  for (const k in data) {
+    if (fresh) checkField(def, k);
     const v = data[k];
-    if (v !== undefined) out[k] = v;
+    if (v !== undefined) out[k] = fresh ? storedValue(v) : v;
   }
   return out;
+}
+
+/** Per declaration, the constructor of its rows (see `newRow`). */
+const ROW_MAKERS = new WeakMap<EntityDef, new () => Record<string, unknown>>();
+
+/**
+ * An empty row of `def`: a plain object (its prototype Object.prototype, its constructor Object) made by a
+ * constructor of the entity type's own, so that V8 sizes its objects to the fields its rows get (slack tracking)
+ * and keeps every field in the object. A `{}` has room for four: the other fields of a row would live in a separate
+ * property array (64 B more per identity).
+ */
+function newRow(def: EntityDef): Record<string, unknown> {
+  let make = ROW_MAKERS.get(def);
+  if (make === undefined) {
+    const maker = function Row() {} as unknown as new () => Record<string, unknown>;
+    maker.prototype = Object.prototype;
+    make = maker;
+    ROW_MAKERS.set(def, make);
+  }
+  return new make();
 }

@@ -1,5 +1,5 @@
 import { Packr } from 'msgpackr';
-import { assert } from './types.js';
+import { encodesAs } from './encodes-as.js';
 
 /**
  * The state machine's one encoding (msgpackr), and the check that what is stored is what was meant: a value is
@@ -42,13 +42,17 @@ export function isWellFormed(s: string): boolean {
 }
 
 /**
- * Encodes `value` and checks that the bytes decode to the same data (see the module comment). Returns the bytes
- * and the decoded copy (what a reader, or another node, will see). Throws UnstorableError, never anything else.
+ * Encodes `value` and checks that the bytes decode to the same data (see the module comment). Returns the bytes.
+ * Throws UnstorableError, never anything else.
+ *
+ * The check first compares the bytes with the value directly (`encodesAs`: no decoded copy, nothing allocated),
+ * which proves the common value (plain objects, arrays, strings, numbers, booleans, null) reads back as written.
+ * Anything that comparison does not vouch for (a difference, or a type it does not model: bytes, dates, undefined)
+ * is decoded by msgpackr and compared with the value (`firstDifference`), which decides and names where it differs.
  */
-export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
-  if (nestsDeeper(value, MAX_STORED_DEPTH)) {
-    const deep = deeperThan(value, MAX_STORED_DEPTH);
-    assert(deep !== null, 'the depth checks disagree');
+export function encodeChecked(value: unknown): Uint8Array {
+  const deep = deeperPart(value, MAX_STORED_DEPTH);
+  if (deep !== null) {
     throw new UnstorableError(deep.reverse().join('.'), `is nested deeper than ${MAX_STORED_DEPTH} levels`);
   }
   let bytes: Uint8Array;
@@ -58,6 +62,18 @@ export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: 
     const reason = `cannot be encoded (${err instanceof RangeError ? 'nested too deeply' : String(err)})`;
     throw new UnstorableError(locateUnencodable(value, MAX_LOCATE_DEPTH).join('.'), reason);
   }
+  if (!encodesAs(bytes, value)) checkDecoded(value, bytes);
+  return bytes;
+}
+
+/** `encodeChecked`, with the decoded copy (what a reader, or another node, will see). */
+export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
+  const bytes = encodeChecked(value);
+  return { bytes, decoded: packr.unpack(bytes) };
+}
+
+/** The check by decoding: msgpackr's copy of `bytes` must hold the same data as `value`. */
+function checkDecoded(value: unknown, bytes: Uint8Array): void {
   let decoded: unknown;
   try {
     decoded = packr.unpack(bytes);
@@ -66,7 +82,6 @@ export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: 
   }
   const diff = firstDifference(value, decoded);
   if (diff !== null) throw new UnstorableError(diff.path.reverse().join('.'), diff.reason);
-  return { bytes, decoded };
 }
 
 interface Difference {
@@ -152,36 +167,27 @@ function locateUnencodable(value: unknown, depth: number): string[] {
 }
 
 /**
- * Whether `value` holds a part nested deeper than `levels` levels (`deeperThan` without allocating: the common
- * case of every write). Recursive, but at most `levels` calls deep, so it cannot overflow the stack.
+ * The path (innermost segment first; object keys of the outermost two levels only) to a part of `value` nested
+ * deeper than `levels` levels, or null. The one walker of the nesting bound: recursive, but at most `levels` calls
+ * deep (so it cannot overflow the stack however deep the value is), and allocation-free unless the bound is exceeded
+ * (the path is built while unwinding).
  */
-function nestsDeeper(value: unknown, levels: number): boolean {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof Date) return false;
-  if (levels === 0) return true;
+function deeperPart(value: unknown, levels: number, depth = 0): string[] | null {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof Date) return null;
+  if (depth >= levels) return [];
   if (Array.isArray(value)) {
-    for (const x of value) if (nestsDeeper(x, levels - 1)) return true;
-    return false;
-  }
-  for (const k of Object.keys(value)) if (nestsDeeper((value as Record<string, unknown>)[k], levels - 1)) return true;
-  return false;
-}
-
-/**
- * The path (innermost segment first, outermost object keys only) to a part of `value` nested deeper than `max`
- * levels, or null. Iterative, so it cannot overflow the stack however deep the value is.
- */
-function deeperThan(value: unknown, max: number): string[] | null {
-  const stack: { v: unknown; depth: number; path: string[] }[] = [{ v: value, depth: 0, path: [] }];
-  while (stack.length > 0) {
-    const { v, depth, path } = stack.pop()!;
-    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v) || v instanceof Date) continue;
-    if (depth >= max) return path;
-    if (Array.isArray(v)) {
-      for (const x of v) stack.push({ v: x, depth: depth + 1, path });
-    } else {
-      for (const [k, x] of Object.entries(v))
-        stack.push({ v: x, depth: depth + 1, path: depth < 2 ? [k, ...path] : path });
+    for (let i = 0; i < value.length; i++) {
+      const path = deeperPart(value[i], levels, depth + 1);
+      if (path !== null) return path;
     }
+    return null;
+  }
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const path = deeperPart((value as Record<string, unknown>)[k], levels, depth + 1);
+    if (path === null) continue;
+    if (depth < MAX_LOCATE_DEPTH) path.push(k);
+    return path;
   }
   return null;
 }

@@ -2,15 +2,17 @@ import { SortedIds } from './sorted-ids.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
 const NO_VALUES: readonly unknown[] = Object.freeze([]);
+const NO_IDS: readonly string[] = Object.freeze([]);
 
-function indexable(x: unknown): boolean {
+/** Whether an index holds `x` (null, undefined and the empty string are skipped). */
+export function indexable(x: unknown): boolean {
   return x !== undefined && x !== null && x !== '';
 }
 
 /**
  * Values of `field` in `row` that an index holds: every element of a set, or the scalar; null/undefined/'' are
- * skipped. Read-only: a set with nothing to skip is returned as it is (rows are immutable), so the indexing every
- * write does allocates only for scalars.
+ * skipped. Read-only: a set with nothing to skip is returned as it is (rows are immutable). The hot paths (indexing,
+ * write checks) use `forEachIndexValue`, which allocates nothing.
  */
 export function indexValues(row: Row | undefined, field: string): readonly unknown[] {
   if (!row) return NO_VALUES;
@@ -18,6 +20,36 @@ export function indexValues(row: Row | undefined, field: string): readonly unkno
   if (!indexable(v)) return NO_VALUES;
   if (Array.isArray(v)) return v.every(indexable) ? v : v.filter(indexable);
   return [v];
+}
+
+/**
+ * Calls `visit(value, a, b)` for each value `indexValues(row, field)` gives, in the same order, without allocating
+ * (`visit` is meant to be a module-level function: extra state goes through `a` and `b`, not a closure). Bounded by
+ * the length of the row's array.
+ */
+export function forEachIndexValue<A, B>(
+  row: Row | undefined,
+  field: string,
+  visit: (value: unknown, a: A, b: B) => void,
+  a: A,
+  b: B,
+): void {
+  if (!row) return;
+  const v = row[field];
+  if (!indexable(v)) return;
+  if (!Array.isArray(v)) {
+    visit(v, a, b);
+    return;
+  }
+  for (let i = 0; i < v.length; i++) if (indexable(v[i])) visit(v[i], a, b);
+}
+
+/** A field's index: value → the ids holding it (equality indexes) or the one id (unique indexes). */
+interface IndexOf<T> {
+  field: string;
+  map: Map<unknown, T>;
+  /** `entity.field`, for messages. */
+  label: string;
 }
 
 /**
@@ -30,11 +62,21 @@ export class Collection<R extends Row = Row> {
   private ids = new SortedIds();
   private readonly indexes = new Map<string, Map<unknown, Set<string>>>();
   private readonly uniques = new Map<string, Map<unknown, string>>();
+  /** The same maps as `indexes` and `uniques`, listed for the indexing every write does (no iterator, no entry). */
+  private readonly indexList: IndexOf<Set<string>>[] = [];
+  private readonly uniqueList: IndexOf<string>[] = [];
 
   constructor(readonly def: EntityDef) {
     for (const [name, f] of Object.entries(def.fields)) {
-      if (f.unique) this.uniques.set(name, new Map());
-      else if (f.index || f.ref) this.indexes.set(name, new Map());
+      if (f.unique) {
+        const map = new Map<unknown, string>();
+        this.uniques.set(name, map);
+        this.uniqueList.push({ field: name, map, label: `${def.name}.${name}` });
+      } else if (f.index || f.ref) {
+        const map = new Map<unknown, Set<string>>();
+        this.indexes.set(name, map);
+        this.indexList.push({ field: name, map, label: `${def.name}.${name}` });
+      }
     }
   }
 
@@ -57,15 +99,15 @@ export class Collection<R extends Row = Row> {
 
   /** Ids whose `field` equals (or, for sets, contains) `value`; undefined when the field has no index. */
   lookup(field: string, value: unknown): Iterable<string> | undefined {
-    if (field === 'id') return typeof value === 'string' && this.rows.has(value) ? [value] : [];
+    if (field === 'id') return typeof value === 'string' && this.rows.has(value) ? [value] : NO_IDS;
     const u = this.uniques.get(field);
     if (u) {
       const id = u.get(value);
-      return id === undefined ? [] : [id];
+      return id === undefined ? NO_IDS : [id];
     }
     const idx = this.indexes.get(field);
     if (!idx) return undefined;
-    return idx.get(value) ?? [];
+    return idx.get(value) ?? NO_IDS;
   }
 
   /** Distinct indexed values of a field (role attributes listing). */
@@ -150,36 +192,45 @@ export class Collection<R extends Row = Row> {
   }
 
   private indexRow(row: Row): void {
-    for (const [field, map] of this.uniques) {
-      for (const v of indexValues(row, field)) {
-        const holder = map.get(v);
-        assert(
-          holder === undefined || holder === row.id,
-          `unique index ${this.def.name}.${field} violated by ${row.id}`,
-        );
-        map.set(v, row.id);
-      }
+    for (let i = 0; i < this.uniqueList.length; i++) {
+      const u = this.uniqueList[i]!;
+      forEachIndexValue(row, u.field, holdUnique, u, row.id);
     }
-    for (const [field, map] of this.indexes) {
-      for (const v of indexValues(row, field)) {
-        let set = map.get(v);
-        if (!set) map.set(v, (set = new Set()));
-        set.add(row.id);
-      }
-    }
+    for (let i = 0; i < this.indexList.length; i++)
+      forEachIndexValue(row, this.indexList[i]!.field, addId, this.indexList[i]!.map, row.id);
   }
 
   private unindexRow(row: Row): void {
-    for (const [field, map] of this.uniques) {
-      for (const v of indexValues(row, field)) if (map.get(v) === row.id) map.delete(v);
+    for (let i = 0; i < this.uniqueList.length; i++) {
+      const u = this.uniqueList[i]!;
+      forEachIndexValue(row, u.field, releaseUnique, u.map, row.id);
     }
-    for (const [field, map] of this.indexes) {
-      for (const v of indexValues(row, field)) {
-        const set = map.get(v);
-        if (!set) continue;
-        set.delete(row.id);
-        if (set.size === 0) map.delete(v);
-      }
-    }
+    for (let i = 0; i < this.indexList.length; i++)
+      forEachIndexValue(row, this.indexList[i]!.field, removeId, this.indexList[i]!.map, row.id);
   }
+}
+
+function holdUnique(v: unknown, u: IndexOf<string>, id: string): void {
+  const holder = u.map.get(v);
+  assert(holder === undefined || holder === id, `unique index ${u.label} violated by ${id}`);
+  u.map.set(v, id);
+}
+
+function releaseUnique(v: unknown, map: Map<unknown, string>, id: string): void {
+  if (map.get(v) === id) map.delete(v);
+}
+
+/** Adds `id` to the ids holding `v` (an equality index, or a transaction's overlay index). */
+export function addId(v: unknown, map: Map<unknown, Set<string>>, id: string): void {
+  let set = map.get(v);
+  if (set === undefined) map.set(v, (set = new Set()));
+  set.add(id);
+}
+
+/** Removes `id` from the ids holding `v`, and `v` from the index once no id holds it. */
+export function removeId(v: unknown, map: Map<unknown, Set<string>>, id: string): void {
+  const set = map.get(v);
+  if (set === undefined) return;
+  set.delete(id);
+  if (set.size === 0) map.delete(v);
 }

@@ -1,4 +1,4 @@
-import { encodeFaithfully, UnstorableError } from './codec.js';
+import { encodeChecked, packr, UnstorableError } from './codec.js';
 import type { Command, CommandResult } from './types.js';
 
 /** The entity a command's errors name. */
@@ -13,13 +13,23 @@ export type EncodedCommand = { ok: true; bytes: Uint8Array; cmd: Command } | { o
 
 /**
  * Encodes a command for the log (or, on a single node, for the round trip every command takes): the bytes and the
- * decoded copy that is then applied, so a single node applies exactly what a cluster's followers would. A command
+ * decoded copy that is then applied (decoded on first use), so a single node applies exactly what a cluster's
+ * followers would. A command
  * that does not read back as written (storage/codec.ts) fails alone with a recorded UNSTORABLE result.
  */
 export function encodeCommand(cmd: Command): EncodedCommand {
   try {
-    const { bytes, decoded } = encodeFaithfully(cmd);
-    return { ok: true, bytes, cmd: decoded as Command };
+    const bytes = encodeChecked(cmd);
+    let decoded: Command | undefined;
+    // decoded when asked for (a single node applies it; a cluster proposes only the bytes)
+    return {
+      ok: true,
+      bytes,
+      get cmd(): Command {
+        decoded ??= packr.unpack(bytes) as Command;
+        return decoded;
+      },
+    };
   } catch (err) {
     if (!(err instanceof UnstorableError)) throw err;
     const prefix = PAYLOAD[cmd.op];

@@ -77,8 +77,20 @@ export class DerivedIndexes {
   update(changes: readonly Change[], state: PublishedState): void {
     if (this.byName.size === 0 || changes.length === 0) return;
     for (const idx of this.byName.values()) {
-      const relevant = changes.filter((c) => idx.sources.includes(c.entity));
-      if (relevant.length > 0) idx.update(relevant, state);
+      const n = relevantCount(changes, idx.sources);
+      // most groups change one entity type: then an index gets all of them or none (no filtered copy)
+      if (n === changes.length) idx.update(changes, state);
+      else if (n > 0)
+        idx.update(
+          changes.filter((c) => idx.sources.includes(c.entity)),
+          state,
+        );
     }
   }
+}
+
+function relevantCount(changes: readonly Change[], sources: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < changes.length; i++) if (sources.includes(changes[i]!.entity)) n++;
+  return n;
 }

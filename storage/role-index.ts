@@ -199,12 +199,16 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
   private setTarget(before: Row | undefined, after: Row): void {
     const field = this.spec.target.attributesField;
     const oldAttrs = indexValues(before, field);
-    const attrs = new Set(indexValues(after, field));
+    const newAttrs = indexValues(after, field);
     // an update that leaves the attributes alone changes no match
-    if (before && oldAttrs.length === attrs.size && oldAttrs.every((a) => attrs.has(a))) return;
+    if (before && sameMembers(oldAttrs, newAttrs)) return;
+    // no policy can match the target or stop matching it (the common create: no policy names its attributes)
+    if (!this.mayConcern(after.id, oldAttrs, newAttrs)) return;
+    const attrs = new Set(newAttrs);
     const candidates = new Set<string>(this.allPolicies);
     for (const p of this.byId.get(after.id) ?? EMPTY) candidates.add(p);
-    for (const a of [...oldAttrs, ...attrs]) for (const p of this.byAttr.get(a as string) ?? EMPTY) candidates.add(p);
+    for (const a of oldAttrs) for (const p of this.byAttr.get(a as string) ?? EMPTY) candidates.add(p);
+    for (const a of newAttrs) for (const p of this.byAttr.get(a as string) ?? EMPTY) candidates.add(p);
     this.evaluations += candidates.size;
     for (const pid of candidates) {
       const p = this.parsed.get(pid)!;
@@ -218,6 +222,14 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     }
   }
 
+  /** Whether some policy holds `#all`, names the target by `@id`, or names one of its old or new attributes. */
+  private mayConcern(id: string, oldAttrs: readonly unknown[], newAttrs: readonly unknown[]): boolean {
+    if (this.allPolicies.size > 0 || this.byId.has(id)) return true;
+    for (let i = 0; i < oldAttrs.length; i++) if (this.byAttr.has(oldAttrs[i] as string)) return true;
+    for (let i = 0; i < newAttrs.length; i++) if (this.byAttr.has(newAttrs[i] as string)) return true;
+    return false;
+  }
+
   private removeTarget(id: string): void {
     for (const pid of this.matching.get(id) ?? EMPTY) removeFrom(this.matched, pid, id);
     this.matching.delete(id);
@@ -225,6 +237,12 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
+
+/** Whether the old attribute list `a` holds the same values as the new one `b` (the check of an update). */
+function sameMembers(a: readonly unknown[], b: readonly unknown[]): boolean {
+  const bs = new Set(b);
+  return a.length === bs.size && a.every((x) => bs.has(x));
+}
 
 function sameRoles(a: ParsedRoles, b: ParsedRoles): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);

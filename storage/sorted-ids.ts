@@ -59,7 +59,12 @@ export class SortedIds {
     const chunk = this.chunks[ci]!;
     const pos = SortedIds.search(chunk, id);
     if (chunk[pos] === id) return false;
-    chunk.splice(pos, 0, id);
+    // in place, not `splice` (which allocates the array of removed elements on every call)
+    chunk.push(id);
+    if (pos < chunk.length - 1) {
+      chunk.copyWithin(pos + 1, pos, chunk.length - 1);
+      chunk[pos] = id;
+    }
     this.count++;
     if (chunk.length > CHUNK_MAX) this.chunks.splice(ci, 1, chunk.slice(0, CHUNK_MAX / 2), chunk.slice(CHUNK_MAX / 2));
     return true;
@@ -71,7 +76,8 @@ export class SortedIds {
     const chunk = this.chunks[ci]!;
     const pos = SortedIds.search(chunk, id);
     if (chunk[pos] !== id) return false;
-    chunk.splice(pos, 1);
+    chunk.copyWithin(pos, pos + 1);
+    chunk.pop();
     this.count--;
     if (chunk.length === 0) this.chunks.splice(ci, 1);
     return true;

@@ -1,8 +1,9 @@
 import { applyCommand } from './apply.js';
-import { encodeFaithfully, isWellFormed, packr, UnstorableError } from './codec.js';
+import { encodeChecked, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
 import { type Change, DerivedIndexes } from './derived.js';
+import { storeValuesOf } from './row-values.js';
 import type { Schema } from './schema.js';
 import { levelStoreDb, type StoreDb, type StoreDbOp } from './store-db.js';
 import { Txn } from './txn.js';
@@ -52,8 +53,19 @@ export const WRITE_BEHIND_FLUSH_OPS = 8192;
 /** Write-behind: applying waits for the batch being written once this many rows are staged (bounds memory). */
 export const WRITE_BEHIND_MAX_OPS = 65_536;
 
+/** Entity name → the prefix of its rows' keys (one string per entity type, not one concatenation per row). */
+const KEY_PREFIXES = new Map<string, string>();
+/** Bound on KEY_PREFIXES: far more entity types than any schema declares. */
+const MAX_KEY_PREFIXES = 1024;
+
 function entityKey(entity: string, id: string): string {
-  return `${ENTITY_PREFIX}${entity}${SEP}${id}`;
+  let prefix = KEY_PREFIXES.get(entity);
+  if (prefix === undefined) {
+    assert(KEY_PREFIXES.size < MAX_KEY_PREFIXES, `more than ${MAX_KEY_PREFIXES} entity types`);
+    prefix = `${ENTITY_PREFIX}${entity}${SEP}`;
+    KEY_PREFIXES.set(entity, prefix);
+  }
+  return prefix + id;
 }
 
 /** A command failed (before anything of it was written): the recorded error, the same on every node. */
@@ -68,20 +80,35 @@ function commandError(cmd: Command, err: unknown): StoreError {
   return { code: 'REJECTED', entity: commandEntity(cmd), reason };
 }
 
-/**
- * The LevelDB writes of one command's overlay, each row encoded and checked to read back as written (codec.ts).
- * Throws UnstorableError, so a row that cannot be stored faithfully fails its own command only.
- */
-function encodeWrites(txn: Txn): Array<[string, Uint8Array | null]> {
-  const out: Array<[string, Uint8Array | null]> = [];
-  for (const [entity, writes] of txn.writes) {
-    for (const [id, row] of writes) {
+/** One command's LevelDB writes (key, encoded row or null: delete), kept in arrays reused from command to command. */
+class EncodedWrites {
+  readonly keys: string[] = [];
+  readonly values: Array<Uint8Array | null> = [];
+  length = 0;
+
+  /**
+   * Encodes the writes of one command's overlay, each row checked to read back as written (codec.ts). Throws
+   * UnstorableError, so a row that cannot be stored faithfully fails its own command only.
+   */
+  encode(txn: Txn): void {
+    this.length = 0;
+    txn.forEachWritten((entity, id, row) => {
       if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
       assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
-      out.push([entityKey(entity, id), row === null ? null : encodeFaithfully(row).bytes]);
-    }
+      this.keys[this.length] = entityKey(entity, id);
+      this.values[this.length] = row === null ? null : encodeChecked(row);
+      this.length++;
+    });
   }
-  return out;
+
+  /** Sets every write in `into` (key → bytes), and lets go of them here. */
+  moveTo(into: Map<string, Uint8Array | null>): void {
+    for (let i = 0; i < this.length; i++) {
+      into.set(this.keys[i]!, this.values[i]!);
+      this.values[i] = null;
+    }
+    this.length = 0;
+  }
 }
 
 export type FailureListener = (failure: StoreFailedError) => void;
@@ -125,6 +152,8 @@ export class Store<M extends RowMap = RowMap> {
   private stagedIndex = 0;
   /** The write-behind batch being written (settled: none). */
   private flushing: Promise<void> = Promise.resolve();
+  /** A flush waiting for `flushing` to settle (null: none); `flush()` joins it. */
+  private queuedFlush: Promise<void> | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   /** Bumped on every publish: a cheap "has anything changed" stamp for derived caches. */
   epoch = 0;
@@ -132,6 +161,8 @@ export class Store<M extends RowMap = RowMap> {
   private readonly collectionEpochs = new Map<string, number>();
   /** Bumped by restore and `invalidateAll`: part of every `stampOf`. */
   private generation = 0;
+  /** `prepare`'s scratch: the encoded writes of the command being applied. */
+  private readonly encoded = new EncodedWrites();
 
   private constructor(
     readonly schema: Schema<M>,
@@ -195,6 +226,7 @@ export class Store<M extends RowMap = RowMap> {
       }
       const row = packr.unpack(value) as Row;
       assert(row.id === key.slice(sep + 1), `row id ${row.id} does not match its key ${key}`);
+      storeValuesOf(row);
       rows.push(row);
     }
     flush();
@@ -256,7 +288,8 @@ export class Store<M extends RowMap = RowMap> {
     // A failure that is not one command's (a broken invariant, the disk, memory after the disk) fails the store.
     let stage: StoreFailedError['stage'] = 'apply';
     try {
-      const { group, encoded, results } = this.prepare(cmds);
+      const encoded = new Map<string, Uint8Array | null>();
+      const { group, results } = this.prepare(cmds, encoded);
       const index = this.checkIndex(opts.index);
       const ops = batchOps(encoded, index);
       stage = 'write';
@@ -289,9 +322,9 @@ export class Store<M extends RowMap = RowMap> {
     this.enterApply(cmds);
     let stage: StoreFailedError['stage'] = 'apply';
     try {
-      const { group, encoded, results } = this.prepare(cmds);
+      // staged directly: a failure before the publish fails the store, which then never writes what is staged
+      const { group, results } = this.prepare(cmds, this.staged);
       this.checkIndex(index);
-      for (const [key, value] of encoded) this.staged.set(key, value);
       this.stagedIndex = index;
       this.appliedIndex = index;
       stage = 'publish';
@@ -320,7 +353,14 @@ export class Store<M extends RowMap = RowMap> {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    const next = this.flushing.then(() => this.writeStaged());
+    // a flush queued behind the batch being written, not started yet, writes everything staged by the time it
+    // starts: later calls join it (so a slow disk queues one flush, not one per apply)
+    if (this.queuedFlush !== null) return this.queuedFlush;
+    const next = this.flushing.then(() => {
+      this.queuedFlush = null;
+      return this.writeStaged();
+    });
+    this.queuedFlush = next;
     this.flushing = next.catch(() => {});
     return next;
   }
@@ -372,47 +412,46 @@ export class Store<M extends RowMap = RowMap> {
   }
 
   /**
-   * Applies each command into its own overlay over the group's: the merged overlay, the LevelDB writes of the
-   * successful commands (key → encoded row, null: delete; the last write of each key) and every command's result.
+   * Applies each command into the group's overlay (a failed one undone): the overlay and every command's result.
+   * The LevelDB writes of the successful commands (key → encoded row, null: delete) are set in `writes`, in order
+   * (the last write of a key wins).
    */
-  private prepare(cmds: Command[]): { group: Txn; encoded: Map<string, Uint8Array | null>; results: CommandResult[] } {
+  private prepare(cmds: Command[], writes: Map<string, Uint8Array | null>): { group: Txn; results: CommandResult[] } {
     const group = new Txn(this);
-    const encoded = new Map<string, Uint8Array | null>();
     const results: CommandResult[] = [];
-    for (const cmd of cmds) {
-      const txn = new Txn(group);
-      let writes: Array<[string, Uint8Array | null]>;
+    const encoded = this.encoded;
+    for (let i = 0; i < cmds.length; i++) {
+      const cmd = cmds[i]!;
+      group.begin();
       let value: unknown;
       try {
-        value = applyCommand(this.schema, txn, cmd);
-        writes = encodeWrites(txn);
+        value = applyCommand(this.schema, group, cmd);
+        encoded.encode(group);
       } catch (err) {
+        group.rollback(); // nothing of the command is written
         results.push({ ok: false, error: commandError(cmd, err) });
-        continue; // the command's overlay is dropped: nothing of it is written
+        continue;
       }
-      txn.mergeInto(group);
-      for (const [key, bytes] of writes) encoded.set(key, bytes);
+      group.commit();
+      encoded.moveTo(writes);
       results.push({ ok: true, value });
     }
-    let groupWrites = 0;
-    for (const writes of group.writes.values()) groupWrites += writes.size;
-    assert(encoded.size === groupWrites, `${encoded.size} encoded rows for ${groupWrites} writes`);
-    return { group, encoded, results };
+    return { group, results };
   }
 
   private publish(group: Txn): void {
     this.epoch++;
     const changes: Change[] = [];
-    for (const [entity, writes] of group.writes) {
+    group.writes.forEach((writes, entity) => {
       const c: Collection = this.collection(entity);
       if (writes.size > 0) this.collectionEpochs.set(entity, (this.collectionEpochs.get(entity) ?? 0) + 1);
-      for (const [id, row] of writes) {
+      writes.forEach((row, id) => {
         const before = c.get(id);
         if (row) c.put(row);
         else c.delete(id);
         changes.push({ entity, id, before, after: row ?? undefined });
-      }
-    }
+      });
+    });
     this.derived.update(changes, this);
     for (const l of this.listeners) l(changes);
   }
@@ -512,7 +551,8 @@ export class Store<M extends RowMap = RowMap> {
         let list = loaded.get(entity);
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
-          ops.push({ type: 'put', key: `${ENTITY_PREFIX}${entity}${SEP}${row.id}`, value: packr.pack(row) });
+          ops.push({ type: 'put', key: entityKey(entity, row.id), value: packr.pack(row) });
+          storeValuesOf(row);
           list.push(row);
           count++;
           if (ops.length === RESTORE_BATCH_ROWS) await flushOps();
@@ -571,7 +611,7 @@ export class Store<M extends RowMap = RowMap> {
 
   async putMeta(key: string, value: unknown): Promise<void> {
     if (this.failure !== null) throw this.failure;
-    const { bytes } = encodeFaithfully(value);
+    const bytes = encodeChecked(value);
     try {
       await this.db.put(META_PREFIX + key, bytes, { sync: true });
     } catch (err) {

@@ -1,16 +1,29 @@
-import { indexValues } from './collection.js';
-import type { EntityOf, Row, RowMap } from './types.js';
+import { addId, forEachIndexValue, removeId } from './collection.js';
+import { assert, type EntityOf, type Row, type RowMap } from './types.js';
 
 /** Read access to a state: the published store, or a transaction layered on it. `M`: the row types (types.ts). */
 export interface StateReader<M extends RowMap = RowMap> {
   get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined;
-  /** Ids of `entity` rows whose `field` equals (sets: contains) `value`. The field must be indexed, unique or `id`. */
+  /**
+   * Ids of `entity` rows whose `field` equals (sets: contains) `value`. The field must be indexed, unique or `id`.
+   * A fresh array, the caller's to change.
+   */
   lookup(entity: EntityOf<M>, field: string, value: unknown): string[];
 }
 
+/** In the journal: the row had no write in the overlay before. */
+const ABSENT = Symbol('absent');
+
+/** Bound on the writes one command may make (a batch of MAX_BATCH_OPS commands, each cascading a little). */
+const MAX_JOURNAL = 1 << 20;
+
+/** The command's writes before this many are de-duplicated by scanning, after it through a Set. */
+const SCAN_WRITTEN_MAX = 32;
+
 /**
- * A write overlay on a StateReader. Commands apply into a Txn; a failed command's Txn is dropped (nothing
- * half-applied), a successful one is merged into its parent. The outermost Txn of a group becomes one LevelDB batch.
+ * A write overlay on a StateReader: the writes of a group of commands, which becomes one LevelDB batch. Each command
+ * applies into it between `begin` and `commit`; a command that fails is undone (`rollback`), so nothing of it is
+ * half-applied. The journal of the command being applied lists every write it made with what it replaced.
  *
  * Lookups see through the overlay: parent ids not rewritten here, plus overlay rows that match. Overlay matches
  * come from per-field indexes built on first use and kept up to date by put/del, so a group of thousands of
@@ -19,8 +32,14 @@ export interface StateReader<M extends RowMap = RowMap> {
 export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   /** entity → id → new row, or null for a delete. Insertion-ordered, so replay order is deterministic. */
   readonly writes = new Map<string, Map<string, Row | null>>();
-  /** entity → field → value → ids of overlay rows holding it. */
-  private readonly overlayIdx = new Map<string, Map<string, Map<unknown, Set<string>>>>();
+  /** entity → field → value → ids of overlay rows holding it (made on the first lookup through the overlay). */
+  private overlayIdx: Map<string, Map<string, Map<unknown, Set<string>>>> | null = null;
+  /** The journal (between `begin` and `commit`/`rollback`): entity, id and replaced value of each write, in order. */
+  private journaling = false;
+  private journalLength = 0;
+  private readonly journalEntities: string[] = [];
+  private readonly journalIds: string[] = [];
+  private readonly journalPrev: Array<Row | null | typeof ABSENT> = [];
 
   constructor(private readonly parent: StateReader<M>) {}
 
@@ -35,7 +54,11 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
     const w = this.writes.get(entity);
     const base = this.parent.lookup(entity, field, value);
     if (!w || w.size === 0) return base;
-    const out = base.filter((id) => !w.has(id));
+    // the parent's answer is a fresh array (StateReader.lookup): drop the ids rewritten here in place
+    let kept = 0;
+    for (let i = 0; i < base.length; i++) if (!w.has(base[i]!)) base[kept++] = base[i]!;
+    base.length = kept;
+    const out = base;
     if (field === 'id') {
       if (typeof value === 'string' && w.get(value)) out.push(value);
       return out;
@@ -46,61 +69,113 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   }
 
   private fieldIndex(entity: string, field: string): Map<unknown, Set<string>> {
+    if (this.overlayIdx === null) this.overlayIdx = new Map();
     let byField = this.overlayIdx.get(entity);
     if (!byField) this.overlayIdx.set(entity, (byField = new Map()));
     let idx = byField.get(field);
     if (!idx) {
       byField.set(field, (idx = new Map()));
-      for (const [id, row] of this.writes.get(entity) ?? []) if (row) addTo(idx, row, field, id);
+      for (const [id, row] of this.writes.get(entity) ?? []) if (row) forEachIndexValue(row, field, addId, idx, id);
     }
     return idx;
   }
 
   private reindex(entity: string, id: string, next: Row | null): void {
-    const byField = this.overlayIdx.get(entity);
+    const byField = this.overlayIdx?.get(entity);
     if (!byField) return;
     const prev = this.writes.get(entity)?.get(id);
-    for (const [field, idx] of byField) {
-      if (prev) for (const v of indexValues(prev, field)) idx.get(v)?.delete(id);
-      if (next) addTo(idx, next, field, id);
-    }
+    byField.forEach((idx, field) => {
+      if (prev) forEachIndexValue(prev, field, removeId, idx, id);
+      if (next) forEachIndexValue(next, field, addId, idx, id);
+    });
   }
 
   put<E extends EntityOf<M>>(entity: E, row: M[E]): void {
-    this.reindex(entity, row.id, row);
-    let w = this.writes.get(entity);
-    if (!w) this.writes.set(entity, (w = new Map()));
-    w.set(row.id, row);
+    this.write(entity, row.id, row);
   }
 
   del(entity: EntityOf<M>, id: string): void {
-    this.reindex(entity, id, null);
-    let w = this.writes.get(entity);
-    if (!w) this.writes.set(entity, (w = new Map()));
-    w.set(id, null);
+    this.write(entity, id, null);
   }
 
-  /** Moves this overlay's writes into `into` (the parent), in order. */
-  mergeInto(into: Txn<M>): void {
-    // the keys of `writes` are entity names of M (written by put/del)
-    for (const [entity, w] of this.writes as Map<EntityOf<M>, Map<string, M[EntityOf<M>] | null>>) {
-      for (const [id, row] of w) {
-        if (row) into.put(entity, row);
-        else into.del(entity, id);
-      }
+  private write(entity: string, id: string, row: Row | null): void {
+    let w = this.writes.get(entity);
+    if (!w) this.writes.set(entity, (w = new Map()));
+    if (this.journaling) {
+      const i = this.journalLength++;
+      assert(i < MAX_JOURNAL, `a command writing more than ${MAX_JOURNAL} rows`);
+      this.journalEntities[i] = entity;
+      this.journalIds[i] = id;
+      this.journalPrev[i] = w.has(id) ? w.get(id)! : ABSENT;
     }
+    this.reindex(entity, id, row);
+    w.set(id, row);
+  }
+
+  /** Starts the journal of a command: its writes can be undone (`rollback`) or kept (`commit`). */
+  begin(): void {
+    assert(!this.journaling, 'begin inside a command');
+    this.journaling = true;
+    this.journalLength = 0;
+  }
+
+  /** Keeps the command's writes. */
+  commit(): void {
+    assert(this.journaling, 'commit outside a command');
+    this.endJournal();
+  }
+
+  /** Undoes every write of the command, last first: the overlay is as it was at `begin`. */
+  rollback(): void {
+    assert(this.journaling, 'rollback outside a command');
+    for (let i = this.journalLength - 1; i >= 0; i--) {
+      const entity = this.journalEntities[i]!;
+      const id = this.journalIds[i]!;
+      const prev = this.journalPrev[i]!;
+      const w = this.writes.get(entity)!;
+      this.reindex(entity, id, prev === ABSENT ? null : prev);
+      if (prev === ABSENT) w.delete(id);
+      else w.set(id, prev);
+    }
+    this.endJournal();
+  }
+
+  private endJournal(): void {
+    for (let i = 0; i < this.journalLength; i++) this.journalPrev[i] = null; // nothing kept alive by the journal
+    this.journalLength = 0;
+    this.journaling = false;
+  }
+
+  /**
+   * Calls `visit(entity, id, row)` once for every row the command being applied wrote (its value now: a row, or null
+   * for a delete). Bounded by the journal's length.
+   */
+  forEachWritten(visit: (entity: string, id: string, row: Row | null) => void): void {
+    assert(this.journaling, 'forEachWritten outside a command');
+    const n = this.journalLength;
+    const seen = n > SCAN_WRITTEN_MAX ? new Set<string>() : null;
+    // last write first: a row written again later is visited at its last write only
+    for (let i = n - 1; i >= 0; i--) {
+      const entity = this.journalEntities[i]!;
+      const id = this.journalIds[i]!;
+      if (seen !== null) {
+        const key = `${entity}\u0000${id}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      } else if (this.writtenAfter(i, entity, id)) continue;
+      visit(entity, id, this.writes.get(entity)!.get(id)!);
+    }
+  }
+
+  private writtenAfter(i: number, entity: string, id: string): boolean {
+    for (let j = i + 1; j < this.journalLength; j++) {
+      if (this.journalIds[j] === id && this.journalEntities[j] === entity) return true;
+    }
+    return false;
   }
 
   get empty(): boolean {
     for (const w of this.writes.values()) if (w.size > 0) return false;
     return true;
-  }
-}
-
-function addTo(idx: Map<unknown, Set<string>>, row: Row, field: string, id: string): void {
-  for (const v of indexValues(row, field)) {
-    let set = idx.get(v);
-    if (!set) idx.set(v, (set = new Set()));
-    set.add(id);
   }
 }

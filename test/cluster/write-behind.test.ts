@@ -6,14 +6,14 @@
  * mix of two — at least as far as the last flush that reported success, and replaying the log above that index
  * (what Raft does on restart) must give exactly the state of a store that applied every entry once.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Entry } from '../../raft/index.js';
 import { SeededRandom } from '../../raft/random.js';
 import { PowerLossDisk } from '../../raft/storage/power-loss-testkit.js';
 import { encodeLogged } from '../../src/cluster/codec.js';
 import { StoreStateMachine } from '../../src/cluster/state-machine.js';
 import { Schema } from '../../storage/schema.js';
-import { Store, WRITE_BEHIND_INTERVAL_MS } from '../../storage/store.js';
+import { MAX_GROUP_COMMANDS, Store, WRITE_BEHIND_FLUSH_OPS, WRITE_BEHIND_INTERVAL_MS } from '../../storage/store.js';
 import type { Command, EntityDef, Row } from '../../storage/types.js';
 import { enospc, FaultyDb, storeDbOverLogDb } from '../support/store-dbs.js';
 import { tempDirs } from '../support/temp-dir.js';
@@ -177,6 +177,38 @@ describe('write-behind store', () => {
     await new Promise((r) => setTimeout(r, WRITE_BEHIND_INTERVAL_MS * 3));
     expect(db.writes).toBe(before + 1);
     expect(store.durableIndex).toBe(50);
+    await store.close();
+  });
+
+  it('queues one flush behind a slow one, however many applies pass the flush threshold meanwhile', async () => {
+    const db = new FaultyDb(tempDir());
+    const store = await Store.open(db, new Schema(defs));
+    const sm = new StoreStateMachine(store);
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const batch = db.batch.bind(db);
+    db.batch = async (ops, opts) => {
+      await slow;
+      return batch(ops, opts);
+    };
+    const written = vi.spyOn(store as unknown as { writeStaged(): Promise<void> }, 'writeStaged');
+    let index = 1;
+    const apply = async (n: number) => {
+      for (let done = 0; done < n; done += MAX_GROUP_COMMANDS) {
+        const size = Math.min(MAX_GROUP_COMMANDS, n - done);
+        await sm.apply(creates(index, size));
+        index += size;
+      }
+    };
+    await apply(WRITE_BEHIND_FLUSH_OPS); // starts a flush, which waits on the slow disk
+    await new Promise((r) => setImmediate(r));
+    expect(written).toHaveBeenCalledTimes(1);
+    await apply(WRITE_BEHIND_FLUSH_OPS); // past the threshold again: queues a flush
+    for (let i = 0; i < 20; i++) await apply(1); // each past the threshold: joins the queued flush
+    release();
+    await store.flush();
+    expect(written).toHaveBeenCalledTimes(2);
+    expect(store.durableIndex).toBe(index - 1);
     await store.close();
   });
 

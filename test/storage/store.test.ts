@@ -194,6 +194,50 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('undoes a failed command over the earlier writes of its group, and stores each row a command wrote once', async () => {
+    const dir = tempDir();
+    let s = await open(dir);
+    const rename = (id: string, name: string): Command => ({
+      op: 'update',
+      entity: 'policies',
+      id,
+      set: { name },
+      at: AT,
+    });
+    const results = await s.applyGroup(
+      [
+        create('policies', 'p1', { name: 'P' }),
+        // renames p1, then fails: p1 keeps its name from the first command, and its unique value
+        {
+          op: 'batch',
+          ops: [rename('p1', 'Q'), create('policies', 'p2', { name: 'R' }), create('policies', 'p3', { name: 'Q' })],
+        },
+        create('policies', 'p4', { name: 'Q' }),
+        create('policies', 'p5', { name: 'P' }),
+        // written twice, and forty times (past the scan of the written rows): stored once, as last written
+        { op: 'batch', ops: [create('policies', 'p6', { name: 'S' }), rename('p6', 'T')] },
+        {
+          op: 'batch',
+          ops: [
+            create('policies', 'p7', { name: 'U0' }),
+            ...Array.from({ length: 40 }, (_, i) => rename('p7', `U${i + 1}`)),
+          ],
+        },
+      ],
+      { sync: true, index: 1 },
+    );
+    expect(results.map((r) => (r.ok ? 'ok' : r.error.code))).toEqual(['ok', 'UNIQUE', 'ok', 'UNIQUE', 'ok', 'ok']);
+    const names = (st: Store) => [...st.collection('policies').scan()].map((r) => `${r.id}:${r.name}`);
+    const want = ['p1:P', 'p4:Q', 'p6:T', 'p7:U40'];
+    expect(names(s)).toEqual(want);
+    await s.close();
+    s = await open(dir);
+    expect(names(s)).toEqual(want);
+    expect(s.lookup('policies', 'name', 'U40')).toEqual(['p7']);
+    expect(s.lookup('policies', 'name', 'U39')).toEqual([]);
+    await s.close();
+  });
+
   it('a command that breaks an invariant is rejected alone; the rest of its group commits', async () => {
     const s = await open();
     const r = await s.applyGroup(
