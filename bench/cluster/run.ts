@@ -3,8 +3,10 @@
  * through a 3-node Keel cluster, beside a 3-member etcd cluster loaded through its JSON gateway (`POST
  * /v3/kv/put`, a value as long as Keel's identity body) in the same run, with the same load generator (wrk,
  * threads spread over the three members' ports) at the same concurrencies; then kill -9 failover trials on Keel.
+ * Like Keel's, etcd's peer links are mutual TLS (`--etcd-peer-plain`: plain HTTP, as before 2026-11-26).
  *
  *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256] [--via all|leader|followers]
+ *                            [--etcd-peer-plain]
  *
  * Everything started here is stopped at the end, also on failure or Ctrl-C; the run is bounded in time.
  */
@@ -12,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NodeProcess } from '../../src/cluster/processes.js';
-import { EtcdCluster, etcdVersion } from '../raft/etcd.js';
+import { describeEtcdPeers, EtcdCluster, type EtcdPeers, etcdVersion } from '../raft/etcd.js';
 import { fmt, freePorts, row } from '../raft/run.js';
 import { LatencySamples } from '../raft/stats.js';
 import { type Accounted, startAccounting } from './cpu.js';
@@ -26,6 +28,8 @@ export interface ClusterBenchOptions {
   concurrencies: number[];
   /** Which members' ports the load goes to: all three (the default), only the leader, or only the followers. */
   via: Via;
+  /** etcd's peer links: mutual TLS like Keel's (the default), or plain HTTP (`--etcd-peer-plain`). */
+  etcdPeers: EtcdPeers;
 }
 
 type Via = 'all' | 'leader' | 'followers';
@@ -44,13 +48,20 @@ const TARGET_WRITES_RATIO = 2;
 const TARGET_FAILOVER_P99_MS = 1500;
 
 export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
-  const opts: ClusterBenchOptions = { quick: false, trials: 0, concurrencies: [16, 64, 256], via: 'all' };
+  const opts: ClusterBenchOptions = {
+    quick: false,
+    trials: 0,
+    concurrencies: [16, 64, 256],
+    via: 'all',
+    etcdPeers: 'tls',
+  };
   let trials: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') opts.quick = true;
     else if (a === '--trials') trials = Number(argv[++i]);
     else if (a === '--concurrency') opts.concurrencies = String(argv[++i]).split(',').map(Number);
+    else if (a === '--etcd-peer-plain') opts.etcdPeers = 'plain';
     else if (a === '--via') {
       const v = argv[++i] as Via;
       if (!VIAS.includes(v)) throw new Error(`--via takes ${VIAS.join('|')}`);
@@ -224,12 +235,15 @@ export async function main(argv: string[]): Promise<void> {
     `cluster benchmark: 3 Keel nodes vs 3 etcd members, wrk to ${opts.via === 'all' ? 'all members' : `the ${opts.via}`}, ` +
       `c = ${opts.concurrencies.join('/')}, ` +
       `${duration_s} s per level, ${opts.trials} failover trials${opts.quick ? ' (quick)' : ''}; ` +
+      `keel peer links mutual TLS, etcd ${describeEtcdPeers(opts.etcdPeers)}; ` +
       `load average ${loadavg()
         .map((l) => l.toFixed(1))
         .join(' ')}`,
   );
   try {
-    console.log(`· keel: 3 processes, fsync on; POST /edge/management/v1/identities, ${keelBodyBytes}-byte bodies`);
+    console.log(
+      `· keel: 3 processes, fsync on, peer links mutual TLS; POST /edge/management/v1/identities, ${keelBodyBytes}-byte bodies`,
+    );
     let cluster: KeelBenchCluster | null = null;
     let keel: WrkResult[] = [];
     const trials: Trial[] = [];
@@ -275,9 +289,12 @@ export async function main(argv: string[]): Promise<void> {
     if (version === null) {
       console.log('· etcd: NOT INSTALLED (apt-get install etcd-server): no baseline');
     } else {
-      console.log(`· etcd ${version}: 3 members, fsync on; POST /v3/kv/put, ${keelBodyBytes}-byte values`);
+      console.log(
+        `· etcd ${version}: 3 members, fsync on, ${describeEtcdPeers(opts.etcdPeers)}; ` +
+          `POST /v3/kv/put, ${keelBodyBytes}-byte values`,
+      );
       try {
-        etcd = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6));
+        etcd = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6), opts.etcdPeers);
         const valueB64 = Buffer.alloc(keelBodyBytes, 42).toString('base64');
         etcdResults = await loadLevels(
           'etcd',

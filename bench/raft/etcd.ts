@@ -2,13 +2,17 @@
  * Baseline: a 3-member etcd cluster on loopback (Debian's etcd-server), loaded with puts of the same payload,
  * sent to the leader either over etcd's native gRPC API (a minimal hand-rolled client on node:http2: one
  * multiplexed connection, protobuf PutRequest, like etcd's own clientv3) or through its HTTP/JSON gateway
- * (POST /v3/kv/put, keep-alive agents).
+ * (POST /v3/kv/put, keep-alive agents). The members' peer links are plain HTTP or mutual TLS (`peers`): with TLS
+ * each member gets a peer certificate made for the run by Keel's own PKI (preparePeerPki: ECDSA P-256, SANs
+ * 127.0.0.1/localhost, one cluster CA), the same kind Keel's peer links use. Clients always talk plain HTTP.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { type ClientHttp2Session, connect } from 'node:http2';
 import { join } from 'node:path';
+import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
+import { PKI_FILES } from '../../src/pki/pki-dir.js';
 import { closedLoop, type LoadResult } from './stats.js';
 
 export function etcdVersion(): string | null {
@@ -82,6 +86,28 @@ function grpcPut(session: ClientHttp2Session, key: Buffer, value: Buffer): Promi
   });
 }
 
+/** How the members talk to each other: plain HTTP, or mutual TLS with certificates made for the run. */
+export type EtcdPeers = 'plain' | 'tls';
+
+/** What a run prints for `peers`. */
+export function describeEtcdPeers(peers: EtcdPeers): string {
+  return peers === 'tls' ? 'peer links mutual TLS (ECDSA P-256)' : 'peer links plain HTTP';
+}
+
+/**
+ * The peer-link flags of member `name`: none for plain peers; else its certificate, key and the cluster CA from
+ * `pkiDir(name)`, and peer certificates required and checked on both sides.
+ */
+function peerTlsFlags(peers: EtcdPeers, pkiDir: string): string[] {
+  if (peers === 'plain') return [];
+  return [
+    `--peer-cert-file=${join(pkiDir, PKI_FILES.nodeCert)}`,
+    `--peer-key-file=${join(pkiDir, PKI_FILES.nodeKey)}`,
+    `--peer-trusted-ca-file=${join(pkiDir, PKI_FILES.caCert)}`,
+    '--peer-client-cert-auth',
+  ];
+}
+
 export class EtcdCluster {
   private constructor(
     private readonly procs: ChildProcess[],
@@ -94,12 +120,16 @@ export class EtcdCluster {
     return this.procs.map((p) => p.pid ?? 0);
   }
 
-  /** ports: 6 free ports (3 client, 3 peer). */
-  static async start(baseDir: string, ports: number[]): Promise<EtcdCluster> {
+  /** ports: 6 free ports (3 client, 3 peer); peers: plain HTTP (the default) or mutual TLS between members. */
+  static async start(baseDir: string, ports: number[], peers: EtcdPeers = 'plain'): Promise<EtcdCluster> {
     const names = ['e1', 'e2', 'e3'];
     const client = ports.slice(0, 3);
     const peer = ports.slice(3, 6);
-    const initial = names.map((n, i) => `${n}=http://127.0.0.1:${peer[i]}`).join(',');
+    // outside the members' data directories: etcd owns those
+    const certsOf = (name: string) => join(baseDir, 'peer-certs', name);
+    if (peers === 'tls') await preparePeerPki(names, certsOf, LOCAL_HOSTS);
+    const scheme = peers === 'tls' ? 'https' : 'http';
+    const initial = names.map((n, i) => `${n}=${scheme}://127.0.0.1:${peer[i]}`).join(',');
     const procs: ChildProcess[] = [];
     for (const [i, name] of names.entries()) {
       const dir = join(baseDir, name);
@@ -111,8 +141,9 @@ export class EtcdCluster {
           `--data-dir=${dir}`,
           `--listen-client-urls=http://127.0.0.1:${client[i]}`,
           `--advertise-client-urls=http://127.0.0.1:${client[i]}`,
-          `--listen-peer-urls=http://127.0.0.1:${peer[i]}`,
-          `--initial-advertise-peer-urls=http://127.0.0.1:${peer[i]}`,
+          `--listen-peer-urls=${scheme}://127.0.0.1:${peer[i]}`,
+          `--initial-advertise-peer-urls=${scheme}://127.0.0.1:${peer[i]}`,
+          ...peerTlsFlags(peers, join(certsOf(name), 'pki')),
           `--initial-cluster=${initial}`,
           '--initial-cluster-token=keel-bench',
           '--initial-cluster-state=new',

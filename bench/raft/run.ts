@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EtcdCluster, etcdVersion } from './etcd.js';
+import { describeEtcdPeers, EtcdCluster, etcdVersion } from './etcd.js';
 import { levelDbFloor } from './floor.js';
 import { KeelCluster } from './keel-cluster.js';
 import type { LoadResult } from './stats.js';
@@ -102,9 +102,12 @@ export async function main(argv: string[]): Promise<void> {
       console.log('· etcd: NOT INSTALLED (apt-get install -y etcd-server) — ratio to the floor only');
     } else {
       const via = opts.etcdGateway ? 'the HTTP/JSON gateway (keep-alive)' : 'gRPC (one HTTP/2 connection)';
-      console.log(`· etcd ${version}: 3 members on loopback, puts to the leader via ${via} …`);
+      // plain peers on both sides here: this benchmark's Keel transport is plain WebSockets (no TLS configured)
+      console.log(
+        `· etcd ${version}: 3 members on loopback, ${describeEtcdPeers('plain')}, puts to the leader via ${via} …`,
+      );
       try {
-        const e = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6));
+        const e = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6), 'plain');
         const results: LoadResult[] = [];
         try {
           for (const c of concurrencies) {
