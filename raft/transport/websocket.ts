@@ -19,7 +19,6 @@ import { WebSocket, WebSocketServer } from 'ws';
 import type { Message, NodeId } from '../types.js';
 import { backoffDelay_ms } from './backoff.js';
 import { decodeFrame, encodeMessage, type FrameError } from './codec.js';
-import { corkForTurn } from './cork.js';
 import {
   handshakeHeaders,
   type LinkCheck,
@@ -538,7 +537,6 @@ export class WebSocketTransport implements Transport {
   private flush(p: Peer): void {
     const conn = p.conn;
     if (conn === null || conn.ws.readyState !== WebSocket.OPEN) return;
-    if (p.queue.length > 0) corkForTurn(conn.ws);
     while (p.queue.length > 0 && conn.inflight_bytes < this.maxInflight_bytes) {
       const parts = p.queue.takeFrame(this.maxPayload_bytes);
       const frame = parts.length === 1 ? parts[0]! : Buffer.concat(parts);

@@ -17,7 +17,6 @@
  */
 import { Packr } from 'msgpackr';
 import WebSocket, { type WebSocketServer } from 'ws';
-import { corkForTurn } from '../../raft/index.js';
 import { MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
 import { guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
@@ -157,10 +156,7 @@ export function serveForwards(
 }
 
 function answer(ws: WebSocket, id: number, results: ForwardResult[] | null): void {
-  if (ws.readyState !== WebSocket.OPEN) return;
-  // the answers of one turn (one commit) leave in one write
-  corkForTurn(ws);
-  ws.send(encodeForwardAnswer(id, results), { binary: true });
+  if (ws.readyState === WebSocket.OPEN) ws.send(encodeForwardAnswer(id, results), { binary: true });
 }
 
 export interface ForwardTls {
