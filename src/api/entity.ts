@@ -571,7 +571,10 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           delete data.id;
           const at = ctx.svc.nowIso();
           const cmd: Command = withExpect({ op: 'create', entity: entity.name, id, data, at }, w.expect);
-          const extra = entity.alsoOnCreate ? await entity.alsoOnCreate(id, ctx.body, ctx.svc, at) : [];
+          // awaited only when it answers with a promise: the common create (e.g. an identity with no enrollment)
+          // stays synchronous up to the write
+          const also = entity.alsoOnCreate?.(id, ctx.body, ctx.svc, at) ?? [];
+          const extra = also instanceof Promise ? await also : also;
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return created(entity.name, id);
         },

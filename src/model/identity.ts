@@ -261,37 +261,10 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
   },
   // `disabled` lapses with the clock when the disable has an end
   cacheable: (row) => !row.disabledUntil,
-  async alsoOnCreate(id, body, svc, at) {
-    const e = body.enrollment as { ott?: boolean; ottca?: string; updb?: string } | undefined;
-    if (!e) return [];
-    const out: Command[] = [];
-    const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
-    const add = async (method: string, extra: Record<string, unknown>, expect: Expect[] = []) => {
-      const data = { ...(await enrollmentFields(svc, id, method, expiresAtMs)), ...extra };
-      out.push({
-        op: 'create',
-        entity: 'enrollments',
-        id: shortId(),
-        at,
-        data,
-        ...(expect.length > 0 ? { expect } : {}),
-      });
-    };
-    // As OpenZiti: one enrollment, the first of ott → ottca → updb that is asked for.
-    if (e.ott === true) {
-      await add('ott', {});
-    } else if (e.ottca) {
-      await add('ottca', { caId: ottcaCaId(svc, e.ottca, 'enrollment.ottca') });
-    } else if (typeof e.updb === 'string' && e.updb !== '') {
-      if (e.updb.length < 4 || e.updb.length > 100)
-        throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
-      const free = usernameFree(e.updb, 'enrollment.updb');
-      if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {
-        throw fieldError(free.errorField!, free.reason, e.updb);
-      }
-      await add('updb', { username: e.updb }, [free]);
-    }
-    return out;
+  // synchronous when no enrollment is asked for (the common create): no promise, no await on the write path
+  alsoOnCreate(id, body, svc, at) {
+    const e = body.enrollment as EnrollmentRequest | undefined;
+    return e ? enrollmentOnCreate(e, id, svc, at) : [];
   },
   beforeDelete(row, _svc, caller): Expect[] {
     const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);
@@ -336,3 +309,37 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
     return out;
   },
 });
+
+type EnrollmentRequest = { ott?: boolean; ottca?: string; updb?: string };
+
+/** The enrollment an identity create asks for (`enrollment` in its body), as commands of the same write. */
+async function enrollmentOnCreate(e: EnrollmentRequest, id: string, svc: Services, at: string): Promise<Command[]> {
+  const out: Command[] = [];
+  const expiresAtMs = svc.clock.now() + DEFAULT_ENROLLMENT_DURATION_MS;
+  const add = async (method: string, extra: Record<string, unknown>, expect: Expect[] = []) => {
+    const data = { ...(await enrollmentFields(svc, id, method, expiresAtMs)), ...extra };
+    out.push({
+      op: 'create',
+      entity: 'enrollments',
+      id: shortId(),
+      at,
+      data,
+      ...(expect.length > 0 ? { expect } : {}),
+    });
+  };
+  // As OpenZiti: one enrollment, the first of ott → ottca → updb that is asked for.
+  if (e.ott === true) {
+    await add('ott', {});
+  } else if (e.ottca) {
+    await add('ottca', { caId: ottcaCaId(svc, e.ottca, 'enrollment.ottca') });
+  } else if (typeof e.updb === 'string' && e.updb !== '') {
+    if (e.updb.length < 4 || e.updb.length > 100)
+      throw fieldError('enrollment.updb', 'username must be 4 to 100 characters', e.updb);
+    const free = usernameFree(e.updb, 'enrollment.updb');
+    if (svc.store.lookup('authenticators', 'username', e.updb).length > 0) {
+      throw fieldError(free.errorField!, free.reason, e.updb);
+    }
+    await add('updb', { username: e.updb }, [free]);
+  }
+  return out;
+}
