@@ -111,8 +111,9 @@ describe('WebSocketTransport', () => {
   });
 
   it('redials a peer in backoff at once for an election request, not for other messages', async () => {
-    // A long backoff (2.5..5 s): without the immediate redial the pre-vote would wait for the backoff timer.
-    const a = transport({ id: 'a', backoff: { min_ms: 5000, max_ms: 5000 } });
+    // A long backoff (30..60 s): without the immediate redial the pre-vote would wait for the backoff timer, far
+    // beyond the 10 s wait below, which leaves a loaded machine room to connect (1.5 s was tight under load).
+    const a = transport({ id: 'a', backoff: { min_ms: 60_000, max_ms: 60_000 } });
     let b = transport({ id: 'b' });
     const addrB = await b.listen(0);
     const port = Number(addrB.split(':')[1]);
@@ -128,7 +129,7 @@ describe('WebSocketTransport', () => {
     expect(a.peers()[0]!.state).toBe('backoff');
     const preVote: Message = { ...msg('a', 'b', 2), type: 'preVote', entries: [] };
     a.send([preVote]);
-    await waitFor(() => gotB.length === 2, 1500);
+    await waitFor(() => gotB.length === 2, 10_000);
     expect(gotB.map((m) => m.type)).toEqual(['append', 'preVote']);
     expect(a.peers()[0]!.connects).toBe(1);
   });
