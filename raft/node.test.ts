@@ -292,8 +292,10 @@ async function converge(members: Member[], timeout_ms = 15_000): Promise<void> {
 /**
  * Runs `scenario` against the current leader, and again against the next one (at most `attempts` times in all) when
  * it failed after the leadership moved: on a loaded machine a follower may miss heartbeats, time out and win an
- * election mid-scenario, which is Raft working, not a failure of what the scenario asserts about a stable leader. A
- * failure while the term did not move is a failure, and so is a leadership that keeps moving.
+ * election mid-scenario (or only start one, forgetting the leader, or the leader, missing a quorum's answers, steps
+ * down), which is Raft working, not a failure of what the scenario asserts about a stable leader. A failure while
+ * every member followed the same leader in the same term throughout is a failure, and so is a leadership that keeps
+ * moving.
  */
 async function withStableLeader<T>(
   c: MemCluster,
@@ -303,11 +305,21 @@ async function withStableLeader<T>(
   for (let attempt = 1; ; attempt++) {
     const leader = await c.waitLeader();
     const term = leader.term();
+    // a member that stops following this leader, even for a moment (a pre-candidate forgets its leader in the same
+    // term), is a leadership change too
+    let lostLeader = 0;
+    const unsubscribe = [...c.members.values()].map((m) =>
+      m.node.onLeaderChange((id) => {
+        if (id !== leader.id) lostLeader++;
+      }),
+    );
     try {
       return await scenario(leader, attempt);
     } catch (err) {
-      const moved = [...c.members.values()].some((m) => m.node.term() > term);
+      const moved = lostLeader > 0 || !leader.isLeader() || [...c.members.values()].some((m) => m.node.term() > term);
       if (!moved || attempt >= attempts) throw err;
+    } finally {
+      for (const off of unsubscribe) off();
     }
   }
 }
