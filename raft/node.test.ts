@@ -156,6 +156,11 @@ const FAST = { tick_ms: 10, electionTicks: 10, heartbeatTicks: 1 } satisfies Par
 class MemCluster {
   readonly net = new MemoryNetwork();
   readonly members = new Map<NodeId, Member>();
+  /**
+   * The leader each member's node last reported (onLeaderChange): what its propose() and reads go by, which lags
+   * the core's leaderId() while the node's loop is busy (under load, long enough to refuse naming no leader).
+   */
+  readonly followed = new Map<NodeId, NodeId | null>();
   readonly ids: NodeId[];
 
   constructor(
@@ -189,6 +194,7 @@ class MemCluster {
       ...this.extra,
       ...opts.extra,
     });
+    node.onLeaderChange((leader) => this.followed.set(id, leader));
     const m = { node, log, sm, mem: transport };
     this.members.set(id, m);
     return m;
@@ -305,20 +311,27 @@ async function withStableLeader<T>(
   for (let attempt = 1; ; attempt++) {
     const leader = await c.waitLeader();
     const term = leader.term();
-    // a member that stops following this leader, even for a moment (a pre-candidate forgets its leader in the same
-    // term), is a leadership change too
+    // A member that stops following this leader, even for a moment, is a leadership change too: a pre-candidate
+    // forgets its leader in the same term and asks for (pre-)votes, seen on the network.
     let lostLeader = 0;
     const unsubscribe = [...c.members.values()].map((m) =>
       m.node.onLeaderChange((id) => {
         if (id !== leader.id) lostLeader++;
       }),
     );
+    const filter = c.net.filter;
+    c.net.filter = (m) => {
+      if (m.type === 'preVote' || m.type === 'vote') lostLeader++;
+      return filter === null ? 'deliver' : filter(m);
+    };
     try {
       return await scenario(leader, attempt);
     } catch (err) {
+      await sleep(5 * (FAST.tick_ms ?? 10)); // the nodes process what they stepped (a campaign's messages go out)
       const moved = lostLeader > 0 || !leader.isLeader() || [...c.members.values()].some((m) => m.node.term() > term);
       if (!moved || attempt >= attempts) throw err;
     } finally {
+      c.net.filter = filter;
       for (const off of unsubscribe) off();
     }
   }
@@ -340,7 +353,7 @@ describe('RaftNode over the in-memory transport', () => {
     await withStableLeader(c, async (leader, attempt) => {
       const follower = [...c.members.values()].find((m) => m.node !== leader)!;
       await waitFor(
-        () => follower.node.leaderId() === leader.id || !leader.isLeader(),
+        () => c.followed.get(follower.node.id) === leader.id || !leader.isLeader(),
         10_000,
         'the follower to know the leader',
       );
