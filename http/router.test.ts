@@ -167,9 +167,25 @@ describe('Router scale', () => {
       expect(found(r.match('PATCH', `${BASE}/${e}/42`)).handler.name).toBe(`patch-${e}`);
       expect(found(r.match('GET', `${BASE}/${e}/42/things`)).params).toEqual({ id: '42' });
     }
-    // a lookup walks segments, not routes: 100k lookups stay well under a second
-    const started = performance.now();
-    for (let i = 0; i < 100_000; i++) r.match('GET', `${BASE}/entity-39/${i}`);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // A lookup walks segments, not routes: among these 280 routes it costs about what it costs among the 7 of one
+    // entity (a scan would cost ~40×). Compared in the same run rather than against a wall-clock bound, which a
+    // loaded machine can miss: rounds alternate between the two routers and the best round of each counts (the
+    // first rounds warm the JIT, a preempted round does not count).
+    const one = new Router();
+    for (const route of r.routes().filter((x) => x.pattern.includes('/entity-39/') || x.pattern.endsWith('/entity-39')))
+      one.add(route.method, route.pattern, ok('x'));
+    expect(one.routes().length).toBe(7);
+    const best_ms = [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY];
+    for (let round = 0; round < 8; round++) {
+      const router = round % 2 === 0 ? one : r;
+      const started = performance.now();
+      for (let i = 0; i < 10_000; i++) router.match('GET', `${BASE}/entity-39/${i}`);
+      best_ms[round % 2] = Math.min(best_ms[round % 2]!, performance.now() - started);
+    }
+    const [among7_ms, among280_ms] = best_ms as [number, number];
+    expect(
+      among280_ms,
+      `${among280_ms.toFixed(1)} ms among 280 routes, ${among7_ms.toFixed(1)} ms among 7`,
+    ).toBeLessThan(4 * among7_ms);
   });
 });

@@ -82,24 +82,32 @@ function request(port: number, o: RequestOptions = {}): Promise<Reply> {
 }
 
 /** Sends bytes as they are and collects whatever comes back until the server closes (or `wait_ms`). */
-function raw(port: number, text: string | Buffer, wait_ms = 2_000): Promise<string> {
+async function raw(port: number, text: string | Buffer, wait_ms = 2_000): Promise<string> {
+  return (await rawReply(port, text, wait_ms)).data;
+}
+
+/**
+ * raw(), also telling whether the server closed the connection (`closed`) or `wait_ms` passed first: what a test
+ * asserts instead of a wall-clock bound when the server must close at once (a slow machine answers late, not never).
+ */
+function rawReply(port: number, text: string | Buffer, wait_ms: number): Promise<{ data: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, HOST, () => socket.write(text));
     let data = '';
     const timer = setTimeout(() => {
       socket.destroy();
-      resolve(data);
+      resolve({ data, closed: false });
     }, wait_ms);
     socket.on('data', (c) => {
       data += c.toString('latin1');
     });
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve(data);
+      resolve({ data, closed: true });
     });
     socket.on('error', (err) => {
       clearTimeout(timer);
-      if (data.length > 0) resolve(data);
+      if (data.length > 0) resolve({ data, closed: true });
       else reject(err);
     });
   });
@@ -296,17 +304,19 @@ describe.each(['uws', 'node'] as const)('%s engine', (engine) => {
   });
 
   it('rejects a content-length beyond the discard bound with 413 before reading the body', async () => {
-    const started = Date.now();
-    const text = await raw(
+    // The body never completes: a server that waited for it would answer the request timeout (TIMEOUT_MS) instead.
+    // It answers 413 and closes (asserted as such, not as a wall-clock bound a loaded machine can miss).
+    const reply = await rawReply(
       port,
       `POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${MAX_DISCARD_BYTES + 1}\r\n\r\n{"a":`,
+      10_000,
     );
-    const res = parseRaw(text);
+    const res = parseRaw(reply.data);
     expect(res.status).toBe(413);
     expect(res.headers.connection?.toLowerCase()).toBe('close');
     expect(res.headers['content-type']).toBe('application/json');
     expect(JSON.parse(res.body).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
-    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(reply.closed).toBe(true);
   });
 
   it('reads a chunked body past the limit to its end, throwing it away, then answers 413', async () => {
@@ -496,12 +506,12 @@ describe.each(['uws', 'node'] as const)('%s engine', (engine) => {
     try {
       const held = [request(limited.port, { path: '/hold' }), request(limited.port, { path: '/hold' })];
       await gate.until(2);
-      const started = Date.now();
-      const refused = parseRaw(await raw(limited.port, 'GET /items/3 HTTP/1.1\r\nHost: x\r\n\r\n', 5_000));
+      const reply = await rawReply(limited.port, 'GET /items/3 HTTP/1.1\r\nHost: x\r\n\r\n', 10_000);
+      const refused = parseRaw(reply.data);
       expect(refused.status).toBe(429);
       expect(refused.headers.connection?.toLowerCase()).toBe('close');
       expect(JSON.parse(refused.body).error.code).toBe('SERVER_TOO_MANY_REQUESTS');
-      expect(Date.now() - started).toBeLessThan(2_000); // the server closed the connection
+      expect(reply.closed).toBe(true); // the server closed the connection (not a wall-clock bound)
       gate.releaseAll();
       for (const r of await Promise.all(held)) expect(r.status).toBe(200);
       // connections and in-flight counts drain; a new request gets through

@@ -111,8 +111,9 @@ describe('WebSocketTransport', () => {
   });
 
   it('redials a peer in backoff at once for an election request, not for other messages', async () => {
-    // A long backoff (2.5..5 s): without the immediate redial the pre-vote would wait for the backoff timer.
-    const a = transport({ id: 'a', backoff: { min_ms: 5000, max_ms: 5000 } });
+    // A long backoff (30..60 s): without the immediate redial the pre-vote would wait for the backoff timer, far
+    // beyond the 10 s wait below, which leaves a loaded machine room to connect (1.5 s was tight under load).
+    const a = transport({ id: 'a', backoff: { min_ms: 60_000, max_ms: 60_000 } });
     let b = transport({ id: 'b' });
     const addrB = await b.listen(0);
     const port = Number(addrB.split(':')[1]);
@@ -128,7 +129,7 @@ describe('WebSocketTransport', () => {
     expect(a.peers()[0]!.state).toBe('backoff');
     const preVote: Message = { ...msg('a', 'b', 2), type: 'preVote', entries: [] };
     a.send([preVote]);
-    await waitFor(() => gotB.length === 2, 1500);
+    await waitFor(() => gotB.length === 2, 10_000);
     expect(gotB.map((m) => m.type)).toEqual(['append', 'preVote']);
     expect(a.peers()[0]!.connects).toBe(1);
   });
@@ -182,9 +183,11 @@ describe('WebSocketTransport', () => {
     // the accepting side refuses the dialer (426 with the reason), the dialing side refuses the acceptor's answer
     const accept = await run(link('1', ['1']), link('2', ['2']));
     accept.a.send([msg('a', 'b', 1)]);
-    await waitFor(() => refusals(accept.errors).length > 0);
+    // the dialer learns of the 426 after the acceptor refused: wait for both (on a loaded machine it comes later)
+    const dialerGot426 = () => accept.errors.some((e) => e.side === 'a' && e.err.message.includes('426'));
+    await waitFor(() => refusals(accept.errors).length > 0 && dialerGot426());
     expect(refusals(accept.errors)[0]).toEqual(['b', 'a', 'version 2']);
-    expect(accept.errors.some((e) => e.side === 'a' && e.err.message.includes('426'))).toBe(true);
+    expect(dialerGot426()).toBe(true);
     const dial = await run(link('2', ['2']), link('1', ['1', '2']));
     dial.a.send([msg('a', 'b', 1)]);
     await waitFor(() => refusals(dial.errors).length > 0);

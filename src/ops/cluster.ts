@@ -75,22 +75,6 @@ function certInfo(pem: string | null): { certPem: string; fingerprint: string } 
     : { certPem: '', fingerprint: '' };
 }
 
-/**
- * The API base URLs of every live controller: this node's first, then each other member that answers this node's
- * status polls (by id), each URL once. A single node: its own.
- */
-export function liveApiBaseUrls(svc: Services): string[] {
-  const urls = new Set(svc.config.apiBaseUrls);
-  const cluster = svc.cluster;
-  if (cluster !== null) {
-    const others = cluster.memberView().filter((m) => m.online && m.id !== cluster.id);
-    for (const m of others.sort((a, b) => (a.id < b.id ? -1 : 1))) {
-      for (const url of m.status?.apiAddresses ?? []) urls.add(url);
-    }
-  }
-  return [...urls];
-}
-
 /** One controllers row per member (a single node lists itself). */
 export function controllerRows(svc: Services): Row[] {
   const now = svc.nowIso();

@@ -7,10 +7,10 @@
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
 import type { Services } from '../api/services.js';
+import { liveApiBaseUrls } from '../cluster/live-api-urls.js';
 import { meta } from '../model/common.js';
 import { DEFAULT_NETWORK_JWT_NAME, signNetworkJwt } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
-import { liveApiBaseUrls } from './cluster.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
 

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
 import type { Services } from '../api/services.js';
+import { liveApiBaseUrls } from '../cluster/live-api-urls.js';
 import type { Command } from '../model/rows.js';
 
 export const ENROLLMENT_SIGNER_ID = 'enrollment-signer';
@@ -45,7 +46,9 @@ async function signer(svc: Services) {
 
 /**
  * A JWT with OpenZiti's enrollment claims (`em`, `ctrls`, iss = the first API URL, sub), `more` claims added,
- * signed with the controller key.
+ * signed with the controller key (replicated: every member verifies what any member signed). `ctrls` defaults to
+ * the API base URLs of every live controller now, this one first (liveApiBaseUrls, as the network JWT's): a JWT
+ * stored with its enrollment keeps the list of its creation (or refresh).
  */
 async function enrollmentJwt(
   svc: Services,
@@ -53,7 +56,7 @@ async function enrollmentJwt(
   more: (jwt: SignJWT) => SignJWT = (jwt) => jwt,
 ): Promise<string> {
   const { kid, key } = await signer(svc);
-  const jwt = new SignJWT({ em: claims.method, ctrls: [...(claims.ctrls ?? svc.config.apiBaseUrls)] })
+  const jwt = new SignJWT({ em: claims.method, ctrls: [...(claims.ctrls ?? liveApiBaseUrls(svc))] })
     .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
     .setIssuer(svc.config.apiBaseUrls[0] ?? '')
     .setSubject(claims.subject)

@@ -6,11 +6,12 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { importJWK, jwtVerify } from 'jose';
+import { decodeJwt, importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { formatIdentityName } from '../../src/auth/ca-enrollment.js';
 import { opensslCa, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
+import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 import { SPEC_AVAILABLE } from '../support/spec.js';
@@ -147,8 +148,20 @@ describe('CAs (management API)', () => {
     const header = JSON.parse(Buffer.from(r.text.split('.')[0]!, 'base64url').toString());
     const key = keys.find((k: { kid: string }) => k.kid === header.kid);
     const { payload } = await jwtVerify(r.text, await importJWK(key, 'ES256'));
-    expect(payload).toMatchObject({ em: 'ca', sub: id, iss: srv.base });
+    expect(payload).toMatchObject({ em: 'ca', sub: id, iss: srv.base, ctrls: [srv.base] });
     expect(payload.exp).toBeUndefined();
+    // signed on each request: in a cluster it names the members live then, this one first
+    srv.ctl.svc.cluster = fakeClusterView('n2', () => [
+      fakeMember('n1', true, ['https://n1.example:1280']),
+      fakeMember('n2', true, [srv.base]),
+      fakeMember('n3', false, ['https://n3.example:1280']),
+    ]);
+    try {
+      const clustered = await call('GET', `${srv.mgmt}/cas/${id}/jwt`, { token: admin });
+      expect(decodeJwt(clustered.text).ctrls).toEqual([srv.base, 'https://n1.example:1280']);
+    } finally {
+      srv.ctl.svc.cluster = null;
+    }
     expect(code(await call('GET', `${srv.mgmt}/cas/nope/jwt`, { token: admin }))).toEqual([404, 'NOT_FOUND']);
   });
 

@@ -4,8 +4,8 @@
  */
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DialRefusal } from '../../src/cluster/peer-protocol.js';
 import { KEEL_VERSION } from '../../src/version.js';
+import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { loadSpec, SPEC_AVAILABLE } from '../support/spec.js';
@@ -115,32 +115,13 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
     });
 
     it('network-jwts on a cluster member: ctrls names every live member, this one first; re-signed when that changes', async () => {
-      const member = (id: string, online: boolean, urls: string[]) => ({
-        id,
-        address: `${id}:6262`,
-        voter: true,
-        leader: id === 'n1',
-        online,
-        lastJoinedAt: null,
-        status: { apiAddresses: urls } as any,
-        refusal: null as DialRefusal | null,
-      });
       let members = [
-        member('n1', true, ['https://n1.example:1280']),
-        member('n2', true, [srv.base]), // the answering node's own URL: listed once
-        member('n3', false, ['https://n3.example:1280']),
-        member('n4', true, ['https://n4.example:1280', 'https://n4.alt:1280']),
+        fakeMember('n1', true, ['https://n1.example:1280']),
+        fakeMember('n2', true, [srv.base]), // the answering node's own URL: listed once
+        fakeMember('n3', false, ['https://n3.example:1280']),
+        fakeMember('n4', true, ['https://n4.example:1280', 'https://n4.alt:1280']),
       ];
-      srv.ctl.svc.cluster = {
-        id: 'n2',
-        raft: { isLeader: () => false },
-        readBarrier: async () => {},
-        peerCertPem: null,
-        memberView: () => members,
-        addMemberAt: async () => 'x',
-        removeMember: async () => {},
-        transferLeadership: async () => {},
-      };
+      srv.ctl.svc.cluster = fakeClusterView('n2', () => members);
       const ctrlsOf = async () => {
         const r = await conformant('client', 'GET', '/network-jwts', srv.base);
         return decodeJwt(r.body.data[0].token).ctrls;

@@ -7,7 +7,7 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { importJWK, jwtVerify } from 'jose';
+import { createLocalJWKSet, importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { loginGate } from '../../src/auth/rate-limit.js';
@@ -15,6 +15,7 @@ import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { fingerprintOfDer } from '../../src/pki/fingerprint.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
+import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { expectOnlyService, grantDial, type Send } from '../support/grant.js';
 import { whileSaturated } from '../support/saturate.js';
@@ -750,6 +751,58 @@ describe('outstanding enrollments (management API)', () => {
       call('POST', `${srv.mgmt}/enrollments/${other.body.data.id}/refresh`, { token: admin, body });
     expect(code(await refresh({ expiresAt: inMs(-1000) }))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
     expect(code(await refresh({}))).toEqual([400, 'COULD_NOT_VALIDATE', 'expiresAt']);
+  });
+
+  it('in a cluster: ctrls names every live member, this one first, as at creation (or refresh); verifiable with /enroll/jwks', async () => {
+    let members = [
+      fakeMember('n1', true, ['https://n1.example:1280']),
+      fakeMember('n2', true, [srv.base]), // the answering node's own URL: listed once
+      fakeMember('n3', false, ['https://n3.example:1280']),
+    ];
+    srv.ctl.svc.cluster = fakeClusterView('n2', () => members);
+    const jwks = createLocalJWKSet((await call('GET', `${srv.client}/enroll/jwks`)).body);
+    const ctrlsOf = async (jwt: string) => (await jwtVerify(jwt, jwks)).payload.ctrls;
+    const atCreation = [srv.base, 'https://n1.example:1280'];
+    try {
+      // an identity created with its ott enrollment, an updb one created over /enrollments, an edge router's
+      const ott = await enrollee(srv, admin, { ott: true });
+      const updb = await create({
+        method: 'updb',
+        identityId: ott.id,
+        expiresAt: inMs(HOUR_MS),
+        username: `ctrls-user-${++seq}`,
+      });
+      expect(updb.status, updb.text).toBe(201);
+      const router = await call('POST', `${srv.mgmt}/edge-routers`, { token: admin, body: { name: `c-er-${++seq}` } });
+      expect(router.status, router.text).toBe(201);
+      const jwts = async () => [
+        ...Object.values((await call('GET', `${srv.mgmt}/identities/${ott.id}`, { token: admin })).body.data.enrollment)
+          .map((e: any) => e.jwt as string)
+          .sort(),
+        (await call('GET', `${srv.mgmt}/edge-routers/${router.body.data.id}`, { token: admin })).body.data
+          .enrollmentJwt as string,
+      ];
+      const stored = await jwts();
+      expect(stored).toHaveLength(3);
+      for (const jwt of stored) expect(await ctrlsOf(jwt)).toEqual(atCreation);
+      // n3 comes up, n1 goes down: the stored JWTs keep the list of their creation (every member answers them)
+      members = [members[1]!, { ...members[2]!, online: true }, { ...members[0]!, online: false }];
+      expect(await jwts()).toEqual(stored);
+      // a refresh signs a new JWT with the list of now
+      const refreshed = await call('POST', `${srv.mgmt}/enrollments/${updb.body.data.id}/refresh`, {
+        token: admin,
+        body: { expiresAt: inMs(HOUR_MS) },
+      });
+      expect(refreshed.status, refreshed.text).toBe(200);
+      expect(await ctrlsOf((await detail(updb.body.data.id)).body.data.jwt)).toEqual([
+        srv.base,
+        'https://n3.example:1280',
+      ]);
+    } finally {
+      srv.ctl.svc.cluster = null;
+    }
+    // a single node: its own URLs
+    expect(await ctrlsOf((await enrollee(srv, admin, { ott: true })).jwt)).toEqual([srv.base]);
   });
 
   it('re-enroll: an authenticator reverts to an enrollment of its kind (updb keeps the username, cert becomes ott)', async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_DEFINITIONS } from '../../http/errors.js';
 import { conformant } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
+import { median } from '../support/timing.js';
 
 let srv: TestServer;
 let token: string;
@@ -293,19 +294,23 @@ describe('request bodies', () => {
   });
 
   it('a flood of password checks is bounded: 429 beyond the gate, never 5xx', async () => {
-    const started = Date.now();
     const results = await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        call('POST', `${srv.mgmt}/authenticate?method=password`, {
+      Array.from({ length: 200 }, async (_, i) => {
+        const started = performance.now();
+        const r = await call('POST', `${srv.mgmt}/authenticate?method=password`, {
           body: { username: `nobody-${i}`, password: 'whatever-pw' },
-        }),
-      ),
+        });
+        return { ...r, took_ms: performance.now() - started };
+      }),
     );
     const statuses = new Set(results.map((r) => r.status));
     expect([...statuses].every((s) => s === 401 || s === 429)).toBe(true);
     expect(results.filter((r) => r.status === 429).length).toBeGreaterThan(0);
     expect(results.find((r) => r.status === 429)!.body.error.code).toBe('SERVER_TOO_MANY_REQUESTS');
-    expect(Date.now() - started).toBeLessThan(8_000);
+    // the excess is refused at once, not queued behind the checks: measured against the answered (401) logins of
+    // the same flood rather than a wall-clock bound for the whole flood (8 s), which a loaded machine can miss
+    const took = (status: number) => median(results.filter((r) => r.status === status).map((r) => r.took_ms));
+    expect(took(429)).toBeLessThan(took(401));
     await login(srv.base); // the gate drains: a real login works afterwards
   });
 });

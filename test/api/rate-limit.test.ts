@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conformant } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
+import { median } from '../support/timing.js';
 
 let srv: TestServer;
 let token: string;
@@ -26,22 +27,18 @@ afterAll(() => srv.stop());
 
 /** Concurrent clients logging in with bad passwords, each as fast as it is answered. */
 const FLOODERS = 32;
-/**
- * An admin login during the flood must finish within this: 0.16–0.6 s measured at load 7–13 on 2 cores, 0.08–0.26 s
- * at load 4. The former FIFO gate (4 in flight, 64 waiting, no admin lane) took 1.5–3.5 s at load 7–13, over the
- * bound, but 0.35–0.92 s at load 4, under it: on a quiet machine that gate is caught by the missing 429s below.
+/*
+ * What "promptly" means, measured in the same run rather than against a wall-clock bound (a fixed bound failed at
+ * load 12: 1.48 s against 1.2 s): an ordinary login during the flood waits in the logins' queue (up to the gate's
+ * one-second target) before its check, the admin's login does not, so the admin's median latency must be below the
+ * median latency of the flood's answered (401) logins. Both share the machine's slowness and the test's own event
+ * loop; what separates them is the queue the admin lane skips. Measured on a shared 2-core machine: admin median
+ * 0.45 s vs 401 median 1.4 s at load 5, 0.58–1.54 s vs 1.98–2.37 s with three CPU hogs (load 10).
  */
-const ADMIN_BOUND_MS = 1_200;
-/**
- * No flood request may come near the 10 s request timeout (503 TIMEOUT): the excess is refused at once, not queued
- * until it times out (slowest measured: 1.2–3.7 s, mostly the test's own event loop under the flood).
- */
-const FLOOD_REQUEST_BOUND_MS = 8_000;
-
 describe('auth rate limiter', () => {
   it('under a flood of bad logins the excess gets 429 and the admin gets in promptly', async () => {
     const statuses = new Map<number, number>();
-    let slowest_ms = 0;
+    const latencies_ms = new Map<number, number[]>();
     let stop = false;
     const flooder = async (n: number) => {
       for (let i = 0; !stop && i < 10_000; i++) {
@@ -50,8 +47,9 @@ describe('auth rate limiter', () => {
           query: 'method=password',
           body: { username: n % 2 === 0 ? 'victim' : `nobody-${n}`, password: `wrong-${i}` },
         });
-        slowest_ms = Math.max(slowest_ms, performance.now() - started);
+        const took_ms = performance.now() - started;
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        latencies_ms.set(r.status, [...(latencies_ms.get(r.status) ?? []), took_ms]);
         if (r.status === 429) {
           expect(r.body.error.code).toBe('SERVER_TOO_MANY_REQUESTS');
           expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -69,10 +67,16 @@ describe('auth rate limiter', () => {
     }
     stop = true;
     await Promise.all(flood);
-    const summary = `admin logins ${admin_ms.map((x) => x.toFixed(0)).join(', ')} ms; flood ${JSON.stringify([...statuses])}, slowest ${slowest_ms.toFixed(0)} ms`;
+    const ms = (x: number) => x.toFixed(0);
+    const answered_ms = latencies_ms.get(401) ?? [];
+    const refused_ms = latencies_ms.get(429) ?? [];
+    const summary = `admin logins ${admin_ms.map(ms).join(', ')} ms; flood ${JSON.stringify([...statuses])}, median 401 ${ms(median(answered_ms))} ms, median 429 ${ms(median(refused_ms))} ms, slowest ${ms(Math.max(...answered_ms, ...refused_ms))} ms`;
     console.log(summary);
+    // no flood request timed out (503): each was answered or refused
     expect([...statuses.keys()].sort(), summary).toEqual([401, 429]);
-    expect(Math.max(...admin_ms), summary).toBeLessThan(ADMIN_BOUND_MS);
-    expect(slowest_ms, summary).toBeLessThan(FLOOD_REQUEST_BOUND_MS);
+    // the admin skips the queue the flood's logins wait in
+    expect(median(admin_ms), summary).toBeLessThan(median(answered_ms));
+    // the excess is refused at once, without waiting in that queue for a check
+    expect(median(refused_ms), summary).toBeLessThan(median(answered_ms));
   });
 });

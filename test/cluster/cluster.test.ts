@@ -6,6 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { WebSocketTransport } from '../../raft/index.js';
@@ -213,6 +214,14 @@ describe('a 3-node cluster of keel processes', () => {
     const id = created.body.data.id as string;
     const detail = await call('GET', `${mgmt(c.nodes[0]!)}/identities/${id}`, { token });
     const ott = detail.body.data.enrollment.ott.token as string;
+    // its JWT names n1, which created it, first, and only members' APIs; every member verifies it (replicated key)
+    const ottJwt = detail.body.data.enrollment.ott.jwt as string;
+    const enrollCtrls = decodeJwt(ottJwt).ctrls as string[];
+    expect(enrollCtrls[0]).toBe(c.nodes[0]!.base);
+    expect(c.nodes.map((n) => n.base)).toEqual(expect.arrayContaining(enrollCtrls));
+    for (const n of c.nodes.slice(1)) {
+      await jwtVerify(ottJwt, createLocalJWKSet((await call('GET', `${n.base}/edge/client/v1/enroll/jwks`)).body));
+    }
     const s = new Scratch();
     try {
       const clientCsr = opensslCsr(s, 'cross', 'ec', '/CN=cross');
