@@ -537,7 +537,6 @@ export class RaftCore {
     pr.msgAppFlowPaused = true;
   }
 
-  /** status() without the configuration and progress: cheap enough to call after every step. */
   /** basicStatus().term, without building the status (asked on every proposal). */
   currentTerm(): number {
     return this.term;
@@ -553,6 +552,7 @@ export class RaftCore {
     return this.lead;
   }
 
+  /** status() without the configuration and progress: cheap enough to call after every step. */
   basicStatus(): BasicStatus {
     return {
       id: this.id,

@@ -50,9 +50,12 @@ export function acceptedRange(version: number): { min: number; max: number } {
   return { min: Math.max(OLDEST_SPOKEN_VERSION, version - 1), max: version + 1 };
 }
 
+/** `v` with every character outside printable ASCII replaced by `?` (safe in a header or a log line). */
+const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
+
 function echo(v: string, max_chars = MAX_ECHO_CHARS): string {
-  const printable = v.replace(/[^\x20-\x7e]/g, '?');
-  return printable.length > max_chars ? `${printable.slice(0, max_chars)}…` : printable;
+  const safe = printable(v);
+  return safe.length > max_chars ? `${safe.slice(0, max_chars)}…` : safe;
 }
 
 function single(v: string | string[] | undefined): string | undefined {
@@ -154,9 +157,8 @@ export function answerWithLink(wss: WebSocketServer, check: PeerLinkCheck = PEER
  * member's link headers (so the dialer can tell the operator what it met).
  */
 export function refuseUpgrade(socket: Duplex, refusal: PeerRefusal, check: PeerLinkCheck = PEER_LINK): void {
-  const safe = (v: string) => v.replace(/[^\x20-\x7e]/g, '?');
   const headers = { ...check.headers, [PEER_REFUSAL_HEADER]: refusal.reason };
-  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${safe(v)}\r\n`);
+  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${printable(v)}\r\n`);
   socket.end(
     `HTTP/1.1 ${refusal.status} Upgrade Required\r\nconnection: close\r\n${lines.join('')}content-length: 0\r\n\r\n`,
   );

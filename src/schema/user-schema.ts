@@ -84,12 +84,12 @@ export function expandCountedRepetition(pattern: string): string {
         if (min > MAX_REPEAT || (max !== Number.POSITIVE_INFINITY && max > MAX_REPEAT) || max < min) {
           throw new Unsupported('repetition count');
         }
+        // (atom + 5) × copies bounds what is written below, so the bound holds before anything is built
         const copies = max === Number.POSITIVE_INFINITY ? min + 1 : max;
         if (out.length + (atom.length + 5) * copies > MAX_EXPANDED_CHARS) throw new Unsupported('too long');
         let written = atom.repeat(min);
         if (max === Number.POSITIVE_INFINITY) written += `(?:${atom})*`;
         else written += '(?:'.concat(atom).repeat(max - min) + ')?'.repeat(max - min);
-        if (out.length + written.length > MAX_EXPANDED_CHARS) throw new Unsupported('too long');
         out += written;
         atom = '';
         i += q[0].length;
