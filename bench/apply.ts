@@ -25,6 +25,7 @@ import { StoreStateMachine } from '../src/cluster/state-machine.js';
 import { DEFAULT_AUTH_POLICY } from '../src/model/auth-policy.js';
 import { buildSchema } from '../src/model/index.js';
 import type { Command } from '../src/model/rows.js';
+import { shortId } from '../src/util/ids.js';
 import { encodeCommand } from '../storage/command-codec.js';
 import { Store, WRITE_BEHIND_INTERVAL_MS } from '../storage/store.js';
 import { benchOptions } from './options.js';
@@ -90,7 +91,8 @@ function entries(first: number, n: number): Entry[] {
     const cmd: Command = {
       op: 'create',
       entity: 'identities',
-      id: `i${String(i).padStart(9, '0')}`,
+      // random like the API's ids (an ascending id would always go to the end of the sorted id list)
+      id: shortId(),
       data: {
         name: `k0064-07-${String(i).padStart(9, '0')}`,
         isAdmin: false,
