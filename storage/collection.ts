@@ -1,4 +1,4 @@
-import { SortedIds } from './sorted-ids.js';
+import { SortedRows } from './sorted-rows.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
 const NO_VALUES: readonly unknown[] = Object.freeze([]);
@@ -59,7 +59,8 @@ interface IndexOf<T> {
  */
 export class Collection<R extends Row = Row> {
   private readonly rows = new Map<string, R>();
-  private ids = new SortedIds();
+  /** The rows again, in id order (for scans and captures without a lookup per id). */
+  private ordered = new SortedRows<R>();
   private readonly indexes = new Map<string, Map<unknown, Set<string>>>();
   private readonly uniques = new Map<string, Map<unknown, string>>();
   /** The same maps as `indexes` and `uniques`, listed for the indexing every write does (no iterator, no entry). */
@@ -89,8 +90,13 @@ export class Collection<R extends Row = Row> {
   }
 
   /** All rows in ascending id order. */
-  *scan(offset = 0): IterableIterator<R> {
-    for (const id of this.ids.from(offset)) yield this.rows.get(id)!;
+  scan(offset = 0): IterableIterator<R> {
+    return this.ordered.from(offset);
+  }
+
+  /** All rows in ascending id order, as a new array captured now (rows are replaced on write, never changed). */
+  rowsInOrder(): R[] {
+    return this.ordered.toArray();
   }
 
   isIndexed(field: string): boolean {
@@ -122,7 +128,7 @@ export class Collection<R extends Row = Row> {
       this.rows.set(row.id, row);
       this.indexRow(row);
     }
-    this.ids = SortedIds.fromSorted(rows.map((r) => r.id));
+    this.ordered = SortedRows.fromSorted(rows);
   }
 
   put(row: R): void {
@@ -130,7 +136,7 @@ export class Collection<R extends Row = Row> {
     if (old) this.unindexRow(old);
     this.rows.set(row.id, row);
     this.indexRow(row);
-    if (!old) this.ids.insert(row.id);
+    assert(this.ordered.set(row) === (old === undefined), 'collection: the id order is out of step with the rows');
   }
 
   delete(id: string): void {
@@ -138,7 +144,7 @@ export class Collection<R extends Row = Row> {
     if (!old) return;
     this.unindexRow(old);
     this.rows.delete(id);
-    this.ids.delete(id);
+    this.ordered.delete(id);
   }
 
   /**
@@ -151,8 +157,8 @@ export class Collection<R extends Row = Row> {
       if (out.length < limit) out.push(`${this.def.name}: ${msg}`);
     };
     const rows = [...this.rows.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const ids = [...this.ids.from(0)];
-    if (ids.length !== rows.length || ids.some((id, i) => id !== rows[i]!.id))
+    const ordered = this.ordered.toArray();
+    if (ordered.length !== rows.length || ordered.some((row, i) => row !== rows[i]))
       note('the id order does not match the rows');
     const fresh = new Collection(this.def);
     try {
@@ -188,7 +194,7 @@ export class Collection<R extends Row = Row> {
     for (const map of this.uniques.values()) map.clear();
     for (const map of this.indexes.values()) map.clear();
     for (const row of rows) this.indexRow(row);
-    this.ids = SortedIds.fromSorted(rows.map((r) => r.id));
+    this.ordered = SortedRows.fromSorted(rows);
   }
 
   private indexRow(row: Row): void {

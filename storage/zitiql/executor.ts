@@ -11,6 +11,8 @@ export interface RowSource<R> {
   size: number;
   /** Every row, ascending id order. */
   scan(): Iterable<R>;
+  /** Every row, ascending id order, captured at once as an array (when the source can do it cheaply). */
+  rows?(): R[];
   get(id: string): R | undefined;
   idOf(row: R): string;
   /** Ids having that value; undefined = not indexed. */

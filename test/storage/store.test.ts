@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalProposer, OverloadedError } from '../../storage/local-proposer.js';
 import { Schema } from '../../storage/schema.js';
-import { SortedIds } from '../../storage/sorted-ids.js';
+import { SortedRows } from '../../storage/sorted-rows.js';
 import { Store } from '../../storage/store.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { AT, create, defs } from '../support/store-defs.js';
@@ -366,27 +366,35 @@ describe('local proposer', () => {
   });
 });
 
-describe('sorted ids', () => {
-  it('keeps order through random inserts and deletes (against a plain sorted array)', () => {
+describe('sorted rows', () => {
+  it('keeps rows in id order through random inserts, replacements and deletes (against a plain map)', () => {
     let seed = 42;
     const rnd = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed;
     };
-    const ids = new SortedIds();
-    const model = new Set<string>();
+    const sorted = new SortedRows<{ id: string; v: number }>();
+    const model = new Map<string, { id: string; v: number }>();
     for (let i = 0; i < 20_000; i++) {
       const id = `k${rnd() % 5000}`;
       if (rnd() % 3 === 0) {
-        expect(ids.delete(id)).toBe(model.delete(id));
+        expect(sorted.delete(id)).toBe(model.delete(id));
       } else {
-        expect(ids.insert(id)).toBe(!model.has(id));
-        model.add(id);
+        const row = { id, v: i };
+        expect(sorted.set(row)).toBe(!model.has(id));
+        model.set(id, row);
       }
     }
-    const expected = [...model].sort();
-    expect([...ids]).toEqual(expected);
-    expect(ids.size).toBe(expected.length);
-    expect([...ids.from(1234)]).toEqual(expected.slice(1234));
+    const expected = [...model.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+    // the very row objects, in order (a replacement must replace, not leave the older row behind)
+    const all = sorted.toArray();
+    expect(all.length).toBe(expected.length);
+    expect(all.every((row, i) => row === expected[i])).toBe(true);
+    expect(sorted.size).toBe(expected.length);
+    expect([...sorted.from(1234)]).toEqual(expected.slice(1234));
+    const reloaded = SortedRows.fromSorted(expected);
+    expect(reloaded.toArray()).toEqual(expected);
+    reloaded.set({ id: 'k0000', v: -1 });
+    expect(reloaded.size).toBe(expected.length + (model.has('k0000') ? 0 : 1));
   });
 });
