@@ -1056,6 +1056,51 @@ describe('RaftNode heartbeats while it writes', () => {
 });
 
 describe('RaftNode snapshots in the background', () => {
+  it("staggers the members' snapshots by their rank among the voters (snapshotStagger)", async () => {
+    const every = 30;
+    const c = new MemCluster(['a', 'b', 'c'], {
+      snapshotEvery_entries: every,
+      snapshotKeep_entries: 5,
+      snapshotStagger: true,
+    });
+    cleanup.push(() => c.stopAll());
+    for (const id of c.ids) await c.start(id);
+    await c.waitLeader();
+    // phases: a (rank 0) 0, b 10, c 20: due where the applied index + phase crosses a multiple of 30
+    const phase = new Map([
+      ['a', 0],
+      ['b', 10],
+      ['c', 20],
+    ]);
+    const seen = new Map(c.ids.map((id) => [id, new Set<number>()]));
+    const look = () => {
+      for (const id of c.ids) {
+        const snap = c.members.get(id)!.log.snapshot();
+        if (snap !== null) seen.get(id)!.add(snap.meta.index);
+      }
+    };
+    const acked = new Map<number, { term: number; data: string }>();
+    for (let round = 0; round < 25; round++) {
+      for (const [k, v] of await proposeMany(c, `s${round}`, 5, 1)) acked.set(k, v);
+      look();
+    }
+    await converge([...c.members.values()]);
+    await waitFor(
+      () => {
+        look();
+        return c.ids.every((id) => seen.get(id)!.size >= 3);
+      },
+      10_000,
+      'three snapshots on every member',
+    );
+    expectAllApplied(c.members.values(), acked);
+    for (const id of c.ids) {
+      // each snapshot lands within a third of an interval after its node's own due points (the applied index
+      // moves in batches), so no two members' snapshots share an index
+      for (const index of seen.get(id)!) expect((index + phase.get(id)!) % every, `${id} at ${index}`).toBeLessThan(10);
+    }
+  }, 30_000);
+
   it('keeps replicating and applying while a snapshot is taken, then stores it at its index and compacts', async () => {
     const c = new MemCluster(['a'], { snapshotEvery_entries: 20, snapshotKeep_entries: 5 }, () => new GatedMachine());
     cleanup.push(() => c.stopAll());

@@ -23,6 +23,7 @@ import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
 import { durableCommitted, splitMessages } from './core/early-send.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
+import { assert } from './core/util.js';
 import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
 import { RaftError } from './node/errors.js';
@@ -94,6 +95,13 @@ export interface RaftNodeOptions {
   readTimeout_ms?: number;
   /** Take a snapshot and compact the log every N applied entries. Default 10 000; 0 disables. */
   snapshotEvery_entries?: number;
+  /**
+   * Stagger the members' snapshots: this node snapshots when its applied index crosses a multiple of
+   * `snapshotEvery_entries` shifted by its phase, rank × N ÷ voters (its rank among the voters' ids in order), so
+   * the members of a 3-voter cluster snapshot a third of an interval apart and a quorum stays free of the
+   * snapshot's encoding and writes. Off by default: every node snapshots N entries after its last snapshot.
+   */
+  snapshotStagger?: boolean;
   /** Entries kept below the snapshot index for slow followers. Default 1 000. */
   snapshotKeep_entries?: number;
   /**
@@ -238,6 +246,8 @@ export class RaftNode {
   private role: Role = 'follower';
   private leader: NodeId | null = null;
   private lastSnapshotIndex: number;
+  /** The applied index at which the next snapshot is due (planSnapshot), or -1: not planned yet. */
+  private snapshotAt = -1;
   /** The term on disk (term changes are always synced): a leader's messages of this term may leave early. */
   private durableTerm: number;
   private loopRunning = false;
@@ -837,6 +847,7 @@ export class RaftNode {
       await restoreSnapshot(this.sm, rd.snapshot.meta, this.log.snapshotChunks());
       this.applied = rd.snapshot.meta.index;
       this.lastSnapshotIndex = this.applied;
+      this.snapshotAt = -1;
       this.proposals.skippedThrough(this.applied);
       this.addPeersOf(this.log.appliedConf().addresses);
       if (this.stopped) return;
@@ -997,6 +1008,7 @@ export class RaftNode {
       else if (announced[ch.node] !== undefined) addresses[ch.node] = announced[ch.node]!;
     }
     await this.log.setConf({ index: e.index, conf, addresses });
+    this.snapshotAt = -1; // a staggered snapshot's phase follows the voters
     const members = new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]);
     for (const ch of cc.changes) {
       if (ch.node === this.id) continue;
@@ -1019,8 +1031,9 @@ export class RaftNode {
    */
   private maybeSnapshot(): void {
     if (this.snapshotting !== null || this.stopped) return;
-    if (this.snapshotEvery <= 0 || this.applied - this.lastSnapshotIndex < this.snapshotEvery) return;
+    if (!this.snapshotDue()) return;
     this.lastSnapshotIndex = this.applied;
+    this.snapshotAt = -1;
     this.snapshotting = this.snapshot().then(
       () => {
         this.snapshotting = null;
@@ -1030,6 +1043,36 @@ export class RaftNode {
         if (!this.stopped) this.fail(err as Error);
       },
     );
+  }
+
+  /** Whether a snapshot is due (see snapshotEvery_entries and snapshotStagger). */
+  private snapshotDue(): boolean {
+    const every = this.snapshotEvery;
+    if (every <= 0) return false;
+    if (this.snapshotAt < 0) this.snapshotAt = this.planSnapshot(every);
+    return this.applied >= this.snapshotAt;
+  }
+
+  /**
+   * The applied index at which the next snapshot is due: N after the last one, or, staggered, where the applied
+   * index next crosses a multiple of N shifted by this node's phase (rank × N ÷ voters, its rank among the voters'
+   * ids in code-unit order; 0 when not a voter). Planned again after each snapshot and membership change.
+   */
+  private planSnapshot(every: number): number {
+    const last = this.lastSnapshotIndex;
+    if (this.opts.snapshotStagger !== true) return last + every;
+    const voters = this.core.status({ progress: false }).conf.voters;
+    let rank = 0;
+    let member = false;
+    for (const v of voters) {
+      if (v === this.id) member = true;
+      else if (v < this.id) rank++;
+    }
+    const phase = member ? Math.floor((rank * every) / voters.length) : 0;
+    assert(phase >= 0 && phase < every, `snapshot phase ${phase} outside [0, ${every})`);
+    const at = (Math.floor((last + phase) / every) + 1) * every - phase;
+    assert(at > last && at <= last + every, `snapshot planned at ${at} after ${last} (every ${every})`);
+    return at;
   }
 
   private async snapshot(): Promise<void> {

@@ -230,6 +230,8 @@ export class ClusterNode {
         readTimeout_ms: READ_TIMEOUT_MS,
         promoteTimeout_ms: PROMOTE_TIMEOUT_MS,
         snapshotEvery_entries: opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY,
+        // the members snapshot a third of an interval apart (3 voters), so two of them are always free of it
+        snapshotStagger: true,
         snapshotKeep_entries: Math.min(
           1000,
           Math.max(1, Math.floor((opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY) / 2)),
