@@ -6,15 +6,20 @@
  * applyGroupBehind and the state machine's flush: the store's part) and the rest (HTTP, handler, proposer, Raft,
  * transport, log), with the rest's biggest allocators (`TOP=n`). Also the CPU each member used per write.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { add, label, largest, readProfile, walkAllocations } from './profiles.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const concurrency = Number(process.argv[2] ?? 256);
 const seconds = Number(process.argv[3] ?? 5);
 const top = Number(process.env.TOP ?? 0);
+
+/** Applying committed entries, and the state machine's flush: the store's part of a write. */
+const APPLY = new Set(['applyCommitted', 'applyGroupBehind']);
+const isApply = (f) => APPLY.has(f.functionName) || (f.functionName === 'flush' && f.url.includes('state-machine'));
 const { KeelBenchCluster } = await import(`${repo}/dist/bench/cluster/keel.js`);
 const { runWrk } = await import(`${repo}/dist/bench/cluster/wrk.js`);
 const { startAccounting } = await import(`${repo}/dist/bench/cluster/cpu.js`);
@@ -49,29 +54,19 @@ try {
 }
 
 function report(name, file, writes) {
-  const profile = JSON.parse(readFileSync(file, 'utf8'));
-  const APPLY = new Set(['applyCommitted', 'applyGroupBehind']);
-  let total = 0;
   let apply = 0;
   const rest = new Map();
-  const short = (url) => url.replace(/^.*\/node_modules\//, 'nm:').replace(/^.*\/dist\//, '');
-  const walk = (node, inApply, caller) => {
+  // a node's state: whether it is under the apply, and its nearest caller with a url (the label of a builtin's)
+  const total = walkAllocations(readProfile(file).head, { inApply: false, caller: '' }, (node, { inApply, caller }) => {
     const f = node.callFrame;
-    const here = `${f.functionName || '(anon)'} ${short(f.url)}:${f.lineNumber}`;
-    const under =
-      inApply || APPLY.has(f.functionName) || (f.functionName === 'flush' && f.url.includes('state-machine'));
-    total += node.selfSize;
+    const here = label(f);
+    const under = inApply || isApply(f);
     if (under) apply += node.selfSize;
-    else {
-      // a builtin (no url) is named with the function that called it
-      const key = f.url === '' ? `${here} <- ${caller}` : here;
-      rest.set(key, (rest.get(key) ?? 0) + node.selfSize);
-    }
-    for (const child of node.children) walk(child, under, f.url === '' ? caller : here);
-  };
-  walk(profile.head, false, '');
+    // a builtin (no url) is named with the function that called it
+    else add(rest, f.url === '' ? `${here} <- ${caller}` : here, node.selfSize);
+    return { inApply: under, caller: f.url === '' ? caller : here };
+  });
   const per = (bytes) => Math.round(bytes / writes);
   console.log(`${name}: ${per(total)} B per write: apply ${per(apply)}, rest ${per(total - apply)}`);
-  for (const [k, v] of [...rest].sort((a, b) => b[1] - a[1]).slice(0, top))
-    console.log(`  ${String(per(v)).padStart(6)} ${k}`);
+  for (const [k, v] of largest(rest, top)) console.log(`  ${String(per(v)).padStart(6)} ${k}`);
 }

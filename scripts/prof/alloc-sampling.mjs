@@ -4,24 +4,12 @@
  * from ALLOC_START_MS to ALLOC_STOP_MS after start (default 8 000 to 14 000), and writes
  * `<ALLOC_DIR or /tmp>/<pid>.heapprofile`. Summarise with `node scripts/prof/summarize.mjs <file> [writes]`.
  */
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
+import { allocationSampler } from './profiles.mjs';
 
 const start_ms = Number(process.env.ALLOC_START_MS ?? 8000);
 const stop_ms = Number(process.env.ALLOC_STOP_MS ?? 14000);
-const dir = process.env.ALLOC_DIR ?? '/tmp';
-const session = new Session();
-session.connect();
+const sampler = allocationSampler();
 setTimeout(() => {
-  const options = {
-    samplingInterval: 1024,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  };
-  session.post('HeapProfiler.startSampling', options, () => {});
-  setTimeout(() => {
-    session.post('HeapProfiler.stopSampling', (err, r) => {
-      if (!err) writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(r.profile));
-    });
-  }, stop_ms - start_ms).unref();
+  sampler.start();
+  setTimeout(() => sampler.stop(), stop_ms - start_ms).unref();
 }, start_ms).unref();

@@ -4,26 +4,12 @@
  * writes `<ALLOC_DIR or /tmp>/<pid>.heapprofile`. scripts/prof/alloc-level.mjs sends them around one load level, so
  * the profile holds exactly the writes wrk counted.
  */
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
+import { allocationSampler } from './profiles.mjs';
 
-const dir = process.env.ALLOC_DIR ?? '/tmp';
-const session = new Session();
-session.connect();
+const sampler = allocationSampler();
 let sampling = false;
 process.on('SIGUSR2', () => {
-  if (!sampling) {
-    sampling = true;
-    const options = {
-      samplingInterval: 1024,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    };
-    session.post('HeapProfiler.startSampling', options, () => {});
-    return;
-  }
-  sampling = false;
-  session.post('HeapProfiler.stopSampling', (err, r) => {
-    if (!err) writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(r.profile));
-  });
+  sampling = !sampling;
+  if (sampling) sampler.start();
+  else sampler.stop();
 });

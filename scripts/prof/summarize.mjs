@@ -5,18 +5,15 @@
  * inclusive by function. CPU profiles are wall-clock sampled: on a loaded machine a frame that makes a system
  * call is charged for the time a neighbour ran.
  */
-import { readFileSync } from 'node:fs';
+import { add, label, largest, readProfile, short, walkAllocations } from './profiles.mjs';
 
 const [file, writesArg, topArg] = process.argv.slice(2);
 if (!file) throw new Error('usage: summarize.mjs <profile> [writes] [top]');
-const profile = JSON.parse(readFileSync(file, 'utf8'));
+const profile = readProfile(file);
 const top = Number(topArg ?? 40);
-const short = (url) => url.replace(/^.*\/node_modules\//, 'nm:').replace(/^.*\/dist\//, '');
-const label = (cf) => `${cf.functionName || '(anon)'} ${short(cf.url)}:${cf.lineNumber}`;
-const add = (map, key, v) => map.set(key, (map.get(key) ?? 0) + v);
 const print = (title, map, total) => {
   console.log(`--- ${title}`);
-  for (const [k, v] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+  for (const [k, v] of largest(map, top)) {
     console.log(`${((100 * v) / total).toFixed(1).padStart(5)} ${k}`);
   }
 };
@@ -25,17 +22,14 @@ const self = new Map();
 const incl = new Map();
 const files = new Map();
 if (profile.head) {
-  // allocation profile: a tree with selfSize per node
-  let total = 0;
-  const walk = (n, stack) => {
+  // allocation profile: a tree with selfSize per node; a node's state is the distinct labels of its stack
+  const total = walkAllocations(profile.head, [], (n, stack) => {
     const k = label(n.callFrame);
-    total += n.selfSize;
     add(self, k, n.selfSize);
     const st = stack.includes(k) ? stack : [...stack, k];
     for (const s of st) add(incl, s, n.selfSize);
-    for (const c of n.children) walk(c, st);
-  };
-  walk(profile.head, []);
+    return st;
+  });
   const per = writesArg ? `, ${(total / Number(writesArg)).toFixed(0)} B per write` : '';
   console.log(`sampled allocation ${(total / 1e6).toFixed(1)} MB${per}`);
   print('self', self, total);

@@ -40,6 +40,21 @@ export interface WriteContext {
 }
 export type CrudOp = 'list' | 'detail' | 'create' | 'update' | 'patch' | 'delete';
 
+/** One CRUD operation's APIs, operation id and access (defaults: management, `<op><Singular>`, admin). */
+export interface CrudOpConfig {
+  apis?: ApiName[];
+  access?: Access;
+  operationId?: string;
+  /** The management permission entity (default: the declaration's); null: admins only. */
+  permission?: string | null;
+  /**
+   * Update and patch only: a caller without admin rights is refused (401 UNAUTHORIZED) once its body is valid and
+   * the row found, although `permission` lets it reach the operation (OpenZiti's identity PUT: filed under
+   * `identity.update`, whose handler then refuses non-admins).
+   */
+  adminsOnly?: boolean;
+}
+
 /**
  * A stored field and, in the same place, what the API does with it: `body` makes it writable (the schema of the
  * field in create/update/patch bodies, copied to the store as given), `api` renders it as stored, and `default` is
@@ -132,9 +147,7 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
     w: WriteContext & { copied: Record<string, unknown> },
   ): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
-  operations?: Partial<
-    Record<CrudOp, boolean | { apis?: ApiName[]; access?: Access; operationId?: string; permission?: string | null }>
-  >;
+  operations?: Partial<Record<CrudOp, boolean | CrudOpConfig>>;
   /**
    * Removes what only an admin may see from a rendered row (e.g. other identities' session tokens), for callers
    * that hold management permissions without being admins.
@@ -459,11 +472,13 @@ function opConfig(entity: EntitySpec, which: CrudOp) {
   const c = entity.operations?.[which];
   if (c === false) return null;
   const cfg = typeof c === 'object' ? c : {};
+  assert(cfg.adminsOnly !== true || which === 'update' || which === 'patch', `${entity.name}: adminsOnly on ${which}`);
   return {
     apis: cfg.apis ?? (['management'] as ApiName[]),
     access: cfg.access ?? ('admin' as Access),
     operationId: cfg.operationId,
     permission: cfg.permission === null ? undefined : (cfg.permission ?? entity.permission),
+    adminsOnly: cfg.adminsOnly === true,
   };
 }
 
@@ -605,6 +620,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
         },
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
           const existing = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
+          if (cfg.adminsOnly && ctx.caller?.identity.isAdmin !== true) throw unauthorized('forbidden');
           const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
           const stored = toStored(entity, ctx.body, w);
           const set = stored instanceof Promise ? await stored : stored;

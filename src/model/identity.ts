@@ -248,6 +248,8 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
   ),
   update: s.named('identityUpdate', s.obj(writable, ['type', 'name', 'isAdmin'])),
   patch: s.named('identityPatch', s.obj({ ...writable, isAdmin: s.nullable(s.bool()), name: s.nullable(s.str()) })),
+  // OpenZiti's identity_router.go: "non-admins may not use the PUT method, use PATCH instead"
+  operations: { update: { adminsOnly: true } },
   toApi: renderIdentityExtras,
   reads: ['auth-policies', 'identity-types', 'authenticators', 'enrollments', 'cas', 'api-sessions'],
   // enrollment tokens and JWTs are credentials: only admins see them
@@ -282,8 +284,6 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
     const grants = body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);
     if (caller && caller.identity.isAdmin !== true && grants) throw unauthorized('forbidden');
     if (caller && grants) expect.push(callerIsAdmin(caller));
-    // OpenZiti's identity_router.go: "non-admins may not use the PUT method, use PATCH instead"
-    if (mode === 'update' && caller && caller.identity.isAdmin !== true) throw unauthorized('forbidden');
     if (existing) expect.push(...guardAdminTarget(caller, existing.isAdmin === true, existing.id));
     const out = copied;
     if (existing?.isDefaultAdmin && out.isAdmin === false) {

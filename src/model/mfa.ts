@@ -103,7 +103,7 @@ export async function isValidTotp(svc: Services, secret: string, code: string): 
 }
 
 /** A failed spend of a code: one recorded error for both kinds, so that the answer does not tell which failed. */
-function refuseCode(mfaId: string): never {
+function failSpend(mfaId: string): never {
   fail({ code: 'INVALID', entity: 'mfas', id: mfaId, reason: 'invalid or spent code', apiCode: 'MFA_INVALID_TOKEN' });
 }
 
@@ -132,7 +132,7 @@ export function useTotp(
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
   if (mfa?.isVerified !== true || (mfa.lastTimeStep ?? -1) >= args.timeStep) {
-    refuseCode(args.mfaId);
+    failSpend(args.mfaId);
   }
   spendCode(ctx, mfa, { lastTimeStep: args.timeStep }, args.sessionId, at);
 }
@@ -148,7 +148,7 @@ export function useRecoveryCode(
 ): void {
   const mfa = ctx.txn.get('mfas', args.mfaId);
   const codes = mfa?.recoveryCodes ?? [];
-  if (mfa?.isVerified !== true || !codes.includes(args.code)) refuseCode(args.mfaId);
+  if (mfa?.isVerified !== true || !codes.includes(args.code)) failSpend(args.mfaId);
   spendCode(ctx, mfa, { recoveryCodes: codes.filter((c) => c !== args.code) }, args.sessionId, at);
 }
 

@@ -60,8 +60,14 @@ function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
   return mfa;
 }
 
-async function requireTotp(svc: Services, caller: Caller, mfa: RowFor<'mfas'>, code: string): Promise<void> {
-  if (!(await isValidTotp(svc, mfa.secret!, code))) await refuseCode(svc, caller.session);
+/** Refuses a `code` that is not a current TOTP of `mfa` with refuseCode, for the caller's `session`. */
+async function requireTotp(
+  svc: Services,
+  session: RowFor<'api-sessions'>,
+  mfa: RowFor<'mfas'>,
+  code: string,
+): Promise<void> {
+  if (!(await isValidTotp(svc, mfa.secret!, code))) await refuseCode(svc, session);
 }
 
 /**
@@ -253,7 +259,7 @@ export function mfaOps(): OpDef<unknown>[] {
       },
       handler: async ({ caller, req, body, svc }) => {
         const mfa = requireOwnMfa(svc, caller!, true);
-        await requireTotp(svc, caller!, mfa, validationCode(req, body));
+        await requireTotp(svc, caller!.session, mfa, validationCode(req, body));
         return ok({
           _links: { self: { href: `${SELF}/recovery-codes` } },
           createdAt: mfa.createdAt,
@@ -277,7 +283,7 @@ export function mfaOps(): OpDef<unknown>[] {
       responses: emptyResponse,
       handler: async ({ caller, req, body, svc }) => {
         const mfa = requireOwnMfa(svc, caller!, true);
-        await requireTotp(svc, caller!, mfa, validationCode(req, body));
+        await requireTotp(svc, caller!.session, mfa, validationCode(req, body));
         await svc.write({
           op: 'update',
           entity: 'mfas',
@@ -306,7 +312,7 @@ export function mfaOps(): OpDef<unknown>[] {
         if (mfa.isVerified === true) {
           const code = validationCode(req, body as { code?: string } | undefined);
           const recovery = (mfa.recoveryCodes ?? []).includes(code.toUpperCase());
-          if (!recovery) await requireTotp(svc, caller!, mfa, code);
+          if (!recovery) await requireTotp(svc, caller!.session, mfa, code);
         }
         await svc.write(removeMfa(svc, mfa));
         return okEmpty();
@@ -366,7 +372,7 @@ export function mfaOps(): OpDef<unknown>[] {
       },
       handler: async ({ caller, body, svc }) => {
         const mfa = requireEnrolled(svc, caller!.identity.id);
-        await requireTotp(svc, caller!, mfa, body.code.trim());
+        await requireTotp(svc, caller!.session, mfa, body.code.trim());
         return ok({ issuedAt: svc.nowIso(), token: uuid() });
       },
     }),
