@@ -53,19 +53,24 @@ export const WRITE_BEHIND_FLUSH_OPS = 8192;
 /** Write-behind: applying waits for the batch being written once this many rows are staged (bounds memory). */
 export const WRITE_BEHIND_MAX_OPS = 65_536;
 
-/** Entity name → the prefix of its rows' keys (one string per entity type, not one concatenation per row). */
-const KEY_PREFIXES = new Map<string, string>();
-/** Bound on KEY_PREFIXES: far more entity types than any schema declares. */
-const MAX_KEY_PREFIXES = 1024;
+/**
+ * The LevelDB keys of a store's rows, from one prefix string per entity type of its schema (not one concatenation
+ * chain per row). Per store and made whole at its opening: bounded by the schema, whatever other stores the process
+ * holds.
+ */
+class RowKeys {
+  private readonly prefixes = new Map<string, string>();
 
-function entityKey(entity: string, id: string): string {
-  let prefix = KEY_PREFIXES.get(entity);
-  if (prefix === undefined) {
-    assert(KEY_PREFIXES.size < MAX_KEY_PREFIXES, `more than ${MAX_KEY_PREFIXES} entity types`);
-    prefix = `${ENTITY_PREFIX}${entity}${SEP}`;
-    KEY_PREFIXES.set(entity, prefix);
+  constructor(entities: Iterable<string>) {
+    for (const entity of entities) this.prefixes.set(entity, `${ENTITY_PREFIX}${entity}${SEP}`);
   }
-  return prefix + id;
+
+  of(entity: string, id: string): string {
+    const prefix = this.prefixes.get(entity);
+    // the message only on failure: built on every call, it cost about 45 B per row written
+    if (prefix === undefined) assert(false, `a row key of the unknown entity type '${entity}'`);
+    return prefix + id;
+  }
 }
 
 /** A command failed (before anything of it was written): the recorded error, the same on every node. */
@@ -86,6 +91,8 @@ class EncodedWrites {
   readonly values: Array<Uint8Array | null> = [];
   length = 0;
 
+  constructor(private readonly rowKeys: RowKeys) {}
+
   /**
    * Encodes the writes of one command's overlay, each row checked to read back as written (codec.ts). Throws
    * UnstorableError, so a row that cannot be stored faithfully fails its own command only.
@@ -95,7 +102,7 @@ class EncodedWrites {
     txn.forEachWritten((entity, id, row) => {
       if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
       assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
-      this.keys[this.length] = entityKey(entity, id);
+      this.keys[this.length] = this.rowKeys.of(entity, id);
       this.values[this.length] = row === null ? null : encodeChecked(row);
       this.length++;
     });
@@ -161,13 +168,16 @@ export class Store<M extends RowMap = RowMap> {
   private readonly collectionEpochs = new Map<string, number>();
   /** Bumped by restore and `invalidateAll`: part of every `stampOf`. */
   private generation = 0;
+  private readonly rowKeys: RowKeys;
   /** `prepare`'s scratch: the encoded writes of the command being applied. */
-  private readonly encoded = new EncodedWrites();
+  private readonly encoded: EncodedWrites;
 
   private constructor(
     readonly schema: Schema<M>,
     private readonly db: StoreDb,
   ) {
+    this.rowKeys = new RowKeys(schema.defs.keys());
+    this.encoded = new EncodedWrites(this.rowKeys);
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
     this.derived = new DerivedIndexes(schema.derived);
   }
@@ -551,7 +561,7 @@ export class Store<M extends RowMap = RowMap> {
         let list = loaded.get(entity);
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
-          ops.push({ type: 'put', key: entityKey(entity, row.id), value: packr.pack(row) });
+          ops.push({ type: 'put', key: this.rowKeys.of(entity, row.id), value: packr.pack(row) });
           storeValuesOf(row);
           list.push(row);
           count++;

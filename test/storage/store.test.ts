@@ -332,6 +332,32 @@ describe('store: durability', () => {
   });
 });
 
+describe('store: row keys', () => {
+  /** `n` entity types of no fields, named after `prefix` (letters only: entity names have no digits). */
+  function manyTypes(prefix: string, n: number) {
+    const letters = (i: number) => String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26));
+    return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${letters(i)}`, type: 'thing', fields: {} }));
+  }
+
+  it('are made per store, from its own schema: stores of many entity types in one process each write every type', async () => {
+    // 2 × 600 entity types: past the former process-wide bound of 1024 key prefixes shared by every store
+    for (const prefix of ['kinda', 'kindb']) {
+      const types = manyTypes(prefix, 600);
+      const dir = tempDir();
+      let s = await Store.open(dir, new Schema(types));
+      const results = await s.applyGroup(
+        types.map((t) => ({ op: 'create', entity: t.name, id: 'x', data: {}, at: AT })),
+        { sync: true, index: 1 },
+      );
+      expect(results.filter((r) => !r.ok)).toEqual([]);
+      await s.close();
+      s = await Store.open(dir, new Schema(types));
+      expect(types.every((t) => s.get(t.name, 'x')?.id === 'x')).toBe(true);
+      await s.close();
+    }
+  });
+});
+
 describe('local proposer', () => {
   it('group-commits concurrent proposals in order and numbers them', async () => {
     const s = await open();
