@@ -430,6 +430,7 @@ export class Store<M extends RowMap = RowMap> {
     const group = new Txn(this);
     const results: CommandResult[] = [];
     const encoded = this.encoded;
+    const heldBefore = writes.size;
     for (let i = 0; i < cmds.length; i++) {
       const cmd = cmds[i]!;
       group.begin();
@@ -446,6 +447,13 @@ export class Store<M extends RowMap = RowMap> {
       encoded.moveTo(writes);
       results.push({ ok: true, value });
     }
+    // What is published (the overlay's rows) is what is written: each overlay row's key was set in `writes`, and
+    // only theirs. Counted, not compared row by row: `writes` starting empty (applyGroup; write-behind after a
+    // flush) gains exactly one key per overlay row; staged rows of earlier groups (write-behind) may hold some.
+    const rows = group.size;
+    const added = writes.size - heldBefore;
+    const matched = heldBefore === 0 ? added === rows : added <= rows && rows <= writes.size;
+    if (!matched) assert(false, `${added} encoded rows (${heldBefore} staged before) for ${rows} rows written`);
     return { group, results };
   }
 

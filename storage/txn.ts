@@ -175,6 +175,13 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
     return false;
   }
 
+  /** Rows written in the overlay (a delete counts): what the group publishes. Bounded by the entity types written. */
+  get size(): number {
+    let n = 0;
+    for (const w of this.writes.values()) n += w.size;
+    return n;
+  }
+
   get empty(): boolean {
     for (const w of this.writes.values()) if (w.size > 0) return false;
     return true;

@@ -6,7 +6,7 @@ import { LocalProposer, OverloadedError } from '../../storage/local-proposer.js'
 import { Schema } from '../../storage/schema.js';
 import { SortedRows } from '../../storage/sorted-rows.js';
 import { Store } from '../../storage/store.js';
-import type { Command, CommandResult } from '../../storage/types.js';
+import { type Command, type CommandResult, StoreFailedError } from '../../storage/types.js';
 import { AT, create, defs } from '../support/store-defs.js';
 
 const dirs: string[] = [];
@@ -255,6 +255,34 @@ describe('store: commands', () => {
     });
     expect(s.get('policies', 'p2')).toBeUndefined();
     expect(s.get('policies', 'p3')).toBeDefined();
+    await s.close();
+  });
+
+  it('a row in the overlay that no command encoded fails the store before anything is written or published', async () => {
+    const dir = tempDir();
+    // a write behind the journal's back: in the group's overlay (so it would be published), never encoded
+    const ghost = (ctx: any, _args: unknown, at: string) => {
+      ctx.create('policies', 'p2', { name: 'Q' }, at);
+      ctx.txn.writes.get('policies').set('ghost', { id: 'ghost', name: 'G', createdAt: at, updatedAt: at, tags: {} });
+    };
+    let s = await open(dir, { ghost });
+    const err = await s
+      .applyGroup([create('policies', 'p1', { name: 'P' }), { op: 'custom', name: 'ghost', args: {}, at: AT }], {
+        sync: true,
+        index: 1,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreFailedError);
+    expect(err).toMatchObject({
+      stage: 'apply',
+      reason: expect.stringMatching(/2 encoded rows .* for 3 rows written/),
+    });
+    expect(s.get('policies', 'ghost')).toBeUndefined();
+    expect(s.get('policies', 'p1')).toBeUndefined();
+    await s.close();
+    s = await open(dir);
+    expect(s.appliedIndex).toBe(0);
+    expect(s.collection('policies').size).toBe(0);
     await s.close();
   });
 
