@@ -116,7 +116,7 @@ class Context implements ApplyContext {
   }
 
   delete(entity: string, id: string, at: string, system = false, depth = 0): void {
-    assert(depth <= MAX_CASCADE_DEPTH, `cascade deeper than ${MAX_CASCADE_DEPTH} deleting ${entity}/${id}`);
+    if (depth > MAX_CASCADE_DEPTH) assert(false, `cascade deeper than ${MAX_CASCADE_DEPTH} deleting ${entity}/${id}`);
     const def = this.schema.def(entity);
     const row = this.txn.get(entity, id);
     if (!row) fail({ code: 'NOT_FOUND', entity, id, reason: `${def.type} with id ${id} not found` });
@@ -171,13 +171,14 @@ class Context implements ApplyContext {
   }
 
   private checkExpect(expect: Expect[]): void {
-    assert(Array.isArray(expect) && expect.length <= MAX_EXPECT, `expect of more than ${MAX_EXPECT} conditions`);
+    if (!Array.isArray(expect) || expect.length > MAX_EXPECT)
+      assert(false, `expect of more than ${MAX_EXPECT} conditions`);
     for (const e of expect) {
       let holds: boolean;
       if (e.check === 'absent') {
         holds = this.txn.lookup(e.entity, e.field, e.value).length === 0;
       } else {
-        assert(typeof e.id === 'string', `expect ${e.check} without an id`);
+        if (typeof e.id !== 'string') assert(false, `expect ${e.check} without an id`);
         const row = this.txn.get(e.entity, e.id);
         holds = e.check === 'eq' ? row !== undefined && row[e.field] === e.value : row?.[e.field] !== e.value;
       }
@@ -338,7 +339,7 @@ function checkFields(def: EntityDef, data: Record<string, unknown>): void {
 }
 
 function checkField(def: EntityDef, k: string): void {
-  assert(BASE_FIELDS.has(k) || k in def.fields, `${def.name} has no field ${k}`);
+  if (!BASE_FIELDS.has(k) && !(k in def.fields)) assert(false, `${def.name} has no field ${k}`);
 }
 
 /**

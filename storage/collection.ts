@@ -221,7 +221,7 @@ function named<T>(list: readonly IndexOf<T>[], field: string): IndexOf<T> | unde
 
 function holdUnique(v: unknown, u: IndexOf<string>, id: string): void {
   const holder = u.map.get(v);
-  assert(holder === undefined || holder === id, `unique index ${u.label} violated by ${id}`);
+  if (holder !== undefined && holder !== id) assert(false, `unique index ${u.label} violated by ${id}`);
   u.map.set(v, id);
 }
 

@@ -101,7 +101,7 @@ class EncodedWrites {
     this.length = 0;
     txn.forEachWritten((entity, id, row) => {
       if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
+      if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
       this.keys[this.length] = this.rowKeys.of(entity, id);
       this.values[this.length] = row === null ? null : encodeChecked(row);
       this.length++;
@@ -245,7 +245,7 @@ export class Store<M extends RowMap = RowMap> {
 
   collection<E extends EntityOf<M>>(entity: E): Collection<M[E]> {
     const c = this.collections.get(entity);
-    assert(c, `unknown entity ${entity}`);
+    if (c === undefined) assert(false, `unknown entity ${entity}`);
     // the collection holds the rows written as M[E] (the type exists only at compile time)
     return c as Collection<M[E]>;
   }
@@ -256,7 +256,7 @@ export class Store<M extends RowMap = RowMap> {
 
   lookup(entity: EntityOf<M>, field: string, value: unknown): string[] {
     const ids = this.collection(entity).lookup(field, value);
-    assert(ids !== undefined, `lookup on unindexed field ${entity}.${field}`);
+    if (ids === undefined) assert(false, `lookup on unindexed field ${entity}.${field}`);
     return [...ids];
   }
 
@@ -411,13 +411,13 @@ export class Store<M extends RowMap = RowMap> {
     assert(!this.closed, 'applyGroup on a closed store');
     if (this.failure !== null) throw this.failure;
     assert(!this.applying, 'applyGroup is not re-entrant');
-    assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
+    if (cmds.length > MAX_GROUP_COMMANDS) assert(false, `group of ${cmds.length} commands`);
     this.applying = true;
   }
 
   private checkIndex(given: number | undefined): number {
     const index = given ?? this.appliedIndex;
-    assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
+    if (index < this.appliedIndex) assert(false, `applied index going back from ${this.appliedIndex} to ${index}`);
     return index;
   }
 

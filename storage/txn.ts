@@ -104,7 +104,7 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
     const replaced = w.get(id); // undefined: no write of the row in the overlay yet (a delete is null)
     if (this.journaling) {
       const i = this.journalLength++;
-      assert(i < MAX_JOURNAL, `a command writing more than ${MAX_JOURNAL} rows`);
+      if (i >= MAX_JOURNAL) assert(false, `a command writing more than ${MAX_JOURNAL} rows`);
       this.journalEntities[i] = entity;
       this.journalIds[i] = id;
       this.journalPrev[i] = replaced === undefined ? ABSENT : replaced;
