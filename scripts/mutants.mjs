@@ -519,6 +519,14 @@ export const MUTANTS = [
     replace: '        group.commit();',
     tests: ['test/storage/store.test.ts'],
   },
+  // what a group publishes is what it writes: a row in its overlay that was never encoded fails the store
+  {
+    id: 'store-unencoded-row-published',
+    file: 'storage/store.ts',
+    search: '    const matched = heldBefore === 0 ? added === rows : added <= rows && rows <= writes.size;',
+    replace: '    const matched = true;',
+    tests: ['test/storage/store.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

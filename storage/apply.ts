@@ -1,4 +1,4 @@
-import { indexable } from './collection.js';
+import { forEachIndexValue, indexable } from './collection.js';
 import { NO_FIELDS, ownString, storedValue } from './row-values.js';
 import type { ApplyContext, Schema } from './schema.js';
 import type { Txn } from './txn.js';
@@ -116,7 +116,7 @@ class Context implements ApplyContext {
   }
 
   delete(entity: string, id: string, at: string, system = false, depth = 0): void {
-    assert(depth <= MAX_CASCADE_DEPTH, `cascade deeper than ${MAX_CASCADE_DEPTH} deleting ${entity}/${id}`);
+    if (depth > MAX_CASCADE_DEPTH) assert(false, `cascade deeper than ${MAX_CASCADE_DEPTH} deleting ${entity}/${id}`);
     const def = this.schema.def(entity);
     const row = this.txn.get(entity, id);
     if (!row) fail({ code: 'NOT_FOUND', entity, id, reason: `${def.type} with id ${id} not found` });
@@ -171,13 +171,14 @@ class Context implements ApplyContext {
   }
 
   private checkExpect(expect: Expect[]): void {
-    assert(Array.isArray(expect) && expect.length <= MAX_EXPECT, `expect of more than ${MAX_EXPECT} conditions`);
+    if (!Array.isArray(expect) || expect.length > MAX_EXPECT)
+      assert(false, `expect of more than ${MAX_EXPECT} conditions`);
     for (const e of expect) {
       let holds: boolean;
       if (e.check === 'absent') {
         holds = this.txn.lookup(e.entity, e.field, e.value).length === 0;
       } else {
-        assert(typeof e.id === 'string', `expect ${e.check} without an id`);
+        if (typeof e.id !== 'string') assert(false, `expect ${e.check} without an id`);
         const row = this.txn.get(e.entity, e.id);
         holds = e.check === 'eq' ? row !== undefined && row[e.field] === e.value : row?.[e.field] !== e.value;
       }
@@ -196,62 +197,43 @@ class Context implements ApplyContext {
   }
 
   /**
-   * Every `@id` a role list gains names an existing row (OpenZiti: "no <type> found with the given ids"). `roles`:
-   * the list (or a lone value); values the old row held (`before`, see `heldBefore`) are not checked again.
-   */
-  private checkRoleIds(def: EntityDef, row: Row, field: string, target: string, roles: unknown, before: unknown) {
-    let missing: string[] | undefined;
-    const n = Array.isArray(roles) ? roles.length : 1;
-    for (let i = 0; i < n; i++) {
-      const v: unknown = Array.isArray(roles) ? roles[i] : roles;
-      if (typeof v !== 'string' || !v.startsWith('@') || heldBefore(before, v)) continue;
-      if (!this.txn.get(target, v.slice(1))) (missing ??= []).push(v.slice(1));
-    }
-    if (missing === undefined) return;
-    fail({
-      code: 'REF_NOT_FOUND',
-      entity: def.name,
-      id: row.id,
-      field,
-      value: missing,
-      reason: `no ${target} found with the given ids`,
-    });
-  }
-
-  /**
    * Reference and uniqueness checks for a row about to be written (old = its previous version): per field, its role
-   * list's `@id`s, then its references, then its unique values, each in `indexValues` order; without allocating on
-   * the common path (a scalar value, or a short old list).
+   * list's `@id`s, then its references, then its unique values, each in `indexValues` order (`forEachIndexValue`
+   * with the visitors below); without allocating on the common path (a scalar value, or a short old list).
    */
   private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
     const fields = checkedFields(def);
+    const c = FIELD_CHECK;
     for (let i = 0; i < fields.length; i++) {
       const { name: field, f } = fields[i]!;
-      const value = row[field];
-      if (!indexable(value)) continue;
-      const before = old === undefined ? undefined : beforeOf(old[field]);
-      if (f.roles) this.checkRoleIds(def, row, field, f.roles.entity, value, before);
-      const n = Array.isArray(value) ? value.length : 1;
-      if (f.ref) {
-        for (let j = 0; j < n; j++) {
-          const v: unknown = Array.isArray(value) ? value[j] : value;
-          if (!indexable(v) || heldBefore(before, v)) continue;
-          const target = this.checkRef(def, row, field, f.ref.entity, v);
-          // the row keeps the referenced row's id (one string in memory for every row naming it), not its own copy
-          if (!Array.isArray(value)) row[field] = target;
+      if (!indexable(row[field])) continue;
+      c.def = def;
+      c.row = row;
+      c.field = field;
+      c.f = f;
+      c.before = old === undefined ? undefined : beforeOf(old[field]);
+      c.missing = undefined;
+      if (f.roles) {
+        forEachIndexValue(row, field, checkRoleId, this, c);
+        // OpenZiti: "no <type> found with the given ids", naming every missing one
+        if (c.missing !== undefined) {
+          fail({
+            code: 'REF_NOT_FOUND',
+            entity: def.name,
+            id: row.id,
+            field,
+            value: c.missing,
+            reason: `no ${f.roles.entity} found with the given ids`,
+          });
         }
       }
-      if (f.unique) {
-        for (let j = 0; j < n; j++) {
-          const v: unknown = Array.isArray(value) ? value[j] : value;
-          if (indexable(v)) this.checkUnique(def, row, field, f, v);
-        }
-      }
+      if (f.ref) forEachIndexValue(row, field, checkRefValue, this, c);
+      if (f.unique) forEachIndexValue(row, field, checkUniqueValue, this, c);
     }
   }
 
   /** The id of the `target` row `v` names (the same string), or a REF_NOT_FOUND failure. */
-  private checkRef(def: EntityDef, row: Row, field: string, target: string, v: unknown): string {
+  checkRef(def: EntityDef, row: Row, field: string, target: string, v: unknown): string {
     const found = typeof v === 'string' ? this.txn.get(target, v) : undefined;
     if (found) return found.id;
     fail({
@@ -264,7 +246,7 @@ class Context implements ApplyContext {
     });
   }
 
-  private checkUnique(def: EntityDef, row: Row, field: string, f: FieldDef, v: unknown): void {
+  checkUnique(def: EntityDef, row: Row, field: string, f: FieldDef, v: unknown): void {
     const holders = this.txn.lookup(def.name, field, v);
     if (heldByAnother(holders, row.id)) {
       fail({
@@ -278,6 +260,42 @@ class Context implements ApplyContext {
       });
     }
   }
+}
+
+/**
+ * The field `checkRow` is checking, read by its visitors (`forEachIndexValue` passes them the context and this; no
+ * closure, nothing allocated per row). One for the process, set field by field: apply is synchronous and the
+ * visitors never start another check. It holds the last field checked until the next check.
+ */
+class FieldCheck {
+  def!: EntityDef;
+  row!: Row;
+  field = '';
+  f!: FieldDef;
+  /** `beforeOf` the old row's value of the field (undefined: a create). */
+  before: unknown = undefined;
+  /** The `@id`s of a role list that name no row. */
+  missing: string[] | undefined = undefined;
+}
+const FIELD_CHECK = new FieldCheck();
+
+/** Every `@id` a role list gains names an existing row (values the old row held are not checked again). */
+function checkRoleId(v: unknown, ctx: Context, c: FieldCheck): void {
+  if (typeof v !== 'string' || !v.startsWith('@') || heldBefore(c.before, v)) return;
+  if (!ctx.txn.get(c.f.roles!.entity, v.slice(1))) (c.missing ??= []).push(v.slice(1));
+}
+
+/** A reference names an existing row (unless the old row held it already). */
+function checkRefValue(v: unknown, ctx: Context, c: FieldCheck): void {
+  if (heldBefore(c.before, v)) return;
+  const target = ctx.checkRef(c.def, c.row, c.field, c.f.ref!.entity, v);
+  // the row keeps the referenced row's id (one string in memory for every row naming it), not its own copy
+  if (!Array.isArray(c.row[c.field])) c.row[c.field] = target;
+}
+
+/** A unique value is held by no other row. */
+function checkUniqueValue(v: unknown, ctx: Context, c: FieldCheck): void {
+  ctx.checkUnique(c.def, c.row, c.field, c.f, v);
 }
 
 /** Whether `ids` names a row other than `id`. */
@@ -321,7 +339,7 @@ function checkFields(def: EntityDef, data: Record<string, unknown>): void {
 }
 
 function checkField(def: EntityDef, k: string): void {
-  assert(BASE_FIELDS.has(k) || k in def.fields, `${def.name} has no field ${k}`);
+  if (!BASE_FIELDS.has(k) && !(k in def.fields)) assert(false, `${def.name} has no field ${k}`);
 }
 
 /**

@@ -66,12 +66,6 @@ export function encodeChecked(value: unknown): Uint8Array {
   return bytes;
 }
 
-/** `encodeChecked`, with the decoded copy (what a reader, or another node, will see). */
-export function encodeFaithfully(value: unknown): { bytes: Uint8Array; decoded: unknown } {
-  const bytes = encodeChecked(value);
-  return { bytes, decoded: packr.unpack(bytes) };
-}
-
 /** The check by decoding: msgpackr's copy of `bytes` must hold the same data as `value`. */
 function checkDecoded(value: unknown, bytes: Uint8Array): void {
   let decoded: unknown;

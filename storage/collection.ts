@@ -61,23 +61,17 @@ export class Collection<R extends Row = Row> {
   private readonly rows = new Map<string, R>();
   /** The rows again, in id order (for scans and captures without a lookup per id). */
   private ordered = new SortedRows<R>();
-  private readonly indexes = new Map<string, Map<unknown, Set<string>>>();
-  private readonly uniques = new Map<string, Map<unknown, string>>();
-  /** The same maps as `indexes` and `uniques`, listed for the indexing every write does (no iterator, no entry). */
-  private readonly indexList: IndexOf<Set<string>>[] = [];
-  private readonly uniqueList: IndexOf<string>[] = [];
+  /**
+   * The unique indexes and the equality indexes, in field order: lists, so that the indexing every write does walks
+   * them without an iterator; found by name by a scan (`named`: a handful per entity type, no second map to keep).
+   */
+  private readonly uniques: IndexOf<string>[] = [];
+  private readonly indexes: IndexOf<Set<string>>[] = [];
 
   constructor(readonly def: EntityDef) {
     for (const [name, f] of Object.entries(def.fields)) {
-      if (f.unique) {
-        const map = new Map<unknown, string>();
-        this.uniques.set(name, map);
-        this.uniqueList.push({ field: name, map, label: `${def.name}.${name}` });
-      } else if (f.index || f.ref) {
-        const map = new Map<unknown, Set<string>>();
-        this.indexes.set(name, map);
-        this.indexList.push({ field: name, map, label: `${def.name}.${name}` });
-      }
+      if (f.unique) this.uniques.push({ field: name, map: new Map(), label: `${def.name}.${name}` });
+      else if (f.index || f.ref) this.indexes.push({ field: name, map: new Map(), label: `${def.name}.${name}` });
     }
   }
 
@@ -100,25 +94,25 @@ export class Collection<R extends Row = Row> {
   }
 
   isIndexed(field: string): boolean {
-    return field === 'id' || this.indexes.has(field) || this.uniques.has(field);
+    return field === 'id' || named(this.indexes, field) !== undefined || named(this.uniques, field) !== undefined;
   }
 
   /** Ids whose `field` equals (or, for sets, contains) `value`; undefined when the field has no index. */
   lookup(field: string, value: unknown): Iterable<string> | undefined {
     if (field === 'id') return typeof value === 'string' && this.rows.has(value) ? [value] : NO_IDS;
-    const u = this.uniques.get(field);
+    const u = named(this.uniques, field);
     if (u) {
-      const id = u.get(value);
+      const id = u.map.get(value);
       return id === undefined ? NO_IDS : [id];
     }
-    const idx = this.indexes.get(field);
+    const idx = named(this.indexes, field);
     if (!idx) return undefined;
-    return idx.get(value) ?? NO_IDS;
+    return idx.map.get(value) ?? NO_IDS;
   }
 
   /** Distinct indexed values of a field (role attributes listing). */
   values(field: string): Iterable<unknown> {
-    return (this.indexes.get(field) ?? this.uniques.get(field) ?? new Map()).keys();
+    return (named(this.indexes, field)?.map ?? named(this.uniques, field)?.map ?? new Map()).keys();
   }
 
   /** Bulk load at start: rows in ascending id order. */
@@ -168,14 +162,17 @@ export class Collection<R extends Row = Row> {
       note(`rows violate a unique index (${(err as Error).message})`);
       return out;
     }
-    for (const [field, map] of this.uniques) {
-      const want = fresh.uniques.get(field)!;
+    // `fresh` has the same definition: the same indexes in the same order
+    for (let i = 0; i < this.uniques.length; i++) {
+      const { field, map } = this.uniques[i]!;
+      const want = fresh.uniques[i]!.map;
       for (const [v, id] of map)
         if (want.get(v) !== id) note(`unique index ${field} holds ${String(v)} → ${id} wrongly`);
       for (const [v, id] of want) if (!map.has(v)) note(`unique index ${field} lacks ${String(v)} → ${id}`);
     }
-    for (const [field, map] of this.indexes) {
-      const want = fresh.indexes.get(field)!;
+    for (let i = 0; i < this.indexes.length; i++) {
+      const { field, map } = this.indexes[i]!;
+      const want = fresh.indexes[i]!.map;
       for (const [v, set] of map) {
         const wanted = want.get(v);
         for (const id of set) if (!wanted?.has(id)) note(`index ${field} holds ${String(v)} → ${id} wrongly`);
@@ -191,34 +188,40 @@ export class Collection<R extends Row = Row> {
   /** Rebuilds the id order and every index from the rows (the repair of `indexProblems`). */
   reindex(): void {
     const rows = [...this.rows.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    for (const map of this.uniques.values()) map.clear();
-    for (const map of this.indexes.values()) map.clear();
+    for (const u of this.uniques) u.map.clear();
+    for (const idx of this.indexes) idx.map.clear();
     for (const row of rows) this.indexRow(row);
     this.ordered = SortedRows.fromSorted(rows);
   }
 
   private indexRow(row: Row): void {
-    for (let i = 0; i < this.uniqueList.length; i++) {
-      const u = this.uniqueList[i]!;
+    for (let i = 0; i < this.uniques.length; i++) {
+      const u = this.uniques[i]!;
       forEachIndexValue(row, u.field, holdUnique, u, row.id);
     }
-    for (let i = 0; i < this.indexList.length; i++)
-      forEachIndexValue(row, this.indexList[i]!.field, addId, this.indexList[i]!.map, row.id);
+    for (let i = 0; i < this.indexes.length; i++)
+      forEachIndexValue(row, this.indexes[i]!.field, addId, this.indexes[i]!.map, row.id);
   }
 
   private unindexRow(row: Row): void {
-    for (let i = 0; i < this.uniqueList.length; i++) {
-      const u = this.uniqueList[i]!;
+    for (let i = 0; i < this.uniques.length; i++) {
+      const u = this.uniques[i]!;
       forEachIndexValue(row, u.field, releaseUnique, u.map, row.id);
     }
-    for (let i = 0; i < this.indexList.length; i++)
-      forEachIndexValue(row, this.indexList[i]!.field, removeId, this.indexList[i]!.map, row.id);
+    for (let i = 0; i < this.indexes.length; i++)
+      forEachIndexValue(row, this.indexes[i]!.field, removeId, this.indexes[i]!.map, row.id);
   }
+}
+
+/** The index of `field` in `list`, if any (bounded by the entity type's fields). */
+function named<T>(list: readonly IndexOf<T>[], field: string): IndexOf<T> | undefined {
+  for (let i = 0; i < list.length; i++) if (list[i]!.field === field) return list[i];
+  return undefined;
 }
 
 function holdUnique(v: unknown, u: IndexOf<string>, id: string): void {
   const holder = u.map.get(v);
-  assert(holder === undefined || holder === id, `unique index ${u.label} violated by ${id}`);
+  if (holder !== undefined && holder !== id) assert(false, `unique index ${u.label} violated by ${id}`);
   u.map.set(v, id);
 }
 

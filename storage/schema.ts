@@ -81,7 +81,7 @@ export class Schema<M extends RowMap = RowMap> {
 
   def(entity: string): EntityDef {
     const d = this.defs.get(entity);
-    assert(d, `unknown entity ${entity}`);
+    if (d === undefined) assert(false, `unknown entity ${entity}`);
     return d;
   }
 }

@@ -53,19 +53,24 @@ export const WRITE_BEHIND_FLUSH_OPS = 8192;
 /** Write-behind: applying waits for the batch being written once this many rows are staged (bounds memory). */
 export const WRITE_BEHIND_MAX_OPS = 65_536;
 
-/** Entity name → the prefix of its rows' keys (one string per entity type, not one concatenation per row). */
-const KEY_PREFIXES = new Map<string, string>();
-/** Bound on KEY_PREFIXES: far more entity types than any schema declares. */
-const MAX_KEY_PREFIXES = 1024;
+/**
+ * The LevelDB keys of a store's rows, from one prefix string per entity type of its schema (not one concatenation
+ * chain per row). Per store and made whole at its opening: bounded by the schema, whatever other stores the process
+ * holds.
+ */
+class RowKeys {
+  private readonly prefixes = new Map<string, string>();
 
-function entityKey(entity: string, id: string): string {
-  let prefix = KEY_PREFIXES.get(entity);
-  if (prefix === undefined) {
-    assert(KEY_PREFIXES.size < MAX_KEY_PREFIXES, `more than ${MAX_KEY_PREFIXES} entity types`);
-    prefix = `${ENTITY_PREFIX}${entity}${SEP}`;
-    KEY_PREFIXES.set(entity, prefix);
+  constructor(entities: Iterable<string>) {
+    for (const entity of entities) this.prefixes.set(entity, `${ENTITY_PREFIX}${entity}${SEP}`);
   }
-  return prefix + id;
+
+  of(entity: string, id: string): string {
+    const prefix = this.prefixes.get(entity);
+    // the message only on failure: built on every call, it cost about 45 B per row written
+    if (prefix === undefined) assert(false, `a row key of the unknown entity type '${entity}'`);
+    return prefix + id;
+  }
 }
 
 /** A command failed (before anything of it was written): the recorded error, the same on every node. */
@@ -86,6 +91,8 @@ class EncodedWrites {
   readonly values: Array<Uint8Array | null> = [];
   length = 0;
 
+  constructor(private readonly rowKeys: RowKeys) {}
+
   /**
    * Encodes the writes of one command's overlay, each row checked to read back as written (codec.ts). Throws
    * UnstorableError, so a row that cannot be stored faithfully fails its own command only.
@@ -94,8 +101,8 @@ class EncodedWrites {
     this.length = 0;
     txn.forEachWritten((entity, id, row) => {
       if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-      assert(row === null || row.id === id, `row id ${row?.id} written under id ${id}`);
-      this.keys[this.length] = entityKey(entity, id);
+      if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
+      this.keys[this.length] = this.rowKeys.of(entity, id);
       this.values[this.length] = row === null ? null : encodeChecked(row);
       this.length++;
     });
@@ -161,13 +168,16 @@ export class Store<M extends RowMap = RowMap> {
   private readonly collectionEpochs = new Map<string, number>();
   /** Bumped by restore and `invalidateAll`: part of every `stampOf`. */
   private generation = 0;
+  private readonly rowKeys: RowKeys;
   /** `prepare`'s scratch: the encoded writes of the command being applied. */
-  private readonly encoded = new EncodedWrites();
+  private readonly encoded: EncodedWrites;
 
   private constructor(
     readonly schema: Schema<M>,
     private readonly db: StoreDb,
   ) {
+    this.rowKeys = new RowKeys(schema.defs.keys());
+    this.encoded = new EncodedWrites(this.rowKeys);
     for (const def of schema.defs.values()) this.collections.set(def.name, new Collection(def));
     this.derived = new DerivedIndexes(schema.derived);
   }
@@ -235,7 +245,7 @@ export class Store<M extends RowMap = RowMap> {
 
   collection<E extends EntityOf<M>>(entity: E): Collection<M[E]> {
     const c = this.collections.get(entity);
-    assert(c, `unknown entity ${entity}`);
+    if (c === undefined) assert(false, `unknown entity ${entity}`);
     // the collection holds the rows written as M[E] (the type exists only at compile time)
     return c as Collection<M[E]>;
   }
@@ -246,7 +256,7 @@ export class Store<M extends RowMap = RowMap> {
 
   lookup(entity: EntityOf<M>, field: string, value: unknown): string[] {
     const ids = this.collection(entity).lookup(field, value);
-    assert(ids !== undefined, `lookup on unindexed field ${entity}.${field}`);
+    if (ids === undefined) assert(false, `lookup on unindexed field ${entity}.${field}`);
     return [...ids];
   }
 
@@ -401,13 +411,13 @@ export class Store<M extends RowMap = RowMap> {
     assert(!this.closed, 'applyGroup on a closed store');
     if (this.failure !== null) throw this.failure;
     assert(!this.applying, 'applyGroup is not re-entrant');
-    assert(cmds.length <= MAX_GROUP_COMMANDS, `group of ${cmds.length} commands`);
+    if (cmds.length > MAX_GROUP_COMMANDS) assert(false, `group of ${cmds.length} commands`);
     this.applying = true;
   }
 
   private checkIndex(given: number | undefined): number {
     const index = given ?? this.appliedIndex;
-    assert(index >= this.appliedIndex, `applied index going back from ${this.appliedIndex} to ${index}`);
+    if (index < this.appliedIndex) assert(false, `applied index going back from ${this.appliedIndex} to ${index}`);
     return index;
   }
 
@@ -420,6 +430,7 @@ export class Store<M extends RowMap = RowMap> {
     const group = new Txn(this);
     const results: CommandResult[] = [];
     const encoded = this.encoded;
+    const heldBefore = writes.size;
     for (let i = 0; i < cmds.length; i++) {
       const cmd = cmds[i]!;
       group.begin();
@@ -436,6 +447,13 @@ export class Store<M extends RowMap = RowMap> {
       encoded.moveTo(writes);
       results.push({ ok: true, value });
     }
+    // What is published (the overlay's rows) is what is written: each overlay row's key was set in `writes`, and
+    // only theirs. Counted, not compared row by row: `writes` starting empty (applyGroup; write-behind after a
+    // flush) gains exactly one key per overlay row; staged rows of earlier groups (write-behind) may hold some.
+    const rows = group.size;
+    const added = writes.size - heldBefore;
+    const matched = heldBefore === 0 ? added === rows : added <= rows && rows <= writes.size;
+    if (!matched) assert(false, `${added} encoded rows (${heldBefore} staged before) for ${rows} rows written`);
     return { group, results };
   }
 
@@ -551,7 +569,7 @@ export class Store<M extends RowMap = RowMap> {
         let list = loaded.get(entity);
         if (!list) loaded.set(entity, (list = []));
         for (const row of rows) {
-          ops.push({ type: 'put', key: entityKey(entity, row.id), value: packr.pack(row) });
+          ops.push({ type: 'put', key: this.rowKeys.of(entity, row.id), value: packr.pack(row) });
           storeValuesOf(row);
           list.push(row);
           count++;

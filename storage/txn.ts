@@ -80,12 +80,12 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
     return idx;
   }
 
-  private reindex(entity: string, id: string, next: Row | null): void {
+  /** Moves `id` in the overlay's field indexes from `replaced` (its overlay value being replaced, if any) to `next`. */
+  private reindex(entity: string, id: string, replaced: Row | null | undefined, next: Row | null): void {
     const byField = this.overlayIdx?.get(entity);
     if (!byField) return;
-    const prev = this.writes.get(entity)?.get(id);
     byField.forEach((idx, field) => {
-      if (prev) forEachIndexValue(prev, field, removeId, idx, id);
+      if (replaced) forEachIndexValue(replaced, field, removeId, idx, id);
       if (next) forEachIndexValue(next, field, addId, idx, id);
     });
   }
@@ -101,14 +101,15 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   private write(entity: string, id: string, row: Row | null): void {
     let w = this.writes.get(entity);
     if (!w) this.writes.set(entity, (w = new Map()));
+    const replaced = w.get(id); // undefined: no write of the row in the overlay yet (a delete is null)
     if (this.journaling) {
       const i = this.journalLength++;
-      assert(i < MAX_JOURNAL, `a command writing more than ${MAX_JOURNAL} rows`);
+      if (i >= MAX_JOURNAL) assert(false, `a command writing more than ${MAX_JOURNAL} rows`);
       this.journalEntities[i] = entity;
       this.journalIds[i] = id;
-      this.journalPrev[i] = w.has(id) ? w.get(id)! : ABSENT;
+      this.journalPrev[i] = replaced === undefined ? ABSENT : replaced;
     }
-    this.reindex(entity, id, row);
+    this.reindex(entity, id, replaced, row);
     w.set(id, row);
   }
 
@@ -133,7 +134,7 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
       const id = this.journalIds[i]!;
       const prev = this.journalPrev[i]!;
       const w = this.writes.get(entity)!;
-      this.reindex(entity, id, prev === ABSENT ? null : prev);
+      this.reindex(entity, id, w.get(id), prev === ABSENT ? null : prev);
       if (prev === ABSENT) w.delete(id);
       else w.set(id, prev);
     }
@@ -172,6 +173,13 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
       if (this.journalIds[j] === id && this.journalEntities[j] === entity) return true;
     }
     return false;
+  }
+
+  /** Rows written in the overlay (a delete counts): what the group publishes. Bounded by the entity types written. */
+  get size(): number {
+    let n = 0;
+    for (const w of this.writes.values()) n += w.size;
+    return n;
   }
 
   get empty(): boolean {

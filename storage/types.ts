@@ -167,7 +167,12 @@ export function fail(error: StoreError): never {
   throw new StoreFailure(error);
 }
 
-/** Invariant check that stays on in production (TIGER_STYLE). */
+/**
+ * Invariant check that stays on in production (TIGER_STYLE). The message is an argument, built before the call: on
+ * the write path, where a message names values (a template), test the condition first and call `assert(false, …)`
+ * in the failing branch, so the message is built only on failure (built on every call, such messages cost the
+ * apply bench about 370 B of its 3 800 B per identity create).
+ */
 export function assert(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(`invariant violated: ${message}`);
 }

@@ -295,7 +295,8 @@ describe('database: snapshot and data integrity', () => {
     const roleIndex = store.derived.get<RoleIndex>('service-policies.identityRoles');
     expect(roleIndex.targetsOf(policy.body.data.id).has(u.id)).toBe(true);
     (roleIndex.targetsOf(policy.body.data.id) as Set<string>).delete(u.id);
-    const byName = (store.collection('identities') as any).uniques.get('name') as Map<string, string>;
+    const identities = store.collection('identities') as any;
+    const byName: Map<string, string> = identities.uniques.find((u: any) => u.field === 'name').map;
     byName.set('ghost-name', u.id);
     const auth = store.collection('authenticators');
     const orphan = {

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import type { EntityName } from '../../src/model/index.js';
 import { buildSchema } from '../../src/model/index.js';
-import { encodeFaithfully, MAX_STORED_DEPTH, UnstorableError } from '../../storage/codec.js';
+import { encodeChecked, MAX_STORED_DEPTH, packr, UnstorableError } from '../../storage/codec.js';
+import { encodeCommand } from '../../storage/command-codec.js';
 import { LocalProposer } from '../../storage/local-proposer.js';
 import { Schema } from '../../storage/schema.js';
 import { Store } from '../../storage/store.js';
@@ -48,45 +49,68 @@ function unstorable(r: CommandResult | undefined, field: string): void {
   expect(r).toMatchObject({ ok: false, error: { code: 'UNSTORABLE', entity: 'things', field } });
 }
 
-describe('codec: encodeFaithfully', () => {
-  it('returns the bytes and the decoded copy of data that reads back as written', () => {
-    const value = { s: 'é ✓ 😀', n: -1.5, b: true, z: null, u: undefined, a: [1, [2]], bytes: new Uint8Array([1, 2]) };
-    const { bytes, decoded } = encodeFaithfully(value);
-    expect(bytes.byteLength).toBeGreaterThan(0);
-    expect(decoded).toEqual({ ...value, bytes: Buffer.from([1, 2]) });
+describe('codecs: what reads back as written, and what does not', () => {
+  const value = { s: 'é ✓ 😀', n: -1.5, b: true, z: null, u: undefined, a: [1, [2]], bytes: new Uint8Array([1, 2]) };
+  const readBack = { ...value, bytes: Buffer.from([1, 2]) };
+
+  it('rows: encodeChecked returns bytes that decode to the data', () => {
+    expect(packr.unpack(encodeChecked(value))).toEqual(readBack);
   });
 
+  it('commands: encodeCommand returns the bytes and their decoded copy, decoded once, on first use', () => {
+    const cmd = create('x', value);
+    const encoded = encodeCommand(cmd);
+    expect(encoded.ok).toBe(true);
+    if (!encoded.ok) return;
+    expect(packr.unpack(encoded.bytes)).toEqual({ ...cmd, data: readBack });
+    const decoded = encoded.cmd;
+    expect(decoded).toEqual({ ...cmd, data: readBack });
+    expect(decoded).not.toBe(cmd); // the copy a follower would decode, not the caller's object
+    expect(encoded.cmd).toBe(decoded);
+  });
+
+  // the path names object keys of the outermost two levels only for values nested too deeply: a command's data
+  // sits one level further in (`data.tags`), so its result names the field only
   it.each([
-    ['a lone high surrogate', { name: 'a\ud800b' }, 'name'],
-    ['a lone low surrogate', { name: '\udfff' }, 'name'],
-    ['keys that collapse into one', { tags: { 'k\ud800': 1, 'k\udfff': 2 } }, 'tags.k\ud800'],
-    ['a surrogate deep inside', { tags: { x: [1, { y: ['ok', 'bad\ud801'] }] } }, 'tags.x.1.y.1'],
-    ['a __proto__ key (renamed by msgpackr)', { tags: JSON.parse('{"__proto__":{"x":1}}') }, 'tags.__proto__'],
-    ['arrays nested too deeply to encode', { tags: { deep: nestedArrays(1_500) } }, 'tags.deep'],
+    ['a lone high surrogate', { name: 'a\ud800b' }, 'name', 'name'],
+    ['a lone low surrogate', { name: '\udfff' }, 'name', 'name'],
+    ['keys that collapse into one', { tags: { 'k\ud800': 1, 'k\udfff': 2 } }, 'tags.k\ud800', 'tags.k\ud800'],
+    ['a surrogate deep inside', { tags: { x: [1, { y: ['ok', 'bad\ud801'] }] } }, 'tags.x.1.y.1', 'tags.x.1.y.1'],
+    [
+      'a __proto__ key (renamed by msgpackr)',
+      { tags: JSON.parse('{"__proto__":{"x":1}}') },
+      'tags.__proto__',
+      'tags.__proto__',
+    ],
+    ['arrays nested too deeply to encode', { tags: { deep: nestedArrays(1_500) } }, 'tags.deep', 'tags'],
     [
       'objects nested one level deeper than the bound',
       { tags: { deep: nestedObjects(MAX_STORED_DEPTH - 1) } },
       'tags.deep',
+      'tags',
     ],
-  ])('refuses %s, naming where', (_, value, path) => {
+  ])('refuses %s, naming where (a row: UnstorableError; a command: its UNSTORABLE result)', (_, value, path, field) => {
     let err: unknown;
     try {
-      encodeFaithfully(value);
+      encodeChecked(value);
     } catch (e) {
       err = e;
     }
     expect(err).toBeInstanceOf(UnstorableError);
     expect((err as UnstorableError).path).toBe(path);
+    const encoded = encodeCommand(create('x', value));
+    expect(encoded.ok).toBe(false);
+    if (!encoded.ok) unstorable(encoded.result, field);
   });
 });
 
 describe('codec: the nesting bound', () => {
   it('is explicit, so the outcome depends on the value alone (not on where msgpackr overflows)', () => {
     // {tags: {deep: <n levels>}}: the value itself is two levels, the bound counts every level
-    expect(() => encodeFaithfully({ tags: { deep: nestedObjects(MAX_STORED_DEPTH - 2) } })).not.toThrow();
-    expect(() => encodeFaithfully({ tags: { deep: nestedArrays(MAX_STORED_DEPTH - 1) } })).toThrow(UnstorableError);
+    expect(() => encodeChecked({ tags: { deep: nestedObjects(MAX_STORED_DEPTH - 2) } })).not.toThrow();
+    expect(() => encodeChecked({ tags: { deep: nestedArrays(MAX_STORED_DEPTH - 1) } })).toThrow(UnstorableError);
     // far beyond any stack: still a clean UnstorableError, never a RangeError
-    expect(() => encodeFaithfully({ deep: nestedArrays(200_000) })).toThrow(UnstorableError);
+    expect(() => encodeChecked({ deep: nestedArrays(200_000) })).toThrow(UnstorableError);
   });
 });
 

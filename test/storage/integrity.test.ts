@@ -51,7 +51,7 @@ describe('checkIntegrity', () => {
     expect((await checkIntegrity(s, { fix: true, maxFindings: 10 })).findings).toEqual([]);
     const epoch = s.epoch;
     const stamp = s.stampOf(['owners']);
-    (owners as any).uniques.get('name').delete('ann');
+    (owners as any).uniques.find((u: any) => u.field === 'name').map.delete('ann');
     expect([...(owners.lookup('name', 'ann') ?? [])]).toEqual([]);
     const report = await checkIntegrity(s, { fix: true, maxFindings: 10 });
     expect(report.findings).toEqual([{ description: 'owners: unique index name lacks ann → o1', fixed: true }]);

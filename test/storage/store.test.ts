@@ -6,7 +6,7 @@ import { LocalProposer, OverloadedError } from '../../storage/local-proposer.js'
 import { Schema } from '../../storage/schema.js';
 import { SortedRows } from '../../storage/sorted-rows.js';
 import { Store } from '../../storage/store.js';
-import type { Command, CommandResult } from '../../storage/types.js';
+import { type Command, type CommandResult, StoreFailedError } from '../../storage/types.js';
 import { AT, create, defs } from '../support/store-defs.js';
 
 const dirs: string[] = [];
@@ -258,6 +258,34 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('a row in the overlay that no command encoded fails the store before anything is written or published', async () => {
+    const dir = tempDir();
+    // a write behind the journal's back: in the group's overlay (so it would be published), never encoded
+    const ghost = (ctx: any, _args: unknown, at: string) => {
+      ctx.create('policies', 'p2', { name: 'Q' }, at);
+      ctx.txn.writes.get('policies').set('ghost', { id: 'ghost', name: 'G', createdAt: at, updatedAt: at, tags: {} });
+    };
+    let s = await open(dir, { ghost });
+    const err = await s
+      .applyGroup([create('policies', 'p1', { name: 'P' }), { op: 'custom', name: 'ghost', args: {}, at: AT }], {
+        sync: true,
+        index: 1,
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreFailedError);
+    expect(err).toMatchObject({
+      stage: 'apply',
+      reason: expect.stringMatching(/2 encoded rows .* for 3 rows written/),
+    });
+    expect(s.get('policies', 'ghost')).toBeUndefined();
+    expect(s.get('policies', 'p1')).toBeUndefined();
+    await s.close();
+    s = await open(dir);
+    expect(s.appliedIndex).toBe(0);
+    expect(s.collection('policies').size).toBe(0);
+    await s.close();
+  });
+
   it('sees earlier writes of the same group (unique checks across commands)', async () => {
     const s = await open();
     const r = await s.applyGroup([create('policies', 'p1', { name: 'P' }), create('policies', 'p2', { name: 'P' })], {
@@ -329,6 +357,32 @@ describe('store: durability', () => {
         ),
       ),
     ).rejects.toThrow(/unknown entity type 'policies'/);
+  });
+});
+
+describe('store: row keys', () => {
+  /** `n` entity types of no fields, named after `prefix` (letters only: entity names have no digits). */
+  function manyTypes(prefix: string, n: number) {
+    const letters = (i: number) => String.fromCharCode(97 + Math.floor(i / 26), 97 + (i % 26));
+    return Array.from({ length: n }, (_, i) => ({ name: `${prefix}-${letters(i)}`, type: 'thing', fields: {} }));
+  }
+
+  it('are made per store, from its own schema: stores of many entity types in one process each write every type', async () => {
+    // 2 × 600 entity types: past the former process-wide bound of 1024 key prefixes shared by every store
+    for (const prefix of ['kinda', 'kindb']) {
+      const types = manyTypes(prefix, 600);
+      const dir = tempDir();
+      let s = await Store.open(dir, new Schema(types));
+      const results = await s.applyGroup(
+        types.map((t) => ({ op: 'create', entity: t.name, id: 'x', data: {}, at: AT })),
+        { sync: true, index: 1 },
+      );
+      expect(results.filter((r) => !r.ok)).toEqual([]);
+      await s.close();
+      s = await Store.open(dir, new Schema(types));
+      expect(types.every((t) => s.get(t.name, 'x')?.id === 'x')).toBe(true);
+      await s.close();
+    }
   });
 });
 
