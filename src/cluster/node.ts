@@ -26,6 +26,7 @@ import {
 } from './peer-api.js';
 import {
   answerWithLink,
+  type DialRefusal,
   PEER_LINK,
   PEER_PROTOCOL_VERSION,
   type PeerDial,
@@ -408,6 +409,11 @@ export class ClusterNode {
   /** Every member as this node sees it (liveness from its status polls). */
   memberView(): MemberView[] {
     return this.monitor.view();
+  }
+
+  /** Why this node's link to member `id` is refused for its peer protocol version (list-members), else null. */
+  peerRefusal(id: string): DialRefusal | null {
+    return this.monitor.refusal(id);
   }
 
   /** This node's peer certificate (PEM, the leaf without its chain). */
