@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
-import { LevelLog, LinkRefusedError, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
+import {
+  type ConfState,
+  LevelLog,
+  LinkRefusedError,
+  type NodeId,
+  RaftError,
+  RaftNode,
+  WebSocketTransport,
+} from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
 import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
@@ -91,6 +99,16 @@ const PEER_CALL_TIMEOUT_MS = 5_000;
 const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
 /** How long a forward waits for the leader's answer (it answers once it accepted the entry, not once applied). */
 const FORWARD_TIMEOUT_MS = 3_000;
+
+/**
+ * Who is a member of configuration `conf` (members() and memberAddress()): a voter, incoming or outgoing (the first
+ * two sets), or a learner, now or once the joint configuration is left (the last two).
+ */
+function memberSets(
+  conf: ConfState,
+): readonly [readonly NodeId[], readonly NodeId[], readonly NodeId[], readonly NodeId[]] {
+  return [conf.voters, conf.votersOutgoing, conf.learners, conf.learnersNext];
+}
 
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
@@ -290,8 +308,9 @@ export class ClusterNode {
   members(): { leader: string | null; members: MemberInfo[] } {
     const conf = this.log.appliedConf();
     const addresses = conf.addresses;
-    const voters = new Set([...conf.conf.voters, ...conf.conf.votersOutgoing]);
-    const ids = [...new Set([...voters, ...conf.conf.learners, ...conf.conf.learnersNext])].sort();
+    const [incoming, outgoing, ...learners] = memberSets(conf.conf);
+    const voters = new Set([...incoming, ...outgoing]);
+    const ids = [...new Set([...voters, ...learners.flat()])].sort();
     return {
       leader: this.raft.leaderId(),
       members: ids.map((id) => ({ id, address: this.addressIn(addresses, id), voter: voters.has(id) })),
@@ -306,11 +325,7 @@ export class ClusterNode {
   /** The peer address of member `id`, or undefined when it is not a member: members() without the sorted list. */
   private memberAddress(id: string): string | undefined {
     const { conf, addresses } = this.log.appliedConf();
-    const member =
-      conf.voters.includes(id) ||
-      conf.votersOutgoing.includes(id) ||
-      conf.learners.includes(id) ||
-      conf.learnersNext.includes(id);
+    const member = memberSets(conf).some((ids) => ids.includes(id));
     return member ? this.addressIn(addresses, id) : undefined;
   }
 
