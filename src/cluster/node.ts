@@ -127,8 +127,6 @@ export class ClusterNode {
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
   private readonly forwards = new ForwardBatcher((leader, term, items) => this.transmitForwards(leader, term, items));
-  /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
-  private readonly refusals: RefusalLog;
   apiAddresses: string[] = [];
 
   private constructor(
@@ -139,9 +137,9 @@ export class ClusterNode {
     readonly peerAddress: string,
     private readonly opts: ClusterOptions,
     logger: Log,
-    refusals: RefusalLog,
+    /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
+    private readonly refusals: RefusalLog,
   ) {
-    this.refusals = refusals;
     this.proposer = new RaftProposer(
       raft,
       sm,
