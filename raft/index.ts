@@ -21,7 +21,12 @@ export type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './storage/log-db
 export { MemoryDurableLog } from './storage/memory-durable-log.js';
 /** Framing allowance: maxMsgBytes and snapshotChunkBytes plus this must fit the transport's maxPayload_bytes. */
 export { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
-export { type LinkCheck, LinkRefusedError } from './transport/handshake.js';
+export {
+  answerWithLinkHeaders,
+  type LinkCheck,
+  type LinkRefusal,
+  LinkRefusedError,
+} from './transport/handshake.js';
 export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';
 export type {
   MessageHandler,

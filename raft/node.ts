@@ -414,11 +414,12 @@ export class RaftNode {
   offer(items: readonly Uint8Array[], term: number): Promise<Array<RaftError | null>> {
     return new Promise((resolve) => {
       const sink = new Offered(items.length, resolve);
+      // the same for every item of this call (nothing in the loop changes the role, the term or the pending count)
+      const refusal = this.checkProposable() ?? this.checkTerm(term);
       for (let i = 0; i < items.length; i++) {
         const data = items[i]!;
         const err =
-          this.checkProposable() ??
-          this.checkTerm(term) ??
+          refusal ??
           this.checkSize(data.byteLength + ENTRY_OVERHEAD_BYTES, 'proposal') ??
           (this.batchFull() ? this.batchFullError() : null);
         if (err !== null) sink.refused(i, err);

@@ -120,8 +120,8 @@ export class EtcdCluster {
     return this.procs.map((p) => p.pid ?? 0);
   }
 
-  /** ports: 6 free ports (3 client, 3 peer); peers: plain HTTP (the default) or mutual TLS between members. */
-  static async start(baseDir: string, ports: number[], peers: EtcdPeers = 'plain'): Promise<EtcdCluster> {
+  /** ports: 6 free ports (3 client, 3 peer); peers: plain HTTP or mutual TLS between members. */
+  static async start(baseDir: string, ports: number[], peers: EtcdPeers): Promise<EtcdCluster> {
     const names = ['e1', 'e2', 'e3'];
     const client = ports.slice(0, 3);
     const peer = ports.slice(3, 6);

@@ -14,13 +14,8 @@ export const NO_COMMIT_LIMIT = Number.MAX_SAFE_INTEGER;
 export function majorityCommittedIndex(voters: ReadonlySet<NodeId>, acked: (id: NodeId) => number): number {
   const n = voters.size;
   if (n === 0) return NO_COMMIT_LIMIT;
-  if (n > SCRATCH_VOTERS) {
-    const srt: number[] = [];
-    for (const id of voters) srt.push(acked(id));
-    srt.sort((a, b) => a - b);
-    return srt[n - (Math.floor(n / 2) + 1)] as number;
-  }
-  // asked on every acknowledgement: sorted in place in one reused array (insertion sort, n ≤ SCRATCH_VOTERS)
+  if (n > scratch.length) scratch = new Float64Array(Math.max(n, 2 * scratch.length));
+  // asked on every acknowledgement: sorted in place in the reused buffer (insertion sort: n is the voter count)
   let i = 0;
   for (const id of voters) {
     const v = acked(id);
@@ -31,9 +26,8 @@ export function majorityCommittedIndex(voters: ReadonlySet<NodeId>, acked: (id: 
   return scratch[n - (Math.floor(n / 2) + 1)]!;
 }
 
-/** Voter sets up to this size are sorted in `scratch` (no allocation); larger ones in an array of their own. */
-const SCRATCH_VOTERS = 16;
-const scratch = new Float64Array(SCRATCH_VOTERS);
+/** The acknowledged indexes of one commit computation; grown (never shrunk) to the largest voter set seen. */
+let scratch = new Float64Array(16);
 
 export function majorityVoteResult(voters: ReadonlySet<NodeId>, vote: (id: NodeId) => boolean | undefined): VoteResult {
   const n = voters.size;

@@ -22,7 +22,7 @@ describe('quorum', () => {
     expect(majorityCommittedIndex(set('a', 'x'), (id) => acked[id] ?? 0)).toBe(0);
   });
 
-  it('majority commit index of any voter set size (sorted in place up to 16 voters, beyond in an array)', () => {
+  it('majority commit index of any voter set size (sorted in place in a buffer grown past 16 voters)', () => {
     let seed = 7;
     const rnd = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;

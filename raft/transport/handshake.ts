@@ -6,6 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
+import type { WebSocketServer } from 'ws';
 import type { NodeId } from '../types.js';
 
 export const HEADER_CLUSTER = 'x-keel-raft-cluster';
@@ -52,7 +53,20 @@ export function handshakeHeaders(
  */
 export interface LinkCheck {
   readonly headers: Readonly<Record<string, string>>;
-  judge(headers: IncomingHttpHeaders): { status: number; reason: string } | null;
+  judge(headers: IncomingHttpHeaders): LinkRefusal | null;
+}
+
+/** A link check's refusal of a peer: the status answered to a dialing peer, and why. */
+export interface LinkRefusal {
+  status: number;
+  reason: string;
+}
+
+/** Makes `wss` answer every upgrade it accepts with `link`'s headers (in its 101 response). */
+export function answerWithLinkHeaders(wss: WebSocketServer, link: LinkCheck): void {
+  wss.on('headers', (lines) => {
+    for (const [k, v] of Object.entries(link.headers)) lines.push(`${k}: ${v}`);
+  });
 }
 
 /** A peer refused by the link check (reported to onError; on accept the peer got the refusal's status). */

@@ -20,6 +20,7 @@ import type { Message, NodeId } from '../types.js';
 import { backoffDelay_ms } from './backoff.js';
 import { decodeFrame, encodeMessage, type FrameError } from './codec.js';
 import {
+  answerWithLinkHeaders,
   handshakeHeaders,
   type LinkCheck,
   LinkRefusedError,
@@ -147,12 +148,7 @@ export class WebSocketTransport implements Transport {
       perMessageDeflate: false,
       clientTracking: false,
     });
-    const link = opts.link;
-    if (link !== undefined) {
-      this.wss.on('headers', (lines) => {
-        for (const [k, v] of Object.entries(link.headers)) lines.push(`${k}: ${v}`);
-      });
-    }
+    if (opts.link !== undefined) answerWithLinkHeaders(this.wss, opts.link);
     const ping_ms = opts.ping_ms ?? 5000;
     this.pingTimer = ping_ms > 0 ? setInterval(() => this.pingAll(), ping_ms) : null;
     this.pingTimer?.unref();

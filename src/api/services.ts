@@ -3,6 +3,7 @@ import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import { StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
 import type { MemberView } from '../cluster/members.js';
+import type { DialRefusal } from '../cluster/peer-protocol.js';
 import type { EntityName } from '../model/index.js';
 import type { Command, RowFor, Store } from '../model/rows.js';
 import type { NodePki } from '../pki/node-pki.js';
@@ -41,6 +42,8 @@ export interface ClusterView {
   readonly raft: { isLeader(): boolean };
   readonly peerCertPem: string | null;
   memberView(): MemberView[];
+  /** Why this node's link to member `id` is refused for its peer protocol version, null when it is not. */
+  peerRefusal(id: string): DialRefusal | null;
   addMemberAt(address: string, voter: boolean): Promise<string>;
   removeMember(id: string): Promise<void>;
   transferLeadership(to: string): Promise<void>;

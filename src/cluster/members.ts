@@ -2,7 +2,10 @@ import { withTimeout } from '../util/timeout.js';
 import type { MemberInfo, MemberStatus, PeerClient } from './peer-api.js';
 import type { DialRefusal } from './peer-protocol.js';
 
-/** What this node knows about one member, for the controllers list and the fabric cluster API. */
+/**
+ * What this node knows about one member, for the controllers list, the JWTs' `ctrls` and the fabric cluster API
+ * (which adds the member's peer-link refusal, MemberMonitor.refusal).
+ */
 export interface MemberView extends MemberInfo {
   leader: boolean;
   /** Answered the last status poll (this node itself: always). */
@@ -11,8 +14,6 @@ export interface MemberView extends MemberInfo {
   lastJoinedAt: string | null;
   /** Its last answered status (API addresses, version, applied index), null when never reached. */
   status: MemberStatus | null;
-  /** Why this node's link to it is refused for its peer protocol version (peer-protocol.ts), null when it is not. */
-  refusal: DialRefusal | null;
 }
 
 export interface MemberSource {
@@ -86,7 +87,12 @@ export class MemberMonitor {
     }
   }
 
-  private refusalOf(id: string): DialRefusal | null {
+  /**
+   * Why this node's link to member `id` is refused for its peer protocol version (peer-protocol.ts), null when it
+   * is not (this node itself, a member never dialled). Looks up its peer client: asked by list-members alone.
+   */
+  refusal(id: string): DialRefusal | null {
+    if (id === this.source.id) return null;
     try {
       return this.source.peer(id).refusal();
     } catch {
@@ -104,7 +110,6 @@ export class MemberMonitor {
           online: true,
           lastJoinedAt: this.startedAt,
           status: this.source.status(),
-          refusal: null,
         };
       }
       const s = this.seen.get(m.id);
@@ -114,7 +119,6 @@ export class MemberMonitor {
         online: s?.online ?? false,
         lastJoinedAt: s?.lastJoinedAt ?? null,
         status: s?.status ?? null,
-        refusal: this.refusalOf(m.id),
       };
     });
   }

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
-import { LevelLog, LinkRefusedError, RaftError, RaftNode, WebSocketTransport } from '../../raft/index.js';
+import {
+  type ConfState,
+  LevelLog,
+  LinkRefusedError,
+  type NodeId,
+  RaftError,
+  RaftNode,
+  WebSocketTransport,
+} from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
 import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
@@ -26,6 +34,7 @@ import {
 } from './peer-api.js';
 import {
   answerWithLink,
+  type DialRefusal,
   PEER_LINK,
   PEER_PROTOCOL_VERSION,
   type PeerDial,
@@ -92,6 +101,16 @@ const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
 const FORWARD_TIMEOUT_MS = 3_000;
 
 /**
+ * Who is a member of configuration `conf` (members() and memberAddress()): a voter, incoming or outgoing (the first
+ * two sets), or a learner, now or once the joint configuration is left (the last two).
+ */
+function memberSets(
+  conf: ConfState,
+): readonly [readonly NodeId[], readonly NodeId[], readonly NodeId[], readonly NodeId[]] {
+  return [conf.voters, conf.votersOutgoing, conf.learners, conf.learnersNext];
+}
+
+/**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
  * proposer the controller writes through.
@@ -108,8 +127,6 @@ export class ClusterNode {
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
   private readonly forwards = new ForwardBatcher((leader, term, items) => this.transmitForwards(leader, term, items));
-  /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
-  private readonly refusals: RefusalLog;
   apiAddresses: string[] = [];
 
   private constructor(
@@ -120,9 +137,9 @@ export class ClusterNode {
     readonly peerAddress: string,
     private readonly opts: ClusterOptions,
     logger: Log,
-    refusals: RefusalLog,
+    /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
+    private readonly refusals: RefusalLog,
   ) {
-    this.refusals = refusals;
     this.proposer = new RaftProposer(
       raft,
       sm,
@@ -291,8 +308,9 @@ export class ClusterNode {
   members(): { leader: string | null; members: MemberInfo[] } {
     const conf = this.log.appliedConf();
     const addresses = conf.addresses;
-    const voters = new Set([...conf.conf.voters, ...conf.conf.votersOutgoing]);
-    const ids = [...new Set([...voters, ...conf.conf.learners, ...conf.conf.learnersNext])].sort();
+    const [incoming, outgoing, ...learners] = memberSets(conf.conf);
+    const voters = new Set([...incoming, ...outgoing]);
+    const ids = [...new Set([...voters, ...learners.flat()])].sort();
     return {
       leader: this.raft.leaderId(),
       members: ids.map((id) => ({ id, address: this.addressIn(addresses, id), voter: voters.has(id) })),
@@ -307,11 +325,7 @@ export class ClusterNode {
   /** The peer address of member `id`, or undefined when it is not a member: members() without the sorted list. */
   private memberAddress(id: string): string | undefined {
     const { conf, addresses } = this.log.appliedConf();
-    const member =
-      conf.voters.includes(id) ||
-      conf.votersOutgoing.includes(id) ||
-      conf.learners.includes(id) ||
-      conf.learnersNext.includes(id);
+    const member = memberSets(conf).some((ids) => ids.includes(id));
     return member ? this.addressIn(addresses, id) : undefined;
   }
 
@@ -410,6 +424,11 @@ export class ClusterNode {
   /** Every member as this node sees it (liveness from its status polls). */
   memberView(): MemberView[] {
     return this.monitor.view();
+  }
+
+  /** Why this node's link to member `id` is refused for its peer protocol version (list-members), else null. */
+  peerRefusal(id: string): DialRefusal | null {
+    return this.monitor.refusal(id);
   }
 
   /** This node's peer certificate (PEM, the leaf without its chain). */

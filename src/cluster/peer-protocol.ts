@@ -13,6 +13,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
+import { answerWithLinkHeaders, type LinkCheck, type LinkRefusal } from '../../raft/index.js';
 import { KEEL_VERSION } from '../version.js';
 
 /** The peer protocol this build speaks. 1: forwards fenced on the leader's term (`[id, term, items]` frames). */
@@ -33,17 +34,14 @@ const MAX_ECHO_CHARS = 64;
 /** A bound on a peer's refusal reason told to the operator. */
 const MAX_REASON_CHARS = 512;
 
-export interface PeerRefusal {
-  status: number;
-  reason: string;
-}
+/** A refused peer link: the status answered to the dialing member, and why. */
+export type PeerRefusal = LinkRefusal;
 
-/** What a link checks: the headers this member sends, and its verdict on the peer's. */
-export interface PeerLinkCheck {
-  readonly headers: Readonly<Record<string, string>>;
-  /** A refusal of a peer that sent `headers`, or null when its protocol is one this member speaks. */
-  judge(headers: IncomingHttpHeaders): PeerRefusal | null;
-}
+/**
+ * What a link checks (the Raft transport's LinkCheck, so one check serves every peer link): the headers this member
+ * sends, and its verdict on the peer's (a refusal, or null when its protocol is one this member speaks).
+ */
+export type PeerLinkCheck = LinkCheck;
 
 /** The versions a member speaking `version` accepts: its own and its neighbours, never below the oldest spoken. */
 export function acceptedRange(version: number): { min: number; max: number } {
@@ -147,9 +145,7 @@ function releaseOf(headers: IncomingHttpHeaders): string | null {
 
 /** Makes `wss` answer every accepted upgrade with this member's link headers. */
 export function answerWithLink(wss: WebSocketServer, check: PeerLinkCheck = PEER_LINK): void {
-  wss.on('headers', (lines) => {
-    for (const [k, v] of Object.entries(check.headers)) lines.push(`${k}: ${v}`);
-  });
+  answerWithLinkHeaders(wss, check);
 }
 
 /**

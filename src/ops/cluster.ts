@@ -205,21 +205,24 @@ export function fabricClusterOps(): OpDef<unknown>[] {
       operationId: 'clusterListMembers',
       summary: 'Lists the cluster members',
       responses: { 200: { description: 'The members', schema: listEnvelope('clusterMemberListResponse', member) } },
-      handler: ({ svc }) =>
-        ok(
-          clusterOf(svc)
-            .memberView()
-            .map((m) => ({
+      handler: ({ svc }) => {
+        const cluster = clusterOf(svc);
+        return ok(
+          cluster.memberView().map((m) => {
+            // a member refused for its peer protocol: the release it reported then (its last status is older)
+            const refusal = cluster.peerRefusal(m.id);
+            return {
               id: m.id,
               address: m.address,
               voter: m.voter,
               leader: m.leader,
-              // a member refused for its peer protocol: the release it reported then (its last status is older)
-              version: m.refusal !== null ? (m.refusal.release ?? 'unknown') : (m.status?.version ?? KEEL_VERSION),
+              version: refusal !== null ? (refusal.release ?? 'unknown') : (m.status?.version ?? KEEL_VERSION),
               connected: m.online,
               readOnly: m.status?.readOnly ?? false,
-            })),
-        ),
+            };
+          }),
+        );
+      },
     }),
     op({
       ...base,

@@ -129,6 +129,7 @@ describe('sessions on a cluster member', () => {
       },
       peerCertPem: null,
       memberView: () => [],
+      peerRefusal: () => null,
       addMemberAt: async () => 'x',
       removeMember: async () => {},
       transferLeadership: async () => {},

@@ -223,6 +223,7 @@ describe('refuseUpgrade', () => {
 describe('the member view', () => {
   it('shows a member refused for its peer protocol as offline, with the refusal; one never dialled without', async () => {
     const refusal = { reason: 'the peer (Keel 9.0.0) speaks peer protocol 9; …', release: '9.0.0' };
+    let asked = 0;
     const source: MemberSource = {
       id: 'n1',
       members: () => ({
@@ -235,6 +236,7 @@ describe('the member view', () => {
       }),
       status: () => ({ id: 'n1' }) as MemberStatus,
       peer: (id) => {
+        asked++;
         if (id === 'n3') throw new Error('no address known');
         return {
           api: { status: { query: () => Promise.reject(new Error('refused')) } },
@@ -244,8 +246,10 @@ describe('the member view', () => {
     };
     const monitor = new MemberMonitor(source);
     await monitor.poll();
+    asked = 0;
     const view = monitor.view();
-    expect(view.map((m) => [m.id, m.online, m.refusal])).toEqual([
+    expect(asked).toBe(0); // the view (JWTs, controllers list) looks up no peer client; list-members asks refusal()
+    expect(view.map((m) => [m.id, m.online, monitor.refusal(m.id)])).toEqual([
       ['n1', true, null],
       ['n2', false, refusal],
       ['n3', false, null],

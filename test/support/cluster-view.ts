@@ -4,9 +4,13 @@
  */
 import type { ClusterView } from '../../src/api/services.js';
 import type { MemberView } from '../../src/cluster/members.js';
+import type { DialRefusal } from '../../src/cluster/peer-protocol.js';
+
+/** A member as this node sees it, with this node's peer-link refusal of it (ClusterView.peerRefusal). */
+export type FakeMember = MemberView & { refusal: DialRefusal | null };
 
 /** A member as this node sees it: `online` when it answers the status polls, `urls` its API base URLs. */
-export function fakeMember(id: string, online: boolean, urls: string[]): MemberView {
+export function fakeMember(id: string, online: boolean, urls: string[]): FakeMember {
   return {
     id,
     address: `${id}:6262`,
@@ -20,13 +24,14 @@ export function fakeMember(id: string, online: boolean, urls: string[]): MemberV
 }
 
 /** This node as member `id`, a follower, of the cluster `members()` describes (read on every call). */
-export function fakeClusterView(id: string, members: () => MemberView[]): ClusterView {
+export function fakeClusterView(id: string, members: () => FakeMember[]): ClusterView {
   return {
     id,
     raft: { isLeader: () => false },
     readBarrier: async () => {},
     peerCertPem: null,
     memberView: members,
+    peerRefusal: (member) => members().find((m) => m.id === member)?.refusal ?? null,
     addMemberAt: async () => 'x',
     removeMember: async () => {},
     transferLeadership: async () => {},
