@@ -124,7 +124,7 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
       // A cluster member may not have applied a session another member just created: a token it does not know is
       // confirmed after a read barrier (everything committed is then applied here) before it answers 401.
       if (!(err instanceof UnknownTokenError)) throw err;
-      return svc.sessions.confirmUnknown().then(() => run(req, authenticate(op, req, svc, true)));
+      return svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));
     }
     return run(req, caller);
   };

@@ -115,10 +115,10 @@ export class SessionService {
 
   /**
    * Cluster members: waits until this node has applied everything committed (a ReadIndex barrier), so that a
-   * session created on another member is known here. Bounded by the Raft read timeout; a failed barrier (no
-   * leader) leaves the token unknown.
+   * session or credential created on another member is known here (an unknown token, every login). Bounded by the
+   * Raft read timeout; a failed barrier (no leader) returns all the same: the caller goes on with local state.
    */
-  async confirmUnknown(): Promise<void> {
+  async catchUp(): Promise<void> {
     try {
       await this.svc.cluster?.readBarrier();
     } catch {

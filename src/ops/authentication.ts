@@ -123,6 +123,11 @@ export function authenticationOps(): OpDef<unknown>[] {
       handler: async ({ req, body, svc, caller }) => {
         const method = req.query.get('method');
         if (method !== 'password' && method !== 'ext-jwt' && method !== 'cert') throw Errors.INVALID_AUTH_METHOD();
+        // A cluster member first applies everything committed (a read barrier), so a credential created or changed
+        // through another member (a password, an enrolled certificate, an authenticator, an unlock) is known here.
+        // Every login pays it, failed and successful alike, so its time says nothing about the credential; with no
+        // leader to confirm with, the login goes on with what this member has.
+        await svc.sessions.catchUp();
         // every credential check runs through the auth rate limiter (the password's inside passwordLogin), in the
         // admin lane when the credential names an admin
         const source = req.remoteAddress;

@@ -1,7 +1,8 @@
 /**
  * The MFA wrong-code limit holds across a cluster (in-process: three controllers in this process, Raft over their
  * mutual-TLS peer listeners): a partial session's wrong codes count wherever they arrive, so MAX_MFA_FAILURES of
- * them spread over the members end it on every member, not MAX_MFA_FAILURES per member.
+ * them spread over the members end it on every member, not MAX_MFA_FAILURES per member. And a login on a member that
+ * has not applied the credential yet waits for it to catch up instead of failing.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -92,6 +93,47 @@ describe('MFA wrong codes across a cluster', () => {
     for (const n of members) {
       const r = await call('GET', `${n.client}/current-api-session`, { token: partial });
       expect([r.status, r.body.error?.code], `${n.base}: ${r.text}`).toEqual([401, 'UNAUTHORIZED']);
+    }
+  });
+});
+
+describe('a login on a member that has not applied the credential yet', () => {
+  it('waits for the member to catch up: a password set through one member logs in at once on a lagging one', async () => {
+    const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
+    const via = nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
+    const lagging = nodes.find((n) => n !== via)!;
+    const admin = await login(via.base);
+    const created = await call('POST', `${via.mgmt}/identities`, {
+      token: admin,
+      body: { name: 'lag-dave', type: 'User', isAdmin: false },
+    });
+    expect(created.status, created.text).toBe(201);
+    // hold the lagging member's applies: the entries reach its log, its store learns them only when released
+    const sm = lagging.ctl.cluster!.sm;
+    const apply = sm.apply;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    sm.apply = async (entries) => {
+      await held;
+      return apply.call(sm, entries);
+    };
+    try {
+      const auth = await call('POST', `${via.mgmt}/authenticators`, {
+        token: admin,
+        body: { method: 'updb', identityId: created.body.data.id, username: 'lag-dave', password: 'lag-dave-pw' },
+      });
+      expect(auth.status, auth.text).toBe(201);
+      // the lagging member does not know the username yet
+      expect(lagging.ctl.svc.store.lookup('authenticators', 'username', 'lag-dave')).toEqual([]);
+      const released = setTimeout(release, 300);
+      const r = await call('POST', `${lagging.base}/edge/management/v1/authenticate?method=password`, {
+        body: { username: 'lag-dave', password: 'lag-dave-pw' },
+      });
+      clearTimeout(released);
+      expect(r.status, r.text).toBe(200);
+    } finally {
+      sm.apply = apply;
+      release();
     }
   });
 });
