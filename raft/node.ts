@@ -1050,17 +1050,22 @@ export class RaftNode {
   private snapshotDue(): boolean {
     const every = this.snapshotEvery;
     if (every <= 0) return false;
-    if (this.snapshotAt < 0) this.snapshotAt = this.planSnapshot(every);
+    if (this.snapshotAt < 0) {
+      // after a membership change the new phase may put the next point at or below the applied index: planned from
+      // the applied index then, not taken at once (a snapshot right after the last one, and every member together)
+      let at = this.planSnapshot(every, this.lastSnapshotIndex);
+      if (at <= this.applied) at = this.planSnapshot(every, this.applied);
+      this.snapshotAt = at;
+    }
     return this.applied >= this.snapshotAt;
   }
 
   /**
-   * The applied index at which the next snapshot is due: N after the last one, or, staggered, where the applied
-   * index next crosses a multiple of N shifted by this node's phase (rank × N ÷ voters, its rank among the voters'
+   * The applied index at which the next snapshot is due: N after `last`, or, staggered, where the applied index
+   * next crosses (after `last`) a multiple of N shifted by this node's phase (rank × N ÷ voters, its rank among the voters'
    * ids in code-unit order; 0 when not a voter). Planned again after each snapshot and membership change.
    */
-  private planSnapshot(every: number): number {
-    const last = this.lastSnapshotIndex;
+  private planSnapshot(every: number, last: number): number {
     if (this.opts.snapshotStagger !== true) return last + every;
     const voters = this.core.status({ progress: false }).conf.voters;
     let rank = 0;

@@ -129,8 +129,10 @@ export class Collection<R extends Row = Row> {
     const old = this.rows.get(row.id);
     if (old) this.unindexRow(old);
     this.rows.set(row.id, row);
+    // the ordered rows follow the map at once: if indexing fails (the store then stops), reads still agree
+    if (this.ordered.set(row) !== (old === undefined))
+      assert(false, 'collection: the id order is out of step with the rows');
     this.indexRow(row);
-    assert(this.ordered.set(row) === (old === undefined), 'collection: the id order is out of step with the rows');
   }
 
   delete(id: string): void {
@@ -138,7 +140,7 @@ export class Collection<R extends Row = Row> {
     if (!old) return;
     this.unindexRow(old);
     this.rows.delete(id);
-    this.ordered.delete(id);
+    if (!this.ordered.delete(id)) assert(false, 'collection: the id order is out of step with the rows');
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import type { Change, RowFor } from '../model/rows.js';
+import { withTimeout } from '../util/timeout.js';
 
 /** At most this many activity updates go into one replicated command. */
 const MAX_TOUCHES_PER_COMMAND = 1000;
@@ -22,15 +23,31 @@ export interface ResolvedSession {
  * (every `flush_ms`), so a busy session costs no write per request. A sweeper deletes sessions idle for longer
  * than the timeout. Expiry is judged from the newest activity this node knows (its own, or the stored one).
  */
+/** Bound on one catch-up wait: a read barrier whose index is confirmed waits for the apply with no timeout of its own. */
+export const CATCH_UP_TIMEOUT_MS = 4_000;
+/** Catch-up waits in flight at once; beyond it a caller goes on with local state, so a flood of logins cannot take
+ * every pending-read slot of the Raft node (which unknown tokens need too). */
+export const MAX_CATCH_UPS = 64;
+
+export interface SessionServiceOptions {
+  flush_ms: number;
+  sweep_ms: number;
+  /** Defaults CATCH_UP_TIMEOUT_MS and MAX_CATCH_UPS. */
+  catchUpTimeout_ms?: number;
+  maxCatchUps?: number;
+}
+
 export class SessionService {
   private readonly activity = new Map<string, number>();
+  /** catchUp() waits in flight. */
+  private catchingUp = 0;
   private readonly dirty = new Set<string>();
   private timers: NodeJS.Timeout[] = [];
   private flushing: Promise<void> | null = null;
 
   constructor(
     private readonly svc: Services,
-    private readonly opts: { flush_ms: number; sweep_ms: number } = { flush_ms: 5_000, sweep_ms: 15_000 },
+    private readonly opts: SessionServiceOptions = { flush_ms: 5_000, sweep_ms: 15_000 },
   ) {}
 
   start(): void {
@@ -115,14 +132,21 @@ export class SessionService {
 
   /**
    * Cluster members: waits until this node has applied everything committed (a ReadIndex barrier), so that a
-   * session or credential created on another member is known here (an unknown token, every login). Bounded by the
-   * Raft read timeout; a failed barrier (no leader) returns all the same: the caller goes on with local state.
+   * session or credential created on another member is known here (an unknown token, every login). At most
+   * `catchUpTimeout_ms` (a member far behind, replaying or restoring, is not waited for), and at most `maxCatchUps`
+   * waits at once (beyond, the caller does not wait). A failed, timed-out or skipped wait returns all the same: the
+   * caller goes on with local state (an unknown token then gets 401).
    */
   async catchUp(): Promise<void> {
+    const cluster = this.svc.cluster;
+    if (!cluster || this.catchingUp >= (this.opts.maxCatchUps ?? MAX_CATCH_UPS)) return;
+    this.catchingUp++;
     try {
-      await this.svc.cluster?.readBarrier();
+      await withTimeout(cluster.readBarrier(), this.opts.catchUpTimeout_ms ?? CATCH_UP_TIMEOUT_MS, 'catch-up');
     } catch {
-      // no leader to confirm with: the token stays unknown (401)
+      // no leader to confirm with, too far behind, or too many pending reads: local state it is
+    } finally {
+      this.catchingUp--;
     }
   }
 

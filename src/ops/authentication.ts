@@ -128,6 +128,10 @@ export function authenticationOps(): OpDef<unknown>[] {
         // Every login pays it, failed and successful alike, so its time says nothing about the credential; with no
         // leader to confirm with, the login goes on with what this member has.
         await svc.sessions.catchUp();
+        // the session the request names, read again after the wait: one created through another member (the partial
+        // session of an ext-jwt login whose secondary step comes here) may have been unknown when the request arrived
+        const sent = req.headers['zt-session']?.trim();
+        caller = sent ? svc.sessions.resolve(sent) : null;
         // every credential check runs through the auth rate limiter (the password's inside passwordLogin), in the
         // admin lane when the credential names an admin
         const source = req.remoteAddress;
