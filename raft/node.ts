@@ -23,13 +23,13 @@ import { randomInt } from 'node:crypto';
 import { bootstrapEntries } from './core/bootstrap.js';
 import { durableCommitted, splitMessages } from './core/early-send.js';
 import { decodeConfChange, encodeConfChange, RaftCore } from './core/raft.js';
-import { assert } from './core/util.js';
 import { CatchUpWaiters, type LeaderView } from './node/catch-up.js';
 import { decodeAddresses, encodeAddresses } from './node/conf-context.js';
 import { RaftError } from './node/errors.js';
 import { Listeners } from './node/events.js';
 import { PendingProposals, type ProposalResult } from './node/proposals.js';
 import { ReadBarrier } from './node/reads.js';
+import { planSnapshotAt } from './node/snapshot-plan.js';
 import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
@@ -1051,34 +1051,16 @@ export class RaftNode {
     const every = this.snapshotEvery;
     if (every <= 0) return false;
     if (this.snapshotAt < 0) {
-      // after a membership change the new phase may put the next point at or below the applied index: planned from
-      // the applied index then, not taken at once (a snapshot right after the last one, and every member together)
-      let at = this.planSnapshot(every, this.lastSnapshotIndex);
-      if (at <= this.applied) at = this.planSnapshot(every, this.applied);
-      this.snapshotAt = at;
+      this.snapshotAt = planSnapshotAt({
+        every,
+        last: this.lastSnapshotIndex,
+        applied: this.applied,
+        stagger: this.opts.snapshotStagger === true,
+        self: this.id,
+        voters: this.opts.snapshotStagger === true ? this.core.status({ progress: false }).conf.voters : [],
+      });
     }
     return this.applied >= this.snapshotAt;
-  }
-
-  /**
-   * The applied index at which the next snapshot is due: N after `last`, or, staggered, where the applied index
-   * next crosses (after `last`) a multiple of N shifted by this node's phase (rank × N ÷ voters, its rank among the voters'
-   * ids in code-unit order; 0 when not a voter). Planned again after each snapshot and membership change.
-   */
-  private planSnapshot(every: number, last: number): number {
-    if (this.opts.snapshotStagger !== true) return last + every;
-    const voters = this.core.status({ progress: false }).conf.voters;
-    let rank = 0;
-    let member = false;
-    for (const v of voters) {
-      if (v === this.id) member = true;
-      else if (v < this.id) rank++;
-    }
-    const phase = member ? Math.floor((rank * every) / voters.length) : 0;
-    assert(phase >= 0 && phase < every, `snapshot phase ${phase} outside [0, ${every})`);
-    const at = (Math.floor((last + phase) / every) + 1) * every - phase;
-    assert(at > last && at <= last + every, `snapshot planned at ${at} after ${last} (every ${every})`);
-    return at;
   }
 
   private async snapshot(): Promise<void> {
