@@ -1,5 +1,5 @@
 /**
- * The MFA wrong-code limit holds across a cluster (in-process: three controllers in this process, Raft over their
+ * Credentials across a cluster. The MFA wrong-code limit holds across it (in-process: three controllers in this process, Raft over their
  * mutual-TLS peer listeners): a partial session's wrong codes count wherever they arrive, so MAX_MFA_FAILURES of
  * them spread over the members end it on every member, not MAX_MFA_FAILURES per member. And a login on a member that
  * has not applied the credential yet waits for it to catch up instead of failing.
@@ -7,10 +7,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { importPKCS8, SignJWT } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { preparePeerPki } from '../../src/cluster/local.js';
+import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
+import { createRootCa } from '../../src/pki/ca.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -97,26 +100,43 @@ describe('MFA wrong codes across a cluster', () => {
   });
 });
 
+/**
+ * A member that is not the leader, and a way to hold its applies: the entries reach its log, its store learns them
+ * only when the returned `release` is called (at the latest by `done`).
+ */
+function laggingMember(): { via: TestServer; lagging: TestServer; release: () => void; done: () => void } {
+  const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
+  const via = nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
+  const lagging = nodes.find((n) => n !== via)!;
+  const sm = lagging.ctl.cluster!.sm;
+  const apply = sm.apply;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  sm.apply = async (entries) => {
+    await held;
+    return apply.call(sm, entries);
+  };
+  return {
+    via,
+    lagging,
+    release,
+    done: () => {
+      sm.apply = apply;
+      release();
+    },
+  };
+}
+
 describe('a login on a member that has not applied the credential yet', () => {
   it('waits for the member to catch up: a password set through one member logs in at once on a lagging one', async () => {
-    const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
-    const via = nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
-    const lagging = nodes.find((n) => n !== via)!;
-    const admin = await login(via.base);
-    const created = await call('POST', `${via.mgmt}/identities`, {
+    const { via: first } = laggingMemberless();
+    const admin = await login(first.base);
+    const created = await call('POST', `${first.mgmt}/identities`, {
       token: admin,
       body: { name: 'lag-dave', type: 'User', isAdmin: false },
     });
     expect(created.status, created.text).toBe(201);
-    // hold the lagging member's applies: the entries reach its log, its store learns them only when released
-    const sm = lagging.ctl.cluster!.sm;
-    const apply = sm.apply;
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    sm.apply = async (entries) => {
-      await held;
-      return apply.call(sm, entries);
-    };
+    const { via, lagging, release, done } = laggingMember();
     try {
       const auth = await call('POST', `${via.mgmt}/authenticators`, {
         token: admin,
@@ -132,8 +152,82 @@ describe('a login on a member that has not applied the credential yet', () => {
       clearTimeout(released);
       expect(r.status, r.text).toBe(200);
     } finally {
-      sm.apply = apply;
-      release();
+      done();
+    }
+  });
+
+  it('an ext-jwt secondary step sent to a lagging member completes the partial session made on another', async () => {
+    const { via: first } = laggingMemberless();
+    const admin = await login(first.base);
+    const ca = await createRootCa({ commonName: 'lag-ext-jwt-signer' });
+    const signer = await call('POST', `${first.mgmt}/external-jwt-signers`, {
+      token: admin,
+      body: {
+        name: 'lag-signer',
+        enabled: true,
+        issuer: 'https://idp.lag.test',
+        audience: 'keel-lag',
+        externalAuthUrl: 'https://idp.lag.test/auth',
+        certPem: ca.certPem,
+        kid: 'lag-kid',
+      },
+    });
+    expect(signer.status, signer.text).toBe(201);
+    const policy = structuredClone(DEFAULT_AUTH_POLICY) as Record<string, any>;
+    policy.name = 'lag-secondary';
+    policy.secondary.requireExtJwtSigner = signer.body.data.id;
+    const pol = await call('POST', `${first.mgmt}/auth-policies`, { token: admin, body: policy });
+    expect(pol.status, pol.text).toBe(201);
+    const created = await call('POST', `${first.mgmt}/identities`, {
+      token: admin,
+      body: { name: 'lag-erin', type: 'User', isAdmin: false, authPolicyId: pol.body.data.id },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.id as string;
+    const auth = await call('POST', `${first.mgmt}/authenticators`, {
+      token: admin,
+      body: { method: 'updb', identityId: id, username: 'lag-erin', password: 'lag-erin-pw' },
+    });
+    expect(auth.status, auth.text).toBe(201);
+    const now_s = Math.floor(Date.now() / 1000);
+    const jwt = await new SignJWT({ sub: id })
+      .setProtectedHeader({ alg: 'ES256', kid: 'lag-kid' })
+      .setIssuer('https://idp.lag.test')
+      .setAudience('keel-lag')
+      .setIssuedAt(now_s)
+      .setExpirationTime(now_s + 300)
+      .sign(await importPKCS8(ca.keyPem, 'ES256'));
+    await settled(() => nodes.every((n) => n.ctl.svc.get('identities', id) !== undefined));
+
+    const { via, lagging, release, done } = laggingMember();
+    try {
+      // the partial session is made on the leader; the lagging member has not applied it
+      const pw = await call('POST', `${via.client}/authenticate?method=password`, {
+        body: { username: 'lag-erin', password: 'lag-erin-pw' },
+      });
+      expect(pw.status, pw.text).toBe(200);
+      const session = pw.headers.get('zt-session')!;
+      const sessionId = pw.body.data.id as string;
+      expect(lagging.ctl.svc.get('api-sessions', sessionId)).toBeUndefined();
+      const released = setTimeout(release, 300);
+      const second = await call('POST', `${lagging.client}/authenticate?method=ext-jwt`, {
+        token: session,
+        headers: { authorization: `Bearer ${jwt}` },
+        body: {},
+      });
+      clearTimeout(released);
+      // the secondary step completed the session it names (no new session handed out)
+      expect(second.status, second.text).toBe(200);
+      expect(second.headers.get('zt-session'), 'a new session instead of the partial one completed').toBeNull();
+      expect(second.body.data.id).toBe(sessionId);
+    } finally {
+      done();
     }
   });
 });
+
+/** The leader (where the setup writes go), without holding anyone. */
+function laggingMemberless(): { via: TestServer } {
+  const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
+  return { via: nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]! };
+}
