@@ -41,6 +41,9 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   private readonly journalIds: string[] = [];
   private readonly journalPrev: Array<Row | null | typeof ABSENT> = [];
 
+  /** The arguments of the write being reindexed (reindex). */
+  private readonly reindexStep: ReindexStep = { id: '', replaced: null, next: null };
+
   constructor(private readonly parent: StateReader<M>) {}
 
   get<E extends EntityOf<M>>(entity: E, id: string): M[E] | undefined {
@@ -84,10 +87,14 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   private reindex(entity: string, id: string, replaced: Row | null | undefined, next: Row | null): void {
     const byField = this.overlayIdx?.get(entity);
     if (!byField) return;
-    byField.forEach((idx, field) => {
-      if (replaced) forEachIndexValue(replaced, field, removeId, idx, id);
-      if (next) forEachIndexValue(next, field, addId, idx, id);
-    });
+    // one reused argument record and a module function, not a closure per write
+    const step = this.reindexStep;
+    step.id = id;
+    step.replaced = replaced;
+    step.next = next;
+    byField.forEach(reindexField, step);
+    step.replaced = null;
+    step.next = null;
   }
 
   put<E extends EntityOf<M>>(entity: E, row: M[E]): void {
@@ -186,4 +193,16 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
     for (const w of this.writes.values()) if (w.size > 0) return false;
     return true;
   }
+}
+
+interface ReindexStep {
+  id: string;
+  replaced: Row | null | undefined;
+  next: Row | null;
+}
+
+/** One overlay index's update for the write in `this` (Map.forEach's thisArg). */
+function reindexField(this: ReindexStep, idx: Map<unknown, Set<string>>, field: string): void {
+  if (this.replaced) forEachIndexValue(this.replaced, field, removeId, idx, this.id);
+  if (this.next) forEachIndexValue(this.next, field, addId, idx, this.id);
 }
