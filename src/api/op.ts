@@ -94,6 +94,11 @@ export interface OpDef<B = unknown> {
   produces?: readonly string[];
   /** Served but left out of the OpenAPI document (e.g. `swagger.json` itself). */
   undocumented?: boolean;
+  /**
+   * On a cluster member, wait first until everything committed is applied here (SessionService.catchUp), then read
+   * the caller: logins, so that a credential or a partial session made through another member is known here.
+   */
+  catchUpFirst?: boolean;
   handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;
 }
 

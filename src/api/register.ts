@@ -117,6 +117,11 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
     return finish(caller, res);
   };
   return (req: HttpRequest): HttpResponse | Promise<HttpResponse> => {
+    // Waited for before the caller is read, so the caller (and the session headers of the answer) are as of then.
+    // Every such request pays it, failed and successful alike: its time says nothing about the credential.
+    if (op.catchUpFirst === true && svc.cluster !== null) {
+      return svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));
+    }
     let caller: Caller | null;
     try {
       caller = authenticate(op, req, svc);

@@ -16,17 +16,12 @@ export interface ResolvedSession {
   identity: RowFor<'identities'>;
 }
 
-/**
- * API sessions: token lookup (an O(1) unique-index hit), idle expiry, and activity tracking.
- *
- * Activity is recorded in memory on every request and written to the replicated store in batches
- * (every `flush_ms`), so a busy session costs no write per request. A sweeper deletes sessions idle for longer
- * than the timeout. Expiry is judged from the newest activity this node knows (its own, or the stored one).
- */
 /** Bound on one catch-up wait: a read barrier whose index is confirmed waits for the apply with no timeout of its own. */
 export const CATCH_UP_TIMEOUT_MS = 4_000;
-/** Catch-up waits in flight at once; beyond it a caller goes on with local state, so a flood of logins cannot take
- * every pending-read slot of the Raft node (which unknown tokens need too). */
+/**
+ * Catch-up waits in flight at once; beyond it a caller goes on with local state, so a flood of logins cannot take
+ * every pending-read slot of the Raft node (which unknown tokens need too).
+ */
 export const MAX_CATCH_UPS = 64;
 
 export interface SessionServiceOptions {
@@ -37,6 +32,13 @@ export interface SessionServiceOptions {
   maxCatchUps?: number;
 }
 
+/**
+ * API sessions: token lookup (an O(1) unique-index hit), idle expiry, and activity tracking.
+ *
+ * Activity is recorded in memory on every request and written to the replicated store in batches
+ * (every `flush_ms`), so a busy session costs no write per request. A sweeper deletes sessions idle for longer
+ * than the timeout. Expiry is judged from the newest activity this node knows (its own, or the stored one).
+ */
 export class SessionService {
   private readonly activity = new Map<string, number>();
   /** catchUp() waits in flight. */

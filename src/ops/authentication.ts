@@ -110,6 +110,8 @@ export function authenticationOps(): OpDef<unknown>[] {
       summary: 'Authenticate via a method supplied via a query string parameter',
       description: 'Allowed authentication methods include "password", "cert", and "ext-jwt"',
       access: 'none',
+      // a credential set, or a partial session made, through another cluster member is known here (docs/cluster.md)
+      catchUpFirst: true,
       body: authenticateBody,
       bodyName: 'auth',
       bodyRequired: false,
@@ -123,15 +125,6 @@ export function authenticationOps(): OpDef<unknown>[] {
       handler: async ({ req, body, svc, caller }) => {
         const method = req.query.get('method');
         if (method !== 'password' && method !== 'ext-jwt' && method !== 'cert') throw Errors.INVALID_AUTH_METHOD();
-        // A cluster member first applies everything committed (a read barrier), so a credential created or changed
-        // through another member (a password, an enrolled certificate, an authenticator, an unlock) is known here.
-        // Every login pays it, failed and successful alike, so its time says nothing about the credential; with no
-        // leader to confirm with, the login goes on with what this member has.
-        await svc.sessions.catchUp();
-        // the session the request names, read again after the wait: one created through another member (the partial
-        // session of an ext-jwt login whose secondary step comes here) may have been unknown when the request arrived
-        const sent = req.headers['zt-session']?.trim();
-        caller = sent ? svc.sessions.resolve(sent) : null;
         // every credential check runs through the auth rate limiter (the password's inside passwordLogin), in the
         // admin lane when the credential names an admin
         const source = req.remoteAddress;

@@ -16,6 +16,7 @@ import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa } from '../../src/pki/ca.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
+import { until } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-mfa-cluster-'));
 const ids = ['n1', 'n2', 'n3'];
@@ -48,11 +49,7 @@ afterAll(async () => {
 });
 
 /** Waits (at most SETTLE_MS) until `ok()` holds on the members: followers apply what the leader committed shortly after. */
-async function settled(ok: () => boolean): Promise<void> {
-  const deadline = Date.now() + SETTLE_MS;
-  while (!ok() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  expect(ok()).toBe(true);
-}
+const settled = (ok: () => boolean) => until(() => ok() || null, SETTLE_MS, 'the members to apply it');
 
 describe('MFA wrong codes across a cluster', () => {
   it(`${MAX_MFA_FAILURES} wrong codes spread over the members end the session on every member`, async () => {
