@@ -527,6 +527,60 @@ export const MUTANTS = [
     replace: '    const matched = true;',
     tests: ['test/storage/store.test.ts'],
   },
+  // a collection's rows in id order are the rows of its map: a replacement replaces the ordered row too
+  {
+    id: 'ordered-rows-replacement-kept-old',
+    file: 'storage/sorted-rows.ts',
+    search: '    if (ids[pos] === id) {\n      rows[pos] = row;\n      return false;',
+    replace: '    if (ids[pos] === id) {\n      return false;',
+    tests: ['test/storage/store.test.ts'],
+  },
+  // staggered snapshots: by rank, and never re-planned at or below the applied index after a membership change
+  {
+    id: 'snapshot-unstaggered',
+    file: 'raft/node/snapshot-plan.ts',
+    search: '  if (!p.stagger) return p.last + p.every;',
+    replace: '  return p.last + p.every;',
+    tests: ['raft/node/snapshot-plan.test.ts'],
+  },
+  {
+    id: 'snapshot-replanned-at-once',
+    file: 'raft/node/snapshot-plan.ts',
+    search: '  if (at <= p.applied) at = after(p.applied);',
+    replace: '',
+    tests: ['raft/node/snapshot-plan.test.ts'],
+  },
+  // a login on a cluster member first catches up with what is committed, and reads the session it names again
+  {
+    id: 'login-without-catch-up',
+    file: 'src/ops/authentication.ts',
+    search: '      catchUpFirst: true,',
+    replace: '',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+  },
+  {
+    id: 'catch-up-first-ignored',
+    file: 'src/api/register.ts',
+    search: '    if (op.catchUpFirst === true && svc.cluster !== null) {',
+    replace: '    if (false) {',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+  },
+  // the catch-up wait is bounded in time and in number
+  {
+    id: 'catch-up-unbounded',
+    file: 'src/auth/sessions.ts',
+    search:
+      "      await withTimeout(cluster.readBarrier(), this.opts.catchUpTimeout_ms ?? CATCH_UP_TIMEOUT_MS, 'catch-up');",
+    replace: '      await cluster.readBarrier();',
+    tests: ['src/auth/catch-up.test.ts'],
+  },
+  {
+    id: 'catch-up-uncapped',
+    file: 'src/auth/sessions.ts',
+    search: '    if (!cluster || this.catchingUp >= (this.opts.maxCatchUps ?? MAX_CATCH_UPS)) return;',
+    replace: '    if (!cluster) return;',
+    tests: ['src/auth/catch-up.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
