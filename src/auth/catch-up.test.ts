@@ -32,7 +32,7 @@ describe('SessionService.catchUp: bounded waits', () => {
     expect(waited_ms).toBeGreaterThanOrEqual(45);
     expect(waited_ms).toBeLessThan(CATCH_UP_TIMEOUT_MS);
     m.release();
-  });
+  }, 3_000); // an unbounded wait fails here, not after the suite's default timeout
 
   it('waits for at most maxCatchUps barriers at once; a caller beyond does not wait', async () => {
     expect(MAX_CATCH_UPS).toBeGreaterThan(0);
@@ -40,7 +40,7 @@ describe('SessionService.catchUp: bounded waits', () => {
     const sessions = new SessionService(m.svc, {
       flush_ms: 1_000,
       sweep_ms: 1_000,
-      catchUpTimeout_ms: 60_000,
+      catchUpTimeout_ms: 2_000,
       maxCatchUps: 2,
     });
     let settled = 0;
