@@ -868,16 +868,11 @@ export class RaftNode {
   private async whileWriting(write: Promise<void>, toldCommit: number): Promise<void> {
     let done = false;
     // the write's end wakes the loop below as a stepped message does (one promise per round, no race)
-    const settled = write.then(
-      () => {
-        done = true;
-        this.wake?.();
-      },
-      () => {
-        done = true;
-        this.wake?.();
-      },
-    );
+    const end = () => {
+      done = true;
+      this.wake?.();
+    };
+    const settled = write.then(end, end);
     let told = toldCommit;
     this.ticked = false;
     for (let round = 0; round < MAX_WRITE_ROUNDS && !done && !this.stopped; round++) {

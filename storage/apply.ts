@@ -204,14 +204,15 @@ class Context implements ApplyContext {
   private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
     const fields = checkedFields(def);
     const c = FIELD_CHECK;
+    c.def = def;
+    c.row = row;
     for (let i = 0; i < fields.length; i++) {
       const { name: field, f } = fields[i]!;
       if (!indexable(row[field])) continue;
-      c.def = def;
-      c.row = row;
       c.field = field;
       c.f = f;
-      c.before = old === undefined ? undefined : beforeOf(old[field]);
+      // what the old row held, for the role and reference checks (a unique value is checked whatever it was)
+      c.before = old === undefined || !(f.roles || f.ref) ? undefined : beforeOf(old[field]);
       c.missing = undefined;
       if (f.roles) {
         forEachIndexValue(row, field, checkRoleId, this, c);

@@ -23,7 +23,7 @@ import {
 } from '../edge.js';
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
-import type { HttpHeaders, HttpResponse, HttpServer } from '../types.js';
+import type { HttpHeaders, HttpRequest, HttpResponse, HttpServer } from '../types.js';
 import { BodyCollector, bodyLength } from './body.js';
 import { bodyBytes, isEngineHeader, normalizeAddress, validateMaxConnections } from './common.js';
 
@@ -222,15 +222,9 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     nreq.socket.once('close', () => clearTimeout(timer));
   }
 
-  function respond(nres: ServerResponse, result: HttpResponse | Promise<HttpResponse>): void {
-    if (result instanceof Promise) {
-      result.then(
-        (out) => send(nres, out, false),
-        (err: unknown) => fail(nres, err),
-      );
-    } else {
-      send(nres, result, false);
-    }
+  /** Dispatches to the app and sends its answer (App.dispatchTo: the handler's timeout included, no rejection). */
+  function respond(nres: ServerResponse, req: HttpRequest): void {
+    app.dispatchTo(req, (out) => send(nres, out, false));
   }
 
   function onRequest(nreq: IncomingMessage, nres: ServerResponse): void {
@@ -256,7 +250,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     }
     const framing = bodyLength(headers);
     if (framing.kind === 'none') {
-      respond(nres, app.dispatch(req));
+      respond(nres, req);
       return;
     }
     if (framing.kind === 'invalid') {
@@ -281,7 +275,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     nreq.on('end', () => {
       if (rejected || nres.destroyed) return;
       req.body = collector.finish();
-      respond(nres, app.dispatch(req));
+      respond(nres, req);
     });
   }
 

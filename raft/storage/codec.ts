@@ -17,7 +17,8 @@ import type { Entry, EntryType } from '../types.js';
 import { LogCorruptError } from './errors.js';
 
 export const RECORD_VERSION = 1;
-const SEGMENT_HEADER_BYTES = 17;
+/** Bytes of a segment's own header (an empty segment's size). */
+export const SEGMENT_HEADER_BYTES = 17;
 const ENTRY_HEADER_BYTES = 17;
 const META_HEADER_BYTES = 5;
 const TWO_32 = 2 ** 32;
@@ -103,17 +104,14 @@ export function decodeSegmentKey(key: Buffer): number {
 /** Bytes a segment holding `entries` takes. */
 export function segmentSize_bytes(entries: readonly Entry[]): number {
   let n = SEGMENT_HEADER_BYTES;
-  for (const e of entries) n += entrySize_bytes(e);
+  for (const e of entries) n += segmentEntry_bytes(e);
   return n;
 }
 
-/** Bytes one entry adds to a segment. */
-export function entrySize_bytes(e: Entry): number {
+/** Bytes one entry adds to a segment (its header and data; durable-log.ts's entrySize_bytes is the core's measure). */
+export function segmentEntry_bytes(e: Entry): number {
   return ENTRY_HEADER_BYTES + e.data.byteLength;
 }
-
-/** Bytes of a segment's own header (an empty segment's size). */
-export const SEGMENT_BASE_BYTES = SEGMENT_HEADER_BYTES;
 
 /** The index's bytes for entryCrc: one buffer, reused (entryCrc runs synchronously, once per entry). */
 const CRC_INDEX = Buffer.alloc(8);
@@ -140,7 +138,7 @@ export function encodeSegment(entries: readonly Entry[]): Buffer {
     writeU64(buf, at + 5, e.term);
     buf.writeUInt32BE(e.data.byteLength, at + 13);
     buf.set(e.data, at + ENTRY_HEADER_BYTES);
-    at += ENTRY_HEADER_BYTES + e.data.byteLength;
+    at += segmentEntry_bytes(e);
     buf.writeUInt32BE(entryCrc(buf, start + 4, at, e.index), start);
   }
   buf.writeUInt32BE(crc32(buf.subarray(4)), 0);

@@ -25,12 +25,12 @@ import {
   ENTRY_RANGE,
   encodeMeta,
   encodeSegment,
-  entrySize_bytes,
   KEY_CONF,
   KEY_FORMAT,
   KEY_SNAP_META,
   KEY_STATE,
-  SEGMENT_BASE_BYTES,
+  SEGMENT_HEADER_BYTES,
+  segmentEntry_bytes,
   segmentKey,
 } from './codec.js';
 import {
@@ -659,9 +659,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     let start = 0;
     while (start < entries.length) {
       let end = start + 1;
-      let size = SEGMENT_BASE_BYTES + entrySize_bytes(entries[start]!);
+      let size = SEGMENT_HEADER_BYTES + segmentEntry_bytes(entries[start]!);
       while (end < entries.length) {
-        const next = size + entrySize_bytes(entries[end]!);
+        const next = size + segmentEntry_bytes(entries[end]!);
         if (next > this.maxSegment_bytes) break;
         size = next;
         end++;
