@@ -6,7 +6,7 @@
  * Like Keel's, etcd's peer links are mutual TLS (`--etcd-peer-plain`: plain HTTP, as before 2026-11-26).
  *
  *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256] [--via all|leader|followers]
- *                            [--etcd-peer-plain]
+ *                            [--etcd-peer-plain] [--warmup S]
  *
  * Everything started here is stopped at the end, also on failure or Ctrl-C; the run is bounded in time.
  */
@@ -30,6 +30,8 @@ export interface ClusterBenchOptions {
   via: Via;
   /** etcd's peer links: mutual TLS like Keel's (the default), or plain HTTP (`--etcd-peer-plain`). */
   etcdPeers: EtcdPeers;
+  /** Seconds of load at c = 16 before the first measured level, the same for both systems (3; `--quick` 1). */
+  warmup_s: number;
 }
 
 type Via = 'all' | 'leader' | 'followers';
@@ -43,6 +45,7 @@ export function viaPorts(ports: number[], leader: number, via: Via): number[] {
 
 const MAX_TRIALS = 1000;
 const MAX_CONCURRENCY = 4096;
+const MAX_WARMUP_S = 600;
 /** Target of issue 8: Keel ≥ 2× etcd's writes/s with a p99 no worse than etcd's; failover p99 ≤ 1.5 s. */
 const TARGET_WRITES_RATIO = 2;
 const TARGET_FAILOVER_P99_MS = 1500;
@@ -54,14 +57,17 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
     concurrencies: [16, 64, 256],
     via: 'all',
     etcdPeers: 'tls',
+    warmup_s: 3,
   };
   let trials: number | undefined;
+  let warmup_s: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') opts.quick = true;
     else if (a === '--trials') trials = Number(argv[++i]);
     else if (a === '--concurrency') opts.concurrencies = String(argv[++i]).split(',').map(Number);
     else if (a === '--etcd-peer-plain') opts.etcdPeers = 'plain';
+    else if (a === '--warmup') warmup_s = Number(argv[++i]);
     else if (a === '--via') {
       const v = argv[++i] as Via;
       if (!VIAS.includes(v)) throw new Error(`--via takes ${VIAS.join('|')}`);
@@ -69,6 +75,10 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
     } else throw new Error(`unknown argument ${a}`);
   }
   opts.trials = trials ?? (opts.quick ? 3 : 20);
+  opts.warmup_s = warmup_s ?? (opts.quick ? 1 : 3);
+  if (!Number.isInteger(opts.warmup_s) || opts.warmup_s < 1 || opts.warmup_s > MAX_WARMUP_S) {
+    throw new Error(`--warmup must be an integer in 1..${MAX_WARMUP_S} (seconds)`);
+  }
   if (!Number.isInteger(opts.trials) || opts.trials < 0 || opts.trials > MAX_TRIALS) {
     throw new Error(`--trials must be an integer in 0..${MAX_TRIALS}`);
   }
@@ -203,7 +213,7 @@ export async function main(argv: string[]): Promise<void> {
   const opts = parseClusterArgs(argv);
   if (WRK === undefined) throw new Error('the cluster benchmark needs wrk (apt-get install wrk)');
   const duration_s = opts.quick ? 3 : 10;
-  const warmup_s = opts.quick ? 1 : 3;
+  const warmup_s = opts.warmup_s;
   const started = Date.now();
   const base = mkdtempSync(join(tmpdir(), 'keel-bench-cluster-'));
 
