@@ -581,6 +581,14 @@ export const MUTANTS = [
     replace: '    if (!cluster) return;',
     tests: ['src/auth/catch-up.test.ts'],
   },
+  // an identity PUT is for admins only, although identity.update reaches it
+  {
+    id: 'identity-put-admins-only',
+    file: 'src/api/entity.ts',
+    search: "if (cfg.adminsOnly && ctx.caller?.identity.isAdmin !== true) throw unauthorized('forbidden');",
+    replace: "if (false) throw unauthorized('forbidden');",
+    tests: ['test/api/identity-put.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -22,6 +22,21 @@ export function bodyLength(headers: Record<string, string>): BodyLength {
 }
 
 /**
+ * `bodyLength` for the uWS engine, stricter where this uWS build frames a request otherwise than a proxy in front
+ * may (request smuggling): uWS takes the first of several `content-length` lines as the length and any non-empty
+ * `transfer-encoding` as chunked. `headers` holds repeated lines joined by ", " (as the engine collects them), so
+ * two `content-length` lines already fail the decimal check (RFC 9112 §6.3: an invalid length is an unrecoverable
+ * framing error); here a `transfer-encoding` that is anything but one `chunked` line, or one beside a
+ * `content-length`, is invalid too.
+ */
+export function uwsBodyLength(headers: Record<string, string>): BodyLength {
+  const te = headers['transfer-encoding'];
+  if (te === undefined) return bodyLength(headers);
+  if (te.trim().toLowerCase() !== 'chunked' || headers['content-length'] !== undefined) return { kind: 'invalid' };
+  return { kind: 'chunked' };
+}
+
+/**
  * Collects chunks up to `limit_bytes`. With a known length the buffer is allocated once;
  * otherwise chunks are copied and concatenated at the end.
  */

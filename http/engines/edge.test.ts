@@ -14,6 +14,7 @@ import {
 import { dataEnvelope } from '../errors.js';
 import { Router } from '../router.js';
 import type { HttpServer } from '../types.js';
+import { uwsBodyLength } from './body.js';
 import { nodeServerOptions, originForm, serveNode } from './node.js';
 import { serveUws } from './uws.js';
 
@@ -108,6 +109,18 @@ describe('originForm', () => {
     expect(originForm('https://h')).toBe('/');
     expect(originForm('http://h?q')).toBe('/?q');
     expect(originForm('*')).toBe('*');
+  });
+});
+
+describe('uwsBodyLength', () => {
+  it('refuses what this uWS build frames otherwise than a proxy may, else reads as bodyLength', () => {
+    expect(uwsBodyLength({ 'content-length': '2, 3' })).toEqual({ kind: 'invalid' }); // two lines, joined
+    expect(uwsBodyLength({ 'transfer-encoding': 'chunked', 'content-length': '5' })).toEqual({ kind: 'invalid' });
+    expect(uwsBodyLength({ 'transfer-encoding': 'chunked, chunked' })).toEqual({ kind: 'invalid' });
+    expect(uwsBodyLength({ 'transfer-encoding': '' })).toEqual({ kind: 'invalid' });
+    expect(uwsBodyLength({ 'transfer-encoding': 'Chunked' })).toEqual({ kind: 'chunked' });
+    expect(uwsBodyLength({ 'content-length': '007' })).toEqual({ kind: 'fixed', bytes: 7 });
+    expect(uwsBodyLength({})).toEqual({ kind: 'none' });
   });
 });
 
@@ -272,21 +285,53 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
 
   it('ambiguous framing and no Host: node answers 400; this uWS build closes without an answer', async () => {
     const post = 'POST /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n';
-    const [both, negative, twoLengths, noHost] = await Promise.all([
+    const [both, teFirst, negative, noHost] = await Promise.all([
       raw(port, `${post}content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 600),
+      raw(port, `${post}transfer-encoding: chunked\r\ncontent-length: 5\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 600),
       raw(port, `${post}content-length: -1\r\n\r\n{}`, 600),
-      raw(port, `${post}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`, 600),
       raw(port, 'GET /x HTTP/1.1\r\nconnection: close\r\n\r\n', 600),
     ]);
-    if (engine === 'node') {
-      for (const r of [both!, negative!, twoLengths!, noHost!]) expect(statusOf(r.data), r.data).toBe(400);
-    } else {
-      // two different lengths: this uWS build reads one of them (the body is then whatever that length says)
-      for (const r of [both!, negative!, noHost!]) {
-        expect(r.data).toBe('');
-        expect(r.end).toBe('closed');
-      }
+    for (const r of [both!, teFirst!, negative!, noHost!]) {
+      if (engine === 'node') expect(statusOf(r.data), r.data).toBe(400);
+      else expect(r.data).toBe(''); // uWS's parser refuses them before Keel sees the request
+      expect(r.end).toBe('closed');
     }
+  });
+
+  it('framing uWS reads otherwise than a proxy may (two lengths, repeated or unknown codings): 400, closed', async () => {
+    const post = 'POST /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\n';
+    const chunked = '\r\n2\r\n{}\r\n0\r\n\r\n';
+    const refused = await Promise.all([
+      raw(port, `${post}content-length: 2\r\ncontent-length: 3\r\n\r\n{}`, 1_000),
+      raw(port, `${post}content-length: 3\r\ncontent-length: 2\r\n\r\n{}`, 1_000),
+      raw(port, `${post}content-length: 2\r\ncontent-length: 2\r\n\r\n{}`, 1_000),
+      raw(port, `${post}transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n${chunked}`, 1_000),
+      raw(port, `${post}transfer-encoding: xchunked\r\n${chunked}`, 1_000),
+    ]);
+    for (const r of refused) {
+      expect(statusOf(r.data), r.data).toBe(400);
+      if (engine === 'uws') expect(envelopeOf(r.data).error.code).toBe('COULD_NOT_PARSE_BODY');
+      expect(r.end).toBe('closed');
+    }
+    // one chunked line is served; a coding before chunked only by node (Keel decodes none: the body stays coded)
+    const [ok, gzip] = await Promise.all([
+      raw(port, `${post}transfer-encoding: chunked\r\n${chunked}`, 1_000),
+      raw(port, `${post}transfer-encoding: gzip, chunked\r\n${chunked}`, 1_000),
+    ]);
+    expect(envelopeOf(ok!.data).data.bytes).toBe(2);
+    expect(statusOf(gzip!.data)).toBe(engine === 'node' ? 200 : 400);
+  });
+
+  it('two lengths smuggling a pipelined request in the same write: the connection is closed, that request unserved', async () => {
+    // a proxy reading the second length forwards the GET as this POST's body; uWS reads the first (0)
+    const get = 'GET /x HTTP/1.1\r\nhost: a\r\n\r\n';
+    const r = await raw(
+      port,
+      `POST /x HTTP/1.1\r\nhost: a\r\ncontent-length: 0\r\ncontent-length: ${get.length}\r\n\r\n${get}`,
+      1_000,
+    );
+    expect(r.data.match(/HTTP\/1\.1 \d{3}/g) ?? []).toEqual(engine === 'node' ? ['HTTP/1.1 400'] : []);
+    expect(r.end).toBe('closed');
   });
 
   it('chunk extensions: node reads the body; this uWS build closes without an answer', async () => {

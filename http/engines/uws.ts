@@ -25,7 +25,7 @@ import { DEFAULT_BODY_TIMEOUT_MS, MAX_DISCARD_BYTES, requestTimeout } from '../e
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpResponse, HttpServer } from '../types.js';
-import { BodyCollector, bodyLength } from './body.js';
+import { BodyCollector, uwsBodyLength } from './body.js';
 import { bodyBytes, formatAddress, headerPairs, statusLine, validateMaxConnections } from './common.js';
 
 export interface UwsServeOptions {
@@ -190,6 +190,18 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     answered = true;
   }
 
+  /**
+   * Answers and closes on the next turn of the event loop, not inside the route callback: there the socket is
+   * corked, and this uWS build forgets the close when the same read holds a further request. It parses on with
+   * its own framing (the first `content-length`) and routes that request, which a proxy reading the framing
+   * otherwise sent as body: request smuggling. Out of the callback `end(…, true)` closes at once; a request uWS
+   * parses before then on this connection makes it close the connection, this answer unsent.
+   */
+  function refuseLater(res: UwsResponse, out: HttpResponse, head: boolean): void {
+    const ex = begin(res);
+    setImmediate(() => writeLater(res, ex, out, head, true));
+  }
+
   function onRequest(res: UwsResponse, ureq: UwsRequest): void {
     try {
       handleRequest(res, ureq);
@@ -219,13 +231,13 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       write(res, null, app.reject(Errors.SERVER_TOO_MANY_REQUESTS(), req), head, true);
       return;
     }
-    const framing = bodyLength(headers);
+    const framing = uwsBodyLength(headers);
     if (framing.kind === 'none') {
       respond(res, null, req, head);
       return;
     }
     if (framing.kind === 'invalid') {
-      write(res, null, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), head, true);
+      refuseLater(res, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), head);
       return;
     }
     const tooLarge = framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes;
