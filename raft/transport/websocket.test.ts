@@ -209,12 +209,13 @@ describe('WebSocketTransport', () => {
     const addr = await a.listen(0);
     a.addPeer('b', 'unused');
     const url = `ws://${addr}/raft`;
-    const status = await new Promise<number>((resolve) => {
+    const [status, phrase] = await new Promise<[number, string]>((resolve) => {
       // 'b' > 'a', so 'b' must wait for 'a' to dial: a dial from b is refused.
       const ws = new WebSocket(url, { headers: handshakeHeaders('c1', 'b', 'a', null, Date.now()) });
-      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('unexpected-response', (_req, res) => resolve([res.statusCode ?? 0, res.statusMessage ?? '']));
     });
     expect(status).toBe(409);
+    expect(phrase).toBe('Conflict'); // the status's own reason phrase (rejectUpgrade)
 
     const b = transport({ id: 'b' });
     const addrB = await b.listen(0);

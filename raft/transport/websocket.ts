@@ -26,6 +26,7 @@ import {
   LinkRefusedError,
   type PeerIdFromCert,
   peerIdFromCommonName,
+  rejectUpgrade,
   verifyHandshake,
 } from './handshake.js';
 import { SendQueue } from './send-queue.js';
@@ -570,10 +571,7 @@ export class WebSocketTransport implements Transport {
   }
 }
 
+/** Refuses a dialing peer: `status`, the reason in its header, and any link headers. */
 function reject(socket: Duplex, status: number, reason: string, headers: Readonly<Record<string, string>> = {}): void {
-  const safe = (v: string) => v.replace(/[^\x20-\x7e]/g, '?');
-  const extra = Object.entries(headers).map(([k, v]) => `${safe(k)}: ${safe(v)}\r\n`);
-  socket.end(
-    `HTTP/1.1 ${status} Raft Handshake Rejected\r\nConnection: close\r\nx-keel-raft-reason: ${safe(reason)}\r\n${extra.join('')}Content-Length: 0\r\n\r\n`,
-  );
+  rejectUpgrade(socket, status, { 'x-keel-raft-reason': reason, ...headers });
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
+import { answerWithLinkHeaders, type LinkCheck } from '../../raft/index.js';
 import { FORWARD_PATH, ForwardClient, serveForwards } from '../../src/cluster/forward-channel.js';
 import { MemberMonitor, type MemberSource } from '../../src/cluster/members.js';
 import {
@@ -20,14 +21,12 @@ import {
 } from '../../src/cluster/peer-api.js';
 import {
   acceptedRange,
-  answerWithLink,
   type DialRefusal,
   PEER_LINK,
   PEER_PROTOCOL_HEADER,
   PEER_PROTOCOL_VERSION,
   PEER_REFUSAL_HEADER,
   type PeerDial,
-  type PeerLinkCheck,
   peerLinkCheck,
   RefusalLog,
   refuseUpgrade,
@@ -39,7 +38,7 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-const judged = (check: PeerLinkCheck, headers: Record<string, string>) => check.judge(headers)?.reason ?? null;
+const judged = (check: LinkCheck, headers: Record<string, string>) => check.judge(headers)?.reason ?? null;
 
 describe('the rule', () => {
   it('a member accepts its own version and its neighbours, never version 0 (no header)', () => {
@@ -89,11 +88,11 @@ describe('the rule', () => {
  * A peer listener speaking `check`'s protocol on the forward channel and the peer API, as ClusterNode serves them:
  * a dialer it refuses gets 426 with the reason, an accepted one its headers in the 101 answer.
  */
-async function member(check: PeerLinkCheck): Promise<{ address: string; forwards: () => number }> {
+async function member(check: LinkCheck): Promise<{ address: string; forwards: () => number }> {
   const server = createServer();
   let forwards = 0;
   const fwd = new WebSocketServer({ noServer: true });
-  answerWithLink(fwd, check);
+  answerWithLinkHeaders(fwd, check);
   serveForwards(
     fwd,
     async (_term, items) => {
@@ -103,7 +102,7 @@ async function member(check: PeerLinkCheck): Promise<{ address: string; forwards
     () => {},
   );
   const api = new WebSocketServer({ noServer: true });
-  answerWithLink(api, check);
+  answerWithLinkHeaders(api, check);
   const handlers = { status: () => ({ id: 'm1' }) } as unknown as PeerHandlers;
   const trpc = applyWSSHandler({ wss: api, router: peerRouter, createContext: () => ({ handlers }) });
   server.on('upgrade', (req, socket, head) => {
@@ -157,7 +156,7 @@ describe('dialing a member of another peer protocol', () => {
 
   it('forward channel: a member that accepts this one but is not accepted by it; then the same version', async () => {
     // a member two versions ahead that (wrongly) accepts everyone: this side judges its 101 answer
-    const lax: PeerLinkCheck = { headers: peerLinkCheck(PEER_PROTOCOL_VERSION + 2).headers, judge: () => null };
+    const lax: LinkCheck = { headers: peerLinkCheck(PEER_PROTOCOL_VERSION + 2).headers, judge: () => null };
     const ahead = await member(lax);
     const d = dialer();
     const c = new ForwardClient(ahead.address, undefined, d.dial);
@@ -215,6 +214,7 @@ describe('refuseUpgrade', () => {
     });
     res.resume();
     expect(res.statusCode).toBe(426);
+    expect(res.statusMessage).toBe('Upgrade Required');
     expect(res.headers[PEER_REFUSAL_HEADER]).toBe('why?');
     expect(res.headers[PEER_PROTOCOL_HEADER]).toBe(String(PEER_PROTOCOL_VERSION));
   });
