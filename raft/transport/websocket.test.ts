@@ -169,12 +169,15 @@ describe('WebSocketTransport', () => {
     const run = async (aLink: LinkCheck, bLink: LinkCheck) => {
       const errors: { side: string; err: Error; peer: string | null }[] = [];
       const onError = (side: string) => (err: Error, peer: string | null) => errors.push({ side, err, peer });
-      const b = transport({ id: 'b', link: bLink, onError: onError('b') });
+      /** `side peer`: each link `side` let through its check */
+      const accepted: string[] = [];
+      const onLinkAccepted = (side: string) => (peer: string) => accepted.push(`${side} ${peer}`);
+      const b = transport({ id: 'b', link: bLink, onError: onError('b'), onLinkAccepted: onLinkAccepted('b') });
       const addr = await b.listen(0);
       b.addPeer('a', 'unused');
-      const a = transport({ id: 'a', link: aLink, onError: onError('a') });
+      const a = transport({ id: 'a', link: aLink, onError: onError('a'), onLinkAccepted: onLinkAccepted('a') });
       a.addPeer('b', addr);
-      return { a, b, got: inbox(b), errors };
+      return { a, b, got: inbox(b), errors, accepted };
     };
     const refusals = (errors: { side: string; err: Error; peer: string | null }[]) =>
       errors
@@ -196,12 +199,17 @@ describe('WebSocketTransport', () => {
     expect([...accept.got, ...dial.got]).toEqual([]);
     expect(accept.a.peers()[0]!.state).not.toBe('connected');
     expect(dial.a.peers()[0]!.state).not.toBe('connected');
+    // a link refused on either side is never reported accepted by that side (b let a's request through in `dial`)
+    expect(accept.accepted).toEqual([]);
+    expect(dial.accepted).not.toContain('a b');
+    expect(dial.accepted).toContain('b a');
     for (const t of open.splice(0)) await t.close();
     // matching versions: connected, delivered, nothing refused
     const same = await run(link('1', ['1', '2']), link('2', ['1', '2']));
     same.a.send([msg('a', 'b', 3)]);
     await waitFor(() => same.got.length === 1);
     expect(refusals(same.errors)).toEqual([]);
+    expect([...new Set(same.accepted)].sort()).toEqual(['a b', 'b a']);
   });
 
   it('refuses a connection dialed in the wrong direction and one that spoofs ids', async () => {

@@ -8,7 +8,6 @@ import {
   answerWithLinkHeaders,
   type ConfState,
   LevelLog,
-  LinkRefusedError,
   type NodeId,
   RaftError,
   RaftNode,
@@ -40,6 +39,7 @@ import {
   PEER_PROTOCOL_VERSION,
   type PeerDial,
   RefusalLog,
+  raftLinkOptions,
   refuseUpgrade,
 } from './peer-protocol.js';
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
@@ -206,11 +206,7 @@ export class ClusterNode {
         id: opts.nodeId,
         clusterId: opts.clusterId ?? 'keel',
         tls,
-        link: PEER_LINK,
-        onError: (err, peer) => {
-          if (err instanceof LinkRefusedError) refusals.refused('/raft', err.peer, err.reason);
-          else logger('info', 'raft transport', { err: err.message, peer });
-        },
+        ...raftLinkOptions(refusals, (err, peer) => logger('info', 'raft transport', { err: err.message, peer })),
       });
       transport.attach(server);
       const fresh = log.isEmpty();
@@ -366,11 +362,7 @@ export class ClusterNode {
     return {
       check: PEER_LINK,
       onRefused: (address, why) => this.refusals.refused('dial', `${id} at ${address}`, why.reason),
-      onAccepted: (address) => {
-        this.refusals.accepted('dial', `${id} at ${address}`);
-        // the same versions on every link: a Raft link refused earlier (the transport tells only refusals) is fine now
-        this.refusals.accepted('/raft', id);
-      },
+      onAccepted: (address) => this.refusals.accepted('dial', `${id} at ${address}`),
     };
   }
 

@@ -13,7 +13,14 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
-import { type LinkCheck, type LinkRefusal, rejectUpgrade } from '../../raft/index.js';
+import {
+  type LinkCheck,
+  type LinkRefusal,
+  LinkRefusedError,
+  type NodeId,
+  rejectUpgrade,
+  type WebSocketTransportOptions,
+} from '../../raft/index.js';
 import { KEEL_VERSION } from '../version.js';
 
 /** The peer protocol this build speaks. 1: forwards fenced on the leader's term (`[id, term, items]` frames). */
@@ -142,6 +149,29 @@ function releaseOf(headers: IncomingHttpHeaders): string | null {
 export function refuseUpgrade(socket: Duplex, refusal: LinkRefusal, check: LinkCheck = PEER_LINK): void {
   rejectUpgrade(socket, refusal.status, { ...check.headers, [PEER_REFUSAL_HEADER]: refusal.reason });
 }
+
+/**
+ * The Raft transport's link check (`check`, this build's by default) and its reports: a refused peer logged in
+ * `refusals` as link `/raft`, and cleared once that peer's Raft link passes the check again; other transport errors
+ * go to `onOtherError`.
+ */
+export function raftLinkOptions(
+  refusals: RefusalLog,
+  onOtherError: (err: Error, peer: NodeId | null) => void,
+  check: LinkCheck = PEER_LINK,
+): Pick<WebSocketTransportOptions, 'link' | 'onError' | 'onLinkAccepted'> {
+  return {
+    link: check,
+    onError: (err, peer) => {
+      if (err instanceof LinkRefusedError) refusals.refused(RAFT_LINK, err.peer, err.reason);
+      else onOtherError(err, peer);
+    },
+    onLinkAccepted: (peer) => refusals.accepted(RAFT_LINK, peer),
+  };
+}
+
+/** The Raft transport's link, as RefusalLog names it (its upgrade path). */
+const RAFT_LINK = '/raft';
 
 /**
  * Refused links as the operator sees them: one warning when a peer starts being refused (or for another reason),
