@@ -1,8 +1,10 @@
-// Timeouts of one fixed duration (a request's handler timeout, its body timeout, a proposal's budget) with one timer
-// for all of them. Each deadline falls `duration_ms` after it was set, so the order they were set in is the order
-// they fall due: the queue is a list kept in that order, adding and cancelling are O(1) and allocate nothing beyond
-// the entry the caller already has, instead of a Node timer object (and a closure) per request. The queue holds
-// what its users hold: each bounds its own entries (requests in flight, proposals waiting), so it adds no bound.
+// Timeouts of one fixed duration, one timer per queue for all its entries. Its users, a queue each: the timeout of a
+// request whose handler is pending (app.ts), of a body being read (the uWS engine), and a proposal's budget (the
+// cluster's proposer, applyTimeout_ms). Each deadline falls `duration_ms` after it was set, so the order they were
+// set in is the order they fall due: the queue is a list kept in that order, adding and cancelling are O(1) and
+// allocate nothing beyond the entry the caller already has, instead of a Node timer object (and a closure) per entry.
+// The queue holds what its users hold: each bounds its own entries (requests in flight, proposals waiting), so it
+// adds no bound.
 
 /** An entry of a DeadlineQueue: extend it (the queue links entries through these fields). */
 export class Deadline {

@@ -26,6 +26,7 @@ export {
   type LinkCheck,
   type LinkRefusal,
   LinkRefusedError,
+  rejectUpgrade,
 } from './transport/handshake.js';
 export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';
 export type {

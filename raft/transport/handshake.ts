@@ -4,7 +4,8 @@
  * certificate must name the claimed id (subject CN by default).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { WebSocketServer } from 'ws';
 import type { NodeId } from '../types.js';
@@ -67,6 +68,22 @@ export function answerWithLinkHeaders(wss: WebSocketServer, link: LinkCheck): vo
   wss.on('headers', (lines) => {
     for (const [k, v] of Object.entries(link.headers)) lines.push(`${k}: ${v}`);
   });
+}
+
+/** `v` with every character outside printable ASCII replaced by `?` (safe in a header line). */
+const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
+
+/**
+ * Refuses an upgrade request on its raw socket: `status` with its standard reason phrase, `headers` (made
+ * printable), no body, and the connection closed.
+ */
+export function rejectUpgrade(socket: Duplex, status: number, headers: Readonly<Record<string, string>> = {}): void {
+  if (!(Number.isInteger(status) && status >= 400 && status <= 599))
+    throw new RangeError(`not an error status: ${status}`);
+  const lines = Object.entries(headers).map(([k, v]) => `${printable(k)}: ${printable(v)}\r\n`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nconnection: close\r\n${lines.join('')}content-length: 0\r\n\r\n`,
+  );
 }
 
 /** A peer refused by the link check (reported to onError; on accept the peer got the refusal's status). */

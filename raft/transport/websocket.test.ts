@@ -169,12 +169,15 @@ describe('WebSocketTransport', () => {
     const run = async (aLink: LinkCheck, bLink: LinkCheck) => {
       const errors: { side: string; err: Error; peer: string | null }[] = [];
       const onError = (side: string) => (err: Error, peer: string | null) => errors.push({ side, err, peer });
-      const b = transport({ id: 'b', link: bLink, onError: onError('b') });
+      /** `side peer`: each link `side` let through its check */
+      const accepted: string[] = [];
+      const onLinkAccepted = (side: string) => (peer: string) => accepted.push(`${side} ${peer}`);
+      const b = transport({ id: 'b', link: bLink, onError: onError('b'), onLinkAccepted: onLinkAccepted('b') });
       const addr = await b.listen(0);
       b.addPeer('a', 'unused');
-      const a = transport({ id: 'a', link: aLink, onError: onError('a') });
+      const a = transport({ id: 'a', link: aLink, onError: onError('a'), onLinkAccepted: onLinkAccepted('a') });
       a.addPeer('b', addr);
-      return { a, b, got: inbox(b), errors };
+      return { a, b, got: inbox(b), errors, accepted };
     };
     const refusals = (errors: { side: string; err: Error; peer: string | null }[]) =>
       errors
@@ -196,12 +199,17 @@ describe('WebSocketTransport', () => {
     expect([...accept.got, ...dial.got]).toEqual([]);
     expect(accept.a.peers()[0]!.state).not.toBe('connected');
     expect(dial.a.peers()[0]!.state).not.toBe('connected');
+    // a link refused on either side is never reported accepted by that side (b let a's request through in `dial`)
+    expect(accept.accepted).toEqual([]);
+    expect(dial.accepted).not.toContain('a b');
+    expect(dial.accepted).toContain('b a');
     for (const t of open.splice(0)) await t.close();
     // matching versions: connected, delivered, nothing refused
     const same = await run(link('1', ['1', '2']), link('2', ['1', '2']));
     same.a.send([msg('a', 'b', 3)]);
     await waitFor(() => same.got.length === 1);
     expect(refusals(same.errors)).toEqual([]);
+    expect([...new Set(same.accepted)].sort()).toEqual(['a b', 'b a']);
   });
 
   it('refuses a connection dialed in the wrong direction and one that spoofs ids', async () => {
@@ -209,12 +217,13 @@ describe('WebSocketTransport', () => {
     const addr = await a.listen(0);
     a.addPeer('b', 'unused');
     const url = `ws://${addr}/raft`;
-    const status = await new Promise<number>((resolve) => {
+    const [status, phrase] = await new Promise<[number, string]>((resolve) => {
       // 'b' > 'a', so 'b' must wait for 'a' to dial: a dial from b is refused.
       const ws = new WebSocket(url, { headers: handshakeHeaders('c1', 'b', 'a', null, Date.now()) });
-      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('unexpected-response', (_req, res) => resolve([res.statusCode ?? 0, res.statusMessage ?? '']));
     });
     expect(status).toBe(409);
+    expect(phrase).toBe('Conflict'); // the status's own reason phrase (rejectUpgrade)
 
     const b = transport({ id: 'b' });
     const addrB = await b.listen(0);

@@ -26,6 +26,7 @@ import {
   LinkRefusedError,
   type PeerIdFromCert,
   peerIdFromCommonName,
+  rejectUpgrade,
   verifyHandshake,
 } from './handshake.js';
 import { SendQueue } from './send-queue.js';
@@ -82,9 +83,14 @@ export interface WebSocketTransportOptions {
    * The application's check of each link (e.g. a protocol version): its headers go with every dial and every
    * accepted upgrade's 101 answer. It judges the peer's headers: a dialing peer's request (refused with the
    * verdict's status and reason), and the accepting peer's 101 answer (the link is closed and redialled on the
-   * backoff schedule). Each refusal is reported to onError as a LinkRefusedError.
+   * backoff schedule). Each refusal is reported to onError as a LinkRefusedError, each pass to onLinkAccepted.
    */
   link?: LinkCheck;
+  /**
+   * A link with `peer` passed the link check (its request, when it dialed; its 101 answer, when this side dialed):
+   * a peer refused earlier is accepted now. Only with `link`.
+   */
+  onLinkAccepted?: (peer: NodeId) => void;
 }
 
 interface Conn {
@@ -218,11 +224,15 @@ export class WebSocketTransport implements Transport {
       reject(socket, verdict.status, verdict.reason);
       return true;
     }
-    const refusal = this.opts.link?.judge(req.headers) ?? null;
-    if (refusal !== null) {
-      this.report(new LinkRefusedError(verdict.peer, refusal.reason), verdict.peer);
-      reject(socket, refusal.status, refusal.reason, this.opts.link?.headers);
-      return true;
+    const link = this.opts.link;
+    if (link !== undefined) {
+      const refusal = link.judge(req.headers);
+      if (refusal !== null) {
+        this.report(new LinkRefusedError(verdict.peer, refusal.reason), verdict.peer);
+        reject(socket, refusal.status, refusal.reason, link.headers);
+        return true;
+      }
+      this.opts.onLinkAccepted?.(verdict.peer);
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const p = this.peerMap.get(verdict.peer);
@@ -403,7 +413,10 @@ export class WebSocketTransport implements Transport {
     if (link !== undefined) {
       ws.once('upgrade', (res) => {
         const refusal = link.judge(res.headers);
-        if (refusal === null) return;
+        if (refusal === null) {
+          this.opts.onLinkAccepted?.(p.id);
+          return;
+        }
         this.report(new LinkRefusedError(p.id, refusal.reason), p.id);
         ws.terminate(); // closes before 'open': redialled on the backoff schedule
       });
@@ -570,10 +583,7 @@ export class WebSocketTransport implements Transport {
   }
 }
 
+/** Refuses a dialing peer: `status`, the reason in its header, and any link headers. */
 function reject(socket: Duplex, status: number, reason: string, headers: Readonly<Record<string, string>> = {}): void {
-  const safe = (v: string) => v.replace(/[^\x20-\x7e]/g, '?');
-  const extra = Object.entries(headers).map(([k, v]) => `${safe(k)}: ${safe(v)}\r\n`);
-  socket.end(
-    `HTTP/1.1 ${status} Raft Handshake Rejected\r\nConnection: close\r\nx-keel-raft-reason: ${safe(reason)}\r\n${extra.join('')}Content-Length: 0\r\n\r\n`,
-  );
+  rejectUpgrade(socket, status, { 'x-keel-raft-reason': reason, ...headers });
 }

@@ -5,12 +5,13 @@ import type { TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import {
+  answerWithLinkHeaders,
   type ConfState,
   LevelLog,
-  LinkRefusedError,
   type NodeId,
   RaftError,
   RaftNode,
+  rejectUpgrade,
   WebSocketTransport,
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
@@ -33,12 +34,12 @@ import {
   peerRouter,
 } from './peer-api.js';
 import {
-  answerWithLink,
   type DialRefusal,
   PEER_LINK,
   PEER_PROTOCOL_VERSION,
   type PeerDial,
   RefusalLog,
+  raftLinkOptions,
   refuseUpgrade,
 } from './peer-protocol.js';
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
@@ -153,8 +154,8 @@ export class ClusterNode {
       maxPayload: MAX_FORWARD_FRAME_BYTES,
       perMessageDeflate: false,
     });
-    answerWithLink(this.wss);
-    answerWithLink(this.forwardWss);
+    answerWithLinkHeaders(this.wss, PEER_LINK);
+    answerWithLinkHeaders(this.forwardWss, PEER_LINK);
     const handlers = this.handlers();
     applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
     serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
@@ -166,7 +167,7 @@ export class ClusterNode {
       // router certificates from the same CA do not).
       const peer = this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate());
       if (!peer) {
-        socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\n\r\n');
+        rejectUpgrade(socket, 403);
         return;
       }
       // a member speaking a peer protocol this one does not: refused with the reason, before any frame
@@ -205,11 +206,7 @@ export class ClusterNode {
         id: opts.nodeId,
         clusterId: opts.clusterId ?? 'keel',
         tls,
-        link: PEER_LINK,
-        onError: (err, peer) => {
-          if (err instanceof LinkRefusedError) refusals.refused('/raft', err.peer, err.reason);
-          else logger('info', 'raft transport', { err: err.message, peer });
-        },
+        ...raftLinkOptions(refusals, (err, peer) => logger('info', 'raft transport', { err: err.message, peer })),
       });
       transport.attach(server);
       const fresh = log.isEmpty();
@@ -365,11 +362,7 @@ export class ClusterNode {
     return {
       check: PEER_LINK,
       onRefused: (address, why) => this.refusals.refused('dial', `${id} at ${address}`, why.reason),
-      onAccepted: (address) => {
-        this.refusals.accepted('dial', `${id} at ${address}`);
-        // the same versions on every link: a Raft link refused earlier (the transport tells only refusals) is fine now
-        this.refusals.accepted('/raft', id);
-      },
+      onAccepted: (address) => this.refusals.accepted('dial', `${id} at ${address}`),
     };
   }
 

@@ -12,8 +12,15 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { WebSocket, WebSocketServer } from 'ws';
-import { answerWithLinkHeaders, type LinkCheck, type LinkRefusal } from '../../raft/index.js';
+import type { WebSocket } from 'ws';
+import {
+  type LinkCheck,
+  type LinkRefusal,
+  LinkRefusedError,
+  type NodeId,
+  rejectUpgrade,
+  type WebSocketTransportOptions,
+} from '../../raft/index.js';
 import { KEEL_VERSION } from '../version.js';
 
 /** The peer protocol this build speaks. 1: forwards fenced on the leader's term (`[id, term, items]` frames). */
@@ -34,15 +41,6 @@ const MAX_ECHO_CHARS = 64;
 /** A bound on a peer's refusal reason told to the operator. */
 const MAX_REASON_CHARS = 512;
 
-/** A refused peer link: the status answered to the dialing member, and why. */
-export type PeerRefusal = LinkRefusal;
-
-/**
- * What a link checks (the Raft transport's LinkCheck, so one check serves every peer link): the headers this member
- * sends, and its verdict on the peer's (a refusal, or null when its protocol is one this member speaks).
- */
-export type PeerLinkCheck = LinkCheck;
-
 /** The versions a member speaking `version` accepts: its own and its neighbours, never below the oldest spoken. */
 export function acceptedRange(version: number): { min: number; max: number } {
   return { min: Math.max(OLDEST_SPOKEN_VERSION, version - 1), max: version + 1 };
@@ -62,9 +60,10 @@ function single(v: string | string[] | undefined): string | undefined {
 
 /**
  * The link check of a member speaking `version` (PEER_PROTOCOL_VERSION; tests pass others to play a member of
- * another release).
+ * another release). The Raft transport's LinkCheck, so one check serves every peer link: the headers this member
+ * sends, and its verdict on the peer's (a refusal, or null when its protocol is one this member speaks).
  */
-export function peerLinkCheck(version = PEER_PROTOCOL_VERSION, release = KEEL_VERSION): PeerLinkCheck {
+export function peerLinkCheck(version = PEER_PROTOCOL_VERSION, release = KEEL_VERSION): LinkCheck {
   if (!Number.isSafeInteger(version) || version < 0) throw new Error(`peer protocol: bad version ${version}`);
   const { min, max } = acceptedRange(version);
   const self = `this member (Keel ${release}) speaks peer protocol ${version} and accepts ${min} to ${max}`;
@@ -93,7 +92,7 @@ export function peerLinkCheck(version = PEER_PROTOCOL_VERSION, release = KEEL_VE
 }
 
 /** The check of this build. */
-export const PEER_LINK: PeerLinkCheck = peerLinkCheck();
+export const PEER_LINK: LinkCheck = peerLinkCheck();
 
 /** A refused link as the dialing side knows it: why, and the peer's Keel release when it said. */
 export interface DialRefusal {
@@ -103,7 +102,7 @@ export interface DialRefusal {
 
 /** What a dialing client does with a link check: headers to send, and what to tell when the peer is refused. */
 export interface PeerDial {
-  check: PeerLinkCheck;
+  check: LinkCheck;
   /** The link to the peer at `address` was refused, by this side or by the peer: it is closed. */
   onRefused?: (address: string, refusal: DialRefusal) => void;
   /** The peer at `address` passed the check. */
@@ -143,22 +142,36 @@ function releaseOf(headers: IncomingHttpHeaders): string | null {
   return v === undefined ? null : echo(v);
 }
 
-/** Makes `wss` answer every accepted upgrade with this member's link headers. */
-export function answerWithLink(wss: WebSocketServer, check: PeerLinkCheck = PEER_LINK): void {
-  answerWithLinkHeaders(wss, check);
-}
-
 /**
  * Refuses an upgrade request on its raw socket: the refusal's status, its reason in PEER_REFUSAL_HEADER and this
  * member's link headers (so the dialer can tell the operator what it met).
  */
-export function refuseUpgrade(socket: Duplex, refusal: PeerRefusal, check: PeerLinkCheck = PEER_LINK): void {
-  const headers = { ...check.headers, [PEER_REFUSAL_HEADER]: refusal.reason };
-  const lines = Object.entries(headers).map(([k, v]) => `${k}: ${printable(v)}\r\n`);
-  socket.end(
-    `HTTP/1.1 ${refusal.status} Upgrade Required\r\nconnection: close\r\n${lines.join('')}content-length: 0\r\n\r\n`,
-  );
+export function refuseUpgrade(socket: Duplex, refusal: LinkRefusal, check: LinkCheck = PEER_LINK): void {
+  rejectUpgrade(socket, refusal.status, { ...check.headers, [PEER_REFUSAL_HEADER]: refusal.reason });
 }
+
+/**
+ * The Raft transport's link check (`check`, this build's by default) and its reports: a refused peer logged in
+ * `refusals` as link `/raft`, and cleared once that peer's Raft link passes the check again; other transport errors
+ * go to `onOtherError`.
+ */
+export function raftLinkOptions(
+  refusals: RefusalLog,
+  onOtherError: (err: Error, peer: NodeId | null) => void,
+  check: LinkCheck = PEER_LINK,
+): Pick<WebSocketTransportOptions, 'link' | 'onError' | 'onLinkAccepted'> {
+  return {
+    link: check,
+    onError: (err, peer) => {
+      if (err instanceof LinkRefusedError) refusals.refused(RAFT_LINK, err.peer, err.reason);
+      else onOtherError(err, peer);
+    },
+    onLinkAccepted: (peer) => refusals.accepted(RAFT_LINK, peer),
+  };
+}
+
+/** The Raft transport's link, as RefusalLog names it (its upgrade path). */
+const RAFT_LINK = '/raft';
 
 /**
  * Refused links as the operator sees them: one warning when a peer starts being refused (or for another reason),

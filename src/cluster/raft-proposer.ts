@@ -60,16 +60,27 @@ class Write extends Deadline {
   }
 }
 
-/** An attempt propose() made itself: to `leader` of `term`, refused (`answer`), or sent without one (null). */
+type Refusal = Exclude<ForwardResult, { ok: true }>;
+
+/** propose()'s own attempt, when it did not simply succeed: to `leader` of `term`, refused, or sent without an answer. */
 interface Attempt {
   leader: string;
   term: number;
-  answer: ForwardResult | null;
+  /** The refusal (nothing proposed), or null: sent without an answer (the outcome is unknown). */
+  answer: Refusal | null;
 }
+
+/**
+ * What one attempt (send) resolves with, as it arrives: this node's offer (its one slot: null when appended, else
+ * Raft's refusal), or a forward's answer (null: none came, the outcome is unknown). answerOf reads it where it is
+ * used rather than in a promise of its own: this is the path of every write.
+ */
+type Sent = Array<RaftError | null> | ForwardResult | null;
 
 interface InFlightForward {
   leader: string;
-  reject: (err: Error) => void;
+  term: number;
+  resolve: (answer: ForwardResult | null) => void;
 }
 
 /**
@@ -123,28 +134,18 @@ export class RaftProposer implements Proposer {
     const w = new Write(rid, waiter);
     this.budgets.add(w);
     waiter.promise.then((r) => this.settle(w, r, undefined));
-    // The common cases — this node leads: offered to Raft at once; it follows a known leader: forwarded at once —
-    // take one attempt without the retry machinery (drive): once accepted, nothing more to do than wait for the
-    // entry (the waiter) or the budget (the deadline). Anything else goes to drive, the first attempt counted.
+    // The common cases — this node leads, or follows a known leader — take their first attempt at once, without the
+    // retry machinery (drive): once accepted, nothing more to do than wait for the entry (the waiter) or the budget
+    // (the deadline). Anything else goes to drive, this attempt counted as the first.
     const leader = this.node.leaderId();
     const term = this.node.term();
     if (leader === null) {
       void this.drive(w, data, null);
-    } else if (leader === this.node.id) {
-      this.node.offer([data], term).then((refusals) => {
-        const err = refusals[0]!;
-        if (err !== null) void this.drive(w, data, { leader, term, answer: refusal(err) });
-      });
     } else {
-      this.forwardWhileLeader(leader, term, data).then(
-        (answer) => {
-          if (!answer.ok) void this.drive(w, data, { leader, term, answer });
-        },
-        (err: unknown) => {
-          this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
-          void this.drive(w, data, { leader, term, answer: null });
-        },
-      );
+      this.send(leader, term, data).then((sent) => {
+        const answer = answerOf(sent);
+        if (answer === null || !answer.ok) void this.drive(w, data, { leader, term, answer });
+      });
     }
     return w.promise;
   }
@@ -167,10 +168,7 @@ export class RaftProposer implements Proposer {
   private async drive(w: Write, data: Uint8Array, first: Attempt | null): Promise<void> {
     try {
       for (let round = 0; round < MAX_RESENDS && !w.done; round++) {
-        const { leader, term, unknown } =
-          round === 0 && first !== null && first.answer === null
-            ? { leader: first.leader, term: first.term, unknown: true }
-            : await this.submit(data, w, round === 0 ? first : null);
+        const { leader, term, unknown } = await this.submit(data, w, round === 0 ? first : null);
         if (!unknown || w.done) return;
         // Sent to the leader of `term`, no answer. Wait for the entry; if instead a leader of a later term confirms
         // a read index and the entry has not been applied here by then, it was never committed and never will be,
@@ -214,18 +212,19 @@ export class RaftProposer implements Proposer {
    * Hands the entry to the leader. Resolves once the leader accepted it (or its outcome became unknown: then
    * only waiting tells), with that leader and the term in which this node saw it lead (read together from the
    * core, so never a new term with the old leader); rejects with a definite ProposalError when nothing was proposed.
-   * `refused`: the answer to an attempt already made (propose's), handled as the first attempt's.
+   * `first`: an attempt already made (propose's), handled as the first one's answer.
    */
   private async submit(
     data: Uint8Array,
     w: Write,
-    refused: Attempt | null,
+    first: Attempt | null,
   ): Promise<{ leader: string; term: number; unknown: boolean }> {
     const deadline = Date.now() + this.opts.leaderWait_ms;
     let attempt = 0;
-    if (refused?.answer) {
+    if (first !== null) {
       attempt++;
-      if (!refused.answer.ok) this.refuse(refused.answer, refused.leader);
+      if (first.answer === null) return { leader: first.leader, term: first.term, unknown: true };
+      this.refuse(first.answer, first.leader);
       await sleep(LEADER_CHECK_MS);
     }
     while (attempt < this.opts.maxAttempts) {
@@ -240,18 +239,9 @@ export class RaftProposer implements Proposer {
         continue;
       }
       attempt++;
-      let r: ForwardResult;
-      if (leader === this.node.id) {
-        r = (await proposeOnLeader(this.node, [data], term))[0]!;
-      } else {
-        try {
-          r = await this.forwardWhileLeader(leader, term, data);
-        } catch (err) {
-          // sent, but no answer: the leader may have proposed it in `term` (see drive)
-          this.log('forward without an answer: waiting for the entry', { leader, term, err: String(err) });
-          return { leader, term, unknown: true };
-        }
-      }
+      const r = answerOf(await this.send(leader, term, data));
+      // sent, but no answer: the leader may have proposed it in `term` (see drive)
+      if (r === null) return { leader, term, unknown: true };
       if (r.ok) return { leader, term, unknown: false };
       this.refuse(r, leader);
       if (Date.now() >= deadline) throw new ProposalError('no-leader', 'the cluster has no leader', 2);
@@ -261,26 +251,45 @@ export class RaftProposer implements Proposer {
   }
 
   /**
-   * The forward, given up (as "no answer") as soon as this node follows another leader: a dead leader's socket may
-   * not report its death before the forward's own timeout, while the election already moved on. One timer checks
-   * every forward in flight (watchForwards), not one per forward.
+   * One attempt: `data` offered to Raft when this node is `leader` (of `term`), forwarded to `leader` otherwise.
+   * Read its answer with answerOf.
    */
-  private forwardWhileLeader(leader: string, term: number, data: Uint8Array): Promise<ForwardResult> {
-    return new Promise<ForwardResult>((resolve, reject) => {
-      const f: InFlightForward = { leader, reject };
+  private send(leader: string, term: number, data: Uint8Array): Promise<Sent> {
+    return leader === this.node.id ? this.node.offer([data], term) : this.forwardWhileLeader(leader, term, data);
+  }
+
+  /**
+   * The forward: its answer, or null when it got none — it failed after being sent, or was given up as soon as this
+   * node follows another leader (a dead leader's socket may not report its death before the forward's own timeout,
+   * while the election already moved on). One timer checks every forward in flight (watchForwards), not one per
+   * forward.
+   */
+  private forwardWhileLeader(leader: string, term: number, data: Uint8Array): Promise<ForwardResult | null> {
+    return new Promise<ForwardResult | null>((resolve) => {
+      const f: InFlightForward = { leader, term, resolve };
       this.inFlight.add(f);
       if (this.inFlight.size === 1) this.watchForwards();
-      this.forward(leader, term, data).then(
+      let answer: Promise<ForwardResult>;
+      try {
+        answer = this.forward(leader, term, data);
+      } catch (err) {
+        answer = Promise.reject(err); // a forwarder that throws: as a forward that failed (this promise never rejects)
+      }
+      answer.then(
         (r) => {
           this.inFlight.delete(f);
           resolve(r);
         },
-        (err: unknown) => {
-          this.inFlight.delete(f);
-          reject(err);
-        },
+        (err: unknown) => this.unanswered(f, err),
       );
     });
+  }
+
+  /** Gives up forward `f` without an answer: the leader may have proposed it (see drive). */
+  private unanswered(f: InFlightForward, err: unknown): void {
+    this.inFlight.delete(f);
+    this.log('forward without an answer: waiting for the entry', { leader: f.leader, term: f.term, err: String(err) });
+    f.resolve(null);
   }
 
   /** While forwards are in flight, every LEADER_CHECK_MS: gives up those sent to a leader this node no longer follows. */
@@ -291,9 +300,7 @@ export class RaftProposer implements Proposer {
       const now = this.node.leaderId();
       if (now !== null) {
         for (const f of this.inFlight) {
-          if (f.leader === now) continue;
-          this.inFlight.delete(f);
-          f.reject(new Error(`leadership moved from ${f.leader} to ${now}`));
+          if (f.leader !== now) this.unanswered(f, new Error(`leadership moved from ${f.leader} to ${now}`));
         }
       }
       if (this.inFlight.size > 0) this.forwardWatch = setTimeout(check, LEADER_CHECK_MS).unref();
@@ -302,7 +309,7 @@ export class RaftProposer implements Proposer {
   }
 
   /** Throws the definite errors of a refusal; returns when it only says "not the leader" (try the next one). */
-  private refuse(r: Exclude<ForwardResult, { ok: true }>, leader: string): void {
+  private refuse(r: Refusal, leader: string): void {
     if (r.code === 'overloaded') throw new ProposalError('overloaded', 'the leader has too many writes pending');
     if (r.code === 'too-large') throw new ProposalError('overloaded', 'the command is too large to replicate');
     if (r.code === 'stopped' && leader === this.node.id) throw new ProposalError('stopped', 'this node stopped');
@@ -329,6 +336,13 @@ export async function proposeOnLeader(node: RaftNode, items: Uint8Array[], term:
 }
 
 const ACCEPTED: ForwardResult = Object.freeze({ ok: true });
+
+/** An attempt's answer (Sent): accepted, a refusal (nothing proposed), or null (sent without an answer). */
+function answerOf(sent: Sent): ForwardResult | null {
+  if (!Array.isArray(sent)) return sent;
+  const err = sent[0]!;
+  return err === null ? ACCEPTED : refusal(err);
+}
 
 function refusal(err: unknown): ForwardResult {
   if (err instanceof RaftError) {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
+import { answerWithLinkHeaders } from '../../raft/index.js';
 import { MAX_FORWARD_BATCH_ITEMS } from '../../src/cluster/forward-batch.js';
 import {
   decodeForwardAnswer,
@@ -17,7 +18,7 @@ import {
   MAX_FORWARD_ITEM_BYTES,
   serveForwards,
 } from '../../src/cluster/forward-channel.js';
-import { answerWithLink } from '../../src/cluster/peer-protocol.js';
+import { PEER_LINK } from '../../src/cluster/peer-protocol.js';
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -30,7 +31,7 @@ async function listener(
 ): Promise<{ address: string; server: Server; wss: WebSocketServer }> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
-  answerWithLink(wss);
+  answerWithLinkHeaders(wss, PEER_LINK);
   serveForwards(
     wss,
     (term, items) => handle(items, term),

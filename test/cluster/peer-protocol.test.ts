@@ -7,6 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
+import { answerWithLinkHeaders, type LinkCheck, WebSocketTransport } from '../../raft/index.js';
+import { waitFor } from '../../raft/node/wait-testkit.js';
 import { FORWARD_PATH, ForwardClient, serveForwards } from '../../src/cluster/forward-channel.js';
 import { MemberMonitor, type MemberSource } from '../../src/cluster/members.js';
 import {
@@ -20,16 +22,15 @@ import {
 } from '../../src/cluster/peer-api.js';
 import {
   acceptedRange,
-  answerWithLink,
   type DialRefusal,
   PEER_LINK,
   PEER_PROTOCOL_HEADER,
   PEER_PROTOCOL_VERSION,
   PEER_REFUSAL_HEADER,
   type PeerDial,
-  type PeerLinkCheck,
   peerLinkCheck,
   RefusalLog,
+  raftLinkOptions,
   refuseUpgrade,
 } from '../../src/cluster/peer-protocol.js';
 import { withTimeout } from '../../src/util/timeout.js';
@@ -39,7 +40,7 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-const judged = (check: PeerLinkCheck, headers: Record<string, string>) => check.judge(headers)?.reason ?? null;
+const judged = (check: LinkCheck, headers: Record<string, string>) => check.judge(headers)?.reason ?? null;
 
 describe('the rule', () => {
   it('a member accepts its own version and its neighbours, never version 0 (no header)', () => {
@@ -89,11 +90,11 @@ describe('the rule', () => {
  * A peer listener speaking `check`'s protocol on the forward channel and the peer API, as ClusterNode serves them:
  * a dialer it refuses gets 426 with the reason, an accepted one its headers in the 101 answer.
  */
-async function member(check: PeerLinkCheck): Promise<{ address: string; forwards: () => number }> {
+async function member(check: LinkCheck): Promise<{ address: string; forwards: () => number }> {
   const server = createServer();
   let forwards = 0;
   const fwd = new WebSocketServer({ noServer: true });
-  answerWithLink(fwd, check);
+  answerWithLinkHeaders(fwd, check);
   serveForwards(
     fwd,
     async (_term, items) => {
@@ -103,7 +104,7 @@ async function member(check: PeerLinkCheck): Promise<{ address: string; forwards
     () => {},
   );
   const api = new WebSocketServer({ noServer: true });
-  answerWithLink(api, check);
+  answerWithLinkHeaders(api, check);
   const handlers = { status: () => ({ id: 'm1' }) } as unknown as PeerHandlers;
   const trpc = applyWSSHandler({ wss: api, router: peerRouter, createContext: () => ({ handlers }) });
   server.on('upgrade', (req, socket, head) => {
@@ -157,7 +158,7 @@ describe('dialing a member of another peer protocol', () => {
 
   it('forward channel: a member that accepts this one but is not accepted by it; then the same version', async () => {
     // a member two versions ahead that (wrongly) accepts everyone: this side judges its 101 answer
-    const lax: PeerLinkCheck = { headers: peerLinkCheck(PEER_PROTOCOL_VERSION + 2).headers, judge: () => null };
+    const lax: LinkCheck = { headers: peerLinkCheck(PEER_PROTOCOL_VERSION + 2).headers, judge: () => null };
     const ahead = await member(lax);
     const d = dialer();
     const c = new ForwardClient(ahead.address, undefined, d.dial);
@@ -215,8 +216,61 @@ describe('refuseUpgrade', () => {
     });
     res.resume();
     expect(res.statusCode).toBe(426);
+    expect(res.statusMessage).toBe('Upgrade Required');
     expect(res.headers[PEER_REFUSAL_HEADER]).toBe('why?');
     expect(res.headers[PEER_PROTOCOL_HEADER]).toBe(String(PEER_PROTOCOL_VERSION));
+  });
+});
+
+describe('the Raft link', () => {
+  /** A member's link check that changes when the member is replaced by one of another release. */
+  function replaceable(first: LinkCheck): LinkCheck & { now: LinkCheck } {
+    return {
+      now: first,
+      get headers() {
+        return this.now.headers;
+      },
+      judge(headers) {
+        return this.now.judge(headers);
+      },
+    };
+  }
+  /** Speaks `version`, accepts anyone (only the other side can refuse). */
+  const lax = (version: number): LinkCheck => ({ headers: peerLinkCheck(version).headers, judge: () => null });
+
+  it('a refusal is cleared once that peer passes the check on a Raft link of its own (no peer-API link)', async () => {
+    const ahead = peerLinkCheck(PEER_PROTOCOL_VERSION + 2);
+    // 'a' dials 'b'. First a member this build refuses: by the acceptor (the dialer's request), then by the dialer
+    // (the acceptor's 101 answer); then that member is replaced by one of this build.
+    const cases = [
+      { a: ahead, b: PEER_LINK, refuser: 'b', refused: 'a' },
+      { a: PEER_LINK, b: lax(PEER_PROTOCOL_VERSION + 2), refuser: 'a', refused: 'b' },
+    ] as const;
+    for (const c of cases) {
+      const logs = { a: new RefusalLog(() => {}), b: new RefusalLog(() => {}) };
+      const checks = { a: replaceable(c.a), b: replaceable(c.b) };
+      const member = (id: 'a' | 'b') => {
+        const t = new WebSocketTransport({
+          id,
+          clusterId: 'c1',
+          backoff: { min_ms: 10, max_ms: 50 },
+          ping_ms: 0,
+          ...raftLinkOptions(logs[id], () => {}, checks[id]),
+        });
+        cleanup.push(() => t.close());
+        return t;
+      };
+      const b = member('b');
+      const a = member('a');
+      b.addPeer('a', 'unused');
+      a.addPeer('b', await b.listen(0));
+      const reason = () => logs[c.refuser].reason('/raft', c.refused);
+      await waitFor(() => reason() !== null, 5_000, `${c.refuser} refuses ${c.refused}`);
+      expect(reason()).toMatch(/speaks peer protocol/);
+      checks[c.refused].now = PEER_LINK;
+      await waitFor(() => reason() === null, 5_000, `${c.refuser} accepts ${c.refused} again`);
+      await waitFor(() => a.peers()[0]!.state === 'connected', 5_000, 'the Raft link is up');
+    }
   });
 });
 

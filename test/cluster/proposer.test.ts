@@ -227,13 +227,14 @@ describe('RaftProposer', () => {
     // no answer, no error: the socket has not noticed the death
     leaderDiesWithForward(() => new Promise(() => {})));
 
-  it('never re-sends a forward whose outcome is unknown while no later leader says otherwise', async () => {
+  /** A forward that fails as `fail` does, never answered: the proposal is sent once and ends unknown-outcome. */
+  async function forwardWithoutAnswer(fail: () => Promise<ForwardResult>): Promise<void> {
     const s = await store();
     const sm = new StoreStateMachine(s);
     let forwards = 0;
-    const forward = async (): Promise<ForwardResult> => {
+    const forward = (): Promise<ForwardResult> => {
       forwards++;
-      throw new Error('connection closed');
+      return fail();
     };
     const p = follower(() => 'leader', sm, forward, OPTS);
     const err = await p.propose(create('policies', 'a', { name: 'A' })).catch((e) => e);
@@ -242,7 +243,17 @@ describe('RaftProposer', () => {
     expect(forwards).toBe(1);
     expect(sm.waiting).toBe(0);
     await s.close();
-  });
+  }
+
+  it('never re-sends a forward whose outcome is unknown while no later leader says otherwise', () =>
+    forwardWithoutAnswer(async () => {
+      throw new Error('connection closed');
+    }));
+
+  it('a forwarder that throws at once counts as a forward without an answer (no unhandled rejection)', () =>
+    forwardWithoutAnswer(() => {
+      throw new Error('no socket');
+    }));
 
   it('sends again after a definite refusal (not the leader any more), to the new leader', async () => {
     const s = await store();
