@@ -2,7 +2,7 @@ import { Deadline, DeadlineQueue } from '../../http/deadlines.js';
 import { RaftError, type RaftNode } from '../../raft/index.js';
 import { encodeCommand } from '../../storage/command-codec.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
-import type { Command, CommandResult } from '../../storage/types.js';
+import { assert, type Command, type CommandResult } from '../../storage/types.js';
 import { encodeLoggedBytes } from './codec.js';
 import type { ForwardResult } from './peer-api.js';
 import type { StoreStateMachine, Waiter } from './state-machine.js';
@@ -357,7 +357,8 @@ function refusal(err: unknown): ForwardResult {
       case 'fatal':
         return { ok: false, code: 'stopped' };
       default:
-        return ACCEPTED;
+        // offer refuses with the codes above only; any other would leave the outcome unknown, never "accepted"
+        assert(false, `RaftNode.offer refused with ${err.code}`);
     }
   }
   throw err;

@@ -88,6 +88,11 @@ describe('proposeOnLeader', () => {
     ).toEqual([{ ok: true }]);
   });
 
+  it('never takes a refusal it does not know for an accepted entry: an invariant failure', async () => {
+    const odd = offeringNode(() => new RaftError('timeout', 'not an offer refusal'));
+    await expect(proposeOnLeader(odd, [new Uint8Array(1)], 1)).rejects.toThrow(/invariant violated/);
+  });
+
   it('answers each command of a forward message on its own, in order', async () => {
     // the second proposal is refused (the leader's queue filled up), the others are accepted
     const node = offeringNode((i) => (i === 1 ? new RaftError('too-many-pending', 'full') : null));
