@@ -349,15 +349,17 @@ function checkField(def: EntityDef, k: string): void {
  * builds a new hidden class for every property added to an object made by spread, about 1 µs each, and the rows
  * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member). With
  * `fresh` (`data` is a command's: a create), every key is checked to be a field of `def` on the way (`checkFields`)
- * and values are stored as row-values.ts keeps them. `for…in`, not `Object.keys`: no array of keys per row (the
- * data is a plain object, decoded or built by apply: no enumerable inherited keys).
+ * and values are stored as row-values.ts keeps them, except a single reference: `checkRow` replaces it by the
+ * referenced row's id (or fails the command), so a copy of it would be thrown away. `for…in`, not `Object.keys`: no
+ * array of keys per row (the data is a plain object, decoded or built by apply: no enumerable inherited keys).
  */
 function definedCopy(def: EntityDef, data: Record<string, unknown>, fresh: boolean): Record<string, unknown> {
   const out = newRow(def);
   for (const k in data) {
     if (fresh) checkField(def, k);
     const v = data[k];
-    if (v !== undefined) out[k] = fresh ? storedValue(v) : v;
+    if (v === undefined) continue;
+    out[k] = !fresh || (typeof v === 'string' && def.fields[k]?.ref !== undefined) ? v : storedValue(v);
   }
   return out;
 }
