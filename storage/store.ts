@@ -99,13 +99,16 @@ class EncodedWrites {
    */
   encode(txn: Txn): void {
     this.length = 0;
-    txn.forEachWritten((entity, id, row) => {
-      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-      if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
-      this.keys[this.length] = this.rowKeys.of(entity, id);
-      this.values[this.length] = row === null ? null : encodeChecked(row);
-      this.length++;
-    });
+    txn.forEachWritten(encodeWrite, this);
+  }
+
+  /** `encode`'s step for one write (a module-level visitor: no closure per command). */
+  add(entity: string, id: string, row: Row | null): void {
+    if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+    if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
+    this.keys[this.length] = this.rowKeys.of(entity, id);
+    this.values[this.length] = row === null ? null : encodeChecked(row);
+    this.length++;
   }
 
   /** Sets every write in `into` (key → bytes), and lets go of them here. */
@@ -116,6 +119,10 @@ class EncodedWrites {
     }
     this.length = 0;
   }
+}
+
+function encodeWrite(entity: string, id: string, row: Row | null, writes: EncodedWrites): void {
+  writes.add(entity, id, row);
 }
 
 export type FailureListener = (failure: StoreFailedError) => void;

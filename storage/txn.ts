@@ -155,10 +155,11 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   }
 
   /**
-   * Calls `visit(entity, id, row)` once for every row the command being applied wrote (its value now: a row, or null
-   * for a delete). Bounded by the journal's length.
+   * Calls `visit(entity, id, row, a)` once for every row the command being applied wrote (its value now: a row, or
+   * null for a delete). `visit` is meant to be a module-level function, its state passed as `a` (no closure per
+   * command). Bounded by the journal's length.
    */
-  forEachWritten(visit: (entity: string, id: string, row: Row | null) => void): void {
+  forEachWritten<A>(visit: (entity: string, id: string, row: Row | null, a: A) => void, a: A): void {
     assert(this.journaling, 'forEachWritten outside a command');
     const n = this.journalLength;
     const seen = n > SCAN_WRITTEN_MAX ? new Set<string>() : null;
@@ -171,7 +172,7 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
         if (seen.has(key)) continue;
         seen.add(key);
       } else if (this.writtenAfter(i, entity, id)) continue;
-      visit(entity, id, this.writes.get(entity)!.get(id)!);
+      visit(entity, id, this.writes.get(entity)!.get(id)!, a);
     }
   }
 
