@@ -27,9 +27,15 @@ const META_APPLIED = `m${SEP}applied`;
 /** The LevelDB batch that stores `rows` (encoded; null: deleted) and records `index` as applied with them. */
 function batchOps(rows: ReadonlyMap<string, Uint8Array | null>, index: number): StoreDbOp[] {
   const ops: StoreDbOp[] = [];
-  for (const [key, value] of rows) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+  // forEach, not for…of: no [key, value] pair per row
+  rows.forEach(pushOp, ops);
   ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
   return ops;
+}
+
+/** `batchOps`'s op for one row (Map.forEach's callback, the ops as its thisArg). */
+function pushOp(this: StoreDbOp[], value: Uint8Array | null, key: string): void {
+  this.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
 }
 const META_FORMAT = `m${SEP}format`;
 const META_PREFIX = `m${SEP}`;
