@@ -21,16 +21,24 @@ const MAX_BATCH_OPS = 10_000;
 /** Conditions one command may carry. */
 const MAX_EXPECT = 16;
 
+/** Applies commands to one transaction, one `applyCommand` at a time (`commandApplier`). */
+export interface CommandApplier<M extends RowMap> {
+  /**
+   * Applies one command to the transaction. Deterministic: the result depends only on the command and the state
+   * read through the transaction. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the
+   * caller drops (or rolls back) the command's writes in both cases, so a failed command leaves no trace.
+   */
+  applyCommand(cmd: Command<EntityOf<M>>): unknown;
+}
+
 /**
- * Applies one command to `txn`. Deterministic: the result depends only on the command and the state read
- * through `txn`. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the caller drops `txn`
- * in both cases, so a failed command leaves no trace.
+ * The applier of commands to `txn`: one for a group of commands (it keeps nothing from one command to the next, so
+ * the group needs no object per command).
  */
-export function applyCommand<M extends RowMap>(schema: Schema<M>, txn: Txn<M>, cmd: Command<EntityOf<M>>): unknown {
+export function commandApplier<M extends RowMap>(schema: Schema<M>, txn: Txn<M>): CommandApplier<M> {
   // Apply is generic over entity types: it reaches every entity by name (checked against the schema at run time), so
   // it works on the untyped view of the schema and the transaction (`M` is a compile-time type only).
-  const ctx = new Context(schema as unknown as Schema, txn as unknown as Txn);
-  return ctx.run(cmd);
+  return new Context(schema as unknown as Schema, txn as unknown as Txn);
 }
 
 class Context implements ApplyContext {
@@ -39,7 +47,11 @@ class Context implements ApplyContext {
     readonly txn: Txn,
   ) {}
 
-  run(cmd: Command): unknown {
+  applyCommand(cmd: Command): unknown {
+    return this.run(cmd);
+  }
+
+  private run(cmd: Command): unknown {
     if (cmd.op !== 'custom' && cmd.expect !== undefined) this.checkExpect(cmd.expect);
     switch (cmd.op) {
       case 'create':

@@ -1,4 +1,4 @@
-import { applyCommand } from './apply.js';
+import { commandApplier } from './apply.js';
 import { encodeChecked, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
@@ -441,6 +441,7 @@ export class Store<M extends RowMap = RowMap> {
    */
   private prepare(cmds: Command[], writes: Map<string, Uint8Array | null>): { group: Txn; results: CommandResult[] } {
     const group = new Txn(this);
+    const applier = commandApplier(this.schema, group);
     const results: CommandResult[] = [];
     const encoded = this.encoded;
     const heldBefore = writes.size;
@@ -449,7 +450,7 @@ export class Store<M extends RowMap = RowMap> {
       group.begin();
       let value: unknown;
       try {
-        value = applyCommand(this.schema, group, cmd);
+        value = applier.applyCommand(cmd);
         encoded.encode(group);
       } catch (err) {
         group.rollback(); // nothing of the command is written
