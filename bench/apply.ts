@@ -14,7 +14,6 @@
  * `node --cpu-prof dist/bench/run.js apply`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -66,26 +65,15 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-interface SamplingProfile {
-  head: SamplingNode;
-}
-interface SamplingNode {
-  selfSize: number;
-  children: SamplingNode[];
-}
-
-function post<T>(session: Session, method: string, params?: object): Promise<T> {
-  return new Promise((resolve, reject) =>
-    session.post(method, params, (err, result) => (err ? reject(err) : resolve(result as T))),
-  );
-}
-
-/** Bytes a sampling profile saw allocated (the sum of every node's self size; the tree is at most the stack deep). */
-function totalBytes(node: SamplingNode): number {
-  let sum = node.selfSize;
-  for (const c of node.children) sum += totalBytes(c);
-  return sum;
-}
+/**
+ * The heap sampler the profiling scripts use (scripts/prof/profiles.mjs, plain JavaScript outside the compiled
+ * sources: loaded at run time from dist/bench, where the benchmark runs).
+ */
+const profiles: typeof import('../scripts/prof/profiles.mjs') = await import(
+  new URL('../../scripts/prof/profiles.mjs', import.meta.url).href
+);
+/** On average one sample per this many bytes allocated. */
+const SAMPLING_INTERVAL_BYTES = 512;
 
 /** The log entries of `n` identity creates (from index `first`), as the Raft proposer logs them. */
 function entries(first: number, n: number): Entry[] {
@@ -118,20 +106,15 @@ function entries(first: number, n: number): Entry[] {
  * written to PROFILE_FILE when given, and not kept (so that it is not counted as heap the rows keep).
  */
 async function allocatedBytes(work: () => Promise<void>): Promise<number> {
-  const session = new Session();
-  session.connect();
+  const sampler = profiles.heapSampler(SAMPLING_INTERVAL_BYTES);
   try {
-    await post(session, 'HeapProfiler.startSampling', {
-      samplingInterval: 512,
-      includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
-    });
+    await sampler.start();
     await work();
-    const { profile } = await post<{ profile: SamplingProfile }>(session, 'HeapProfiler.stopSampling');
+    const profile = await sampler.stop();
     if (PROFILE_FILE) writeFileSync(PROFILE_FILE, JSON.stringify(profile));
-    return totalBytes(profile.head);
+    return profiles.sampledBytes(profile);
   } finally {
-    session.disconnect();
+    sampler.close();
   }
 }
 

@@ -21,16 +21,24 @@ const MAX_BATCH_OPS = 10_000;
 /** Conditions one command may carry. */
 const MAX_EXPECT = 16;
 
+/** Applies commands to one transaction, one `applyCommand` at a time (`commandApplier`). */
+export interface CommandApplier<M extends RowMap> {
+  /**
+   * Applies one command to the transaction. Deterministic: the result depends only on the command and the state
+   * read through the transaction. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the
+   * caller drops (or rolls back) the command's writes in both cases, so a failed command leaves no trace.
+   */
+  applyCommand(cmd: Command<EntityOf<M>>): unknown;
+}
+
 /**
- * Applies one command to `txn`. Deterministic: the result depends only on the command and the state read
- * through `txn`. Throws StoreFailure (a recorded, expected failure) or an invariant Error; the caller drops `txn`
- * in both cases, so a failed command leaves no trace.
+ * The applier of commands to `txn`: one for a group of commands (it keeps nothing from one command to the next, so
+ * the group needs no object per command).
  */
-export function applyCommand<M extends RowMap>(schema: Schema<M>, txn: Txn<M>, cmd: Command<EntityOf<M>>): unknown {
+export function commandApplier<M extends RowMap>(schema: Schema<M>, txn: Txn<M>): CommandApplier<M> {
   // Apply is generic over entity types: it reaches every entity by name (checked against the schema at run time), so
   // it works on the untyped view of the schema and the transaction (`M` is a compile-time type only).
-  const ctx = new Context(schema as unknown as Schema, txn as unknown as Txn);
-  return ctx.run(cmd);
+  return new Context(schema as unknown as Schema, txn as unknown as Txn);
 }
 
 class Context implements ApplyContext {
@@ -39,7 +47,11 @@ class Context implements ApplyContext {
     readonly txn: Txn,
   ) {}
 
-  run(cmd: Command): unknown {
+  applyCommand(cmd: Command): unknown {
+    return this.run(cmd);
+  }
+
+  private run(cmd: Command): unknown {
     if (cmd.op !== 'custom' && cmd.expect !== undefined) this.checkExpect(cmd.expect);
     switch (cmd.op) {
       case 'create':
@@ -349,15 +361,17 @@ function checkField(def: EntityDef, k: string): void {
  * builds a new hidden class for every property added to an object made by spread, about 1 µs each, and the rows
  * come out slower to encode and index (bench/apply.ts: 11 of the 41 µs an identity create cost a member). With
  * `fresh` (`data` is a command's: a create), every key is checked to be a field of `def` on the way (`checkFields`)
- * and values are stored as row-values.ts keeps them. `for…in`, not `Object.keys`: no array of keys per row (the
- * data is a plain object, decoded or built by apply: no enumerable inherited keys).
+ * and values are stored as row-values.ts keeps them, except a single reference: `checkRow` replaces it by the
+ * referenced row's id (or fails the command), so a copy of it would be thrown away. `for…in`, not `Object.keys`: no
+ * array of keys per row (the data is a plain object, decoded or built by apply: no enumerable inherited keys).
  */
 function definedCopy(def: EntityDef, data: Record<string, unknown>, fresh: boolean): Record<string, unknown> {
   const out = newRow(def);
   for (const k in data) {
     if (fresh) checkField(def, k);
     const v = data[k];
-    if (v !== undefined) out[k] = fresh ? storedValue(v) : v;
+    if (v === undefined) continue;
+    out[k] = !fresh || (typeof v === 'string' && def.fields[k]?.ref !== undefined) ? v : storedValue(v);
   }
   return out;
 }

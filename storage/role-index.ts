@@ -200,11 +200,17 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     const field = this.spec.target.attributesField;
     const oldAttrs = indexValues(before, field);
     const newAttrs = indexValues(after, field);
-    // an update that leaves the attributes alone changes no match
-    if (before && sameMembers(oldAttrs, newAttrs)) return;
+    // the new attributes as a set: made once, for an update's comparison and the evaluations (a create makes it
+    // only if some policy may concern the target)
+    let attrs: ReadonlySet<unknown> | undefined;
+    if (before) {
+      attrs = new Set(newAttrs);
+      // an update that leaves the attributes alone changes no match
+      if (sameMembers(oldAttrs, attrs)) return;
+    }
     // no policy can match the target or stop matching it (the common create: no policy names its attributes)
     if (!this.mayConcern(after.id, oldAttrs, newAttrs)) return;
-    const attrs = new Set(newAttrs);
+    attrs ??= new Set(newAttrs);
     const candidates = new Set<string>(this.allPolicies);
     for (const p of this.byId.get(after.id) ?? EMPTY) candidates.add(p);
     for (const a of oldAttrs) for (const p of this.byAttr.get(a as string) ?? EMPTY) candidates.add(p);
@@ -238,10 +244,11 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
 
 const EMPTY: ReadonlySet<string> = new Set();
 
-/** Whether the old attribute list `a` holds the same values as the new one `b` (the check of an update). */
-function sameMembers(a: readonly unknown[], b: readonly unknown[]): boolean {
-  const bs = new Set(b);
-  return a.length === bs.size && a.every((x) => bs.has(x));
+/** Whether the old attribute list `a` holds the same values as the new ones, `bs` (the check of an update). */
+function sameMembers(a: readonly unknown[], bs: ReadonlySet<unknown>): boolean {
+  if (a.length !== bs.size) return false;
+  for (let i = 0; i < a.length; i++) if (!bs.has(a[i])) return false;
+  return true;
 }
 
 function sameRoles(a: ParsedRoles, b: ParsedRoles): boolean {

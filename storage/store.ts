@@ -1,4 +1,4 @@
-import { applyCommand } from './apply.js';
+import { commandApplier } from './apply.js';
 import { encodeChecked, isWellFormed, packr, UnstorableError } from './codec.js';
 import { Collection } from './collection.js';
 import { commandEntity } from './command-codec.js';
@@ -27,9 +27,15 @@ const META_APPLIED = `m${SEP}applied`;
 /** The LevelDB batch that stores `rows` (encoded; null: deleted) and records `index` as applied with them. */
 function batchOps(rows: ReadonlyMap<string, Uint8Array | null>, index: number): StoreDbOp[] {
   const ops: StoreDbOp[] = [];
-  for (const [key, value] of rows) ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
+  // forEach, not for…of: no [key, value] pair per row
+  rows.forEach(pushOp, ops);
   ops.push({ type: 'put', key: META_APPLIED, value: packr.pack(index) });
   return ops;
+}
+
+/** `batchOps`'s op for one row (Map.forEach's callback, the ops as its thisArg). */
+function pushOp(this: StoreDbOp[], value: Uint8Array | null, key: string): void {
+  this.push(value === null ? { type: 'del', key } : { type: 'put', key, value });
 }
 const META_FORMAT = `m${SEP}format`;
 const META_PREFIX = `m${SEP}`;
@@ -99,13 +105,16 @@ class EncodedWrites {
    */
   encode(txn: Txn): void {
     this.length = 0;
-    txn.forEachWritten((entity, id, row) => {
-      if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
-      if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
-      this.keys[this.length] = this.rowKeys.of(entity, id);
-      this.values[this.length] = row === null ? null : encodeChecked(row);
-      this.length++;
-    });
+    txn.forEachWritten(encodeWrite, this);
+  }
+
+  /** `encode`'s step for one write (a module-level visitor: no closure per command). */
+  add(entity: string, id: string, row: Row | null): void {
+    if (!isWellFormed(id)) throw new UnstorableError('id', 'is not well-formed UTF-16 (a lone surrogate)');
+    if (row !== null && row.id !== id) assert(false, `row id ${row.id} written under id ${id}`);
+    this.keys[this.length] = this.rowKeys.of(entity, id);
+    this.values[this.length] = row === null ? null : encodeChecked(row);
+    this.length++;
   }
 
   /** Sets every write in `into` (key → bytes), and lets go of them here. */
@@ -116,6 +125,10 @@ class EncodedWrites {
     }
     this.length = 0;
   }
+}
+
+function encodeWrite(entity: string, id: string, row: Row | null, writes: EncodedWrites): void {
+  writes.add(entity, id, row);
 }
 
 export type FailureListener = (failure: StoreFailedError) => void;
@@ -428,6 +441,7 @@ export class Store<M extends RowMap = RowMap> {
    */
   private prepare(cmds: Command[], writes: Map<string, Uint8Array | null>): { group: Txn; results: CommandResult[] } {
     const group = new Txn(this);
+    const applier = commandApplier(this.schema, group);
     const results: CommandResult[] = [];
     const encoded = this.encoded;
     const heldBefore = writes.size;
@@ -436,7 +450,7 @@ export class Store<M extends RowMap = RowMap> {
       group.begin();
       let value: unknown;
       try {
-        value = applyCommand(this.schema, group, cmd);
+        value = applier.applyCommand(cmd);
         encoded.encode(group);
       } catch (err) {
         group.rollback(); // nothing of the command is written

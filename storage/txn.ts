@@ -1,4 +1,4 @@
-import { addId, forEachIndexValue, removeId } from './collection.js';
+import { forEachIndexValue } from './collection.js';
 import { assert, type EntityOf, type Row, type RowMap } from './types.js';
 
 /** Read access to a state: the published store, or a transaction layered on it. `M`: the row types (types.ts). */
@@ -21,6 +21,12 @@ const MAX_JOURNAL = 1 << 20;
 const SCAN_WRITTEN_MAX = 32;
 
 /**
+ * An overlay index of one field: value → the overlay rows holding it, as the one id while a single row holds it (a
+ * unique field, the common case: no Set per value), as a Set of ids (in insertion order) once several do.
+ */
+type OverlayIndex = Map<unknown, string | Set<string>>;
+
+/**
  * A write overlay on a StateReader: the writes of a group of commands, which becomes one LevelDB batch. Each command
  * applies into it between `begin` and `commit`; a command that fails is undone (`rollback`), so nothing of it is
  * half-applied. The journal of the command being applied lists every write it made with what it replaced.
@@ -33,7 +39,7 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   /** entity → id → new row, or null for a delete. Insertion-ordered, so replay order is deterministic. */
   readonly writes = new Map<string, Map<string, Row | null>>();
   /** entity → field → value → ids of overlay rows holding it (made on the first lookup through the overlay). */
-  private overlayIdx: Map<string, Map<string, Map<unknown, Set<string>>>> | null = null;
+  private overlayIdx: Map<string, Map<string, OverlayIndex>> | null = null;
   /** The journal (between `begin` and `commit`/`rollback`): entity, id and replaced value of each write, in order. */
   private journaling = false;
   private journalLength = 0;
@@ -67,18 +73,20 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
       return out;
     }
     const ids = this.fieldIndex(entity, field).get(value);
-    if (ids) for (const id of ids) out.push(id);
+    if (typeof ids === 'string') out.push(ids);
+    else if (ids !== undefined) for (const id of ids) out.push(id);
     return out;
   }
 
-  private fieldIndex(entity: string, field: string): Map<unknown, Set<string>> {
+  private fieldIndex(entity: string, field: string): OverlayIndex {
     if (this.overlayIdx === null) this.overlayIdx = new Map();
     let byField = this.overlayIdx.get(entity);
     if (!byField) this.overlayIdx.set(entity, (byField = new Map()));
     let idx = byField.get(field);
     if (!idx) {
       byField.set(field, (idx = new Map()));
-      for (const [id, row] of this.writes.get(entity) ?? []) if (row) forEachIndexValue(row, field, addId, idx, id);
+      for (const [id, row] of this.writes.get(entity) ?? [])
+        if (row) forEachIndexValue(row, field, addOverlayId, idx, id);
     }
     return idx;
   }
@@ -155,10 +163,11 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
   }
 
   /**
-   * Calls `visit(entity, id, row)` once for every row the command being applied wrote (its value now: a row, or null
-   * for a delete). Bounded by the journal's length.
+   * Calls `visit(entity, id, row, a)` once for every row the command being applied wrote (its value now: a row, or
+   * null for a delete). `visit` is meant to be a module-level function, its state passed as `a` (no closure per
+   * command). Bounded by the journal's length.
    */
-  forEachWritten(visit: (entity: string, id: string, row: Row | null) => void): void {
+  forEachWritten<A>(visit: (entity: string, id: string, row: Row | null, a: A) => void, a: A): void {
     assert(this.journaling, 'forEachWritten outside a command');
     const n = this.journalLength;
     const seen = n > SCAN_WRITTEN_MAX ? new Set<string>() : null;
@@ -171,7 +180,7 @@ export class Txn<M extends RowMap = RowMap> implements StateReader<M> {
         if (seen.has(key)) continue;
         seen.add(key);
       } else if (this.writtenAfter(i, entity, id)) continue;
-      visit(entity, id, this.writes.get(entity)!.get(id)!);
+      visit(entity, id, this.writes.get(entity)!.get(id)!, a);
     }
   }
 
@@ -202,7 +211,27 @@ interface ReindexStep {
 }
 
 /** One overlay index's update for the write in `this` (Map.forEach's thisArg). */
-function reindexField(this: ReindexStep, idx: Map<unknown, Set<string>>, field: string): void {
-  if (this.replaced) forEachIndexValue(this.replaced, field, removeId, idx, this.id);
-  if (this.next) forEachIndexValue(this.next, field, addId, idx, this.id);
+function reindexField(this: ReindexStep, idx: OverlayIndex, field: string): void {
+  if (this.replaced) forEachIndexValue(this.replaced, field, removeOverlayId, idx, this.id);
+  if (this.next) forEachIndexValue(this.next, field, addOverlayId, idx, this.id);
+}
+
+/** Adds `id` to the overlay rows holding `v` (collection.ts's addId for an OverlayIndex). */
+function addOverlayId(v: unknown, idx: OverlayIndex, id: string): void {
+  const held = idx.get(v);
+  if (held === undefined) idx.set(v, id);
+  else if (typeof held !== 'string') held.add(id);
+  else if (held !== id) idx.set(v, new Set([held, id]));
+}
+
+/** Removes `id` from the overlay rows holding `v`, and `v` from the index once no row holds it. */
+function removeOverlayId(v: unknown, idx: OverlayIndex, id: string): void {
+  const held = idx.get(v);
+  if (held === undefined) return;
+  if (typeof held === 'string') {
+    if (held === id) idx.delete(v);
+    return;
+  }
+  held.delete(id);
+  if (held.size === 0) idx.delete(v);
 }

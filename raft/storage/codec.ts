@@ -101,10 +101,10 @@ export function decodeSegmentKey(key: Buffer): number {
   return readU64(key, 1);
 }
 
-/** Bytes a segment holding `entries` takes. */
-export function segmentSize_bytes(entries: readonly Entry[]): number {
+/** Bytes a segment holding `entries[start..end)` takes. */
+export function segmentSize_bytes(entries: readonly Entry[], start = 0, end = entries.length): number {
   let n = SEGMENT_HEADER_BYTES;
-  for (const e of entries) n += segmentEntry_bytes(e);
+  for (let i = start; i < end; i++) n += segmentEntry_bytes(entries[i]!);
   return n;
 }
 
@@ -121,25 +121,30 @@ function entryCrc(buf: Buffer, start: number, end: number, index: number): numbe
   return crc32(buf.subarray(start, end), crc32(CRC_INDEX));
 }
 
-/** Encodes a contiguous run of entries (entries[i].index === entries[0].index + i). */
-export function encodeSegment(entries: readonly Entry[]): Buffer {
-  if (entries.length === 0) throw new RangeError('raft log: empty segment');
-  const first = entries[0]!.index;
-  const buf = Buffer.allocUnsafe(segmentSize_bytes(entries));
+/**
+ * Encodes the contiguous run of entries `entries[start..end)` (entries[i].index === entries[start].index + i -
+ * start), the whole array by default.
+ */
+export function encodeSegment(entries: readonly Entry[], start = 0, end = entries.length): Buffer {
+  if (end <= start) throw new RangeError('raft log: empty segment');
+  if (start < 0 || end > entries.length)
+    throw new RangeError(`raft log: segment [${start}, ${end}) of ${entries.length} entries`);
+  const first = entries[start]!.index;
+  const buf = Buffer.allocUnsafe(segmentSize_bytes(entries, start, end));
   buf[4] = RECORD_VERSION;
-  buf.writeUInt32BE(entries.length, 5);
+  buf.writeUInt32BE(end - start, 5);
   writeU64(buf, 9, first);
   let at = SEGMENT_HEADER_BYTES;
-  for (let i = 0; i < entries.length; i++) {
+  for (let i = start; i < end; i++) {
     const e = entries[i]!;
-    if (e.index !== first + i) throw new RangeError(`raft log: non-contiguous segment at ${e.index}`);
-    const start = at;
+    if (e.index !== first + i - start) throw new RangeError(`raft log: non-contiguous segment at ${e.index}`);
+    const entryAt = at;
     buf[at + 4] = TYPE_CODES[e.type];
     writeU64(buf, at + 5, e.term);
     buf.writeUInt32BE(e.data.byteLength, at + 13);
     buf.set(e.data, at + ENTRY_HEADER_BYTES);
     at += segmentEntry_bytes(e);
-    buf.writeUInt32BE(entryCrc(buf, start + 4, at, e.index), start);
+    buf.writeUInt32BE(entryCrc(buf, entryAt + 4, at, e.index), entryAt);
   }
   buf.writeUInt32BE(crc32(buf.subarray(4)), 0);
   return buf;

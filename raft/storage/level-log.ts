@@ -323,7 +323,11 @@ export class LevelLog extends CachedLog implements DurableLog {
       const ops: Op[] = stale.map((st) => ({ type: 'del' as const, key: st.key }));
       const live = segs.length > 0 ? segs[0]!.first : state.lastIndex + 1;
       const taken = ents.slice(0, live - marker - 1);
-      if (taken.length > 0) this.segmentOps(taken, ops, segs, 0, 0);
+      if (taken.length > 0) {
+        const rewritten: Segment[] = [];
+        this.segmentOps(taken, ops, rewritten);
+        segs.unshift(...rewritten);
+      }
       await this.db.batch(ops, { sync: true });
     }
     this.segs = segs;
@@ -378,7 +382,9 @@ export class LevelLog extends CachedLog implements DurableLog {
       if (straddling !== undefined && straddling.first <= index) {
         // Rewrite the segment that straddles the compaction point so no entry below the first index remains.
         ops.push({ type: 'del', key: segmentKey(straddling.first) });
-        this.segmentOps(this.cache.entries(index + 1, straddling.last + 1, Infinity), ops, segs, 0, 1);
+        const rewritten: Segment[] = [];
+        this.segmentOps(this.cache.entries(index + 1, straddling.last + 1, Infinity), ops, rewritten);
+        segs.splice(0, 1, ...rewritten);
       }
       ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, this.cache.lastIndex()) });
       // Synced like every other write: LevelDB may lose an unsynced batch while keeping a later synced one, which
@@ -597,11 +603,11 @@ export class LevelLog extends CachedLog implements DurableLog {
         ops.push({ type: 'del', key: segmentKey(seg.first) });
         if (seg.first < first) {
           // the part below `first` stays: rewritten as segments of its own (ending at first - 1, so the last cut)
-          this.segmentOps(this.cache.entries(seg.first, first, Infinity), ops, added, added.length, 0);
+          this.segmentOps(this.cache.entries(seg.first, first, Infinity), ops, added);
           break;
         }
       }
-      this.segmentOps(fresh, ops, added, added.length, 0);
+      this.segmentOps(fresh, ops, added);
       lastIndex = first + fresh.length - 1;
     }
     const hs = batch.hardState ?? this.hs;
@@ -651,11 +657,10 @@ export class LevelLog extends CachedLog implements DurableLog {
   }
 
   /**
-   * Adds put ops storing `entries` as segments of at most maxSegment_bytes, and records them in `segs` at
-   * position `at` (replacing `replace` elements).
+   * Adds put ops storing `entries` as segments of at most maxSegment_bytes, and appends the segments to `added`.
+   * Each segment is encoded from its range of `entries` (no copy of the range, no list of segments of its own).
    */
-  private segmentOps(entries: Entry[], ops: Op[], segs: Segment[], at: number, replace: number): void {
-    const added: Segment[] = [];
+  private segmentOps(entries: readonly Entry[], ops: Op[], added: Segment[]): void {
     let start = 0;
     while (start < entries.length) {
       let end = start + 1;
@@ -666,12 +671,11 @@ export class LevelLog extends CachedLog implements DurableLog {
         size = next;
         end++;
       }
-      const run = start === 0 && end === entries.length ? entries : entries.slice(start, end);
+      const first = entries[start]!.index;
       // A put replaces any stale delete of the same key earlier in the batch (LevelDB applies ops in order).
-      ops.push({ type: 'put', key: segmentKey(run[0]!.index), value: encodeSegment(run) });
-      added.push({ first: run[0]!.index, last: run[run.length - 1]!.index });
+      ops.push({ type: 'put', key: segmentKey(first), value: encodeSegment(entries, start, end) });
+      added.push({ first, last: entries[end - 1]!.index });
       start = end;
     }
-    segs.splice(at, replace, ...added);
   }
 }

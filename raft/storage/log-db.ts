@@ -71,7 +71,9 @@ export async function chainedBatch<K, V>(
 ): Promise<void> {
   const batch = db.batch();
   try {
-    for (const op of ops) {
+    // an index loop: for…of in an async function makes an iterator result per operation
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
       if (op.type === 'put') batch.put(op.key, op.value);
       else batch.del(op.key);
     }

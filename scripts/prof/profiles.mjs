@@ -1,33 +1,54 @@
 /**
- * What the profiling scripts share: taking an allocation profile in a preload (V8's sampling heap profiler, over
- * the inspector), and reading V8 profiles (frame labels, the allocation tree's walk, totals by key).
+ * What the profiling scripts and the apply benchmark (bench/apply.ts, which loads this file from dist/bench at run
+ * time; its types are profiles.d.mts) share: V8's sampling heap profiler over the inspector, and reading V8 profiles
+ * (frame labels, the allocation tree's walk, totals by key).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 
-/** Every allocation is sampled, including what the GC has since collected (major and minor). */
-const SAMPLING = {
-  samplingInterval: 1024,
-  includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true,
-};
+/** The preloads' sampling interval: on average one sample per this many bytes allocated. */
+const PRELOAD_SAMPLING_INTERVAL_BYTES = 1024;
 
 /**
- * V8's sampling heap profiler on this process, connected now: `start()` begins sampling, `stop()` ends it and
- * writes `<ALLOC_DIR or /tmp>/<pid>.heapprofile`.
+ * V8's sampling heap profiler on this process, over an inspector session connected now. Every allocation is
+ * sampled, including what the GC has since collected (major and minor), on average one sample per
+ * `samplingInterval_bytes`. `start()` begins sampling, `stop()` ends it and resolves to the profile (`{ head }`);
+ * they may alternate any number of times. `close()` disconnects the session.
+ */
+export function heapSampler(samplingInterval_bytes) {
+  const session = new Session();
+  session.connect();
+  const post = (method, params) =>
+    new Promise((resolve, reject) => session.post(method, params, (err, r) => (err ? reject(err) : resolve(r))));
+  return {
+    start: () =>
+      post('HeapProfiler.startSampling', {
+        samplingInterval: samplingInterval_bytes,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      }).then(() => undefined),
+    stop: () => post('HeapProfiler.stopSampling').then((r) => r.profile),
+    close: () => session.disconnect(),
+  };
+}
+
+/**
+ * The preloads' sampler (`heapSampler` at PRELOAD_SAMPLING_INTERVAL_BYTES), connected now: `start()` begins
+ * sampling, `stop()` ends it and writes `<ALLOC_DIR or /tmp>/<pid>.heapprofile`. Failures are ignored (the
+ * profiled process goes on).
  */
 export function allocationSampler() {
   const dir = process.env.ALLOC_DIR ?? '/tmp';
-  const session = new Session();
-  session.connect();
+  const sampler = heapSampler(PRELOAD_SAMPLING_INTERVAL_BYTES);
   return {
     start() {
-      session.post('HeapProfiler.startSampling', SAMPLING, () => {});
+      sampler.start().catch(() => {});
     },
     stop() {
-      session.post('HeapProfiler.stopSampling', (err, r) => {
-        if (!err) writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(r.profile));
-      });
+      sampler.stop().then(
+        (profile) => writeFileSync(`${dir}/${process.pid}.heapprofile`, JSON.stringify(profile)),
+        () => {},
+      );
     },
   };
 }
@@ -63,3 +84,6 @@ export function walkAllocations(head, state, visit) {
   walk(head, state);
   return total;
 }
+
+/** The bytes an allocation profile sampled in all (`walkAllocations` of its tree, visiting nothing). */
+export const sampledBytes = (profile) => walkAllocations(profile.head, undefined, () => undefined);

@@ -38,11 +38,16 @@ export function encodeLoggedBytes(rid: string, cmd: Uint8Array): Uint8Array {
 const FIXSTR = 0xa0;
 const MAX_FIXSTR_BYTES = 31;
 
-/** Decodes a normal entry; null when the bytes are not a logged command (never produced by Keel itself). */
+/**
+ * Decodes a normal entry; null when the bytes are not a logged command (never produced by Keel itself). Through a
+ * view of its own over the entry's bytes: msgpackr keeps a DataView on the buffer it decodes (a `dataView` property,
+ * 120 B of heap with the property array it takes), and the entry's own buffer stays in the Raft log's memory until
+ * the log is compacted (up to a snapshot interval of entries, on every member); the view goes with the decode.
+ */
 export function decodeLogged(data: Uint8Array): LoggedCommand | null {
   let v: unknown;
   try {
-    v = packr.unpack(data);
+    v = packr.unpack(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
   } catch {
     return null;
   }

@@ -59,7 +59,9 @@ export class StoreStateMachine implements StateMachine {
       rids = [];
       last = -1;
     };
-    for (const e of entries) {
+    // an index loop: for…of in an async function makes an iterator result per entry
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
       if (e.index <= this.store.appliedIndex) continue;
       if (e.type === 'normal') {
         const logged = decodeLogged(e.data);
