@@ -352,7 +352,7 @@ function checkFields(def: EntityDef, data: Record<string, unknown>): void {
 }
 
 function checkField(def: EntityDef, k: string): void {
-  if (!BASE_FIELDS.has(k) && !(k in def.fields)) assert(false, `${def.name} has no field ${k}`);
+  if (!BASE_FIELDS.has(k) && !Object.hasOwn(def.fields, k)) assert(false, `${def.name} has no field ${k}`);
 }
 
 /**

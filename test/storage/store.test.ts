@@ -255,6 +255,19 @@ describe('store: commands', () => {
     });
     expect(s.get('policies', 'p2')).toBeUndefined();
     expect(s.get('policies', 'p3')).toBeDefined();
+    // names every object inherits are no fields either, on a create and on an update
+    const inherited = await s.applyGroup(
+      [
+        create('policies', 'p4', { name: 'S', constructor: 1 }),
+        { op: 'update', entity: 'policies', id: 'p1', set: { toString: 'x' }, at: AT },
+      ],
+      { sync: false },
+    );
+    expect(inherited.map((x) => x.ok)).toEqual([false, false]);
+    expect(inherited[0]).toMatchObject({ error: { reason: 'invariant violated: policies has no field constructor' } });
+    expect(inherited[1]).toMatchObject({ error: { reason: 'invariant violated: policies has no field toString' } });
+    expect(s.get('policies', 'p4')).toBeUndefined();
+    expect(s.get('policies', 'p1')).not.toHaveProperty('toString', 'x');
     await s.close();
   });
 
