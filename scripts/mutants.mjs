@@ -589,6 +589,35 @@ export const MUTANTS = [
     replace: "if (false) throw unauthorized('forbidden');",
     tests: ['test/api/identity-put.test.ts'],
   },
+  {
+    id: 'uws-any-transfer-encoding',
+    file: 'http/engines/body.ts',
+    search:
+      "if (te.trim().toLowerCase() !== 'chunked' || headers['content-length'] !== undefined) return { kind: 'invalid' };",
+    replace: "if (false) return { kind: 'invalid' };",
+    tests: ['http/engines/edge.test.ts'],
+  },
+  {
+    id: 'uws-refusal-in-callback',
+    file: 'http/engines/uws.ts',
+    search: 'setImmediate(() => writeLater(res, ex, out, head, true));',
+    replace: 'writeLater(res, ex, out, head, true);',
+    tests: ['http/engines/edge.test.ts'],
+  },
+  {
+    id: 'field-inherited-name',
+    file: 'storage/apply.ts',
+    search: '!Object.hasOwn(def.fields, k)',
+    replace: '!(k in def.fields)',
+    tests: ['test/storage/store.test.ts'],
+  },
+  {
+    id: 'offer-unknown-refusal-accepted',
+    file: 'src/cluster/raft-proposer.ts',
+    search: 'assert(false, `RaftNode.offer refused with $' + '{err.code}`);',
+    replace: 'return ACCEPTED;',
+    tests: ['test/cluster/proposer.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
