@@ -26,6 +26,7 @@ import { buildSchema } from '../src/model/index.js';
 import type { Command } from '../src/model/rows.js';
 import { shortId } from '../src/util/ids.js';
 import { encodeCommand } from '../storage/command-codec.js';
+import { ShardedMap, ShardedSet } from '../storage/sharded.js';
 import { Store, WRITE_BEHIND_INTERVAL_MS } from '../storage/store.js';
 import { benchOptions } from './options.js';
 
@@ -217,3 +218,58 @@ console.log(
   `  memory: ${mem.allocatedBytes.toFixed(0)} B allocated per create (V8 heap, sampled), ` +
     `${mem.retainedBytes.toFixed(0)} B heap kept per stored row (after GC)`,
 );
+
+/**
+ * The growth stall: the longest single insert while K ids (the API's shape) go into each structure a collection keeps
+ * per id, native against sharded (storage/sharded.ts), in the same run. A native Map or Set rehashes every key at
+ * once when it doubles; a collection's maps and sets all double on the same write. A garbage collection can land in
+ * any insert, so each is filled three times from a collected heap and the smallest of the three longest is printed.
+ */
+function longestInsert_ms(fill: () => (id: string) => void, ids: readonly string[]): number {
+  let least = Number.POSITIVE_INFINITY;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    gc();
+    const insert = fill();
+    let worst = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const t0 = performance.now();
+      insert(ids[i]!);
+      const took = performance.now() - t0;
+      if (took > worst) worst = took;
+    }
+    least = Math.min(least, worst);
+  }
+  return least;
+}
+const GROWTH_KEYS = quick ? (1 << 18) + 1 : (1 << 19) + 1;
+const growthIds = Array.from({ length: GROWTH_KEYS }, () => shortId());
+const growth = [
+  [
+    'Map',
+    longestInsert_ms(() => {
+      const m = new Map<string, number>();
+      return (id) => m.set(id, 1);
+    }, growthIds),
+    longestInsert_ms(() => {
+      const m = new ShardedMap<string, number>();
+      return (id) => m.set(id, 1);
+    }, growthIds),
+  ],
+  [
+    'Set',
+    longestInsert_ms(() => {
+      const m = new Set<string>();
+      return (id) => m.add(id);
+    }, growthIds),
+    longestInsert_ms(() => {
+      const m = new ShardedSet<string>();
+      return (id) => m.add(id);
+    }, growthIds),
+  ],
+] as const;
+for (const [kind, native, sharded] of growth) {
+  console.log(
+    `  longest single insert into ${GROWTH_KEYS} ids (least of 3 fills): Sharded${kind} ${sharded.toFixed(2)} ms; ` +
+      `baseline, native ${kind} ${native.toFixed(2)} ms (${(sharded / native).toFixed(2)}×)`,
+  );
+}

@@ -1,8 +1,10 @@
+import { ShardedMap, ShardedSet, SPLIT_AT } from './sharded.js';
 import { SortedRows } from './sorted-rows.js';
 import { assert, type EntityDef, type Row } from './types.js';
 
 const NO_VALUES: readonly unknown[] = Object.freeze([]);
 const NO_IDS: readonly string[] = Object.freeze([]);
+const NO_VALUES_MAP: ReadonlyMap<unknown, unknown> = new Map<unknown, unknown>();
 
 /** Whether an index holds `x` (null, undefined and the empty string are skipped). */
 export function indexable(x: unknown): boolean {
@@ -44,10 +46,17 @@ export function forEachIndexValue<A, B>(
   for (let i = 0; i < v.length; i++) if (indexable(v[i])) visit(v[i], a, b);
 }
 
-/** A field's index: value → the ids holding it (equality indexes) or the one id (unique indexes). */
+/** The ids holding one value of an equality index: a native Set, a ShardedSet once it holds SPLIT_AT ids. */
+export type IdSet = Set<string> | ShardedSet<string>;
+
+/**
+ * A field's index: value → the ids holding it (equality indexes) or the one id (unique indexes). Sharded maps and
+ * sets (sharded.ts): a unique index, or an index holding every row under one value (`typeId`), grows with the
+ * collection and would otherwise rehash all its keys in one step at each doubling.
+ */
 interface IndexOf<T> {
   field: string;
-  map: Map<unknown, T>;
+  map: ShardedMap<unknown, T>;
   /** `entity.field`, for messages. */
   label: string;
 }
@@ -58,7 +67,7 @@ interface IndexOf<T> {
  * only, see types.ts RowMap).
  */
 export class Collection<R extends Row = Row> {
-  private readonly rows = new Map<string, R>();
+  private readonly rows = new ShardedMap<string, R>();
   /** The rows again, in id order (for scans and captures without a lookup per id). */
   private ordered = new SortedRows<R>();
   /**
@@ -66,12 +75,13 @@ export class Collection<R extends Row = Row> {
    * them without an iterator; found by name by a scan (`named`: a handful per entity type, no second map to keep).
    */
   private readonly uniques: IndexOf<string>[] = [];
-  private readonly indexes: IndexOf<Set<string>>[] = [];
+  private readonly indexes: IndexOf<IdSet>[] = [];
 
   constructor(readonly def: EntityDef) {
     for (const [name, f] of Object.entries(def.fields)) {
-      if (f.unique) this.uniques.push({ field: name, map: new Map(), label: `${def.name}.${name}` });
-      else if (f.index || f.ref) this.indexes.push({ field: name, map: new Map(), label: `${def.name}.${name}` });
+      if (f.unique) this.uniques.push({ field: name, map: new ShardedMap(), label: `${def.name}.${name}` });
+      else if (f.index || f.ref)
+        this.indexes.push({ field: name, map: new ShardedMap(), label: `${def.name}.${name}` });
     }
   }
 
@@ -112,7 +122,7 @@ export class Collection<R extends Row = Row> {
 
   /** Distinct indexed values of a field (role attributes listing). */
   values(field: string): Iterable<unknown> {
-    return (named(this.indexes, field)?.map ?? named(this.uniques, field)?.map ?? new Map()).keys();
+    return (named(this.indexes, field)?.map ?? named(this.uniques, field)?.map ?? NO_VALUES_MAP).keys();
   }
 
   /** Bulk load at start: rows in ascending id order. */
@@ -227,19 +237,26 @@ function holdUnique(v: unknown, u: IndexOf<string>, id: string): void {
   u.map.set(v, id);
 }
 
-function releaseUnique(v: unknown, map: Map<unknown, string>, id: string): void {
+function releaseUnique(v: unknown, map: ShardedMap<unknown, string>, id: string): void {
   if (map.get(v) === id) map.delete(v);
 }
 
-/** Adds `id` to the ids holding `v` (an equality index, or a transaction's overlay index). */
-export function addId(v: unknown, map: Map<unknown, Set<string>>, id: string): void {
-  let set = map.get(v);
-  if (set === undefined) map.set(v, (set = new Set()));
-  set.add(id);
+/** A map of id sets, native or sharded (an equality index; the role index's maps). */
+export interface IdSetMap<K> {
+  get(key: K): IdSet | undefined;
+  set(key: K, ids: IdSet): unknown;
+  delete(key: K): unknown;
 }
 
-/** Removes `id` from the ids holding `v`, and `v` from the index once no id holds it. */
-export function removeId(v: unknown, map: Map<unknown, Set<string>>, id: string): void {
+/** Adds `id` to the ids holding `v`; a native Set becomes a ShardedSet at SPLIT_AT ids. */
+export function addId<K>(v: K, map: IdSetMap<K>, id: string): void {
+  const set = map.get(v);
+  if (set === undefined) map.set(v, new Set([id]));
+  else if (set.add(id).size >= SPLIT_AT && set instanceof Set) map.set(v, ShardedSet.of(set));
+}
+
+/** Removes `id` from the ids holding `v`, and `v` from the map once no id holds it. */
+export function removeId<K>(v: K, map: IdSetMap<K>, id: string): void {
   const set = map.get(v);
   if (set === undefined) return;
   set.delete(id);

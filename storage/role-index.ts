@@ -1,5 +1,6 @@
-import { indexValues } from './collection.js';
+import { addId, type IdSet, indexValues, removeId } from './collection.js';
 import type { Change, DerivedIndex, PublishedState } from './derived.js';
+import { ShardedMap, ShardedSet, SPLIT_AT } from './sharded.js';
 import { assert, type Row } from './types.js';
 
 /** A policy's role list, parsed: `#all`, `@id` entries and `#attr` entries, with its semantic. */
@@ -56,15 +57,15 @@ const MAX_MATCHED = 10_000_000;
 export class RoleIndex<E extends string = string> implements DerivedIndex {
   readonly name: string;
   readonly sources: readonly string[];
-  /** policy id → ids of matched targets */
-  private readonly matched = new Map<string, Set<string>>();
-  /** target id → ids of policies matching it */
-  private readonly matching = new Map<string, Set<string>>();
+  /** policy id → ids of matched targets (a policy holding `#all` matches every target: sets grow with them) */
+  private readonly matched = new Map<string, IdSet>();
+  /** target id → ids of policies matching it (one key per matched target: sharded, see sharded.ts) */
+  private readonly matching = new ShardedMap<string, IdSet>();
   private readonly parsed = new Map<string, ParsedRoles>();
   /** attribute → policies naming `#attribute` */
-  private readonly byAttr = new Map<string, Set<string>>();
+  private readonly byAttr = new Map<string, IdSet>();
   /** target id → policies naming `@id` */
-  private readonly byId = new Map<string, Set<string>>();
+  private readonly byId = new Map<string, IdSet>();
   /** policies holding `#all` */
   private readonly allPolicies = new Set<string>();
   /** (policy, target) evaluations made for target changes since start: shows the work a change costs. */
@@ -96,7 +97,7 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
   diff(fresh: DerivedIndex, limit: number): string[] {
     assert(fresh instanceof RoleIndex && fresh.name === this.name, `${this.name}: diff against another index`);
     const out: string[] = [];
-    const compare = (what: string, held: Map<string, Set<string>>, want: Map<string, Set<string>>) => {
+    const compare = (what: string, held: ReadonlyMap<string, IdSet>, want: ReadonlyMap<string, IdSet>) => {
       for (const key of new Set([...held.keys(), ...want.keys()])) {
         const a = held.get(key) ?? EMPTY;
         const b = want.get(key) ?? EMPTY;
@@ -144,16 +145,16 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     if (old) this.unregister(row.id, old);
     this.parsed.set(row.id, p);
     if (p.all) this.allPolicies.add(row.id);
-    for (const id of p.ids) addTo(this.byId, id, row.id);
-    for (const a of p.attrs) addTo(this.byAttr, a, row.id);
+    for (const id of p.ids) addId(id, this.byId, row.id);
+    for (const a of p.attrs) addId(a, this.byAttr, row.id);
 
     const next = this.computeTargets(p, state);
     const prev = this.matched.get(row.id);
     if (prev) {
-      for (const t of prev) if (!next.has(t)) removeFrom(this.matching, t, row.id);
+      for (const t of prev) if (!next.has(t)) removeId(t, this.matching, row.id);
     }
-    for (const t of next) if (!prev?.has(t)) addTo(this.matching, t, row.id);
-    if (next.size > 0) this.matched.set(row.id, next);
+    for (const t of next) if (!prev?.has(t)) addId(t, this.matching, row.id);
+    if (next.size > 0) this.matched.set(row.id, next.size >= SPLIT_AT ? ShardedSet.of(next) : next);
     else this.matched.delete(row.id);
   }
 
@@ -170,7 +171,7 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     // an attribute no row holds looks up as an empty array, not a set
     const sets = p.attrs.map((a): ReadonlySet<string> => {
       const ids = c.lookup(field, a);
-      return ids instanceof Set ? ids : new Set(ids ?? EMPTY);
+      return ids instanceof Set || ids instanceof ShardedSet ? ids : new Set(ids ?? EMPTY);
     });
     if (p.anyOf) {
       for (const set of sets) for (const id of set) out.add(id);
@@ -186,14 +187,14 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     const p = this.parsed.get(id);
     if (p) this.unregister(id, p);
     this.parsed.delete(id);
-    for (const t of this.matched.get(id) ?? EMPTY) removeFrom(this.matching, t, id);
+    for (const t of this.matched.get(id) ?? EMPTY) removeId(t, this.matching, id);
     this.matched.delete(id);
   }
 
   private unregister(id: string, p: ParsedRoles): void {
     this.allPolicies.delete(id);
-    for (const t of p.ids) removeFrom(this.byId, t, id);
-    for (const a of p.attrs) removeFrom(this.byAttr, a, id);
+    for (const t of p.ids) removeId(t, this.byId, id);
+    for (const a of p.attrs) removeId(a, this.byAttr, id);
   }
 
   private setTarget(before: Row | undefined, after: Row): void {
@@ -219,11 +220,11 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     for (const pid of candidates) {
       const p = this.parsed.get(pid)!;
       if (rolesMatch(p, after.id, attrs)) {
-        addTo(this.matched, pid, after.id);
-        addTo(this.matching, after.id, pid);
+        addId(pid, this.matched, after.id);
+        addId(after.id, this.matching, pid);
       } else {
-        removeFrom(this.matched, pid, after.id);
-        removeFrom(this.matching, after.id, pid);
+        removeId(pid, this.matched, after.id);
+        removeId(after.id, this.matching, pid);
       }
     }
   }
@@ -237,7 +238,7 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
   }
 
   private removeTarget(id: string): void {
-    for (const pid of this.matching.get(id) ?? EMPTY) removeFrom(this.matched, pid, id);
+    for (const pid of this.matching.get(id) ?? EMPTY) removeId(pid, this.matched, id);
     this.matching.delete(id);
   }
 }
@@ -254,17 +255,4 @@ function sameMembers(a: readonly unknown[], bs: ReadonlySet<unknown>): boolean {
 function sameRoles(a: ParsedRoles, b: ParsedRoles): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
   return a.all === b.all && a.anyOf === b.anyOf && same(a.ids, b.ids) && same(a.attrs, b.attrs);
-}
-
-function addTo(map: Map<string, Set<string>>, key: string, value: string): void {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  set.add(value);
-}
-
-function removeFrom(map: Map<string, Set<string>>, key: string, value: string): void {
-  const set = map.get(key);
-  if (!set) return;
-  set.delete(value);
-  if (set.size === 0) map.delete(key);
 }

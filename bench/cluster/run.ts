@@ -94,7 +94,8 @@ function describe(name: string, r: WrkResult): string {
   const errors = r.httpErrors + r.socketErrors;
   return (
     `  ${name} c=${r.connections} (${r.threads} wrk threads, ${r.perPort.join('/')} connections per member): ` +
-    `${fmt(r.writesPerSec)} writes/s, p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms, max ` +
+    `${fmt(r.writesPerSec)} writes/s, p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms ` +
+    `(p90 ${fmt(r.p90_ms, 2)}, p99.9 ${fmt(r.p999_ms, 2)}), max ` +
     `${fmt(r.max_ms, 1)} ms${errors > 0 ? `, ERRORS: ${r.httpErrors} HTTP ≥ 400, ${r.socketErrors} socket` : ', 0 errors'}`
   );
 }

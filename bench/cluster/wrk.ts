@@ -33,7 +33,10 @@ export interface WrkResult {
   /** Successful writes per second (responses below 400). */
   writesPerSec: number;
   p50_ms: number;
+  /** Where the tail starts: p90 and p99.9 beside the p99 (diagnosis; the targets use p99). */
+  p90_ms: number;
   p99_ms: number;
+  p999_ms: number;
   max_ms: number;
 }
 
@@ -71,8 +74,9 @@ local function nextName()
 end
 function done(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("WRKRESULT %d %d %d %d %d %d %d %.0f %.0f %.0f\\n", summary.requests, summary.duration,
-    e.connect, e.read, e.write, e.status, e.timeout, latency:percentile(50), latency:percentile(99), latency.max))
+  io.write(string.format("WRKRESULT %d %d %d %d %d %d %d %.0f %.0f %.0f %.0f %.0f\\n", summary.requests,
+    summary.duration, e.connect, e.read, e.write, e.status, e.timeout, latency:percentile(50), latency:percentile(90),
+    latency:percentile(99), latency:percentile(99.9), latency.max))
 end
 `;
   if (target.kind === 'keel') {
@@ -150,11 +154,12 @@ export async function runWrk(
     );
     wrkChildren.add(child);
   });
-  const m = /WRKRESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(stdout);
+  const m = /WRKRESULT((?: \d+){12})\n/.exec(stdout);
   if (!m) throw new Error(`wrk printed no result:\n${stdout}`);
-  const [requests, duration_us, connect, read, write, status, timeout, p50_us, p99_us, max_us] = m
-    .slice(1)
-    .map(Number) as [number, number, number, number, number, number, number, number, number, number];
+  const [requests, duration_us, connect, read, write, status, timeout, p50_us, p90_us, p99_us, p999_us, max_us] = m[1]!
+    .trim()
+    .split(' ')
+    .map(Number) as [number, number, number, number, number, number, number, number, number, number, number, number];
   const duration = duration_us / 1e6;
   return {
     connections,
@@ -166,7 +171,9 @@ export async function runWrk(
     duration_s: duration,
     writesPerSec: (requests - status) / duration,
     p50_ms: p50_us / 1000,
+    p90_ms: p90_us / 1000,
     p99_ms: p99_us / 1000,
+    p999_ms: p999_us / 1000,
     max_ms: max_us / 1000,
   };
 }

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { shortId } from '../src/util/ids.js';
+import { SHARDS, ShardedMap, ShardedSet, SPLIT_AT, shardOf } from './sharded.js';
+
+/** A small deterministic generator (xorshift32), so a failure replays. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+describe('ShardedMap and ShardedSet', () => {
+  it('behave as a native Map and Set through the split, under random sets, deletes and clears', () => {
+    const rand = rng(7);
+    const keySpace = 3 * SPLIT_AT;
+    const key = () => {
+      const k = Math.floor(rand() * keySpace);
+      return k % 5 === 0 ? k : `k${k}`; // strings and integers, as index values may be
+    };
+    const map = new ShardedMap<string | number, number>();
+    const wantMap = new Map<string | number, number>();
+    const set = new ShardedSet<string | number>();
+    const wantSet = new Set<string | number>();
+    for (let i = 0; i < 60_000; i++) {
+      const k = key();
+      const op = rand();
+      if (op < 0.7) {
+        map.set(k, i);
+        wantMap.set(k, i);
+        set.add(k);
+        wantSet.add(k);
+      } else {
+        expect(map.delete(k)).toBe(wantMap.delete(k));
+        expect(set.delete(k)).toBe(wantSet.delete(k));
+      }
+      if (i === 45_000) {
+        // a clear starts over as one native map; the set's caller drops it instead
+        map.clear();
+        wantMap.clear();
+      }
+      expect(map.size).toBe(wantMap.size);
+      expect(set.size).toBe(wantSet.size);
+      const probe = key();
+      expect(map.get(probe)).toBe(wantMap.get(probe));
+      expect(map.has(probe)).toBe(wantMap.has(probe));
+      expect(set.has(probe)).toBe(wantSet.has(probe));
+    }
+    expect(wantSet.size).toBeGreaterThan(SPLIT_AT); // the set did split
+    expect(new Map(map)).toEqual(wantMap);
+    expect(new Map(map.entries())).toEqual(wantMap);
+    expect(new Set(map.keys())).toEqual(new Set(wantMap.keys()));
+    expect([...map.values()].sort()).toEqual([...wantMap.values()].sort());
+    const visited = new Map<string | number, number>();
+    map.forEach((v, k, m) => {
+      expect(m).toBe(map);
+      visited.set(k, v);
+    });
+    expect(visited).toEqual(wantMap);
+    expect(new Set(set)).toEqual(wantSet);
+    expect(new Set(set.values())).toEqual(wantSet);
+    expect([...set.entries()].every(([a, b]) => a === b && wantSet.has(a))).toBe(true);
+    const seen: (string | number)[] = [];
+    set.forEach((v) => {
+      seen.push(v);
+    });
+    expect(new Set(seen)).toEqual(wantSet);
+    expect(seen.length).toBe(wantSet.size);
+  });
+
+  it('ShardedSet.of takes over a native set, split or not', () => {
+    const small = ShardedSet.of(new Set(['a', 'b']));
+    expect(small.size).toBe(2);
+    expect(small.has('a') && small.has('b') && !small.has('c')).toBe(true);
+    const ids = Array.from({ length: SPLIT_AT + 10 }, (_, i) => `id${i}`);
+    const big = ShardedSet.of(new Set(ids));
+    expect(big.size).toBe(ids.length);
+    expect(ids.every((id) => big.has(id))).toBe(true);
+    big.add('id0'); // already held: the size stays
+    expect(big.size).toBe(ids.length);
+    expect(new Set(big)).toEqual(new Set(ids));
+  });
+
+  it('spreads the API’s ids and names sharing a prefix or a suffix over every shard', () => {
+    const spread = (keys: string[]) => {
+      const counts = new Array<number>(SHARDS).fill(0);
+      for (const k of keys) counts[shardOf(k)]!++;
+      return Math.max(...counts) / (keys.length / SHARDS);
+    };
+    const n = 64 * SHARDS * 10;
+    expect(spread(Array.from({ length: n }, () => shortId()))).toBeLessThan(1.5);
+    expect(spread(Array.from({ length: n }, (_, i) => `bench-0016-${String(i).padStart(9, '0')}`))).toBeLessThan(1.5);
+    expect(spread(Array.from({ length: n }, (_, i) => `user${i}@example.com`))).toBeLessThan(1.5);
+    for (const k of ['', 'a', 'ab', 'abc', 'abcd', 'abcde', 0, 63, 64, -1, 1.5, true, null, {}])
+      expect(shardOf(k)).toBeGreaterThanOrEqual(0);
+    expect(shardOf(65)).toBe(1);
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * A Map and a Set that stay responsive at hundreds of thousands of keys. V8 grows a full Map or Set by rehashing every
+ * entry into a table twice the size, in one step: about 11 ms at 262 144 string keys and 22 ms at 524 288 on this
+ * project's 2-core reference machine (`npm run bench -- apply` prints the longest single insert). A collection's
+ * structures (rows by id, a unique index, an equality index holding every row, a role index's target map) all have the
+ * same size, so they cross each power of two on the same write, and every cluster member applies that write at about
+ * the same moment: one stall of every member, 50 ms and more, at each doubling.
+ *
+ * Both start as one native Map/Set and, once they hold SPLIT_AT keys, split into SHARDS of them by a hash of the key,
+ * so that a later growth rehashes 1/SHARDS of the keys. They never merge back. Iteration visits the shards in turn:
+ * the order is the insertion order until the split and unspecified after it (no caller may rely on it; the store's
+ * ordered reads come from SortedRows).
+ */
+
+/** Keys held before the split into shards (small maps stay one native map: no hashing, no extra objects). */
+export const SPLIT_AT = 8192;
+/** Shards after the split: at 10 million keys, one shard's rehash moves about 156 000 keys (a few milliseconds). */
+export const SHARDS = 64;
+
+/** Characters of a long string key the shard hash reads: its first HASH_HEAD and its last HASH_TAIL. */
+const HASH_HEAD = 16;
+const HASH_TAIL = 32;
+
+/**
+ * The shard of a key: a hash of a string's characters (of a long one, the first HASH_HEAD and the last HASH_TAIL:
+ * ids are random, names often share a prefix or a suffix); an integer's low bits; anything else shard 0. A poor
+ * spread costs only speed (at worst one shard holds everything, which is the native map's behaviour).
+ */
+export function shardOf(key: unknown): number {
+  if (typeof key === 'string') {
+    const n = key.length;
+    let h = n;
+    const head = n <= HASH_HEAD + HASH_TAIL ? n : HASH_HEAD;
+    for (let i = 0; i < head; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    for (let i = Math.max(head, n - HASH_TAIL); i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    h ^= h >>> 16;
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    return (h ^ (h >>> 16)) & (SHARDS - 1);
+  }
+  if (typeof key === 'number' && Number.isInteger(key)) return key & (SHARDS - 1);
+  return 0;
+}
+
+/** A Map<K, V> that splits into shards at SPLIT_AT keys (see the module's comment). */
+export class ShardedMap<K, V> implements ReadonlyMap<K, V> {
+  private one: Map<K, V> | null = new Map();
+  private shards: Map<K, V>[] | null = null;
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: K): V | undefined {
+    return this.one !== null ? this.one.get(key) : this.shards![shardOf(key)]!.get(key);
+  }
+
+  has(key: K): boolean {
+    return this.one !== null ? this.one.has(key) : this.shards![shardOf(key)]!.has(key);
+  }
+
+  set(key: K, value: V): this {
+    const m = this.one ?? this.shards![shardOf(key)]!;
+    const before = m.size;
+    m.set(key, value);
+    if (m.size !== before) {
+      this.count++;
+      if (this.one !== null && this.count >= SPLIT_AT) this.split();
+    }
+    return this;
+  }
+
+  delete(key: K): boolean {
+    const m = this.one ?? this.shards![shardOf(key)]!;
+    if (!m.delete(key)) return false;
+    this.count--;
+    return true;
+  }
+
+  clear(): void {
+    this.one = new Map();
+    this.shards = null;
+    this.count = 0;
+  }
+
+  forEach(visit: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {
+    if (this.one !== null) for (const [k, v] of this.one) visit(v, k, this);
+    else for (const m of this.shards!) for (const [k, v] of m) visit(v, k, this);
+  }
+
+  *entries(): MapIterator<[K, V]> {
+    if (this.one !== null) yield* this.one.entries();
+    else for (const m of this.shards!) yield* m.entries();
+  }
+
+  *keys(): MapIterator<K> {
+    if (this.one !== null) yield* this.one.keys();
+    else for (const m of this.shards!) yield* m.keys();
+  }
+
+  *values(): MapIterator<V> {
+    if (this.one !== null) yield* this.one.values();
+    else for (const m of this.shards!) yield* m.values();
+  }
+
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    return this.entries();
+  }
+
+  private split(): void {
+    const shards = Array.from({ length: SHARDS }, () => new Map<K, V>());
+    for (const [k, v] of this.one!) shards[shardOf(k)]!.set(k, v);
+    this.shards = shards;
+    this.one = null;
+  }
+}
+
+/** A Set<K> that splits into shards at SPLIT_AT keys (see the module's comment). */
+export class ShardedSet<K> implements ReadonlySet<K> {
+  private one: Set<K> | null = new Set();
+  private shards: Set<K>[] | null = null;
+  private count = 0;
+
+  /** A ShardedSet of the keys of `set` (which it takes over: the caller drops it). */
+  static of<K>(set: Set<K>): ShardedSet<K> {
+    const s = new ShardedSet<K>();
+    s.one = set;
+    s.count = set.size;
+    if (s.count >= SPLIT_AT) s.split();
+    return s;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  has(key: K): boolean {
+    return this.one !== null ? this.one.has(key) : this.shards![shardOf(key)]!.has(key);
+  }
+
+  add(key: K): this {
+    const s = this.one ?? this.shards![shardOf(key)]!;
+    const before = s.size;
+    s.add(key);
+    if (s.size !== before) {
+      this.count++;
+      if (this.one !== null && this.count >= SPLIT_AT) this.split();
+    }
+    return this;
+  }
+
+  delete(key: K): boolean {
+    const s = this.one ?? this.shards![shardOf(key)]!;
+    if (!s.delete(key)) return false;
+    this.count--;
+    return true;
+  }
+
+  forEach(visit: (value: K, key: K, set: ReadonlySet<K>) => void): void {
+    if (this.one !== null) for (const k of this.one) visit(k, k, this);
+    else for (const s of this.shards!) for (const k of s) visit(k, k, this);
+  }
+
+  *keys(): SetIterator<K> {
+    if (this.one !== null) yield* this.one.keys();
+    else for (const s of this.shards!) yield* s.keys();
+  }
+
+  values(): SetIterator<K> {
+    return this.keys();
+  }
+
+  *entries(): SetIterator<[K, K]> {
+    for (const k of this.keys()) yield [k, k];
+  }
+
+  [Symbol.iterator](): SetIterator<K> {
+    return this.keys();
+  }
+
+  private split(): void {
+    const shards = Array.from({ length: SHARDS }, () => new Set<K>());
+    for (const k of this.one!) shards[shardOf(k)]!.add(k);
+    this.shards = shards;
+    this.one = null;
+  }
+}
