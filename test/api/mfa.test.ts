@@ -293,22 +293,32 @@ describe('MFA login', () => {
     expectError(after, 401, 'UNAUTHORIZED');
   });
 
-  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
-    const { token, body } = await session('mfa-bob');
+  /** Wrong codes to the checks that spend nothing (`totp-token` last: it is for complete sessions only). */
+  const spendNothingGuesses = (token: string) => {
     const headers = { 'mfa-validation-code': '99999x' };
-    const guesses = [
+    return [
       () => call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, { token, headers }),
       () => call('POST', `${srv.client}/current-identity/mfa/recovery-codes`, { token, body: { code: '99999x' } }),
       () => call('DELETE', `${srv.client}/current-identity/mfa`, { token, headers }),
+      () => call('POST', `${srv.client}/current-api-session/totp-token`, { token, body: { code: '99999x' } }),
     ];
+  };
+
+  /** MAX_MFA_FAILURES of the guesses, round robin: each 400; then the session is gone and a right code gets 401. */
+  async function expectEndedBy(guesses: (() => Promise<Res>)[], token: string, sessionId: string): Promise<void> {
     for (let i = 0; i < MAX_MFA_FAILURES; i++)
       expectError(await guesses[i % guesses.length]!(), 400, 'MFA_INVALID_TOKEN');
-    expect(srv.ctl.svc.get('api-sessions', body.id)).toBeUndefined();
+    expect(srv.ctl.svc.get('api-sessions', sessionId)).toBeUndefined();
     const after = await call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, {
       token,
       headers: { 'mfa-validation-code': await totp(secret) },
     });
     expectError(after, 401, 'UNAUTHORIZED');
+  }
+
+  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
+    const { token, body } = await session('mfa-bob');
+    await expectEndedBy(spendNothingGuesses(token).slice(0, 3), token, body.id);
   });
 
   it('a complete session is not counted (no write per wrong code)', async () => {
@@ -323,6 +333,17 @@ describe('MFA login', () => {
     }
     // the same row object: nothing was written (an update makes a new row)
     expect(srv.ctl.svc.get('api-sessions', body.id)).toBe(row);
+  });
+
+  it("a complete session's wrong codes to the checks that reveal or remove the second factor count: ended at the limit", async () => {
+    const { token, body } = await session('mfa-bob');
+    clock.advance(30_000);
+    const done = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: await totp(secret) } });
+    expect(done.status, done.text).toBe(200);
+    // a flood of guesses on a session that passed MFA (or a stolen token of it) cannot reach the recovery codes
+    await expectEndedBy(spendNothingGuesses(token), token, body.id);
+    // the enrollment is kept: a new login asks for MFA again
+    expect((await session('mfa-bob')).body.authQueries).toHaveLength(1);
   });
 
   it('a partial session expires like any other; codes follow the clock', async () => {
