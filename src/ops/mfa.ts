@@ -76,10 +76,10 @@ async function requireTotp(
 
 /**
  * Refuses a wrong code (400 MFA_INVALID_TOKEN, without saying whether it was wrong or spent). The wrong code counts
- * toward MAX_MFA_FAILURES (countMfaFailure, replicated) for a partial session whichever operation it went to, and
- * for a complete one (`completeToo`) on the checks that spend nothing (recovery codes, removal, totp-token):
- * otherwise those would let a session guess without limit. A complete session's wrong code to
- * `POST /authenticate/mfa` is not counted: there it has nothing left to gain.
+ * toward MAX_MFA_FAILURES (countMfaFailure, replicated) for a session that has not passed MFA, and for one that has
+ * (`completeToo`) on the checks that spend nothing (recovery codes, removal, totp-token): otherwise those would let
+ * a session guess without limit. A complete session's wrong code to `POST /authenticate/mfa` is not counted: there
+ * it has nothing left to gain.
  */
 async function refuseCode(svc: Services, session: RowFor<'api-sessions'>, completeToo: boolean): Promise<never> {
   if (completeToo || session.isMfaComplete !== true) {
@@ -253,7 +253,10 @@ export function mfaOps(): OpDef<unknown>[] {
       operationId: 'detailMfaRecoveryCodes',
       tags: TAGS,
       summary: 'For a completed MFA enrollment view the current recovery codes',
-      access: 'partial',
+      // OpenZiti: IsAuthenticated, as the regeneration and the removal below. A session still waiting for MFA must
+      // complete it first (POST /authenticate/mfa, where a code is spent once): these checks spend nothing, so a
+      // code already used for a login would otherwise still reveal the recovery codes or remove the second factor.
+      access: 'authenticated',
       body: mfaCode,
       bodyName: 'mfaValidation',
       bodyRequired: false,
@@ -283,7 +286,7 @@ export function mfaOps(): OpDef<unknown>[] {
       operationId: 'createMfaRecoveryCodes',
       tags: TAGS,
       summary: 'For a completed MFA enrollment regenerate the recovery codes',
-      access: 'partial',
+      access: 'authenticated',
       body: mfaCode,
       bodyName: 'mfaValidation',
       responses: emptyResponse,
@@ -309,7 +312,7 @@ export function mfaOps(): OpDef<unknown>[] {
       tags: TAGS,
       summary: 'Disable MFA for the current identity',
       description: 'A completed enrollment needs a valid code (TOTP or recovery code) in `mfa-validation-code`.',
-      access: 'partial',
+      access: 'authenticated',
       body: s.obj({ code: s.str({ maxLength: MAX_CODE_LENGTH }) }),
       bodyRequired: false,
       responses: emptyResponse,

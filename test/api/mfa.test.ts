@@ -164,8 +164,9 @@ describe('MFA enrollment', () => {
 describe('MFA login', () => {
   let secret: string;
   let codes: string[];
+  let bobId: string;
   beforeAll(async () => {
-    await createUser('mfa-bob');
+    bobId = await createUser('mfa-bob');
     ({ secret, codes } = await enroll((await session('mfa-bob')).token));
   });
 
@@ -316,9 +317,30 @@ describe('MFA login', () => {
     expectError(after, 401, 'UNAUTHORIZED');
   }
 
-  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
+  it('a partial session cannot reach the checks that spend nothing (OpenZiti: a full session): a code spent at login neither reveals the recovery codes nor removes MFA', async () => {
+    // the identity's owner logs in with a TOTP; someone who knows the password saw that code
+    clock.advance(30_000);
+    const seen = await totp(secret);
+    const owner = await session('mfa-bob');
+    const done = await call('POST', `${srv.client}/authenticate/mfa`, { token: owner.token, body: { code: seen } });
+    expect(done.status, done.text).toBe(200);
     const { token, body } = await session('mfa-bob');
-    await expectEndedBy(spendNothingGuesses(token).slice(0, 3), token, body.id);
+    const headers = { 'mfa-validation-code': seen };
+    for (const api of [srv.client, srv.mgmt]) {
+      const attempts = [
+        await call('GET', `${api}/current-identity/mfa/recovery-codes`, { token, headers }),
+        await call('POST', `${api}/current-identity/mfa/recovery-codes`, { token, body: { code: seen } }),
+        await call('DELETE', `${api}/current-identity/mfa`, { token, headers }),
+      ];
+      for (const r of attempts) expectError(r, 401, 'UNAUTHORIZED');
+    }
+    // nothing changed: the enrollment is there, the session still partial and not ended (no code was checked)
+    expect((await call('GET', `${srv.mgmt}/identities/${bobId}`, { token: admin })).body.data.isMfaEnabled).toBe(true);
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toMatchObject({ isMfaComplete: false });
+    expect(srv.ctl.svc.get('api-sessions', body.id)?.mfaFailures).toBeUndefined();
+    // and the spent code does not complete it either
+    const replay = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: seen } });
+    expectError(replay, 400, 'MFA_INVALID_TOKEN');
   });
 
   it('a complete session is not counted (no write per wrong code)', async () => {
