@@ -1131,6 +1131,17 @@ describe('policy advice and summary', () => {
     const reader = await userWith('summary-reader', ['service.read']);
     const scoped = (await conformant(M, 'GET', '/summary', srv.base, { token: reader })).body.data;
     expect(Object.keys(scoped)).toEqual(['services']);
+    // rows hidden from the caller (enrollments of admin identities) are not counted, as its list does not count them
+    const body = { name: 'summary-new-admin', type: 'User', isAdmin: true, enrollment: { ott: true } };
+    expect((await call('POST', `${srv.mgmt}/identities`, { token, body })).status).toBe(201);
+    const enrollmentReader = await userWith('summary-enrollments', ['enrollment.read']);
+    const listed = await get('/enrollments?limit=1', enrollmentReader);
+    expect(listed.status, listed.text).toBe(200);
+    const counted = (await conformant(M, 'GET', '/summary', srv.base, { token: enrollmentReader })).body.data;
+    expect(counted).toEqual({ enrollments: listed.body.meta.pagination.totalCount });
+    const everything = (await conformant(M, 'GET', '/summary', srv.base, { token })).body.data;
+    expect(everything.enrollments).toBe((await get('/enrollments?limit=1')).body.meta.pagination.totalCount);
+    expect(everything.enrollments).toBeGreaterThan(counted.enrollments);
   });
 });
 
