@@ -173,8 +173,9 @@ export function controllerOps(): OpDef<unknown>[] {
   ];
 }
 
+/** This node's cluster, or OpenZiti's answer on a controller that is not clustered (NotRunningInHAModeError). */
 function clusterOf(svc: Services): ClusterView {
-  if (svc.cluster === null) throw fieldError('', 'this controller is not a cluster member', null);
+  if (svc.cluster === null) throw Errors.SERVER_NOT_RUNNING_IN_HA_MODE();
   return svc.cluster;
 }
 
@@ -251,8 +252,10 @@ export function fabricClusterOps(): OpDef<unknown>[] {
       ),
       bodyName: 'memberInfo',
       responses: { 200: { description: 'Added', schema: empty } },
-      handler: ({ svc, body }) =>
-        membership(() => clusterOf(svc).addMemberAt(stripScheme(body.address), body.isVoter !== false)),
+      handler: ({ svc, body }) => {
+        const cluster = clusterOf(svc);
+        return membership(() => cluster.addMemberAt(stripScheme(body.address), body.isVoter !== false));
+      },
     }),
     op({
       ...base,

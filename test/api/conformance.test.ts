@@ -118,6 +118,22 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
       }
     });
 
+    it('the fabric cluster API on a single node: 400 SERVER_NOT_RUNNING_IN_HA_MODE (OpenZiti), for admins only', async () => {
+      const fabric = `${srv.base}/fabric/v1/cluster`;
+      const requests: [string, string, unknown][] = [
+        ['GET', 'list-members', undefined],
+        ['POST', 'add-member', { address: 'tls:ctl2:6262' }],
+        ['POST', 'remove-member', { id: 'ctl2' }],
+        ['POST', 'transfer-leadership', { newLeaderId: 'ctl2' }],
+      ];
+      for (const [method, path, body] of requests) {
+        const r = await call(method, `${fabric}/${path}`, { token, body });
+        expect([r.status, r.body.error.code], r.text).toEqual([400, 'SERVER_NOT_RUNNING_IN_HA_MODE']);
+        expect(r.body.error.message).toBe('The server is not running in HA mode. HA operations are not permitted');
+        expect((await call(method, `${fabric}/${path}`, { body })).status).toBe(401);
+      }
+    });
+
     it('controllers on a cluster member: the client API shows no peer address and no management endpoint', async () => {
       srv.ctl.svc.cluster = fakeClusterView('n2', () => [
         fakeMember('n1', true, ['https://n1.example:1280']),
