@@ -1,3 +1,5 @@
+import type { ApplyContext } from '../../storage/schema.js';
+import { fail } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { s } from '../schema/s.js';
 
@@ -45,3 +47,26 @@ export const apiSessionCertificates: Entity<'api-session-certificates', typeof a
     reads: [],
     operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
   });
+
+/**
+ * Custom command: stores an ephemeral certificate of an API session unless the session holds `max` already, decided
+ * in apply (429 RATE_LIMITED otherwise), so that concurrent requests of one session cannot pass the bound together:
+ * each checks it before its CSR is signed, and all of them find the same count there.
+ */
+export function createSessionCertificate(
+  ctx: ApplyContext,
+  args: { id: string; data: Record<string, unknown> & { apiSessionId: string }; max: number },
+  at: string,
+): void {
+  const held = ctx.txn.lookup('api-session-certificates', 'apiSessionId', args.data.apiSessionId).length;
+  if (held >= args.max) {
+    fail({
+      code: 'CONFLICT',
+      entity: 'api-session-certificates',
+      field: 'csr',
+      reason: `an API session holds at most ${args.max} certificates`,
+      apiCode: 'RATE_LIMITED',
+    });
+  }
+  ctx.create('api-session-certificates', args.id, args.data, at);
+}

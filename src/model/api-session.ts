@@ -108,7 +108,7 @@ const apiSessionStoredFields = {
   extJwtPending: { type: 'string', filter: false },
   // when the session last passed MFA (the MFA posture check's timeout counts from it)
   mfaCompletedAt: { type: 'datetime' },
-  /** Wrong codes the partial session sent to `POST /authenticate/mfa` (countMfaFailure). */
+  /** Wrong MFA codes the session sent (countMfaFailure). */
   mfaFailures: { type: 'number', filter: false },
   lastActivityAt: { type: 'datetime' },
 } as const satisfies EntityFields;

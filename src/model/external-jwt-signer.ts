@@ -65,6 +65,17 @@ const writeFields = {
   enrollAuthPolicyId: s.str(),
 };
 const REQUIRED = ['name', 'enabled', 'issuer', 'audience'] as const;
+/**
+ * The token enrollment settings as OpenZiti's update and patch bodies declare them (`x-nullable`): null there is
+ * "not given", as for any field whose stored value is not nullable (PUT: the default, PATCH: unchanged).
+ */
+const nullableEnrollFields = {
+  enrollToCertEnabled: s.nullable(s.bool()),
+  enrollToTokenEnabled: s.nullable(s.bool()),
+  enrollNameClaimsSelector: s.nullable(s.str()),
+  enrollAttributeClaimsSelector: s.nullable(s.str()),
+  enrollAuthPolicyId: s.nullable(s.str()),
+};
 
 /** The certificate facts a signer renders, or 400 when `certPem` is not exactly one certificate. */
 function certFacts(pem: string): Record<string, unknown> {
@@ -152,11 +163,12 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
     ),
   ),
   create: s.named('externalJwtSignerCreate', s.obj(writeFields, REQUIRED)),
-  update: s.named('externalJwtSignerUpdate', s.obj(writeFields, REQUIRED)),
+  update: s.named('externalJwtSignerUpdate', s.obj({ ...writeFields, ...nullableEnrollFields }, REQUIRED)),
   patch: s.named(
     'externalJwtSignerPatch',
     s.obj({
       ...writeFields,
+      ...nullableEnrollFields,
       name: optStr,
       enabled: s.nullable(s.bool()),
       issuer: optStr,

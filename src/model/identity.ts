@@ -200,6 +200,9 @@ const identityFields = {
 
 type IdentityRow = RowOf<typeof identityFields>;
 
+/** The fields that carry an identity's rights: only admins may name them in an update or patch. */
+const RIGHTS_FIELDS = ['isAdmin', 'isDefaultAdmin', 'permissions'] as const;
+
 /** Fields shared by create, update and patch bodies: the writable stored fields, `tags`, and the wire `type`. */
 const writable = { ...bodyFieldsOf(identityFields), type: identityType };
 
@@ -279,11 +282,16 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
     return expect;
   },
   fromApi(body, { mode, svc, existing, caller, copied, expect }) {
-    // Only admins make admins: a caller with `identity` permissions may not grant more than it holds. Both rules
-    // are checked here and again inside apply (the caller's and the target's admin flags may change meanwhile).
-    const grants = body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);
-    if (caller && caller.identity.isAdmin !== true && grants) throw unauthorized('forbidden');
-    if (caller && grants) expect.push(callerIsAdmin(caller));
+    // Only admins make admins: a caller with `identity` permissions may not grant more than it holds, and (as
+    // OpenZiti's identity PATCH: "non-admins may not modify the identity field …") may not change another identity's
+    // rights at all, revoking included. Both rules are checked here and again inside apply (the caller's and the
+    // target's admin flags may change meanwhile).
+    const rightsTouched =
+      mode === 'create'
+        ? body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0)
+        : RIGHTS_FIELDS.some((field) => Object.hasOwn(body, field));
+    if (caller && caller.identity.isAdmin !== true && rightsTouched) throw unauthorized('forbidden');
+    if (caller && rightsTouched) expect.push(callerIsAdmin(caller));
     if (existing) expect.push(...guardAdminTarget(caller, existing.isAdmin === true, existing.id));
     const out = copied;
     if (existing?.isDefaultAdmin && out.isAdmin === false) {

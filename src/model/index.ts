@@ -2,7 +2,7 @@ import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
-import { apiSessionCertificates } from './api-session-certificate.js';
+import { apiSessionCertificates, createSessionCertificate } from './api-session-certificate.js';
 import { authPolicies } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
@@ -74,6 +74,7 @@ export const CUSTOM_COMMANDS = {
   applyRevocation,
   addRouterRows,
   countMfaFailure,
+  createSessionCertificate,
 };
 
 export function buildSchema(): Schema<EntityRows> {

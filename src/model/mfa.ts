@@ -153,14 +153,19 @@ export function useRecoveryCode(
 }
 
 /**
- * Custom command: a wrong code a partial session sent to `POST /authenticate/mfa`. Counted on the session's row, in
- * apply (so the count is the cluster's, whichever node each code reached, and racing codes are all counted); at
- * `max` the session is ended. A session gone, or complete (it has nothing left to guess), is left alone: each
- * session costs at most `max` such writes. Returns whether this failure ended the session.
+ * Custom command: a wrong code a session sent to a code check (src/ops/mfa.ts, refuseCode). Counted on the session's
+ * row, in apply (so the count is the cluster's, whichever node each code reached, and racing codes are all
+ * counted); at `max` the session is ended. A session gone, or complete unless `completeToo` (the checks that reveal
+ * the recovery codes or remove the second factor count for every session), is left alone: each session costs at
+ * most `max` such writes. Returns whether this failure ended the session.
  */
-export function countMfaFailure(ctx: ApplyContext, args: { sessionId: string; max: number }, at: string): boolean {
+export function countMfaFailure(
+  ctx: ApplyContext,
+  args: { sessionId: string; max: number; completeToo?: boolean },
+  at: string,
+): boolean {
   const session = ctx.txn.get('api-sessions', args.sessionId);
-  if (!session || session.isMfaComplete === true) return false;
+  if (!session || (session.isMfaComplete === true && args.completeToo !== true)) return false;
   const failures = (session.mfaFailures ?? 0) + 1;
   if (failures >= args.max) {
     ctx.delete('api-sessions', session.id, at, true);

@@ -1,4 +1,5 @@
-import { requireRow } from '../api/entity.js';
+import type { Row } from '../../storage/types.js';
+import { type Entity, requireRow } from '../api/entity.js';
 import { type OpDef, op } from '../api/op.js';
 import { hasAdminAccess } from '../api/register.js';
 import { ok } from '../api/respond.js';
@@ -28,12 +29,20 @@ const policyAdvice = s.named(
 
 const camel = (name: string) => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
+/** The rows of a collection scan that `hidden` does not hide (one pass, bounded by the collection's size). */
+function countVisible(rows: Iterable<Row>, hidden: (row: Row) => boolean): number {
+  let n = 0;
+  for (const row of rows) if (!hidden(row)) n++;
+  return n;
+}
+
 /** Policy advice (from the policy engine) and the entity counts of `/summary`. */
 export function adviceOps(): OpDef<unknown>[] {
   // the list operation of each listed entity type: `/summary` counts what the caller may list
   const listed = ENTITIES.map((e) => ({
     key: camel(e.name),
     name: e.name,
+    hiddenFrom: (e as { hiddenFrom?: Entity['hiddenFrom'] }).hiddenFrom,
     list: e.ops().find((o) => o.method === 'GET' && o.path === `/${e.name}` && o.apis.includes('management')),
   })).filter((x) => x.list !== undefined);
   return [
@@ -99,8 +108,13 @@ export function adviceOps(): OpDef<unknown>[] {
       },
       handler: ({ svc, caller }) => {
         const counts: Record<string, number> = {};
-        for (const { key, name, list } of listed) {
-          if (hasAdminAccess(caller!.identity, list!)) counts[key] = svc.store.collection(name).size;
+        for (const { key, name, list, hiddenFrom } of listed) {
+          if (!hasAdminAccess(caller!.identity, list!)) continue;
+          // rows hidden from the caller are out of its lists' totalCount, so out of its count here too
+          const hidden = hiddenFrom?.(caller, svc);
+          counts[key] = hidden
+            ? countVisible(svc.store.collection(name).scan(), hidden)
+            : svc.store.collection(name).size;
         }
         return ok(counts);
       },

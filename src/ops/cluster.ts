@@ -114,6 +114,20 @@ export function controllerRows(svc: Services): Row[] {
   });
 }
 
+/** The API bindings a client sees of each controller (OpenZiti's MapControllerToClientRestModel). */
+const CLIENT_BINDINGS: ReadonlySet<string> = new Set(['edge-client', 'edge-oidc']);
+
+/**
+ * A controllers row as the client API shows it, as OpenZiti's does: without the member's peer (control) address and
+ * without any API binding but the client's, so a client learns no cluster-internal or management endpoint (through
+ * the rendering or through a filter on `ctrlAddress`).
+ */
+function clientView(r: Row): Row {
+  const addresses = r.apiAddresses as Record<string, unknown>;
+  const kept = Object.entries(addresses).filter(([binding]) => CLIENT_BINDINGS.has(binding));
+  return { ...r, ctrlAddress: null, apiAddresses: Object.fromEntries(kept) };
+}
+
 function renderController(r: Row): string {
   return JSON.stringify({
     _links: { self: { href: `./controllers/${r.id}` } },
@@ -150,7 +164,8 @@ export function controllerOps(): OpDef<unknown>[] {
       },
       handler: (ctx) => {
         const c = new Collection(CONTROLLER_DEF);
-        c.load(controllerRows(ctx.svc).sort((a, b) => (a.id < b.id ? -1 : 1)));
+        const rows = controllerRows(ctx.svc).map((r) => (ctx.api === 'client' ? clientView(r) : r));
+        c.load(rows.sort((a, b) => (a.id < b.id ? -1 : 1)));
         const table = controllerSymbols();
         return mapResult(runList(ctx.req, table, collectionSource(c)), (r) => listResponse(r, renderController, table));
       },
@@ -158,8 +173,9 @@ export function controllerOps(): OpDef<unknown>[] {
   ];
 }
 
+/** This node's cluster, or OpenZiti's answer on a controller that is not clustered (NotRunningInHAModeError). */
 function clusterOf(svc: Services): ClusterView {
-  if (svc.cluster === null) throw fieldError('', 'this controller is not a cluster member', null);
+  if (svc.cluster === null) throw Errors.SERVER_NOT_RUNNING_IN_HA_MODE();
   return svc.cluster;
 }
 
@@ -236,8 +252,10 @@ export function fabricClusterOps(): OpDef<unknown>[] {
       ),
       bodyName: 'memberInfo',
       responses: { 200: { description: 'Added', schema: empty } },
-      handler: ({ svc, body }) =>
-        membership(() => clusterOf(svc).addMemberAt(stripScheme(body.address), body.isVoter !== false)),
+      handler: ({ svc, body }) => {
+        const cluster = clusterOf(svc);
+        return membership(() => cluster.addMemberAt(stripScheme(body.address), body.isVoter !== false));
+      },
     }),
     op({
       ...base,

@@ -46,6 +46,17 @@ function extendable(row: RowFor<'authenticators'>): RowFor<'authenticators'> {
   return row;
 }
 
+/**
+ * The request shows the authenticator's certificate in force as its TLS client certificate (OpenZiti's
+ * ExtendCertForIdentity): a new certificate is signed only for the holder of the current one's key, not for any
+ * session of the identity (a password login, a leaked session token). 401 UNAUTHORIZED otherwise.
+ */
+function requirePresented(row: RowFor<'authenticators'>, peerCertificates: Buffer[] | undefined): void {
+  if (!(peerCertificates ?? []).some((der) => fingerprintOfDer(der) === row.fingerprint)) {
+    throw Errors.UNAUTHORIZED();
+  }
+}
+
 /** The SPKI of a PEM certificate's key, to tell whether an extension rolled the key. */
 function publicKeyOf(certPem: string): string {
   return new X509Certificate(certPem).publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
@@ -84,7 +95,9 @@ export function extendOps(): OpDef<unknown>[] {
       tags: ['Current API Session', 'Enroll', 'Extend Enrollment'],
       summary:
         'Allows the current identity to recieve a new certificate associated with a certificate based authenticator',
-      description: 'Signs a CSR for a new certificate; it replaces the current one once verified (extend-verify).',
+      description:
+        'Signs a CSR for a new certificate; it replaces the current one once verified (extend-verify). The request ' +
+        "must present the authenticator's current certificate as its TLS client certificate.",
       access: 'authenticated',
       body: identityExtendEnrollmentRequest,
       bodyName: 'extend',
@@ -94,9 +107,10 @@ export function extendOps(): OpDef<unknown>[] {
           schema: detailEnvelope('identityExtendEnrollmentEnvelope', identityExtendCerts),
         },
       },
-      handler: async ({ params, body, caller, svc }) => {
+      handler: async ({ params, body, caller, svc, req }) => {
         const identityId = caller!.identity.id;
         const row = extendable(ownAuthenticator(svc, identityId, params.id!));
+        requirePresented(row, req.peerCertificates);
         const signing = svc.pki?.signing;
         if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
         const certPem = await signCsrOrRefuse(signing, body.clientCertCsr, { usage: 'client', commonName: identityId });

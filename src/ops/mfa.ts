@@ -60,24 +60,30 @@ function requireEnrolled(svc: Services, identityId: string): RowFor<'mfas'> {
   return mfa;
 }
 
-/** Refuses a `code` that is not a current TOTP of `mfa` with refuseCode, for the caller's `session`. */
+/**
+ * Refuses a `code` that is not a current TOTP of `mfa` with refuseCode, for the caller's `session`, complete or not:
+ * a right code here reveals the recovery codes, removes the second factor or proves MFA, which a session that
+ * passed MFA (or a stolen token of it) must not get by guessing either.
+ */
 async function requireTotp(
   svc: Services,
   session: RowFor<'api-sessions'>,
   mfa: RowFor<'mfas'>,
   code: string,
 ): Promise<void> {
-  if (!(await isValidTotp(svc, mfa.secret!, code))) await refuseCode(svc, session);
+  if (!(await isValidTotp(svc, mfa.secret!, code))) await refuseCode(svc, session, true);
 }
 
 /**
- * Refuses a wrong code (400 MFA_INVALID_TOKEN, without saying whether it was wrong or spent). A partial session's
- * wrong code counts toward MAX_MFA_FAILURES whichever operation it went to (countMfaFailure, replicated):
- * otherwise the checks that spend nothing (recovery codes, removal) would let it guess without limit.
+ * Refuses a wrong code (400 MFA_INVALID_TOKEN, without saying whether it was wrong or spent). The wrong code counts
+ * toward MAX_MFA_FAILURES (countMfaFailure, replicated) for a session that has not passed MFA, and for one that has
+ * (`completeToo`) on the checks that spend nothing (recovery codes, removal, totp-token): otherwise those would let
+ * a session guess without limit. A complete session's wrong code to `POST /authenticate/mfa` is not counted: there
+ * it has nothing left to gain.
  */
-async function refuseCode(svc: Services, session: RowFor<'api-sessions'>): Promise<never> {
-  if (session.isMfaComplete !== true) {
-    const args = { sessionId: session.id, max: MAX_MFA_FAILURES };
+async function refuseCode(svc: Services, session: RowFor<'api-sessions'>, completeToo: boolean): Promise<never> {
+  if (completeToo || session.isMfaComplete !== true) {
+    const args = { sessionId: session.id, max: MAX_MFA_FAILURES, completeToo };
     await svc.write({ op: 'custom', name: 'countMfaFailure', args, at: svc.nowIso() });
   }
   throw invalidToken();
@@ -247,7 +253,10 @@ export function mfaOps(): OpDef<unknown>[] {
       operationId: 'detailMfaRecoveryCodes',
       tags: TAGS,
       summary: 'For a completed MFA enrollment view the current recovery codes',
-      access: 'partial',
+      // OpenZiti: IsAuthenticated, as the regeneration and the removal below. A session still waiting for MFA must
+      // complete it first (POST /authenticate/mfa, where a code is spent once): these checks spend nothing, so a
+      // code already used for a login would otherwise still reveal the recovery codes or remove the second factor.
+      access: 'authenticated',
       body: mfaCode,
       bodyName: 'mfaValidation',
       bodyRequired: false,
@@ -277,7 +286,7 @@ export function mfaOps(): OpDef<unknown>[] {
       operationId: 'createMfaRecoveryCodes',
       tags: TAGS,
       summary: 'For a completed MFA enrollment regenerate the recovery codes',
-      access: 'partial',
+      access: 'authenticated',
       body: mfaCode,
       bodyName: 'mfaValidation',
       responses: emptyResponse,
@@ -303,7 +312,7 @@ export function mfaOps(): OpDef<unknown>[] {
       tags: TAGS,
       summary: 'Disable MFA for the current identity',
       description: 'A completed enrollment needs a valid code (TOTP or recovery code) in `mfa-validation-code`.',
-      access: 'partial',
+      access: 'authenticated',
       body: s.obj({ code: s.str({ maxLength: MAX_CODE_LENGTH }) }),
       bodyRequired: false,
       responses: emptyResponse,
@@ -349,7 +358,7 @@ export function mfaOps(): OpDef<unknown>[] {
           );
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'MFA_INVALID_TOKEN')) throw err;
-          await refuseCode(svc, session);
+          await refuseCode(svc, session, false);
         }
         return okEmpty();
       },

@@ -8,7 +8,6 @@ import { identities } from '../model/identity.js';
 import { serviceConfigDetail, serviceConfigSlot } from '../model/identity-service-config.js';
 import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
-import { shortId } from '../util/ids.js';
 
 /** The most pairs one request may name. */
 export const MAX_SERVICE_CONFIG_PAIRS = 1000;
@@ -98,14 +97,18 @@ export function serviceConfigOps(): OpDef<unknown>[] {
         for (const pair of ctx.body)
           slots.set(serviceConfigSlot(identityId, pair.serviceId, configTypeOf(ctx.svc, pair)), pair);
         for (const [slot, pair] of slots) {
-          // a config of the same type for the same service replaces the one there
+          // a config of the same type for the same service replaces the one there: the row's id is its slot, so
+          // that the replacement holds at apply time too (a request racing with this one may fill the slot after
+          // the lookup below; its row is then the one deleted by id). The lookup finds rows stored under other ids.
           for (const old of ctx.svc.store.lookup('identity-service-configs', 'slot', slot)) {
-            ops.push({ op: 'delete', entity: 'identity-service-configs', id: old, at, ifExists: true });
+            if (old !== slot)
+              ops.push({ op: 'delete', entity: 'identity-service-configs', id: old, at, ifExists: true });
           }
+          ops.push({ op: 'delete', entity: 'identity-service-configs', id: slot, at, ifExists: true });
           ops.push({
             op: 'create',
             entity: 'identity-service-configs',
-            id: shortId(),
+            id: slot,
             data: { identityId, ...pair, slot },
             at,
           });

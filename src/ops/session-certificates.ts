@@ -92,6 +92,8 @@ export function sessionCertificateOps(): OpDef<unknown>[] {
         const { svc } = ctx;
         const signing = svc.pki?.signing;
         if (!signing) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
+        // checked here to spare the signing, and again in apply (createSessionCertificate), where concurrent
+        // requests of the session are counted
         if (mine(ctx).size >= MAX_CERTIFICATES_PER_SESSION) {
           throw Errors.RATE_LIMITED({
             field: 'csr',
@@ -116,7 +118,8 @@ export function sessionCertificateOps(): OpDef<unknown>[] {
           validFrom: new Date(leaf.validFrom).toISOString(),
           validTo: new Date(leaf.validTo).toISOString(),
         };
-        await svc.write({ op: 'create', entity: 'api-session-certificates', id, data, at: svc.nowIso() });
+        const args = { id, data, max: MAX_CERTIFICATES_PER_SESSION };
+        await svc.write({ op: 'custom', name: 'createSessionCertificate', args, at: svc.nowIso() });
         const location = { _links: { self: { href: `.${PATH}/${id}` } }, id };
         return dataEnvelope({ ...location, certificate, cas: caBundle(svc) }, {}, 201);
       },

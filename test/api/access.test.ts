@@ -750,6 +750,22 @@ describe('client view of services', () => {
     expect((await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token })).status).toBe(200);
   });
 
+  it('concurrent associations of one slot all succeed: the identity keeps one config there', async () => {
+    const user = await identity('client-ivy');
+    const typeId = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'ivy.v1' } })).body.data.id;
+    const configs = [await configOf('ivy-c1', typeId, { v: 1 }), await configOf('ivy-c2', typeId, { v: 2 })];
+    const svcId = await create('/services', { name: 'ivy-svc', encryptionRequired: true });
+    const url = `${srv.mgmt}/identities/${user}/service-configs`;
+    // every request finds the slot empty (or as it was) when it checks it; they apply one after the other
+    const answers = await Promise.all(
+      [0, 1, 0, 1, 0, 1].map((i) => call('POST', url, { token, body: [{ serviceId: svcId, configId: configs[i] }] })),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const list = (await call('GET', url, { token })).body.data;
+    expect(list).toHaveLength(1);
+    expect(configs).toContain(list[0].configId);
+  });
+
   it('management list: `config` for the config types asked for (query, comma-separated, or the API session), empty otherwise', async () => {
     const typeA = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'mgmt-a.v1' } })).body.data.id;
     const typeB = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'mgmt-b.v1' } })).body.data.id;
@@ -1115,6 +1131,17 @@ describe('policy advice and summary', () => {
     const reader = await userWith('summary-reader', ['service.read']);
     const scoped = (await conformant(M, 'GET', '/summary', srv.base, { token: reader })).body.data;
     expect(Object.keys(scoped)).toEqual(['services']);
+    // rows hidden from the caller (enrollments of admin identities) are not counted, as its list does not count them
+    const body = { name: 'summary-new-admin', type: 'User', isAdmin: true, enrollment: { ott: true } };
+    expect((await call('POST', `${srv.mgmt}/identities`, { token, body })).status).toBe(201);
+    const enrollmentReader = await userWith('summary-enrollments', ['enrollment.read']);
+    const listed = await get('/enrollments?limit=1', enrollmentReader);
+    expect(listed.status, listed.text).toBe(200);
+    const counted = (await conformant(M, 'GET', '/summary', srv.base, { token: enrollmentReader })).body.data;
+    expect(counted).toEqual({ enrollments: listed.body.meta.pagination.totalCount });
+    const everything = (await conformant(M, 'GET', '/summary', srv.base, { token })).body.data;
+    expect(everything.enrollments).toBe((await get('/enrollments?limit=1')).body.meta.pagination.totalCount);
+    expect(everything.enrollments).toBeGreaterThan(counted.enrollments);
   });
 });
 

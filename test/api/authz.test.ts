@@ -624,8 +624,10 @@ function rows(): Row[] {
   );
 
   // MFA self-service, for callers without an MFA enrolment (enrolment itself comes last: it changes the caller):
-  // every session may call them (MFA-pending ones included, except totp-token), and finds nothing to act on
+  // every session may call them and finds nothing to act on; MFA-pending sessions only those OpenZiti lets them
+  // call (not the recovery codes, the removal or totp-token, which need a full session there)
   const NO_MFA = (s: number) => `${s} ${s} ${s} ${s} ${s} ${s} 401 401`;
+  const NO_MFA_FULL = (s: number) => `${s} ${s} ${s} ${s} ${s} 401 401 401`;
   for (const api of ['client', 'management'] as const) {
     out.push(
       { op: `${api} GET /current-identity/mfa`, expect: NO_MFA(404) },
@@ -635,13 +637,13 @@ function rows(): Row[] {
         prepare: async () => ({ body: { code: '123456' } }),
         expect: NO_MFA(404),
       },
-      { op: `${api} GET /current-identity/mfa/recovery-codes`, expect: NO_MFA(404) },
+      { op: `${api} GET /current-identity/mfa/recovery-codes`, expect: NO_MFA_FULL(404) },
       {
         op: `${api} POST /current-identity/mfa/recovery-codes`,
         prepare: async () => ({ body: { code: '123456' } }),
-        expect: NO_MFA(404),
+        expect: NO_MFA_FULL(404),
       },
-      { op: `${api} DELETE /current-identity/mfa`, expect: NO_MFA(404) },
+      { op: `${api} DELETE /current-identity/mfa`, expect: NO_MFA_FULL(404) },
       { op: `${api} POST /authenticate/mfa`, prepare: async () => ({ body: { code: '123456' } }), expect: NO_MFA(409) },
       {
         op: `${api} POST /current-api-session/totp-token`,

@@ -106,11 +106,61 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         expect(r.status).toBe(200);
         expect(r.body.data).toHaveLength(1);
         expect(r.body.data[0].isOnline).toBe(true);
-        expect(r.body.data[0].apiAddresses['edge-management'][0].url).toBe(`${srv.base}/edge/management/v1`);
+        expect(r.body.data[0].apiAddresses['edge-client'][0].url).toBe(`${srv.base}/edge/client/v1`);
+        // the management API's address is for management callers only (OpenZiti's client view drops it)
+        const management = r.body.data[0].apiAddresses['edge-management'];
+        if (spec === 'management') expect(management[0].url).toBe(`${srv.base}/edge/management/v1`);
+        else expect(management).toBeUndefined();
         expect(r.body.meta.pagination.totalCount).toBe(1);
         const bad = await conformant(spec, 'GET', '/controllers', srv.base, { token, query: 'filter=nope%20%3D' });
         expect(bad.status).toBe(400);
         expect((await conformant(spec, 'GET', '/controllers', srv.base)).status).toBe(401);
+      }
+    });
+
+    it('the fabric cluster API on a single node: 400 SERVER_NOT_RUNNING_IN_HA_MODE (OpenZiti), for admins only', async () => {
+      const fabric = `${srv.base}/fabric/v1/cluster`;
+      const requests: [string, string, unknown][] = [
+        ['GET', 'list-members', undefined],
+        ['POST', 'add-member', { address: 'tls:ctl2:6262' }],
+        ['POST', 'remove-member', { id: 'ctl2' }],
+        ['POST', 'transfer-leadership', { newLeaderId: 'ctl2' }],
+      ];
+      for (const [method, path, body] of requests) {
+        const r = await call(method, `${fabric}/${path}`, { token, body });
+        expect([r.status, r.body.error.code], r.text).toEqual([400, 'SERVER_NOT_RUNNING_IN_HA_MODE']);
+        expect(r.body.error.message).toBe('The server is not running in HA mode. HA operations are not permitted');
+        expect((await call(method, `${fabric}/${path}`, { body })).status).toBe(401);
+      }
+    });
+
+    it('controllers on a cluster member: the client API shows no peer address and no management endpoint', async () => {
+      srv.ctl.svc.cluster = fakeClusterView('n2', () => [
+        fakeMember('n1', true, ['https://n1.example:1280']),
+        fakeMember('n2', true, [srv.base]),
+      ]);
+      try {
+        const [client, management] = [
+          await conformant('client', 'GET', '/controllers', srv.base, { token }),
+          await conformant('management', 'GET', '/controllers', srv.base, { token }),
+        ];
+        expect(management.body.data.map((c: any) => [c.id, c.ctrlAddress, Object.keys(c.apiAddresses)])).toEqual([
+          ['n1', 'tcp:n1:6262', ['edge-client', 'edge-management']],
+          ['n2', 'tcp:n2:6262', ['edge-client', 'edge-management']],
+        ]);
+        expect(client.body.data.map((c: any) => [c.id, c.ctrlAddress, c.apiAddresses])).toEqual([
+          ['n1', null, { 'edge-client': [{ url: 'https://n1.example:1280/edge/client/v1', version: 'v1' }] }],
+          ['n2', null, { 'edge-client': [{ url: `${srv.base}/edge/client/v1`, version: 'v1' }] }],
+        ]);
+        // nor through a filter on it
+        const probe = encodeURIComponent('ctrlAddress contains "6262"');
+        const filtered = await conformant('client', 'GET', '/controllers', srv.base, {
+          token,
+          query: `filter=${probe}`,
+        });
+        expect(filtered.body.meta.pagination.totalCount).toBe(0);
+      } finally {
+        srv.ctl.svc.cluster = null;
       }
     });
 

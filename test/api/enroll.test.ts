@@ -556,10 +556,28 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     for (const api of ['client', 'management'] as const) {
       const base = api === 'client' ? client() : mgmt();
       const extendUrl = `${base}/current-identity/authenticators/${auth.id}/extend`;
-      const bad = await tlsCall('POST', extendUrl, { ca, token: session, body: { clientCertCsr: 'junk' } });
-      expect([bad.status, bad.body.error.code]).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
+      // the request shows the certificate in force (OpenZiti): the session alone, or another certificate, is refused
+      const held = { key: me.key, cert: me.cert };
       const newCsr = opensslCsr(s, `rolled-${api}`, 'ec', '/CN=x');
-      const extended = await tlsCall('POST', extendUrl, { ca, token: session, body: { clientCertCsr: newCsr } });
+      const bare = await tlsCall('POST', extendUrl, { ca, token: session, body: { clientCertCsr: newCsr } });
+      expect([bare.status, bare.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
+      const foreignCert = await enrolled();
+      const wrongCert = await tlsCall('POST', extendUrl, {
+        ca,
+        token: session,
+        key: foreignCert.key,
+        cert: foreignCert.cert,
+        body: { clientCertCsr: newCsr },
+      });
+      expect([wrongCert.status, wrongCert.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
+      const bad = await tlsCall('POST', extendUrl, { ca, token: session, ...held, body: { clientCertCsr: 'junk' } });
+      expect([bad.status, bad.body.error.code]).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
+      const extended = await tlsCall('POST', extendUrl, {
+        ca,
+        token: session,
+        ...held,
+        body: { clientCertCsr: newCsr },
+      });
       expect(extended.status).toBe(200);
       const { clientCert } = extended.body.data;
       // until verified, the old certificate is the one in force

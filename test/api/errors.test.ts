@@ -410,6 +410,24 @@ describe('routing and access', () => {
     await login(srv.base); // the admin's password still works
   });
 
+  it("identity permissions do not let a non-admin change another identity's rights, revoking included (as OpenZiti)", async () => {
+    const { t } = await userWith('rights-helpdesk', ['identity']);
+    const { id: operatorId } = await userWith('rights-operator', ['ops', 'service']);
+    const url = `${srv.mgmt}/identities/${operatorId}`;
+    // OpenZiti's PATCH: "non-admins may not modify the identity field 'permissions'" (or isAdmin, isDefaultAdmin)
+    for (const body of [{ permissions: [] }, { permissions: null }, { isAdmin: false }, { isDefaultAdmin: false }]) {
+      expectError(await call('PATCH', url, { token: t, body }), 401, 'UNAUTHORIZED');
+    }
+    expect((await call('GET', url, { token })).body.data).toMatchObject({ permissions: ['ops', 'service'] });
+    // other fields stay theirs to change, and an admin may revoke
+    expect((await call('PATCH', url, { token: t, body: { roleAttributes: ['ops-team'] } })).status).toBe(200);
+    expect((await call('PATCH', url, { token, body: { permissions: ['ops'] } })).status).toBe(200);
+    expect((await call('GET', url, { token })).body.data).toMatchObject({
+      permissions: ['ops'],
+      roleAttributes: ['ops-team'],
+    });
+  });
+
   it('API sessions are `ops` business: identity permissions cannot read tokens; ops readers see no tokens', async () => {
     const idReader = (await userWith('id-reader', ['identity.read'])).t;
     expectError(await call('GET', `${srv.mgmt}/api-sessions`, { token: idReader }), 401, 'UNAUTHORIZED');

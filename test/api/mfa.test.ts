@@ -164,8 +164,9 @@ describe('MFA enrollment', () => {
 describe('MFA login', () => {
   let secret: string;
   let codes: string[];
+  let bobId: string;
   beforeAll(async () => {
-    await createUser('mfa-bob');
+    bobId = await createUser('mfa-bob');
     ({ secret, codes } = await enroll((await session('mfa-bob')).token));
   });
 
@@ -293,22 +294,53 @@ describe('MFA login', () => {
     expectError(after, 401, 'UNAUTHORIZED');
   });
 
-  it("a partial session's wrong codes to the checks that spend nothing count toward the same limit", async () => {
-    const { token, body } = await session('mfa-bob');
+  /** Wrong codes to the checks that spend nothing (`totp-token` last: it is for complete sessions only). */
+  const spendNothingGuesses = (token: string) => {
     const headers = { 'mfa-validation-code': '99999x' };
-    const guesses = [
+    return [
       () => call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, { token, headers }),
       () => call('POST', `${srv.client}/current-identity/mfa/recovery-codes`, { token, body: { code: '99999x' } }),
       () => call('DELETE', `${srv.client}/current-identity/mfa`, { token, headers }),
+      () => call('POST', `${srv.client}/current-api-session/totp-token`, { token, body: { code: '99999x' } }),
     ];
+  };
+
+  /** MAX_MFA_FAILURES of the guesses, round robin: each 400; then the session is gone and a right code gets 401. */
+  async function expectEndedBy(guesses: (() => Promise<Res>)[], token: string, sessionId: string): Promise<void> {
     for (let i = 0; i < MAX_MFA_FAILURES; i++)
       expectError(await guesses[i % guesses.length]!(), 400, 'MFA_INVALID_TOKEN');
-    expect(srv.ctl.svc.get('api-sessions', body.id)).toBeUndefined();
+    expect(srv.ctl.svc.get('api-sessions', sessionId)).toBeUndefined();
     const after = await call('GET', `${srv.client}/current-identity/mfa/recovery-codes`, {
       token,
       headers: { 'mfa-validation-code': await totp(secret) },
     });
     expectError(after, 401, 'UNAUTHORIZED');
+  }
+
+  it('a partial session cannot reach the checks that spend nothing (OpenZiti: a full session): a code spent at login neither reveals the recovery codes nor removes MFA', async () => {
+    // the identity's owner logs in with a TOTP; someone who knows the password saw that code
+    clock.advance(30_000);
+    const seen = await totp(secret);
+    const owner = await session('mfa-bob');
+    const done = await call('POST', `${srv.client}/authenticate/mfa`, { token: owner.token, body: { code: seen } });
+    expect(done.status, done.text).toBe(200);
+    const { token, body } = await session('mfa-bob');
+    const headers = { 'mfa-validation-code': seen };
+    for (const api of [srv.client, srv.mgmt]) {
+      const attempts = [
+        await call('GET', `${api}/current-identity/mfa/recovery-codes`, { token, headers }),
+        await call('POST', `${api}/current-identity/mfa/recovery-codes`, { token, body: { code: seen } }),
+        await call('DELETE', `${api}/current-identity/mfa`, { token, headers }),
+      ];
+      for (const r of attempts) expectError(r, 401, 'UNAUTHORIZED');
+    }
+    // nothing changed: the enrollment is there, the session still partial and not ended (no code was checked)
+    expect((await call('GET', `${srv.mgmt}/identities/${bobId}`, { token: admin })).body.data.isMfaEnabled).toBe(true);
+    expect(srv.ctl.svc.get('api-sessions', body.id)).toMatchObject({ isMfaComplete: false });
+    expect(srv.ctl.svc.get('api-sessions', body.id)?.mfaFailures).toBeUndefined();
+    // and the spent code does not complete it either
+    const replay = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: seen } });
+    expectError(replay, 400, 'MFA_INVALID_TOKEN');
   });
 
   it('a complete session is not counted (no write per wrong code)', async () => {
@@ -323,6 +355,17 @@ describe('MFA login', () => {
     }
     // the same row object: nothing was written (an update makes a new row)
     expect(srv.ctl.svc.get('api-sessions', body.id)).toBe(row);
+  });
+
+  it("a complete session's wrong codes to the checks that reveal or remove the second factor count: ended at the limit", async () => {
+    const { token, body } = await session('mfa-bob');
+    clock.advance(30_000);
+    const done = await call('POST', `${srv.client}/authenticate/mfa`, { token, body: { code: await totp(secret) } });
+    expect(done.status, done.text).toBe(200);
+    // a flood of guesses on a session that passed MFA (or a stolen token of it) cannot reach the recovery codes
+    await expectEndedBy(spendNothingGuesses(token), token, body.id);
+    // the enrollment is kept: a new login asks for MFA again
+    expect((await session('mfa-bob')).body.authQueries).toHaveLength(1);
   });
 
   it('a partial session expires like any other; codes follow the clock', async () => {

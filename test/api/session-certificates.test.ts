@@ -162,4 +162,21 @@ describe('ephemeral certificates of the current API session (node engine, API TL
     await tlsCall('DELETE', `${client()}/current-api-session/certificates/${first.id}`, { ca, token });
     expect((await create(token, { csr: request })).status).toBe(201);
   });
+
+  it('the bound holds for concurrent requests of one API session (counted in apply)', async () => {
+    const token = await (await user()).login();
+    const request = csr();
+    const extra = 8;
+    // every request finds the session below the bound before its CSR is signed
+    const answers = await Promise.all(
+      Array.from({ length: MAX_CERTIFICATES_PER_SESSION + extra }, () => create(token, { csr: request })),
+    );
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((st) => st === 201)).toHaveLength(MAX_CERTIFICATES_PER_SESSION);
+    const refused = answers.filter((r) => r.status !== 201);
+    expect(refused.map(code)).toEqual(Array(extra).fill([429, 'RATE_LIMITED']));
+    expect(refused[0]!.body.error.cause.field).toBe('csr');
+    const list = await tlsCall('GET', `${client()}/current-api-session/certificates`, { ca, token });
+    expect(list.body.meta.pagination.totalCount).toBe(MAX_CERTIFICATES_PER_SESSION);
+  });
 });

@@ -185,6 +185,36 @@ describe('token enrollment and the enrollment challenge', () => {
     expect(code(bad)).toEqual([400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId']);
   });
 
+  it('update and patch take null for the enrollment settings, as the spec declares them (x-nullable)', async () => {
+    const settings = {
+      enrollToCertEnabled: true,
+      enrollToTokenEnabled: true,
+      enrollNameClaimsSelector: '/profile/name',
+      enrollAttributeClaimsSelector: '/groups',
+      enrollAuthPolicyId: 'default',
+    };
+    const externalAuthUrl = 'https://idp.enroll.test/auth';
+    const id = await signer('null-1', { ...settings, externalAuthUrl });
+    const url = `${srv.mgmt}/external-jwt-signers/${id}`;
+    const nulls = Object.fromEntries(Object.keys(settings).map((k) => [k, null]));
+    // PATCH: null is "not given", the settings stay
+    const patched = await call('PATCH', url, { token: admin, body: nulls });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await call('GET', url, { token: admin })).body.data).toMatchObject(settings);
+    // PUT: null is "not given", the settings go back to their defaults
+    const { name, enabled, issuer, audience, certPem, kid } = (await call('GET', url, { token: admin })).body.data;
+    const body = { name, enabled, issuer, audience, certPem, kid, externalAuthUrl, ...nulls };
+    const put = await call('PUT', url, { token: admin, body });
+    expect(put.status, put.text).toBe(200);
+    expect((await call('GET', url, { token: admin })).body.data).toMatchObject({
+      enrollToCertEnabled: false,
+      enrollToTokenEnabled: false,
+      enrollNameClaimsSelector: '',
+      enrollAttributeClaimsSelector: '',
+      enrollAuthPolicyId: '',
+    });
+  });
+
   it('/enroll/challenge: the nonce signed with the enrollment key of the JWKS', async () => {
     const [jwk] = (await call('GET', `${srv.client}/enroll/jwks`)).body.keys;
     const nonce = '0d3c1a77-4b8e-4f2a-9c61-2f5e8a9b7c10';
