@@ -19,6 +19,20 @@ function findBin(): string {
 export const KEEL_BIN = findBin();
 
 /**
+ * V8 heap sizing every Keel process is started with (here, by `npm start` and by deploy/keel.service;
+ * docs/operations.md, "Heap sizing"). The old generation starts at 256 MiB instead of a few MiB that V8 grows step
+ * by step: a member under write load otherwise runs a full collection every 2–3 s while its heap grows (10–17 ms
+ * pauses, on every member), most of the cluster's p99 at 16 and 64 connections (docs/benchmarks.md). It sets where
+ * the first full collection happens, not a reservation: a small controller's heap stays small.
+ */
+export const NODE_HEAP_FLAGS: readonly string[] = Object.freeze(['--initial-old-space-size=256']);
+
+/** The Node flags for a node started here: NODE_HEAP_FLAGS, then KEEL_NODE_FLAGS (a later flag wins). */
+export function nodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
+  return [...NODE_HEAP_FLAGS, ...extraNodeFlags(env)];
+}
+
+/**
  * Extra Node flags for every node started here, from `KEEL_NODE_FLAGS` (space separated; for diagnosis, e.g.
  * `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--import=./scripts/prof/alloc-sampling.mjs`: docs/benchmarks.md).
  * Bounded: at most 16 flags, each starting with `--`.
@@ -78,7 +92,7 @@ export function nodeArgs(spec: NodeSpec): string[] {
 
 /** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
 export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [...extraNodeFlags(), KEEL_BIN, ...nodeArgs(spec)], {
+  const child = spawn(process.execPath, [...nodeFlags(), KEEL_BIN, ...nodeArgs(spec)], {
     env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

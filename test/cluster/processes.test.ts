@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extraNodeFlags } from '../../src/cluster/processes.js';
+import { extraNodeFlags, NODE_HEAP_FLAGS, nodeFlags } from '../../src/cluster/processes.js';
 
 describe('KEEL_NODE_FLAGS', () => {
   it('passes Node flags to every node started, split on spaces', () => {
@@ -14,5 +15,24 @@ describe('KEEL_NODE_FLAGS', () => {
     expect(() => extraNodeFlags({ KEEL_NODE_FLAGS: '--a evil.js' })).toThrow(/at most 16 Node flags/);
     expect(() => extraNodeFlags({ KEEL_NODE_FLAGS: Array(17).fill('--x').join(' ') })).toThrow(/at most 16/);
     expect(extraNodeFlags({ KEEL_NODE_FLAGS: Array(16).fill('--x').join(' ') })).toHaveLength(16);
+  });
+});
+
+describe('heap sizing', () => {
+  it('every node started here gets it first, so that KEEL_NODE_FLAGS can override it', () => {
+    expect(NODE_HEAP_FLAGS).toEqual(['--initial-old-space-size=256']);
+    expect(nodeFlags({})).toEqual([...NODE_HEAP_FLAGS]);
+    expect(nodeFlags({ KEEL_NODE_FLAGS: '--initial-old-space-size=64' })).toEqual([
+      ...NODE_HEAP_FLAGS,
+      '--initial-old-space-size=64',
+    ]);
+  });
+
+  it('npm start and the systemd unit start Keel with the same flags', () => {
+    const root = new URL('../../', import.meta.url);
+    const start = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).scripts.start as string;
+    expect(start).toBe(`node ${NODE_HEAP_FLAGS.join(' ')} bin/keel.js run --data-dir ./data`);
+    const unit = readFileSync(new URL('deploy/keel.service', root), 'utf8');
+    expect(unit).toContain(`ExecStart=/usr/bin/node ${NODE_HEAP_FLAGS.join(' ')} /opt/keel/bin/keel.js run`);
   });
 });
