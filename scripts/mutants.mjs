@@ -190,8 +190,8 @@ export const MUTANTS = [
   {
     id: 'identity-grant-permissions',
     file: 'src/model/identity.ts',
-    search: '(Array.isArray(body.permissions) && body.permissions.length > 0);',
-    replace: 'false;',
+    search: '? body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0)',
+    replace: '? body.isAdmin === true || false',
     tests: ['test/api/authz.test.ts'],
   },
   {
@@ -617,6 +617,41 @@ export const MUTANTS = [
     search: 'assert(false, `RaftNode.offer refused with $' + '{err.code}`);',
     replace: 'return ACCEPTED;',
     tests: ['test/cluster/proposer.test.ts'],
+  },
+  {
+    id: 'extend-without-certificate',
+    file: 'src/ops/extend.ts',
+    search: 'requirePresented(row, req.peerCertificates);',
+    replace: '',
+    tests: ['test/api/enroll.test.ts'],
+  },
+  {
+    id: 'rights-patch-by-non-admin',
+    file: 'src/model/identity.ts',
+    search: ': RIGHTS_FIELDS.some((field) => Object.hasOwn(body, field));',
+    replace: ': body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);',
+    tests: ['test/api/errors.test.ts'],
+  },
+  {
+    id: 'mfa-recovery-codes-partial-session',
+    file: 'src/ops/mfa.ts',
+    search: "remove the second factor.\n      access: 'authenticated',",
+    replace: "remove the second factor.\n      access: 'partial',",
+    tests: ['test/api/mfa.test.ts'],
+  },
+  {
+    id: 'mfa-complete-session-guesses-uncounted',
+    file: 'src/ops/mfa.ts',
+    search: 'await refuseCode(svc, session, true);',
+    replace: 'await refuseCode(svc, session, false);',
+    tests: ['test/api/mfa.test.ts'],
+  },
+  {
+    id: 'session-certificates-uncapped-in-apply',
+    file: 'src/model/api-session-certificate.ts',
+    search: 'if (held >= args.max) {',
+    replace: 'if (held >= args.max && false) {',
+    tests: ['test/api/session-certificates.test.ts'],
   },
 ];
 
