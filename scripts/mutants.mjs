@@ -583,13 +583,6 @@ export const MUTANTS = [
   },
   // an identity PUT is for admins only, although identity.update reaches it
   {
-    id: 'identity-put-admins-only',
-    file: 'src/api/entity.ts',
-    search: "if (cfg.adminsOnly && ctx.caller?.identity.isAdmin !== true) throw unauthorized('forbidden');",
-    replace: "if (false) throw unauthorized('forbidden');",
-    tests: ['test/api/identity-put.test.ts'],
-  },
-  {
     id: 'uws-any-transfer-encoding',
     file: 'http/engines/body.ts',
     search:
