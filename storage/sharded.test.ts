@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { shortId } from '../src/util/ids.js';
 import { SHARDS, ShardedMap, ShardedSet, SPLIT_AT, shardOf } from './sharded.js';
+
+/** An id of the API's shape: 9 random bytes, URL-safe base64. */
+const shortId = () => randomBytes(9).toString('base64url');
 
 /** A small deterministic generator (xorshift32), so a failure replays. */
 function rng(seed: number): () => number {
@@ -57,18 +60,18 @@ describe('ShardedMap and ShardedSet', () => {
     expect(new Set(map.keys())).toEqual(new Set(wantMap.keys()));
     expect([...map.values()].sort()).toEqual([...wantMap.values()].sort());
     const visited = new Map<string | number, number>();
-    map.forEach((v, k, m) => {
+    map.forEach(function (this: Map<string | number, number>, v, k, m) {
       expect(m).toBe(map);
-      visited.set(k, v);
-    });
+      this.set(k, v);
+    }, visited);
     expect(visited).toEqual(wantMap);
     expect(new Set(set)).toEqual(wantSet);
     expect(new Set(set.values())).toEqual(wantSet);
     expect([...set.entries()].every(([a, b]) => a === b && wantSet.has(a))).toBe(true);
     const seen: (string | number)[] = [];
-    set.forEach((v) => {
-      seen.push(v);
-    });
+    set.forEach(function (this: (string | number)[], v) {
+      this.push(v);
+    }, seen);
     expect(new Set(seen)).toEqual(wantSet);
     expect(seen.length).toBe(wantSet.size);
   });

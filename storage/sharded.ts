@@ -9,7 +9,8 @@
  * Both start as one native Map/Set and, once they hold SPLIT_AT keys, split into SHARDS of them by a hash of the key,
  * so that a later growth rehashes 1/SHARDS of the keys. They never merge back. Iteration visits the shards in turn:
  * the order is the insertion order until the split and unspecified after it (no caller may rely on it; the store's
- * ordered reads come from SortedRows).
+ * ordered reads come from SortedRows). An iteration must not outlive a change (as no caller does: the store changes
+ * them only when it publishes, synchronously): one begun before the split keeps walking the single map.
  */
 
 /** Keys held before the split into shards (small maps stay one native map: no hashing, no extra objects). */
@@ -84,9 +85,9 @@ export class ShardedMap<K, V> implements ReadonlyMap<K, V> {
     this.count = 0;
   }
 
-  forEach(visit: (value: V, key: K, map: ReadonlyMap<K, V>) => void): void {
-    if (this.one !== null) for (const [k, v] of this.one) visit(v, k, this);
-    else for (const m of this.shards!) for (const [k, v] of m) visit(v, k, this);
+  forEach(visit: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
+    if (this.one !== null) for (const [k, v] of this.one) visit.call(thisArg, v, k, this);
+    else for (const m of this.shards!) for (const [k, v] of m) visit.call(thisArg, v, k, this);
   }
 
   *entries(): MapIterator<[K, V]> {
@@ -157,9 +158,9 @@ export class ShardedSet<K> implements ReadonlySet<K> {
     return true;
   }
 
-  forEach(visit: (value: K, key: K, set: ReadonlySet<K>) => void): void {
-    if (this.one !== null) for (const k of this.one) visit(k, k, this);
-    else for (const s of this.shards!) for (const k of s) visit(k, k, this);
+  forEach(visit: (value: K, key: K, set: ReadonlySet<K>) => void, thisArg?: unknown): void {
+    if (this.one !== null) for (const k of this.one) visit.call(thisArg, k, k, this);
+    else for (const s of this.shards!) for (const k of s) visit.call(thisArg, k, k, this);
   }
 
   *keys(): SetIterator<K> {

@@ -62,10 +62,14 @@ interface RawReply {
 }
 
 /** Writes bytes as they are; collects what comes back until the server closes or `wait_ms` passes. */
-function raw(port: number, text: string, wait_ms = 2_000): Promise<RawReply> {
+/** Sends `text` on a new connection (and `later`, if given, 150 ms after), collecting what comes back. */
+function raw(port: number, text: string, wait_ms = 2_000, later?: string): Promise<RawReply> {
   return new Promise((resolve) => {
     const started = Date.now();
-    const socket = net.connect(port, HOST, () => socket.write(text));
+    const socket = net.connect(port, HOST, () => {
+      socket.write(text);
+      if (later !== undefined) setTimeout(() => socket.writable && socket.write(later), 150);
+    });
     let data = '';
     let done = false;
     const finish = (end: RawReply['end']) => {
@@ -332,6 +336,17 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     );
     expect(r.data.match(/HTTP\/1\.1 \d{3}/g) ?? []).toEqual(engine === 'node' ? ['HTTP/1.1 400'] : []);
     expect(r.end).toBe('closed');
+  });
+
+  it('a request smuggled in a later write behind refused framing is never served, HEAD included', async () => {
+    const get = 'GET /x HTTP/1.1\r\nhost: a\r\n\r\n';
+    for (const method of ['POST', 'HEAD']) {
+      for (const framing of [`content-length: 0\r\ncontent-length: ${get.length}`, 'transfer-encoding: xchunked']) {
+        const r = await raw(port, `${method} /x HTTP/1.1\r\nhost: a\r\n${framing}\r\n\r\n`, 1_000, get);
+        expect(r.data.match(/HTTP\/1\.1 \d{3}/g), `${method} ${framing}: ${r.data}`).toEqual(['HTTP/1.1 400']);
+        expect(r.end).not.toBe('timeout');
+      }
+    }
   });
 
   it('chunk extensions: node reads the body; this uWS build closes without an answer', async () => {

@@ -237,7 +237,9 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       return;
     }
     if (framing.kind === 'invalid') {
-      refuseLater(res, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), head);
+      // answered as to a GET even for HEAD: only end(…, true) closes the connection in this uWS build (a HEAD
+      // answer keeps it, and a request smuggled behind would be served); the connection ends after these bytes
+      refuseLater(res, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), false);
       return;
     }
     const tooLarge = framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes;

@@ -71,6 +71,11 @@ export interface NodeProcess {
   exited: Promise<{ code: number | null; signal: string | null }>;
 }
 
+/** The arguments of `node` for a member: the Node flags (nodeFlags), the keel binary, then nodeArgs. */
+export function nodeCommand(spec: NodeSpec, env: NodeJS.ProcessEnv = process.env): string[] {
+  return [...nodeFlags(env), KEEL_BIN, ...nodeArgs(spec)];
+}
+
 export function nodeArgs(spec: NodeSpec): string[] {
   const host = spec.host ?? '127.0.0.1';
   const args = [
@@ -92,7 +97,7 @@ export function nodeArgs(spec: NodeSpec): string[] {
 
 /** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
 export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [...nodeFlags(), KEEL_BIN, ...nodeArgs(spec)], {
+  const child = spawn(process.execPath, nodeCommand(spec), {
     env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

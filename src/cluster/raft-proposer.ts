@@ -143,7 +143,14 @@ export class RaftProposer implements Proposer {
       void this.drive(w, data, null);
     } else {
       this.send(leader, term, data).then((sent) => {
-        const answer = answerOf(sent);
+        let answer: ForwardResult | null;
+        try {
+          answer = answerOf(sent);
+        } catch (err) {
+          // an invariant failure (a refusal offer never gives): the write fails with it, as in drive
+          this.settle(w, undefined, err);
+          return;
+        }
         if (answer === null || !answer.ok) void this.drive(w, data, { leader, term, answer });
       });
     }

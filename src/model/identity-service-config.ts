@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { s } from '../schema/s.js';
 import { entityRef } from './common.js';
@@ -42,4 +43,13 @@ export const identityServiceConfigs: Entity<'identity-service-configs', typeof i
 /** The unique slot of an identity's config for a service and a config type. */
 export function serviceConfigSlot(identityId: string, serviceId: string, configTypeId: string): string {
   return `${identityId} ${serviceId} ${configTypeId}`;
+}
+
+/**
+ * The id of the row that fills a slot: derived from the slot, so that concurrent writes to one slot replace each
+ * other at apply time, and opaque (a digest), so that an answer naming the row (a 409 listing what references a
+ * config) reveals no identity or service id.
+ */
+export function serviceConfigRowId(slot: string): string {
+  return createHash('sha256').update(slot).digest('base64url').slice(0, 22);
 }

@@ -5,7 +5,7 @@ import { listEnvelope, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { empty, listEnvelope as listEnvelopeSchema, ref } from '../model/common.js';
 import { identities } from '../model/identity.js';
-import { serviceConfigDetail, serviceConfigSlot } from '../model/identity-service-config.js';
+import { serviceConfigDetail, serviceConfigRowId, serviceConfigSlot } from '../model/identity-service-config.js';
 import type { Command } from '../model/rows.js';
 import { s } from '../schema/s.js';
 
@@ -97,18 +97,19 @@ export function serviceConfigOps(): OpDef<unknown>[] {
         for (const pair of ctx.body)
           slots.set(serviceConfigSlot(identityId, pair.serviceId, configTypeOf(ctx.svc, pair)), pair);
         for (const [slot, pair] of slots) {
-          // a config of the same type for the same service replaces the one there: the row's id is its slot, so
-          // that the replacement holds at apply time too (a request racing with this one may fill the slot after
-          // the lookup below; its row is then the one deleted by id). The lookup finds rows stored under other ids.
+          // a config of the same type for the same service replaces the one there: the row's id is derived from its
+          // slot (serviceConfigRowId), so that the replacement holds at apply time too (a request racing with this
+          // one may fill the slot after the lookup below; its row is then the one deleted by id). The lookup finds
+          // rows stored under other ids.
+          const id = serviceConfigRowId(slot);
           for (const old of ctx.svc.store.lookup('identity-service-configs', 'slot', slot)) {
-            if (old !== slot)
-              ops.push({ op: 'delete', entity: 'identity-service-configs', id: old, at, ifExists: true });
+            if (old !== id) ops.push({ op: 'delete', entity: 'identity-service-configs', id: old, at, ifExists: true });
           }
-          ops.push({ op: 'delete', entity: 'identity-service-configs', id: slot, at, ifExists: true });
+          ops.push({ op: 'delete', entity: 'identity-service-configs', id, at, ifExists: true });
           ops.push({
             op: 'create',
             entity: 'identity-service-configs',
-            id: slot,
+            id,
             data: { identityId, ...pair, slot },
             at,
           });

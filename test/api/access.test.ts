@@ -736,8 +736,12 @@ describe('client view of services', () => {
       404,
       'NOT_FOUND',
     );
-    // a config an identity uses cannot be deleted (OpenZiti: "config is in use by identity … for service …")
-    expectError(await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token }), 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    // a config an identity uses cannot be deleted (OpenZiti: "config is in use by identity … for service …"); the
+    // answer names the referencing row by an opaque id, not by the identity's or the service's
+    const inUse = await call('DELETE', `${srv.mgmt}/configs/${c3}`, { token });
+    expectError(inUse, 409, 'CAN_NOT_DELETE_REFERENCED_ENTITY');
+    expect(inUse.text).not.toContain(user.id);
+    expect(inUse.text).not.toContain(svcId);
     const remove = (body?: unknown) =>
       conformant(M, 'DELETE', '/identities/{id}/service-configs', srv.base, { token, params, body });
     expect((await remove([{ serviceId: svcId, configId: c2 }])).status).toBe(200);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { extraNodeFlags, NODE_HEAP_FLAGS, nodeFlags } from '../../src/cluster/processes.js';
+import { extraNodeFlags, KEEL_BIN, NODE_HEAP_FLAGS, nodeCommand, nodeFlags } from '../../src/cluster/processes.js';
 
 describe('KEEL_NODE_FLAGS', () => {
   it('passes Node flags to every node started, split on spaces', () => {
@@ -26,6 +26,11 @@ describe('heap sizing', () => {
       ...NODE_HEAP_FLAGS,
       '--initial-old-space-size=64',
     ]);
+    // what startNode runs: the flags, the binary, its arguments
+    const spec = { id: 'n1', dataDir: '/tmp/n1', apiPort: 0, peerPort: 0 };
+    const argv = nodeCommand(spec, { KEEL_NODE_FLAGS: '--cpu-prof' });
+    expect(argv.slice(0, 3)).toEqual([...NODE_HEAP_FLAGS, '--cpu-prof', KEEL_BIN]);
+    expect(argv.slice(3, 6)).toEqual(['run', '--node-id', 'n1']);
   });
 
   it('npm start and the systemd unit start Keel with the same flags', () => {

@@ -91,6 +91,15 @@ describe('proposeOnLeader', () => {
   it('never takes a refusal it does not know for an accepted entry: an invariant failure', async () => {
     const odd = offeringNode(() => new RaftError('timeout', 'not an offer refusal'));
     await expect(proposeOnLeader(odd, [new Uint8Array(1)], 1)).rejects.toThrow(/invariant violated/);
+    // the proposer's first attempt on the leader fails the write with it (no unhandled rejection)
+    const s = await store();
+    try {
+      const forward = async (): Promise<ForwardResult> => ({ ok: false, code: 'stopped' });
+      const p = new RaftProposer(odd, new StoreStateMachine(s), forward, undefined, OPTS);
+      await expect(p.propose(create('policies', 'a', { name: 'A' }))).rejects.toThrow(/invariant violated/);
+    } finally {
+      await s.close();
+    }
   });
 
   it('answers each command of a forward message on its own, in order', async () => {
