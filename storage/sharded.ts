@@ -43,86 +43,107 @@ export function shardOf(key: unknown): number {
   return 0;
 }
 
-/** A Map<K, V> that splits into shards at SPLIT_AT keys (see the module's comment). */
-export class ShardedMap<K, V> implements ReadonlyMap<K, V> {
-  private one: Map<K, V> | null = new Map();
-  private shards: Map<K, V>[] | null = null;
-  private count = 0;
+/** What ShardedMap and ShardedSet share: one native collection, split into SHARDS of them at SPLIT_AT keys. */
+abstract class Sharded<K, C extends Map<K, unknown> | Set<K>> {
+  protected one: C | null = this.fresh();
+  protected shards: C[] | null = null;
+  protected count = 0;
+
+  /** An empty native collection of the kind held. */
+  protected abstract fresh(): C;
+  /** Puts every key (and value) of `from` into its shard of `shards`. */
+  protected abstract place(from: C, shards: C[]): void;
 
   get size(): number {
     return this.count;
   }
 
-  get(key: K): V | undefined {
-    return this.one !== null ? this.one.get(key) : this.shards![shardOf(key)]!.get(key);
-  }
-
   has(key: K): boolean {
-    return this.one !== null ? this.one.has(key) : this.shards![shardOf(key)]!.has(key);
-  }
-
-  set(key: K, value: V): this {
-    const m = this.one ?? this.shards![shardOf(key)]!;
-    const before = m.size;
-    m.set(key, value);
-    if (m.size !== before) {
-      this.count++;
-      if (this.one !== null && this.count >= SPLIT_AT) this.split();
-    }
-    return this;
+    return this.partOf(key).has(key);
   }
 
   delete(key: K): boolean {
-    const m = this.one ?? this.shards![shardOf(key)]!;
-    if (!m.delete(key)) return false;
+    if (!this.partOf(key).delete(key)) return false;
     this.count--;
     return true;
   }
 
   clear(): void {
-    this.one = new Map();
+    this.one = this.fresh();
     this.shards = null;
     this.count = 0;
   }
 
-  forEach(visit: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
-    if (this.one !== null) for (const [k, v] of this.one) visit.call(thisArg, v, k, this);
-    else for (const m of this.shards!) for (const [k, v] of m) visit.call(thisArg, v, k, this);
+  /** The native collection that holds `key`, or would. */
+  protected partOf(key: K): C {
+    return this.one ?? this.shards![shardOf(key)]!;
   }
 
-  *entries(): MapIterator<[K, V]> {
-    if (this.one !== null) yield* this.one.entries();
-    else for (const m of this.shards!) yield* m.entries();
+  /** After an insert into `part`, whose size was `before`: counts a new key, and splits at SPLIT_AT. */
+  protected counted(part: C, before: number): void {
+    if (part.size === before) return;
+    this.count++;
+    if (this.one !== null && this.count >= SPLIT_AT) this.split();
   }
 
-  *keys(): MapIterator<K> {
-    if (this.one !== null) yield* this.one.keys();
-    else for (const m of this.shards!) yield* m.keys();
+  /** The native collections holding the keys, to iterate one after the other. */
+  protected parts(): readonly C[] {
+    return this.one !== null ? [this.one] : this.shards!;
   }
 
-  *values(): MapIterator<V> {
-    if (this.one !== null) yield* this.one.values();
-    else for (const m of this.shards!) yield* m.values();
-  }
-
-  [Symbol.iterator](): MapIterator<[K, V]> {
-    return this.entries();
-  }
-
-  private split(): void {
-    const shards = Array.from({ length: SHARDS }, () => new Map<K, V>());
-    for (const [k, v] of this.one!) shards[shardOf(k)]!.set(k, v);
+  protected split(): void {
+    const shards = Array.from({ length: SHARDS }, () => this.fresh());
+    this.place(this.one!, shards);
     this.shards = shards;
     this.one = null;
   }
 }
 
-/** A Set<K> that splits into shards at SPLIT_AT keys (see the module's comment). */
-export class ShardedSet<K> implements ReadonlySet<K> {
-  private one: Set<K> | null = new Set();
-  private shards: Set<K>[] | null = null;
-  private count = 0;
+/** A Map<K, V> that splits into shards at SPLIT_AT keys (see the module's comment). */
+export class ShardedMap<K, V> extends Sharded<K, Map<K, V>> implements ReadonlyMap<K, V> {
+  protected fresh(): Map<K, V> {
+    return new Map();
+  }
 
+  protected place(from: Map<K, V>, shards: Map<K, V>[]): void {
+    for (const [k, v] of from) shards[shardOf(k)]!.set(k, v);
+  }
+
+  get(key: K): V | undefined {
+    return this.partOf(key).get(key);
+  }
+
+  set(key: K, value: V): this {
+    const m = this.partOf(key);
+    const before = m.size;
+    m.set(key, value);
+    this.counted(m, before);
+    return this;
+  }
+
+  forEach(visit: (value: V, key: K, map: ReadonlyMap<K, V>) => void, thisArg?: unknown): void {
+    for (const m of this.parts()) for (const [k, v] of m) visit.call(thisArg, v, k, this);
+  }
+
+  *entries(): MapIterator<[K, V]> {
+    for (const m of this.parts()) yield* m.entries();
+  }
+
+  *keys(): MapIterator<K> {
+    for (const m of this.parts()) yield* m.keys();
+  }
+
+  *values(): MapIterator<V> {
+    for (const m of this.parts()) yield* m.values();
+  }
+
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    return this.entries();
+  }
+}
+
+/** A Set<K> that splits into shards at SPLIT_AT keys (see the module's comment). */
+export class ShardedSet<K> extends Sharded<K, Set<K>> implements ReadonlySet<K> {
   /** A ShardedSet of the keys of `set` (which it takes over: the caller drops it). */
   static of<K>(set: Set<K>): ShardedSet<K> {
     const s = new ShardedSet<K>();
@@ -132,40 +153,28 @@ export class ShardedSet<K> implements ReadonlySet<K> {
     return s;
   }
 
-  get size(): number {
-    return this.count;
+  protected fresh(): Set<K> {
+    return new Set();
   }
 
-  has(key: K): boolean {
-    return this.one !== null ? this.one.has(key) : this.shards![shardOf(key)]!.has(key);
+  protected place(from: Set<K>, shards: Set<K>[]): void {
+    for (const k of from) shards[shardOf(k)]!.add(k);
   }
 
   add(key: K): this {
-    const s = this.one ?? this.shards![shardOf(key)]!;
+    const s = this.partOf(key);
     const before = s.size;
     s.add(key);
-    if (s.size !== before) {
-      this.count++;
-      if (this.one !== null && this.count >= SPLIT_AT) this.split();
-    }
+    this.counted(s, before);
     return this;
   }
 
-  delete(key: K): boolean {
-    const s = this.one ?? this.shards![shardOf(key)]!;
-    if (!s.delete(key)) return false;
-    this.count--;
-    return true;
-  }
-
   forEach(visit: (value: K, key: K, set: ReadonlySet<K>) => void, thisArg?: unknown): void {
-    if (this.one !== null) for (const k of this.one) visit.call(thisArg, k, k, this);
-    else for (const s of this.shards!) for (const k of s) visit.call(thisArg, k, k, this);
+    for (const s of this.parts()) for (const k of s) visit.call(thisArg, k, k, this);
   }
 
   *keys(): SetIterator<K> {
-    if (this.one !== null) yield* this.one.keys();
-    else for (const s of this.shards!) yield* s.keys();
+    for (const s of this.parts()) yield* s.keys();
   }
 
   values(): SetIterator<K> {
@@ -178,12 +187,5 @@ export class ShardedSet<K> implements ReadonlySet<K> {
 
   [Symbol.iterator](): SetIterator<K> {
     return this.keys();
-  }
-
-  private split(): void {
-    const shards = Array.from({ length: SHARDS }, () => new Set<K>());
-    for (const k of this.one!) shards[shardOf(k)]!.add(k);
-    this.shards = shards;
-    this.one = null;
   }
 }
