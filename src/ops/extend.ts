@@ -8,6 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { Errors } from '../api/errors.js';
 import { type ApiName, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty } from '../api/respond.js';
+import { clientChainOf } from '../auth/chain-cache.js';
 import { caBundle, signCsrOrRefuse } from '../auth/enrollment.js';
 import { ownAuthenticator } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
@@ -49,12 +50,12 @@ function extendable(row: RowFor<'authenticators'>): RowFor<'authenticators'> {
 /**
  * The request shows the authenticator's certificate in force as its TLS client certificate (OpenZiti's
  * ExtendCertForIdentity): a new certificate is signed only for the holder of the current one's key, not for any
- * session of the identity (a password login, a leaked session token). 401 UNAUTHORIZED otherwise.
+ * session of the identity (a password login, a leaked session token). The leaf only, as certificate logins read it
+ * (clientChainOf): the handshake proves the key of the leaf, not of the certificates sent behind it. 401
+ * UNAUTHORIZED otherwise.
  */
 function requirePresented(row: RowFor<'authenticators'>, peerCertificates: Buffer[] | undefined): void {
-  if (!(peerCertificates ?? []).some((der) => fingerprintOfDer(der) === row.fingerprint)) {
-    throw Errors.UNAUTHORIZED();
-  }
+  if (clientChainOf(peerCertificates)?.fingerprint !== row.fingerprint) throw Errors.UNAUTHORIZED();
 }
 
 /** The SPKI of a PEM certificate's key, to tell whether an extension rolled the key. */

@@ -570,6 +570,15 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
         body: { clientCertCsr: newCsr },
       });
       expect([wrongCert.status, wrongCert.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
+      // the certificate in force sent behind another leaf proves nothing: the handshake proves the leaf's key
+      const behind = await tlsCall('POST', extendUrl, {
+        ca,
+        token: session,
+        key: foreignCert.key,
+        cert: `${foreignCert.cert.trim()}\n${me.cert.trim()}\n`,
+        body: { clientCertCsr: newCsr },
+      });
+      expect([behind.status, behind.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
       const bad = await tlsCall('POST', extendUrl, { ca, token: session, ...held, body: { clientCertCsr: 'junk' } });
       expect([bad.status, bad.body.error.code]).toEqual([400, 'COULD_NOT_PROCESS_CSR']);
       const extended = await tlsCall('POST', extendUrl, {
