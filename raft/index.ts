@@ -26,6 +26,7 @@ export {
   type LinkCheck,
   type LinkRefusal,
   LinkRefusedError,
+  printable,
   rejectUpgrade,
 } from './transport/handshake.js';
 export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';

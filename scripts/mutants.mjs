@@ -581,7 +581,6 @@ export const MUTANTS = [
     replace: '    if (!cluster) return;',
     tests: ['src/auth/catch-up.test.ts'],
   },
-  // an identity PUT is for admins only, although identity.update reaches it
   {
     id: 'uws-any-transfer-encoding',
     file: 'http/engines/body.ts',
@@ -593,8 +592,8 @@ export const MUTANTS = [
   {
     id: 'uws-refusal-in-callback',
     file: 'http/engines/uws.ts',
-    search: 'setImmediate(() => writeLater(res, ex, out, head, true));',
-    replace: 'writeLater(res, ex, out, head, true);',
+    search: 'setImmediate(() => writeLater(res, ex, out, false, true));',
+    replace: 'writeLater(res, ex, out, false, true);',
     tests: ['http/engines/edge.test.ts'],
   },
   {

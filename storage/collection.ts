@@ -248,11 +248,16 @@ export interface IdSetMap<K> {
   delete(key: K): unknown;
 }
 
-/** Adds `id` to the ids holding `v`; a native Set becomes a ShardedSet at SPLIT_AT ids. */
+/** `set` as an IdSet is held: a ShardedSet (taking it over) once it holds SPLIT_AT ids, else itself. */
+export function idSetOf(set: Set<string>): IdSet {
+  return set.size >= SPLIT_AT ? ShardedSet.of(set) : set;
+}
+
+/** Adds `id` to the ids holding `v` (idSetOf: a native Set becomes a ShardedSet at SPLIT_AT ids). */
 export function addId<K>(v: K, map: IdSetMap<K>, id: string): void {
   const set = map.get(v);
   if (set === undefined) map.set(v, new Set([id]));
-  else if (set.add(id).size >= SPLIT_AT && set instanceof Set) map.set(v, ShardedSet.of(set));
+  else if (set.add(id).size >= SPLIT_AT && set instanceof Set) map.set(v, idSetOf(set));
 }
 
 /** Removes `id` from the ids holding `v`, and `v` from the map once no id holds it. */

@@ -1,6 +1,6 @@
-import { addId, type IdSet, indexValues, removeId } from './collection.js';
+import { addId, type IdSet, idSetOf, indexValues, removeId } from './collection.js';
 import type { Change, DerivedIndex, PublishedState } from './derived.js';
-import { ShardedMap, ShardedSet, SPLIT_AT } from './sharded.js';
+import { ShardedMap, ShardedSet } from './sharded.js';
 import { assert, type Row } from './types.js';
 
 /** A policy's role list, parsed: `#all`, `@id` entries and `#attr` entries, with its semantic. */
@@ -154,7 +154,7 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
       for (const t of prev) if (!next.has(t)) removeId(t, this.matching, row.id);
     }
     for (const t of next) if (!prev?.has(t)) addId(t, this.matching, row.id);
-    if (next.size > 0) this.matched.set(row.id, next.size >= SPLIT_AT ? ShardedSet.of(next) : next);
+    if (next.size > 0) this.matched.set(row.id, idSetOf(next));
     else this.matched.delete(row.id);
   }
 

@@ -195,11 +195,13 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
    * corked, and this uWS build forgets the close when the same read holds a further request. It parses on with
    * its own framing (the first `content-length`) and routes that request, which a proxy reading the framing
    * otherwise sent as body: request smuggling. Out of the callback `end(…, true)` closes at once; a request uWS
-   * parses before then on this connection makes it close the connection, this answer unsent.
+   * parses before then on this connection makes it close the connection, this answer unsent. Answered as to a GET
+   * even for HEAD: only end(…, true) closes the connection in this build (a HEAD answer keeps it, and a request
+   * smuggled behind would be served); the connection ends after these bytes.
    */
-  function refuseLater(res: UwsResponse, out: HttpResponse, head: boolean): void {
+  function refuseLater(res: UwsResponse, out: HttpResponse): void {
     const ex = begin(res);
-    setImmediate(() => writeLater(res, ex, out, head, true));
+    setImmediate(() => writeLater(res, ex, out, false, true));
   }
 
   function onRequest(res: UwsResponse, ureq: UwsRequest): void {
@@ -237,9 +239,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
       return;
     }
     if (framing.kind === 'invalid') {
-      // answered as to a GET even for HEAD: only end(…, true) closes the connection in this uWS build (a HEAD
-      // answer keeps it, and a request smuggled behind would be served); the connection ends after these bytes
-      refuseLater(res, app.reject(Errors.COULD_NOT_PARSE_BODY(), req), false);
+      refuseLater(res, app.reject(Errors.COULD_NOT_PARSE_BODY(), req));
       return;
     }
     const tooLarge = framing.kind === 'fixed' && framing.bytes > app.maxBodyBytes;

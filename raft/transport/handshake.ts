@@ -70,8 +70,8 @@ export function answerWithLinkHeaders(wss: WebSocketServer, link: LinkCheck): vo
   });
 }
 
-/** `v` with every character outside printable ASCII replaced by `?` (safe in a header line). */
-const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
+/** `v` with every character outside printable ASCII replaced by `?` (safe in a header or a log line). */
+export const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
 
 /**
  * Refuses an upgrade request on its raw socket: `status` with its standard reason phrase, `headers` (made

@@ -18,6 +18,7 @@ import {
   type LinkRefusal,
   LinkRefusedError,
   type NodeId,
+  printable,
   rejectUpgrade,
   type WebSocketTransportOptions,
 } from '../../raft/index.js';
@@ -45,9 +46,6 @@ const MAX_REASON_CHARS = 512;
 export function acceptedRange(version: number): { min: number; max: number } {
   return { min: Math.max(OLDEST_SPOKEN_VERSION, version - 1), max: version + 1 };
 }
-
-/** `v` with every character outside printable ASCII replaced by `?` (safe in a header or a log line). */
-const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
 
 function echo(v: string, max_chars = MAX_ECHO_CHARS): string {
   const safe = printable(v);

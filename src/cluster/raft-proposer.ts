@@ -339,7 +339,7 @@ export class RaftProposer implements Proposer {
  */
 export async function proposeOnLeader(node: RaftNode, items: Uint8Array[], term: number): Promise<ForwardResult[]> {
   const refusals = await node.offer(items, term);
-  return refusals.map((err) => (err === null ? ACCEPTED : refusal(err)));
+  return refusals.map(resultOf);
 }
 
 const ACCEPTED: ForwardResult = Object.freeze({ ok: true });
@@ -347,7 +347,11 @@ const ACCEPTED: ForwardResult = Object.freeze({ ok: true });
 /** An attempt's answer (Sent): accepted, a refusal (nothing proposed), or null (sent without an answer). */
 function answerOf(sent: Sent): ForwardResult | null {
   if (!Array.isArray(sent)) return sent;
-  const err = sent[0]!;
+  return resultOf(sent[0]!);
+}
+
+/** What an offer's answer for one item means: null accepted, else its refusal. */
+function resultOf(err: RaftError | null): ForwardResult {
   return err === null ? ACCEPTED : refusal(err);
 }
 
