@@ -42,6 +42,9 @@ export function commandApplier<M extends RowMap>(schema: Schema<M>, txn: Txn<M>)
 }
 
 class Context implements ApplyContext {
+  /** The field checkRow is checking, for its visitors (one per group of commands: nothing allocated per row). */
+  private readonly fieldCheck = new FieldCheck();
+
   constructor(
     private readonly schema: Schema,
     readonly txn: Txn,
@@ -215,7 +218,7 @@ class Context implements ApplyContext {
    */
   private checkRow(def: EntityDef, row: Row, old: Row | undefined): void {
     const fields = checkedFields(def);
-    const c = FIELD_CHECK;
+    const c = this.fieldCheck;
     c.def = def;
     c.row = row;
     for (let i = 0; i < fields.length; i++) {
@@ -277,8 +280,7 @@ class Context implements ApplyContext {
 
 /**
  * The field `checkRow` is checking, read by its visitors (`forEachIndexValue` passes them the context and this; no
- * closure, nothing allocated per row). One for the process, set field by field: apply is synchronous and the
- * visitors never start another check. It holds the last field checked until the next check.
+ * closure, nothing allocated per row). One per Context, set field by field.
  */
 class FieldCheck {
   def!: EntityDef;
@@ -290,7 +292,6 @@ class FieldCheck {
   /** The `@id`s of a role list that name no row. */
   missing: string[] | undefined = undefined;
 }
-const FIELD_CHECK = new FieldCheck();
 
 /** Every `@id` a role list gains names an existing row (values the old row held are not checked again). */
 function checkRoleId(v: unknown, ctx: Context, c: FieldCheck): void {
