@@ -561,8 +561,8 @@ export const MUTANTS = [
   {
     id: 'catch-up-first-ignored',
     file: 'src/api/register.ts',
-    search: '    if (op.catchUpFirst === true && svc.cluster !== null) {',
-    replace: '    if (false) {',
+    search: 'if (op.catchUpFirst === true && svc.cluster !== null) return afterCatchUp(req);',
+    replace: 'if (false) return afterCatchUp(req);',
     tests: ['test/cluster/credentials-across-members.test.ts'],
   },
   // the catch-up wait is bounded in time and in number

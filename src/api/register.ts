@@ -116,12 +116,13 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
     if (res instanceof Promise) return res.then((r) => finish(caller, r));
     return finish(caller, res);
   };
+  /** Runs `req` once this member has applied everything committed, the caller read as of then. */
+  const afterCatchUp = (req: HttpRequest): Promise<HttpResponse> =>
+    svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));
   return (req: HttpRequest): HttpResponse | Promise<HttpResponse> => {
     // Waited for before the caller is read, so the caller (and the session headers of the answer) are as of then.
     // Every such request pays it, failed and successful alike: its time says nothing about the credential.
-    if (op.catchUpFirst === true && svc.cluster !== null) {
-      return svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));
-    }
+    if (op.catchUpFirst === true && svc.cluster !== null) return afterCatchUp(req);
     let caller: Caller | null;
     try {
       caller = authenticate(op, req, svc);
@@ -129,7 +130,7 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
       // A cluster member may not have applied a session another member just created: a token it does not know is
       // confirmed after a read barrier (everything committed is then applied here) before it answers 401.
       if (!(err instanceof UnknownTokenError)) throw err;
-      return svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));
+      return afterCatchUp(req);
     }
     return run(req, caller);
   };

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeClusterView } from '../support/cluster-view.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
 describe('API session expiry and activity', () => {
@@ -121,18 +122,12 @@ describe('sessions on a cluster member', () => {
     });
     // this node as a cluster member (its leadership and read barrier scripted)
     srv.ctl.svc.cluster = {
-      id: 'n1',
+      ...fakeClusterView('n1', () => []),
       raft: { isLeader: () => leader },
       readBarrier: () => {
         barriers++;
         return barrier();
       },
-      peerCertPem: null,
-      memberView: () => [],
-      peerRefusal: () => null,
-      addMemberAt: async () => 'x',
-      removeMember: async () => {},
-      transferLeadership: async () => {},
     };
   });
   afterAll(async () => {

@@ -102,8 +102,7 @@ describe('MFA wrong codes across a cluster', () => {
  * only when the returned `release` is called (at the latest by `done`).
  */
 function laggingMember(): { via: TestServer; lagging: TestServer; release: () => void; done: () => void } {
-  const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
-  const via = nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
+  const via = leader();
   const lagging = nodes.find((n) => n !== via)!;
   const sm = lagging.ctl.cluster!.sm;
   const apply = sm.apply;
@@ -126,7 +125,7 @@ function laggingMember(): { via: TestServer; lagging: TestServer; release: () =>
 
 describe('a login on a member that has not applied the credential yet', () => {
   it('waits for the member to catch up: a password set through one member logs in at once on a lagging one', async () => {
-    const { via: first } = laggingMemberless();
+    const first = leader();
     const admin = await login(first.base);
     const created = await call('POST', `${first.mgmt}/identities`, {
       token: admin,
@@ -154,7 +153,7 @@ describe('a login on a member that has not applied the credential yet', () => {
   });
 
   it('an ext-jwt secondary step sent to a lagging member completes the partial session made on another', async () => {
-    const { via: first } = laggingMemberless();
+    const first = leader();
     const admin = await login(first.base);
     const ca = await createRootCa({ commonName: 'lag-ext-jwt-signer' });
     const signer = await call('POST', `${first.mgmt}/external-jwt-signers`, {
@@ -223,8 +222,8 @@ describe('a login on a member that has not applied the credential yet', () => {
   });
 });
 
-/** The leader (where the setup writes go), without holding anyone. */
-function laggingMemberless(): { via: TestServer } {
+/** The member the others name as leader (the first node if none is named yet). */
+function leader(): TestServer {
   const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
-  return { via: nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]! };
+  return nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
 }
