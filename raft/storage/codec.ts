@@ -102,7 +102,7 @@ export function decodeSegmentKey(key: Buffer): number {
 }
 
 /** Bytes a segment holding `entries[start..end)` takes. */
-export function segmentSize_bytes(entries: readonly Entry[], start = 0, end = entries.length): number {
+function segmentSize_bytes(entries: readonly Entry[], start = 0, end = entries.length): number {
   let n = SEGMENT_HEADER_BYTES;
   for (let i = start; i < end; i++) n += segmentEntry_bytes(entries[i]!);
   return n;
