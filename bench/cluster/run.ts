@@ -6,7 +6,11 @@
  * Like Keel's, etcd's peer links are mutual TLS (`--etcd-peer-plain`: plain HTTP, as before 2026-11-26).
  *
  *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256] [--via all|leader|followers]
- *                            [--etcd-peer-plain] [--warmup S]
+ *                            [--etcd-peer-plain] [--warmup S] [--rounds R]
+ *
+ * Both clusters are up together; each level runs once per round, Keel's and etcd's back to back (Keel first in odd
+ * rounds, etcd first in even ones), so each ratio pairs two measurements taken seconds apart. With R > 1 the
+ * comparison gives each concurrency's median over the rounds and the range of the per-round ratios.
  *
  * Everything started here is stopped at the end, also on failure or Ctrl-C; the run is bounded in time.
  */
@@ -32,6 +36,8 @@ export interface ClusterBenchOptions {
   etcdPeers: EtcdPeers;
   /** Seconds of load at c = 16 before the first measured level, the same for both systems (3; `--quick` 1). */
   warmup_s: number;
+  /** Times each level runs on each system, Keel and etcd alternating (`--rounds R`, 1..MAX_ROUNDS; default 1). */
+  rounds: number;
 }
 
 type Via = 'all' | 'leader' | 'followers';
@@ -46,6 +52,8 @@ export function viaPorts(ports: number[], leader: number, via: Via): number[] {
 const MAX_TRIALS = 1000;
 const MAX_CONCURRENCY = 4096;
 const MAX_WARMUP_S = 600;
+/** At most 9 rounds: a level's name prefix carries its round as one digit (levelPrefix). */
+const MAX_ROUNDS = 9;
 /** Target of issue 8: Keel ≥ 2× etcd's writes/s with a p99 no worse than etcd's; failover p99 ≤ 1.5 s. */
 const TARGET_WRITES_RATIO = 2;
 const TARGET_FAILOVER_P99_MS = 1500;
@@ -58,6 +66,7 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
     via: 'all',
     etcdPeers: 'tls',
     warmup_s: 3,
+    rounds: 1,
   };
   let trials: number | undefined;
   let warmup_s: number | undefined;
@@ -68,6 +77,7 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
     else if (a === '--concurrency') opts.concurrencies = String(argv[++i]).split(',').map(Number);
     else if (a === '--etcd-peer-plain') opts.etcdPeers = 'plain';
     else if (a === '--warmup') warmup_s = Number(argv[++i]);
+    else if (a === '--rounds') opts.rounds = Number(argv[++i]);
     else if (a === '--via') {
       const v = argv[++i] as Via;
       if (!VIAS.includes(v)) throw new Error(`--via takes ${VIAS.join('|')}`);
@@ -78,6 +88,9 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
   opts.warmup_s = warmup_s ?? (opts.quick ? 1 : 3);
   if (!Number.isInteger(opts.warmup_s) || opts.warmup_s < 1 || opts.warmup_s > MAX_WARMUP_S) {
     throw new Error(`--warmup must be an integer in 1..${MAX_WARMUP_S} (seconds)`);
+  }
+  if (!Number.isInteger(opts.rounds) || opts.rounds < 1 || opts.rounds > MAX_ROUNDS) {
+    throw new Error(`--rounds must be an integer in 1..${MAX_ROUNDS}`);
   }
   if (!Number.isInteger(opts.trials) || opts.trials < 0 || opts.trials > MAX_TRIALS) {
     throw new Error(`--trials must be an integer in 0..${MAX_TRIALS}`);
@@ -90,50 +103,96 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
   return opts;
 }
 
-function describe(name: string, r: WrkResult): string {
+function describe(name: string, r: WrkResult, round: string): string {
   const errors = r.httpErrors + r.socketErrors;
   return (
-    `  ${name} c=${r.connections} (${r.threads} wrk threads, ${r.perPort.join('/')} connections per member): ` +
+    `  ${name} c=${r.connections}${round} (${r.threads} wrk threads, ${r.perPort.join('/')} connections per member): ` +
     `${fmt(r.writesPerSec)} writes/s, p50 ${fmt(r.p50_ms, 2)} ms, p99 ${fmt(r.p99_ms, 2)} ms ` +
     `(p90 ${fmt(r.p90_ms, 2)}, p99.9 ${fmt(r.p999_ms, 2)}), max ` +
     `${fmt(r.max_ms, 1)} ms${errors > 0 ? `, ERRORS: ${r.httpErrors} HTTP ≥ 400, ${r.socketErrors} socket` : ', 0 errors'}`
   );
 }
 
-/** The name prefix of one load level (the warm-up is level 0): the same length at every level. */
-const levelPrefix = (name: string, c: number) => `${name[0]}${String(c).padStart(4, '0')}`;
+/**
+ * The name prefix of one load level: the system's initial, the round (one digit; the warm-up is round 0 at c = 0)
+ * and the concurrency (base 36, three digits: up to 46 655), five characters at every level, so that every request
+ * body has the same size, and the same as before rounds (59-byte bodies).
+ */
+export const levelPrefix = (name: string, round: number, c: number) =>
+  `${name[0]}${round}${c.toString(36).padStart(3, '0')}`;
 
-/** Loads `target` at each concurrency after a short warm-up, printing each level as it completes. */
-async function loadLevels(
-  name: string,
-  target: Target,
-  opts: ClusterBenchOptions,
-  duration_s: number,
-  warmup_s: number,
-  dir: string,
-  procs: Accounted[],
-  maxTerm?: () => Promise<number>,
-): Promise<WrkResult[]> {
-  await runWrk(target, Math.min(16, opts.concurrencies[0]!), warmup_s, levelPrefix(name, 0), dir);
-  const out: WrkResult[] = [];
-  for (const c of opts.concurrencies) {
-    const before = await maxTerm?.();
-    const cpu = startAccounting(procs);
-    const r = await runWrk(target, c, duration_s, levelPrefix(name, c), dir);
-    const after = await maxTerm?.();
-    // A term change under load is an election a busy (not dead) leader should not have suffered.
-    const terms = before === undefined || after === undefined ? '' : `, term changes ${after - before}`;
-    console.log(describe(name, r) + terms);
-    const perWrite = cpu.per(r.requests);
-    if (perWrite !== null) console.log(`    ${perWrite}`);
-    out.push(r);
-  }
-  return out;
+/** One system under load: its name in the report, its wrk target, the processes whose CPU a write costs. */
+interface System {
+  name: 'keel' | 'etcd';
+  target: Target;
+  procs: Accounted[];
+  /** The highest Raft term of the members (Keel only): a change under load is an election. */
+  maxTerm?: () => Promise<number>;
 }
 
-function printComparison(concurrencies: number[], keel: WrkResult[], etcd: WrkResult[] | null): void {
+/** Loads `s` at concurrency `c` for `duration_s` and prints the level (and the CPU each member used per write). */
+async function loadLevel(
+  s: System,
+  c: number,
+  round: number,
+  rounds: number,
+  duration_s: number,
+  dir: string,
+): Promise<WrkResult> {
+  const before = await s.maxTerm?.();
+  const cpu = startAccounting(s.procs);
+  const r = await runWrk(s.target, c, duration_s, levelPrefix(s.name, round, c), dir);
+  const after = await s.maxTerm?.();
+  // A term change under load is an election a busy (not dead) leader should not have suffered.
+  const terms = before === undefined || after === undefined ? '' : `, term changes ${after - before}`;
+  console.log(describe(s.name, r, rounds > 1 ? ` round ${round}` : '') + terms);
+  const perWrite = cpu.per(r.requests);
+  if (perWrite !== null) console.log(`    ${perWrite}`);
+  return r;
+}
+
+/**
+ * The order of the systems in round `round` (from 1): Keel first in odd rounds, etcd first in even ones, so that
+ * neither always runs just after the other's load.
+ */
+export function roundOrder<T>(keel: T, etcd: T | null, round: number): T[] {
+  if (etcd === null) return [keel];
+  return round % 2 === 1 ? [keel, etcd] : [etcd, keel];
+}
+
+/** The median of `xs` (the mean of the middle two for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** One concurrency's measurements: one result per round, Keel's and etcd's (empty without etcd). */
+export interface LevelRounds {
+  c: number;
+  keel: WrkResult[];
+  etcd: WrkResult[];
+}
+
+/** Keel ÷ etcd per round (writes/s and p99), paired round by round. */
+export function roundRatios(level: LevelRounds): { writes: number[]; p99: number[] } {
+  const writes: number[] = [];
+  const p99: number[] = [];
+  for (let i = 0; i < Math.min(level.keel.length, level.etcd.length); i++) {
+    writes.push(level.keel[i]!.writesPerSec / level.etcd[i]!.writesPerSec);
+    p99.push(level.keel[i]!.p99_ms / level.etcd[i]!.p99_ms);
+  }
+  return { writes, p99 };
+}
+
+const errorsOf = (rs: WrkResult[]) => rs.reduce((sum, r) => sum + r.httpErrors + r.socketErrors, 0);
+const range = (xs: number[]) => `${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...xs), 2)}`;
+
+function printComparison(levels: LevelRounds[], rounds: number): void {
   const widths = [5, 10, 8, 8, 7, 10, 8, 8, 7, 11, 11, 8];
   console.log('');
+  if (rounds > 1) console.log(`medians over ${rounds} rounds (errors: the sum over the rounds)`);
   console.log(
     row(
       [
@@ -153,34 +212,47 @@ function printComparison(concurrencies: number[], keel: WrkResult[], etcd: WrkRe
       widths,
     ),
   );
-  for (const [i, c] of concurrencies.entries()) {
-    const k = keel[i]!;
-    const e = etcd?.[i];
-    const wr = e ? k.writesPerSec / e.writesPerSec : Number.NaN;
-    const pr = e ? k.p99_ms / e.p99_ms : Number.NaN;
-    const met = e === undefined ? 'n/a' : wr >= TARGET_WRITES_RATIO && pr <= 1 ? 'met' : 'NOT met';
+  for (const level of levels) {
+    const k = level.keel;
+    const e = level.etcd;
+    const has = e.length > 0;
+    const ratios = roundRatios(level);
+    const wr = median(ratios.writes);
+    const pr = median(ratios.p99);
+    const met = !has ? 'n/a' : wr >= TARGET_WRITES_RATIO && pr <= 1 ? 'met' : 'NOT met';
+    const med = (rs: WrkResult[], f: (r: WrkResult) => number, digits?: number) => fmt(median(rs.map(f)), digits);
     console.log(
       row(
         [
-          String(c),
-          fmt(k.writesPerSec),
-          fmt(k.p50_ms, 2),
-          fmt(k.p99_ms, 2),
-          String(k.httpErrors + k.socketErrors),
-          e ? fmt(e.writesPerSec) : 'n/a',
-          e ? fmt(e.p50_ms, 2) : '-',
-          e ? fmt(e.p99_ms, 2) : '-',
-          e ? String(e.httpErrors + e.socketErrors) : '-',
-          e ? `${fmt(wr, 2)}x` : 'n/a',
-          e ? `${fmt(pr, 2)}x` : 'n/a',
+          String(level.c),
+          med(k, (r) => r.writesPerSec),
+          med(k, (r) => r.p50_ms, 2),
+          med(k, (r) => r.p99_ms, 2),
+          String(errorsOf(k)),
+          has ? med(e, (r) => r.writesPerSec) : 'n/a',
+          has ? med(e, (r) => r.p50_ms, 2) : '-',
+          has ? med(e, (r) => r.p99_ms, 2) : '-',
+          has ? String(errorsOf(e)) : '-',
+          has ? `${fmt(wr, 2)}x` : 'n/a',
+          has ? `${fmt(pr, 2)}x` : 'n/a',
           met,
         ],
         widths,
       ),
     );
   }
+  if (rounds > 1 && levels.some((l) => l.etcd.length > 0)) {
+    for (const level of levels) {
+      const { writes, p99 } = roundRatios(level);
+      console.log(
+        `  c=${level.c} per round: w/s k÷e ${writes.map((x) => fmt(x, 2)).join(' / ')} (${range(writes)}), ` +
+          `p99 k÷e ${p99.map((x) => fmt(x, 2)).join(' / ')} (${range(p99)})`,
+      );
+    }
+  }
   console.log(
-    `target: keel writes/s ≥ ${TARGET_WRITES_RATIO}× etcd's and keel p99 ≤ etcd's (p99 k÷e ≤ 1) at every concurrency. ` +
+    `target: keel writes/s ≥ ${TARGET_WRITES_RATIO}× etcd's and keel p99 ≤ etcd's (p99 k÷e ≤ 1) at every concurrency` +
+      `${rounds > 1 ? ', judged on the median ratios' : ''}. ` +
       'errors = HTTP ≥ 400 + socket errors (counted, not in the writes/s).',
   );
 }
@@ -234,18 +306,19 @@ export async function main(argv: string[]): Promise<void> {
   process.on('exit', killAll);
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const bound_s = 300 + opts.trials * 45 + opts.concurrencies.length * 2 * (duration_s + 15);
+  const bound_s = 300 + opts.trials * 45 + opts.rounds * opts.concurrencies.length * 2 * (duration_s + 15);
   const watchdog = setTimeout(() => {
     console.error(`cluster benchmark exceeded its bound of ${bound_s} s: stopping everything`);
     process.exit(1);
   }, bound_s * 1000);
   watchdog.unref();
 
-  const keelBodyBytes = keelBody('x'.repeat(nameLength(levelPrefix('keel', 16)))).length;
+  const keelBodyBytes = keelBody('x'.repeat(nameLength(levelPrefix('keel', 1, 16)))).length;
   console.log(
     `cluster benchmark: 3 Keel nodes vs 3 etcd members, wrk to ${opts.via === 'all' ? 'all members' : `the ${opts.via}`}, ` +
       `c = ${opts.concurrencies.join('/')}, ` +
-      `${duration_s} s per level, ${opts.trials} failover trials${opts.quick ? ' (quick)' : ''}; ` +
+      `${duration_s} s per level, ${opts.rounds} round${opts.rounds > 1 ? 's' : ''}, ` +
+      `${opts.trials} failover trials${opts.quick ? ' (quick)' : ''}; ` +
       `keel peer links mutual TLS, etcd ${describeEtcdPeers(opts.etcdPeers)}; ` +
       `load average ${loadavg()
         .map((l) => l.toFixed(1))
@@ -255,24 +328,57 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `· keel: 3 processes, fsync on, peer links mutual TLS; POST /edge/management/v1/identities, ${keelBodyBytes}-byte bodies`,
     );
+    const version = etcdVersion();
+    console.log(
+      version === null
+        ? '· etcd: NOT INSTALLED (apt-get install etcd-server): no baseline'
+        : `· etcd ${version}: 3 members, fsync on, ${describeEtcdPeers(opts.etcdPeers)}; ` +
+            `POST /v3/kv/put, ${keelBodyBytes}-byte values`,
+    );
     let cluster: KeelBenchCluster | null = null;
-    let keel: WrkResult[] = [];
+    const levels: LevelRounds[] = opts.concurrencies.map((c) => ({ c, keel: [], etcd: [] }));
     const trials: Trial[] = [];
     try {
       cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n));
       const token = await cluster.login();
       const leader = await cluster.agreedLeader(token);
-      const ports = viaPorts(cluster.ports, leader, opts.via);
-      const procs = cluster.nodes.map((n, i) => ({
-        name: `${n.spec.id}${i === leader ? '*' : ''}`,
-        pid: n.child.pid ?? 0,
-      }));
-      keel = await loadLevels('keel', { kind: 'keel', ports, token }, opts, duration_s, warmup_s, base, procs, () =>
-        cluster!.maxTerm(),
-      );
+      const keelSystem: System = {
+        name: 'keel',
+        target: { kind: 'keel', ports: viaPorts(cluster.ports, leader, opts.via), token },
+        procs: cluster.nodes.map((n, i) => ({ name: `${n.spec.id}${i === leader ? '*' : ''}`, pid: n.child.pid ?? 0 })),
+        maxTerm: () => cluster!.maxTerm(),
+      };
+      // Both clusters are up before the first level: each level then runs on both, back to back (roundOrder).
+      let etcdSystem: System | null = null;
+      if (version !== null) {
+        etcd = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6), opts.etcdPeers);
+        const e = etcd;
+        etcdSystem = {
+          name: 'etcd',
+          target: {
+            kind: 'etcd',
+            ports: viaPorts(e.clientPorts, e.clientPorts.indexOf(e.leaderPort), opts.via),
+            valueB64: Buffer.alloc(keelBodyBytes, 42).toString('base64'),
+          },
+          procs: e.pids.map((pid, i) => ({ name: `e${i + 1}${e.clientPorts[i] === e.leaderPort ? '*' : ''}`, pid })),
+        };
+      }
+      for (const s of roundOrder(keelSystem, etcdSystem, 1)) {
+        await runWrk(s.target, Math.min(16, opts.concurrencies[0]!), warmup_s, levelPrefix(s.name, 0, 0), base);
+      }
+      for (let round = 1; round <= opts.rounds; round++) {
+        for (const level of levels) {
+          for (const s of roundOrder(keelSystem, etcdSystem, round)) {
+            const r = await loadLevel(s, level.c, round, opts.rounds, duration_s, base);
+            level[s.name].push(r);
+          }
+        }
+      }
+      await etcd?.stop();
+      etcd = null;
       // Every acknowledged create must be on every member. The count also holds the admin, the warm-up's creates
       // and creates still in flight when wrk stopped, so the measured levels' successes are a lower bound.
-      const acked = keel.reduce((sum, r) => sum + r.requests - r.httpErrors, 0);
+      const acked = levels.reduce((sum, l) => sum + l.keel.reduce((n, r) => n + r.requests - r.httpErrors, 0), 0);
       const { counts, agreed } = await cluster.identityCounts(token);
       console.log(
         `  identities on n1/n2/n3: ${counts.join('/')} (${agreed ? 'agreed' : 'NOT AGREED within 30 s'}); ` +
@@ -292,43 +398,11 @@ export async function main(argv: string[]): Promise<void> {
         trials.push(r);
       }
     } finally {
+      await etcd?.stop();
       await cluster?.stop();
     }
 
-    let etcdResults: WrkResult[] | null = null;
-    const version = etcdVersion();
-    if (version === null) {
-      console.log('· etcd: NOT INSTALLED (apt-get install etcd-server): no baseline');
-    } else {
-      console.log(
-        `· etcd ${version}: 3 members, fsync on, ${describeEtcdPeers(opts.etcdPeers)}; ` +
-          `POST /v3/kv/put, ${keelBodyBytes}-byte values`,
-      );
-      try {
-        etcd = await EtcdCluster.start(join(base, 'etcd'), await freePorts(6), opts.etcdPeers);
-        const valueB64 = Buffer.alloc(keelBodyBytes, 42).toString('base64');
-        etcdResults = await loadLevels(
-          'etcd',
-          {
-            kind: 'etcd',
-            ports: viaPorts(etcd.clientPorts, etcd.clientPorts.indexOf(etcd.leaderPort), opts.via),
-            valueB64,
-          },
-          opts,
-          duration_s,
-          warmup_s,
-          base,
-          etcd.pids.map((pid, i) => ({
-            name: `e${i + 1}${etcd!.clientPorts[i] === etcd!.leaderPort ? '*' : ''}`,
-            pid,
-          })),
-        );
-      } finally {
-        await etcd?.stop();
-      }
-    }
-
-    printComparison(opts.concurrencies, keel, etcdResults);
+    printComparison(levels, opts.rounds);
     printFailover(trials);
     console.log(
       `every process shares this machine's cores (load average now ${loadavg()
