@@ -8,6 +8,7 @@ import {
   type EntityFields,
 } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
 import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
@@ -38,6 +39,14 @@ const edgeRouterFields = {
 } as const satisfies EntityFields;
 
 const writable = bodyFieldsOf(edgeRouterFields);
+
+/**
+ * Whether the edge router `id` is verified: enrolled (what enrollment yields is on the router row of the same id,
+ * src/model/transit-router.ts). OpenZiti's `isVerified` symbol of its edge routers.
+ */
+export function isVerifiedRouter(svc: Services, id: string): boolean {
+  return svc.get('transit-routers', id)?.isVerified === true;
+}
 
 /**
  * What `isTunnelerEnabled` brings (OpenZiti's edge_router_store): a Router identity with the router's id and name,
@@ -214,7 +223,7 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
     isVerified: {
       type: 'bool',
       set: false,
-      get: (r: Row) => svc.get('transit-routers', r.id)?.isVerified === true,
+      get: (r: Row) => isVerifiedRouter(svc, r.id),
     },
     fingerprint: { type: 'string', set: false, get: (r: Row) => svc.get('transit-routers', r.id)?.fingerprint ?? '' },
   }),

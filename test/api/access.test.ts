@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ids, userWith as makeUser } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
+import { enrolledRouter } from '../support/router-client.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
@@ -801,10 +802,13 @@ describe('client view of services', () => {
     const user = await userWith('client-frank', [], ['frank']);
     const svcId = await create('/services', { name: 'frank-svc', encryptionRequired: true, roleAttributes: ['fs'] });
     const hidden = await create('/services', { name: 'frank-hidden', encryptionRequired: true });
+    // enrolled: the caller's list holds verified routers only (router-policies.test.ts)
+    const enrolled = async (body: Record<string, unknown>) =>
+      (await enrolledRouter(srv.mgmt, srv.client, token, body)).id;
     const [r1, r2, r3] = [
-      await create('/edge-routers', { name: 'frank-r1', roleAttributes: ['fr'], cost: 5 }),
-      await create('/edge-routers', { name: 'frank-r2', roleAttributes: ['fr', 'fs-er'] }),
-      await create('/edge-routers', { name: 'frank-r3', roleAttributes: ['fs-er'] }),
+      await enrolled({ name: 'frank-r1', roleAttributes: ['fr'], cost: 5 }),
+      await enrolled({ name: 'frank-r2', roleAttributes: ['fr', 'fs-er'] }),
+      await enrolled({ name: 'frank-r3', roleAttributes: ['fs-er'] }),
     ];
     await create('/edge-router-policies', {
       name: 'frank-erp',
