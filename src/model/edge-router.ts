@@ -7,7 +7,6 @@ import {
   type Entity,
   type EntityFields,
 } from '../api/entity.js';
-import { fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
@@ -29,7 +28,7 @@ const cost = s.int({ minimum: 0, maximum: 65535 });
 
 /** An edge router's stored fields (the control channel comes with the routers' stage). */
 const edgeRouterFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
   cost: { type: 'number', body: s.nullable(cost), api: true, default: 0 },
   noTraversal: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
@@ -307,7 +306,6 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
   ],
   fromApi(_body, { mode, copied }) {
     const out = { ...copied };
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     if (mode === 'create') out.roleAttributes ??= [];
     return out;

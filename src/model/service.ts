@@ -40,7 +40,7 @@ export const MAX_SERVICE_CONFIGS = 100;
 
 /** A service's stored fields; `encryptionRequired` is set on create and never changes. */
 const serviceFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
   configs: configIdsField,
   encryptionRequired: { type: 'bool', api: true, default: true },
@@ -247,7 +247,6 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
   },
   fromApi(body, { mode, svc, existing, copied }) {
     const out = { ...copied };
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     if ('configs' in out) out.configs = checkConfigs(svc, (out.configs as string[] | null) ?? []);
     // read-only after create: a PUT or PATCH leaves it as it is
