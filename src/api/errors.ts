@@ -39,8 +39,22 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
  */
 const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', 'externalId', 'fingerprint', 'kid']);
 
+/** The errors that answer a recorded store failure (storeError): a write refused by the state it met. */
+const recordedFailures = new WeakSet<ApiError>();
+
+/** Whether `err` answers a recorded store failure (a write refused by the state it met), not a handler's check. */
+export function isRecordedFailure(err: unknown): boolean {
+  return err instanceof ApiError && recordedFailures.has(err);
+}
+
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {
+  const err = storeErrorOf(e);
+  recordedFailures.add(err);
+  return err;
+}
+
+function storeErrorOf(e: StoreError): ApiError {
   // A precondition about the caller's rights answers like the handler's own check would have.
   if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode !== undefined) {

@@ -5,29 +5,17 @@
  * new one is covered by declaring its fields; and every writable unique string that is not cleared by `''`
  * (`emptyIsNull`) must be declared `nonEmpty` (OpenZiti's unique indexes refuse empty values).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Entity } from '../../src/api/entity.js';
 import { ENTITIES } from '../../src/model/index.js';
 import { createRootCa } from '../../src/pki/index.js';
-import { adminApi } from '../support/admin-api.js';
+import { adminServer } from '../support/admin-api.js';
 import { expectError } from '../support/api.js';
-import { login, startServer, type TestServer } from '../support/server.js';
 
-let srv: TestServer;
-let admin: string;
 let seq = 0;
 const uniq = (p: string) => `${p}-${++seq}`;
 
-const { mgmt, create } = adminApi(
-  () => srv,
-  () => admin,
-);
-
-beforeAll(async () => {
-  srv = await startServer();
-  admin = await login(srv.base);
-});
-afterAll(() => srv.stop());
+const { mgmt, create } = adminServer();
 
 /** A valid create body (with a fresh name) of each entity type that has `nonEmpty` fields; also a valid PUT body. */
 const BODIES: Record<string, () => Promise<Record<string, unknown>>> = {
