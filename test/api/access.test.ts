@@ -120,6 +120,27 @@ describe('services', () => {
       roleAttributes: ['web'],
     });
 
+    // an empty terminator strategy is the default, stored as such (OpenZiti's service store), on every write
+    const filtered = async () => {
+      const q = encodeURIComponent(`terminatorStrategy = "smartrouting" and name = "web2"`);
+      return ids(await call('GET', `${srv.mgmt}/services?filter=${q}`, { token }));
+    };
+    expect(await filtered()).toEqual([id]);
+    for (const terminatorStrategy of ['weighted', '']) {
+      expect((await call('PATCH', `${srv.mgmt}/services/${id}`, { token, body: { terminatorStrategy } })).status).toBe(
+        200,
+      );
+    }
+    expect((await get(`/services/${id}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    expect(await filtered()).toEqual([id]);
+    const blank = await create('/services', {
+      name: 'blank-strategy',
+      encryptionRequired: true,
+      terminatorStrategy: '',
+    });
+    expect((await get(`/services/${blank}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    expect((await call('DELETE', `${srv.mgmt}/services/${blank}`, { token })).status).toBe(200);
+
     const configs = await conformant(M, 'GET', '/services/{id}/configs', srv.base, { token, params: { id } });
     expect(ids(configs)).toEqual([cfg]);
     const users = await conformant(M, 'GET', '/configs/{id}/services', srv.base, { token, params: { id: cfg } });
