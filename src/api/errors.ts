@@ -55,7 +55,7 @@ export function storeError(e: StoreError): ApiError {
 }
 
 function storeErrorOf(e: StoreError): ApiError {
-  // A precondition about the caller's rights answers like the handler's own check would have.
+  // A precondition answers like the handler's own check would have (about the caller's rights: 401).
   if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode !== undefined) {
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
@@ -66,8 +66,10 @@ function storeErrorOf(e: StoreError): ApiError {
       const cause = CONFLICT_CAUSES.get(e.apiCode);
       return cause === undefined ? Errors.UNHANDLED() : factory(cause(e));
     }
-    // a code a command chose on purpose (a custom command's refusal): its reason is written for the client
-    return factory({ field: e.field ?? '', reason: e.reason, value: e.value });
+    // a code a command chose on purpose (a custom command's refusal, a precondition): a cause only on a field of
+    // the request (a precondition's own field is the store's, never reported)
+    if (e.field === undefined) return factory();
+    return factory({ field: e.field, reason: e.reason, value: e.value });
   }
   switch (e.code) {
     case 'NOT_FOUND':
