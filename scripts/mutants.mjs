@@ -645,6 +645,13 @@ export const MUTANTS = [
     replace: 'if (held >= args.max && false) {',
     tests: ['test/api/session-certificates.test.ts'],
   },
+  {
+    id: 'password-change-guesses-uncounted',
+    file: 'src/ops/self-authenticators.ts',
+    search: 'await onFailedPassword(svc, identity);',
+    replace: 'void identity;',
+    tests: ['test/api/lockout.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -202,7 +202,8 @@ class Context implements ApplyContext {
           code: 'PRECONDITION',
           entity: e.entity,
           ...(e.id === undefined ? {} : { id: e.id }),
-          field: e.errorField ?? e.field,
+          // the request's field, if the condition names one: its own field is the store's (never reported)
+          ...(e.errorField === undefined ? {} : { field: e.errorField }),
           value: e.value,
           reason: e.reason,
           ...(e.apiCode === undefined ? {} : { apiCode: e.apiCode }),

@@ -65,19 +65,19 @@ export interface EntityDef {
  * - `eq`: the row `entity/id` exists and its `field` equals `value`;
  * - `ne`: the row is absent or its `field` differs from `value`;
  * - `absent`: no row of `entity` holds `value` in the indexed `field`.
- * A failed expectation is a recorded `PRECONDITION` failure carrying `apiCode` (the API error to answer) and the
- * field to report (`errorField`, default `field`).
+ * A failed expectation is a recorded `PRECONDITION` failure, answered as the handler answers its own check: with
+ * `apiCode` (the API error), or as a field error on `errorField` (a field of the request); each condition names one
+ * or both. The condition's own `field` is the store's and is never reported (it may be internal: `fingerprint` of
+ * a router row, `extJwtPending` of a session).
  */
-export interface Expect<E extends string = string> {
+export type Expect<E extends string = string> = {
   check: 'eq' | 'ne' | 'absent';
   entity: E;
   id?: string;
   field: string;
   value: unknown;
   reason: string;
-  apiCode?: string;
-  errorField?: string;
-}
+} & ({ apiCode: string; errorField?: string } | { apiCode?: undefined; errorField: string });
 
 /** A command; `E` is the entity names it may name (the application's, or any string). */
 export type Command<E extends string = string> =

@@ -69,6 +69,12 @@ export interface EntityField extends FieldDef {
   default?: unknown;
   /** A body value of `''` is stored as null (OpenZiti clears optional unique strings this way). */
   emptyIsNull?: boolean;
+  /**
+   * A body string must hold more than whitespace: `''` or a blank one is refused on create, PUT and PATCH alike (400
+   * COULD_NOT_VALIDATE on the field), before `fromApi` runs. Every writable unique string that `''` does not clear
+   * (`emptyIsNull`) is one (OpenZiti's unique indexes refuse empty values; test/api/non-empty-fields.test.ts).
+   */
+  nonEmpty?: boolean;
 }
 
 export type EntityFields = Record<string, EntityField>;
@@ -412,7 +418,10 @@ function writableFields(fields: EntityFields): ReadonlyArray<readonly [string, E
   return list;
 }
 
-/** The writable (`body`) fields present in the request, as they are stored. */
+/** A string holding more than whitespace (`\s` is the whitespace `String.prototype.trim` removes). */
+const NOT_BLANK = /\S/;
+
+/** The writable (`body`) fields present in the request, as they are stored; a blank `nonEmpty` one is refused. */
 function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const writable = writableFields(fields);
@@ -422,6 +431,9 @@ function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Re
     const v = body[k];
     // PATCH with null on a non-nullable field leaves it unchanged (go-swagger decodes null as "not supplied").
     if (v === null && !f.body!.nullable) continue;
+    if (f.nonEmpty === true && typeof v === 'string' && !NOT_BLANK.test(v)) {
+      throw fieldError(k, `${k} must not be empty`, v);
+    }
     out[k] = v === '' && f.emptyIsNull ? null : v;
   }
   return out;

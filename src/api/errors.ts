@@ -39,9 +39,23 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
  */
 const PUBLIC_UNIQUE_FIELDS: ReadonlySet<string> = new Set(['name', 'username', 'externalId', 'fingerprint', 'kid']);
 
+/** The errors that answer a recorded store failure (storeError): a write refused by the state it met. */
+const recordedFailures = new WeakSet<ApiError>();
+
+/** Whether `err` answers a recorded store failure (a write refused by the state it met), not a handler's check. */
+export function isRecordedFailure(err: unknown): boolean {
+  return err instanceof ApiError && recordedFailures.has(err);
+}
+
 /** The HTTP face of a recorded store failure (the same mapping OpenZiti's routes apply to boltz errors). */
 export function storeError(e: StoreError): ApiError {
-  // A precondition about the caller's rights answers like the handler's own check would have.
+  const err = storeErrorOf(e);
+  recordedFailures.add(err);
+  return err;
+}
+
+function storeErrorOf(e: StoreError): ApiError {
+  // A precondition answers like the handler's own check would have (about the caller's rights: 401).
   if (e.code === 'PRECONDITION' && e.apiCode === 'UNAUTHORIZED') return unauthorized('forbidden');
   if (e.apiCode !== undefined) {
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
@@ -52,8 +66,10 @@ export function storeError(e: StoreError): ApiError {
       const cause = CONFLICT_CAUSES.get(e.apiCode);
       return cause === undefined ? Errors.UNHANDLED() : factory(cause(e));
     }
-    // a code a command chose on purpose (a custom command's refusal): its reason is written for the client
-    return factory({ field: e.field ?? '', reason: e.reason, value: e.value });
+    // a code a command chose on purpose (a custom command's refusal, a precondition): a cause only on a field of
+    // the request (a precondition's own field is the store's, never reported)
+    if (e.field === undefined) return factory();
+    return factory({ field: e.field, reason: e.reason, value: e.value });
   }
   switch (e.code) {
     case 'NOT_FOUND':

@@ -266,11 +266,15 @@ interface Listable {
   hiddenFrom?(caller: Caller | null, svc: Services): ((row: Row) => boolean) | undefined;
 }
 
-/** The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination. */
+/**
+ * The list operation of an entity: roleFilter (if declared), then the ZitiQL query and pagination, over the rows of
+ * `only` (default: all) that are neither hidden from the caller (the entity's `hiddenFrom`) nor `excluded`.
+ */
 export function listQuery(
   entity: Listable,
   ctx: OpContext<unknown>,
   only?: ReadonlySet<string>,
+  excluded?: (row: Row) => boolean,
 ): ListResult | Promise<ListResult> {
   const c = ctx.svc.store.collection(entity.name);
   let restrict: ReadonlySet<string> | undefined = only;
@@ -280,7 +284,8 @@ export function listQuery(
     if (ids) restrict = restrict ? new Set([...ids].filter((id) => restrict!.has(id))) : ids;
   }
   const store = ctx.svc.store;
-  const hidden = entity.hiddenFrom?.(ctx.caller, ctx.svc);
+  const fromCaller = entity.hiddenFrom?.(ctx.caller, ctx.svc);
+  const hidden = fromCaller && excluded ? (row: Row) => fromCaller(row) || excluded(row) : (fromCaller ?? excluded);
   return runList(ctx.req, entity.symbolTable(ctx.svc), collectionSource(c, restrict), () => store.appliedIndex, hidden);
 }
 

@@ -3,7 +3,7 @@ import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { isDisabled } from '../model/identity.js';
 import { validate } from '../schema/validate.js';
-import { Errors, unauthorized, validationError } from './errors.js';
+import { Errors, isRecordedFailure, unauthorized, validationError } from './errors.js';
 import { ACTION_OF_METHOD, type ApiName, type Caller, type OpDef } from './op.js';
 import type { Services } from './services.js';
 
@@ -113,9 +113,27 @@ export function handlerFor(op: OpDef<unknown>, api: ApiName, svc: Services) {
     const body = readBody(op, req);
     if (caller) svc.sessions.touch(caller.session);
     const res = op.handler({ req, body, params: req.params, caller, svc, api });
-    if (res instanceof Promise) return res.then((r) => finish(caller, r));
+    // only an asynchronous handler can meet a state in which its caller's session has ended
+    if (res instanceof Promise) {
+      return res.then(
+        (r) => finish(caller, r),
+        (err) => {
+          throw endedMeanwhile(caller, err);
+        },
+      );
+    }
     return finish(caller, res);
   };
+  /**
+   * A write of a caller whose session ended while the request was in flight (its identity deleted or disabled, a
+   * logout) that failed on the state without it answers as that session now would — 401, OpenZiti's answer for a
+   * session whose identity is gone — and never with the store's reason, which names internal fields
+   * (`identityId`, `apiSessionId`). A handler's own refusal is left as it is.
+   */
+  const endedMeanwhile = (caller: Caller | null, err: unknown): unknown =>
+    caller !== null && op.access !== 'none' && isRecordedFailure(err) && !svc.get('api-sessions', caller.session.id)
+      ? unauthorized('invalid')
+      : err;
   /** Runs `req` once this member has applied everything committed, the caller read as of then. */
   const afterCatchUp = (req: HttpRequest): Promise<HttpResponse> =>
     svc.sessions.catchUp().then(() => run(req, authenticate(op, req, svc, true)));

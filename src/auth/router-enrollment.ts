@@ -144,7 +144,8 @@ export async function extendRouter(
   const router = await routerOfCertificate(svc, peerCertificates);
   if (!router) throw Errors.UNAUTHORIZED();
   const { certs, set } = await signRouterCsrs(svc, router, body.serverCertCsr, body.certCsr);
-  // applies only while the router still holds the certificate it showed (re-enrolled or extended meanwhile: 409)
+  // applies only while the router still holds the certificate it showed: re-enrolled or extended meanwhile, the
+  // certificate no longer identifies it (401, as routerOfCertificate answers)
   const expect = [
     {
       check: 'eq' as const,
@@ -153,6 +154,7 @@ export async function extendRouter(
       field: 'fingerprint',
       value: router.fingerprint,
       reason: 'the router certificate changed meanwhile',
+      apiCode: 'UNAUTHORIZED',
     },
   ];
   await svc.write({ op: 'update', entity: 'transit-routers', id: router.id, set, at: svc.nowIso(), expect });

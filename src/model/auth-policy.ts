@@ -156,7 +156,7 @@ export function isPrimaryAllowed(
 }
 
 const authPolicieFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   primary: { type: 'object' },
   secondary: { type: 'object' },
   /**
@@ -201,7 +201,6 @@ export const authPolicies: Entity<'auth-policies', typeof authPolicieFields> = d
   reads: [],
   fromApi(body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
     let p = body.primary as AuthPolicyPrimary;
     let sec = body.secondary as Secondary;
     if (mode === 'patch') {

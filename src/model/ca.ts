@@ -5,7 +5,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
-import { Errors, fieldError } from '../api/errors.js';
+import { Errors } from '../api/errors.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
@@ -31,7 +31,7 @@ const externalIdClaim = s.named(
 const externalIdClaimPatch = s.named('externalIdClaimPatch', s.obj(externalIdClaimFields));
 
 const caFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   certPem: { type: 'string', filter: false, api: true },
   fingerprint: { type: 'string', unique: true, api: true },
   isVerified: { type: 'bool', api: true, default: false },
@@ -151,7 +151,6 @@ export const cas: Entity<'cas', typeof caFields> = defineEntity({
       out.externalIdClaim = { ...(before ?? {}), ...out.externalIdClaim };
       checkExternalIdClaim(out.externalIdClaim as ExternalIdClaim);
     }
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name must not be empty', '');
     if (Object.hasOwn(body, 'identityRoles'))
       out.identityRoles = checkRoleAttributes('identityRoles', body.identityRoles);
     if (mode === 'create') {

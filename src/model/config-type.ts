@@ -22,7 +22,7 @@ const schema = s.map(true);
 
 /** A config type's stored fields; its `target` is set on create (default `service`) and never changes. */
 const configTypeFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   schema: { type: 'object', body: schema, api: true, default: {} },
   target: { type: 'string', index: true, api: true, default: null },
 } as const satisfies EntityFields;

@@ -12,7 +12,7 @@ const data = s.map(true);
 
 /** A config's stored fields; its type (`configTypeId`) is set on create and never changes. */
 const configFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   configTypeId: { type: 'string', ref: { entity: 'config-types', onDelete: 'restrict' }, api: true },
   data: { type: 'object', body: data, api: true, default: {} },
 } as const satisfies EntityFields;

@@ -7,7 +7,7 @@ import {
   type Entity,
   type EntityFields,
 } from '../api/entity.js';
-import { fieldError } from '../api/errors.js';
+import type { Services } from '../api/services.js';
 import { routerPresenceOf } from '../routers/presence.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
@@ -28,7 +28,7 @@ const cost = s.int({ minimum: 0, maximum: 65535 });
 
 /** An edge router's stored fields (the control channel comes with the routers' stage). */
 const edgeRouterFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
   cost: { type: 'number', body: s.nullable(cost), api: true, default: 0 },
   noTraversal: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
@@ -38,6 +38,14 @@ const edgeRouterFields = {
 } as const satisfies EntityFields;
 
 const writable = bodyFieldsOf(edgeRouterFields);
+
+/**
+ * Whether the edge router `id` is verified: enrolled (what enrollment yields is on the router row of the same id,
+ * src/model/transit-router.ts). OpenZiti's `isVerified` symbol of its edge routers.
+ */
+export function isVerifiedRouter(svc: Services, id: string): boolean {
+  return svc.get('transit-routers', id)?.isVerified === true;
+}
 
 /**
  * What `isTunnelerEnabled` brings (OpenZiti's edge_router_store): a Router identity with the router's id and name,
@@ -214,7 +222,7 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
     isVerified: {
       type: 'bool',
       set: false,
-      get: (r: Row) => svc.get('transit-routers', r.id)?.isVerified === true,
+      get: (r: Row) => isVerifiedRouter(svc, r.id),
     },
     fingerprint: { type: 'string', set: false, get: (r: Row) => svc.get('transit-routers', r.id)?.fingerprint ?? '' },
   }),
@@ -298,7 +306,6 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
   ],
   fromApi(_body, { mode, copied }) {
     const out = { ...copied };
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     if (mode === 'create') out.roleAttributes ??= [];
     return out;

@@ -9,14 +9,14 @@ const targetToken = s.named('targetToken', s.nullable(s.enum(['ACCESS', 'ID'])))
 
 /** A signer's stored fields; `fingerprint`, `commonName`, `notBefore`, `notAfter` come from `certPem`. */
 const signerFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   enabled: { type: 'bool', index: true, body: s.bool(), api: true },
   certPem: { type: 'string', body: optStr, api: true, default: null },
   jwksEndpoint: { type: 'string', body: optStr, api: true, default: null },
   kid: { type: 'string', unique: true, body: optStr, api: true, default: '', emptyIsNull: true },
-  issuer: { type: 'string', index: true, body: s.str(), api: true },
-  audience: { type: 'string', body: s.str(), api: true },
-  claimsProperty: { type: 'string', body: optStr, api: true, default: 'sub' },
+  issuer: { type: 'string', index: true, nonEmpty: true, body: s.str(), api: true },
+  audience: { type: 'string', nonEmpty: true, body: s.str(), api: true },
+  claimsProperty: { type: 'string', nonEmpty: true, body: optStr, api: true, default: 'sub' },
   useExternalId: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
   externalAuthUrl: { type: 'string', body: optStr, api: true, default: null },
   clientId: { type: 'string', body: optStr, api: true, default: '' },
@@ -185,11 +185,6 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
   fromApi(_body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
     const merged = { ...(mode === 'patch' ? existing : {}), ...out } as Record<string, unknown>;
-    for (const field of ['name', 'issuer', 'audience'] as const) {
-      if (typeof out[field] === 'string' && (out[field] as string).trim() === '') {
-        throw fieldError(field, `${field} must not be empty`, '');
-      }
-    }
     for (const [field, value] of Object.entries(out)) {
       if (typeof value === 'string' && field !== 'certPem' && value.length > MAX_TEXT_CHARS) {
         throw fieldError(field, `at most ${MAX_TEXT_CHARS} characters`, value.length);
@@ -198,7 +193,6 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
     if (Array.isArray(out.scopes) && out.scopes.length > MAX_SCOPES) {
       throw fieldError('scopes', `at most ${MAX_SCOPES} scopes`, out.scopes.length);
     }
-    if (out.claimsProperty === '') throw fieldError('claimsProperty', 'must not be empty', '');
     const policyId = out.enrollAuthPolicyId;
     if (typeof policyId === 'string' && policyId !== '' && !svc.get('auth-policies', policyId)) {
       throw fieldError('enrollAuthPolicyId', `auth policy with id ${policyId} not found`, policyId);

@@ -170,7 +170,7 @@ function renderIdentityExtras(row: IdentityRow, svc: Services): Record<string, u
  * and what a PUT that leaves it out resets it to).
  */
 const identityFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   typeId: { type: 'string', ref: { entity: 'identity-types', onDelete: 'restrict' }, api: true },
   isAdmin: { type: 'bool', index: true, body: s.bool(), api: true, default: false },
   isDefaultAdmin: { type: 'bool', api: true, default: false },
@@ -300,8 +300,6 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
         message: `cannot remove admin from the default admin identity (id=${existing.id})`,
       });
     }
-    if (typeof out.name === 'string' && out.name.trim() === '')
-      throw fieldError('name', 'name must not be empty', out.name);
     if (Object.hasOwn(body, 'roleAttributes'))
       out.roleAttributes = checkRoleAttributes('roleAttributes', body.roleAttributes);
     if (Object.hasOwn(body, 'authPolicyId') || mode === 'create') {

@@ -119,7 +119,7 @@ export interface PolicySpec<N extends string> {
 /** A policy type's declaration: CRUD, role validation, displays, and one role index per role list. */
 export function definePolicy<const N extends EntityName>(spec: PolicySpec<N>) {
   const fields: EntityFields = {
-    name: { type: 'string', unique: true, body: s.str(), api: true },
+    name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
     semantic: { type: 'string', body: semantic, api: true, default: 'AllOf' },
     ...spec.extraFields,
   };
@@ -176,7 +176,6 @@ export function definePolicy<const N extends EntityName>(spec: PolicySpec<N>) {
         if (list.field in out) out[list.field] = checkRoles(list.field, out[list.field]);
         else if (mode === 'create') out[list.field] = [];
       }
-      if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
       return out;
     },
   });

@@ -62,7 +62,7 @@ const typeSpecific = {
 };
 
 const postureCheckFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   typeId: { type: 'string', index: true, api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
   // OpenZiti's version: 1 on create, +1 on every change
@@ -225,7 +225,6 @@ export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> 
       }
     }
     checkTypeFields(type, out);
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     out.typeId = type;
     if (mode === 'create') {

@@ -39,12 +39,15 @@ const postureQueries = s.named(
 export const MAX_SERVICE_CONFIGS = 100;
 
 /** A service's stored fields; `encryptionRequired` is set on create and never changes. */
+/** OpenZiti's default terminator strategy (xt_smartrouting). */
+const DEFAULT_TERMINATOR_STRATEGY = 'smartrouting';
+
 const serviceFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
   configs: configIdsField,
   encryptionRequired: { type: 'bool', api: true, default: true },
-  terminatorStrategy: { type: 'string', body: s.str(), api: true, default: 'smartrouting' },
+  terminatorStrategy: { type: 'string', body: s.str(), api: true, default: DEFAULT_TERMINATOR_STRATEGY },
   maxIdleTimeMillis: { type: 'number', body: s.int({ minimum: 0 }), api: true, default: 0 },
 } as const satisfies EntityFields;
 
@@ -247,12 +250,15 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
   },
   fromApi(body, { mode, svc, existing, copied }) {
     const out = { ...copied };
-    if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     if ('configs' in out) out.configs = checkConfigs(svc, (out.configs as string[] | null) ?? []);
     // read-only after create: a PUT or PATCH leaves it as it is
     out.encryptionRequired = mode === 'create' ? body.encryptionRequired : existing?.encryptionRequired;
     if (mode === 'create') out.roleAttributes ??= [];
+    // none or an empty one is the default, stored as such (OpenZiti's service store: every write, so filters see it)
+    if (out.terminatorStrategy === '' || (mode === 'create' && out.terminatorStrategy === undefined)) {
+      out.terminatorStrategy = DEFAULT_TERMINATOR_STRATEGY;
+    }
     return out;
   },
 });

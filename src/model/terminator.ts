@@ -22,8 +22,8 @@ const bounded = s.str({ maxLength: MAX_TERMINATOR_STRING });
 const terminatorFields = {
   serviceId: { type: 'string', ref: { entity: 'services', onDelete: 'cascade' }, api: true },
   routerId: { type: 'string', ref: { entity: 'transit-routers', onDelete: 'cascade' }, api: true },
-  binding: { type: 'string', body: bounded, api: true },
-  address: { type: 'string', body: bounded, api: true },
+  binding: { type: 'string', nonEmpty: true, body: bounded, api: true },
+  address: { type: 'string', nonEmpty: true, body: bounded, api: true },
   identity: { type: 'string', api: true, default: '' },
   /** Base64 (`format: byte`): kept for the routers, never rendered. */
   identitySecret: { type: 'string', filter: false },
@@ -108,12 +108,6 @@ function existing(
   return id;
 }
 
-function nonEmpty(out: Record<string, unknown>, field: 'binding' | 'address'): void {
-  if (field in out && (typeof out[field] !== 'string' || (out[field] as string).trim() === '')) {
-    throw fieldError(field, `${field} is required`, out[field] ?? null);
-  }
-}
-
 export const terminators: Entity<'terminators', typeof terminatorFields> = defineEntity({
   name: 'terminators',
   type: 'terminator',
@@ -146,8 +140,6 @@ export const terminators: Entity<'terminators', typeof terminatorFields> = defin
   reads: ['services', 'transit-routers'],
   fromApi(body, { mode, svc, copied }): Record<string, unknown> {
     const out = { ...copied };
-    nonEmpty(out, 'binding');
-    nonEmpty(out, 'address');
     if (mode === 'create') {
       out.serviceId = existing(svc, 'services', 'service', 'service', body.service);
       if (typeof body.identity === 'string') out.identity = body.identity;

@@ -37,7 +37,7 @@ export const routerCost = s.int({ minimum: 0, maximum: 65535 });
 const listeners = s.map(s.arr(s.str()));
 
 const routerFields = {
-  name: { type: 'string', unique: true, body: s.str(), api: true },
+  name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   cost: { type: 'number', body: s.nullable(routerCost), api: true, default: 0 },
   noTraversal: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
   disabled: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
@@ -106,7 +106,6 @@ function checkListeners(value: unknown): Record<string, string[]> {
 
 function routerFromApi(mode: WriteMode, svc: Services, copied: Record<string, unknown>): Record<string, unknown> {
   const out = { ...copied };
-  if (typeof out.name === 'string' && out.name.trim() === '') throw fieldError('name', 'name is required', '');
   if ('configs' in out) out.configs = checkRouterConfigs(svc, (out.configs as string[] | null) ?? []);
   if ('ctrlChanListeners' in out) out.ctrlChanListeners = checkListeners(out.ctrlChanListeners);
   if (mode === 'create') out.isVerified = false;

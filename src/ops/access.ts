@@ -1,3 +1,4 @@
+import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
 import { notFound } from '../api/errors.js';
 import { type ListResult, listQuery, listResponse, mapResult } from '../api/list.js';
@@ -12,7 +13,12 @@ import {
   serviceEdgeRouters,
 } from '../model/access.js';
 import { detailEnvelope, listEnvelope, meta } from '../model/common.js';
-import { commonEdgeRouterProperties, currentIdentityEdgeRouterDetail, edgeRouters } from '../model/edge-router.js';
+import {
+  commonEdgeRouterProperties,
+  currentIdentityEdgeRouterDetail,
+  edgeRouters,
+  isVerifiedRouter,
+} from '../model/edge-router.js';
 import { evaluateAccess, renderQuery } from '../model/posture.js';
 import type { RowFor } from '../model/rows.js';
 import { configMap, serviceDetail, services } from '../model/service.js';
@@ -120,7 +126,9 @@ export function accessOps(): OpDef<unknown>[] {
       operationId: 'getCurrentIdentityEdgeRouters',
       tags: ['Current Identity', 'Edge Router'],
       summary: 'Return this identities edge routers',
-      description: 'The edge routers the current identity may use (its edge router policies).',
+      description:
+        'The verified (enrolled) edge routers the current identity may use: those its edge router policies allow ' +
+        '(for an admin, every one).',
       access: 'authenticated',
       query: LIST_QUERY,
       responses: {
@@ -130,8 +138,11 @@ export function accessOps(): OpDef<unknown>[] {
         },
       },
       handler: (ctx) => {
-        const mine = identityEdgeRouters(ctx.svc, ctx.caller!.identity.id);
-        return mapResult(listQuery(edgeRouters, ctx, mine), (result) =>
+        // OpenZiti's filter: `isVerified = true`, and for a non-admin its edge router policies' routers
+        const identity = ctx.caller!.identity;
+        const mine = identity.isAdmin === true ? undefined : identityEdgeRouters(ctx.svc, identity.id);
+        const unverified = (row: Row) => !isVerifiedRouter(ctx.svc, row.id);
+        return mapResult(listQuery(edgeRouters, ctx, mine, unverified), (result) =>
           listResponse(
             result,
             (row) => JSON.stringify(routerForClient(ctx.svc, row, true)),

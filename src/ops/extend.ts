@@ -161,6 +161,8 @@ export function extendOps(): OpDef<unknown>[] {
             field: 'unverifiedFingerprint',
             value: fingerprint,
             reason: 'another extension replaced the pending certificate',
+            // as the check above answers a certificate that is not the pending one
+            apiCode: 'INVALID_CLIENT_CERT',
           },
         ];
         await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });

@@ -7,6 +7,7 @@ import { Errors, fieldError } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { okEmpty, okJson } from '../api/respond.js';
+import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyPassword } from '../auth/password.js';
 import {
   authenticatorDetail,
@@ -19,7 +20,7 @@ import {
 } from '../model/authenticator.js';
 import { detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import { usernameFree } from '../model/preconditions.js';
-import type { Expect } from '../model/rows.js';
+import type { Command, Expect } from '../model/rows.js';
 import { type Schema, s } from '../schema/s.js';
 
 const BOTH: ApiName[] = ['client', 'management'];
@@ -67,7 +68,10 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
         if (row.method !== 'updb') throw notUpdatable(row);
         const hash = row.password!;
         const who = { source: req.remoteAddress, admin: caller!.identity.isAdmin === true };
+        const identity = caller!.identity;
         if (!(await verifyPassword(hash, change.currentPassword, who))) {
+          // a guess at the password like a wrong login: it counts toward the lockout (beyond OpenZiti, docs/auth.md)
+          await onFailedPassword(svc, identity);
           // OpenZiti's answer (401 with a field cause), without echoing the password
           throw Errors.UNAUTHORIZED({ field: 'currentPassword', reason: 'invalid current password', value: '******' });
         }
@@ -92,7 +96,18 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
             throw fieldError('username', free.reason, set.username);
           expect.push(free);
         }
-        await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });
+        const at = svc.nowIso();
+        const update: Command = { op: 'update', entity: 'authenticators', id: row.id, set, at, expect };
+        // the current password proven resets the failed attempts, as a successful login does
+        const reset = resetFailedLogins(identity);
+        await svc.write(
+          reset
+            ? {
+                op: 'batch',
+                ops: [update, { op: 'update', entity: 'identities', id: identity.id, set: reset, at, system: true }],
+              }
+            : update,
+        );
         return okEmpty();
       },
     });

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ids, userWith as makeUser } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
+import { enrolledRouter } from '../support/router-client.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
@@ -118,6 +119,27 @@ describe('services', () => {
       encryptionRequired: false,
       roleAttributes: ['web'],
     });
+
+    // an empty terminator strategy is the default, stored as such (OpenZiti's service store), on every write
+    const filtered = async () => {
+      const q = encodeURIComponent(`terminatorStrategy = "smartrouting" and name = "web2"`);
+      return ids(await call('GET', `${srv.mgmt}/services?filter=${q}`, { token }));
+    };
+    expect(await filtered()).toEqual([id]);
+    for (const terminatorStrategy of ['weighted', '']) {
+      expect((await call('PATCH', `${srv.mgmt}/services/${id}`, { token, body: { terminatorStrategy } })).status).toBe(
+        200,
+      );
+    }
+    expect((await get(`/services/${id}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    expect(await filtered()).toEqual([id]);
+    const blank = await create('/services', {
+      name: 'blank-strategy',
+      encryptionRequired: true,
+      terminatorStrategy: '',
+    });
+    expect((await get(`/services/${blank}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    expect((await call('DELETE', `${srv.mgmt}/services/${blank}`, { token })).status).toBe(200);
 
     const configs = await conformant(M, 'GET', '/services/{id}/configs', srv.base, { token, params: { id } });
     expect(ids(configs)).toEqual([cfg]);
@@ -801,10 +823,13 @@ describe('client view of services', () => {
     const user = await userWith('client-frank', [], ['frank']);
     const svcId = await create('/services', { name: 'frank-svc', encryptionRequired: true, roleAttributes: ['fs'] });
     const hidden = await create('/services', { name: 'frank-hidden', encryptionRequired: true });
+    // enrolled: the caller's list holds verified routers only (router-policies.test.ts)
+    const enrolled = async (body: Record<string, unknown>) =>
+      (await enrolledRouter(srv.mgmt, srv.client, token, body)).id;
     const [r1, r2, r3] = [
-      await create('/edge-routers', { name: 'frank-r1', roleAttributes: ['fr'], cost: 5 }),
-      await create('/edge-routers', { name: 'frank-r2', roleAttributes: ['fr', 'fs-er'] }),
-      await create('/edge-routers', { name: 'frank-r3', roleAttributes: ['fs-er'] }),
+      await enrolled({ name: 'frank-r1', roleAttributes: ['fr'], cost: 5 }),
+      await enrolled({ name: 'frank-r2', roleAttributes: ['fr', 'fs-er'] }),
+      await enrolled({ name: 'frank-r3', roleAttributes: ['fs-er'] }),
     ];
     await create('/edge-router-policies', {
       name: 'frank-erp',

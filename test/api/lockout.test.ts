@@ -126,6 +126,32 @@ describe('lockout', () => {
     await call('PATCH', `${srv.mgmt}/identities/${me.id}`, { token, body: { authPolicyId: 'default' } });
   });
 
+  it('wrong current passwords of a password change count with wrong logins; a right one resets the count', async () => {
+    const policy = await createPolicy('lock-change', 3, 10);
+    const id = await createUser('changer', policy);
+    const session = (await attempt('changer')).headers.get('zt-session')!;
+    const own = await call('GET', `${srv.client}/current-identity/authenticators`, { token: session });
+    const path = `${srv.client}/current-identity/authenticators/${own.body.data[0].id}`;
+    const change = (method: 'PUT' | 'PATCH', currentPassword: string, password = 'changer-pw') =>
+      call(method, path, { token: session, body: { currentPassword, password, username: 'changer' } });
+    // two wrong ones (PUT and PATCH alike) count as two failed logins
+    expectError(await change('PUT', 'wrong-password'), 401, 'UNAUTHORIZED');
+    expectError(await change('PATCH', 'wrong-password'), 401, 'UNAUTHORIZED');
+    expect(srv.ctl.svc.get('identities', id)!.failedLoginAttempts).toBe(2);
+    // a change proving the current password resets the count, as a successful login does
+    expect((await change('PATCH', 'changer-pw', 'changer-pw2')).status).toBe(200);
+    expect(srv.ctl.svc.get('identities', id)!.failedLoginAttempts).toBe(0);
+    // two wrong changes and a wrong login: the third failure in a row locks the identity out, ending its sessions
+    for (let i = 0; i < 2; i++) expectError(await change('PATCH', 'changer-pw'), 401, 'UNAUTHORIZED');
+    expect((await identity(id)).disabled).toBe(false);
+    expectError(await attempt('changer', 'wrong-password'), 401, 'INVALID_AUTH');
+    expect((await identity(id)).disabled).toBe(true);
+    expectError(await call('GET', `${srv.client}/current-identity`, { token: session }), 401, 'UNAUTHORIZED');
+    expectError(await attempt('changer', 'changer-pw2'), 401, 'INVALID_AUTH');
+    clock.advance(10 * MINUTE + 1000);
+    expect((await attempt('changer', 'changer-pw2')).status).toBe(200);
+  });
+
   it('with maxAttempts 0 a failed login writes nothing', async () => {
     await createUser('nolock', 'default');
     const before = srv.ctl.svc.store.appliedIndex;

@@ -14,6 +14,7 @@ import { importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSigningCa } from '../../src/pki/index.js';
 import { openssl, opensslFingerprint, Scratch } from '../pki/helpers.js';
+import { interceptNextWrite } from '../support/api.js';
 import { shiftedClock } from '../support/clock.js';
 import { expectOwnCoverageAfterAll } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
@@ -426,6 +427,20 @@ describe('edge router certificate extension over mutual TLS (node engine, API TL
     expect((await tlsCall('POST', `${mgmt()}/edge-routers/${r.id}/re-enroll`, { ca, token: admin })).status).toBe(200);
     expect(code(await extend(r.key, r.cert, body))).toEqual([401, 'UNAUTHORIZED']);
     expect(before).not.toBe('');
+    expect(await fingerprintOf(r.id)).toBe('');
+  });
+
+  it('a re-enroll landing between the check and the write: 401 UNAUTHORIZED, no internal field named', async () => {
+    const r = await enrolledRouter();
+    const csrs = routerCsrs(r.id);
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    meanwhile(async () => {
+      const re = await tlsCall('POST', `${mgmt()}/edge-routers/${r.id}/re-enroll`, { ca, token: admin });
+      expect(re.status).toBe(200);
+    });
+    const raced = await extend(r.key, r.cert, { serverCertCsr: csrs.serverCsr, certCsr: csrs.clientCsr });
+    expect(code(raced)).toEqual([401, 'UNAUTHORIZED']);
+    expect(raced.body.error.cause).toBeUndefined();
     expect(await fingerprintOf(r.id)).toBe('');
   });
 

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminApi } from '../support/admin-api.js';
 import { expectError, userWith } from '../support/api.js';
+import { enrolledRouter, enrollRouter } from '../support/router-client.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
 let srv: TestServer;
@@ -24,7 +25,9 @@ const { mgmt, create, patch } = adminApi(
   () => admin,
 );
 
-const router = (name: string, roleAttributes: string[] = []) => create('/edge-routers', { name, roleAttributes });
+/** A new edge router, enrolled (verified): the client lists only those (OpenZiti's `isVerified = true`). */
+const router = async (name: string, roleAttributes: string[] = []) =>
+  (await enrolledRouter(srv.mgmt, srv.client, admin, { name, roleAttributes })).id;
 const erp = (name: string, semantic: string, identityRoles: string[], edgeRouterRoles: string[]) =>
   create('/edge-router-policies', { name, semantic, identityRoles, edgeRouterRoles });
 const serp = (name: string, semantic: string, serviceRoles: string[], edgeRouterRoles: string[]) =>
@@ -89,13 +92,42 @@ describe('edge router policies', () => {
     expect((await mgmt('DELETE', `/edge-router-policies/${p}`)).status).toBe(200);
   });
 
+  it("the caller's routers are the verified (enrolled) ones; an admin's are every verified router", async () => {
+    const u = await userWith(srv.base, admin, 'erp-ver-user', { roleAttributes: ['ver-u'] });
+    const unenrolled = await create('/edge-routers', { name: 'ver-new-r', roleAttributes: ['ver-r'] });
+    await router('ver-old-r', ['ver-r']);
+    const p = await erp('erp-ver', 'AnyOf', ['#ver-u'], ['#ver-r']);
+    // the policy grants both; the one not enrolled yet is left out of the page and of the count alike
+    expect(await mine(u.token)).toEqual(['ver-old-r']);
+    const counted = await call(
+      'GET',
+      `${srv.client}/current-identity/edge-routers?filter=${encodeURIComponent('name contains "ver-"')}`,
+      { token: u.token },
+    );
+    expect(counted.body.meta.pagination.totalCount).toBe(1);
+    await enrollRouter(srv.mgmt, srv.client, admin, unenrolled);
+    expect(await mine(u.token)).toEqual(['ver-new-r', 'ver-old-r']);
+    // an admin (no policy names it) lists every verified router, and no other
+    await create('/edge-routers', { name: 'ver-never-r' });
+    const mgmtAll = (await mgmt('GET', '/edge-routers?limit=500')).body.data as { name: string; isVerified: boolean }[];
+    const verified = mgmtAll
+      .filter((r) => r.isVerified)
+      .map((r) => r.name)
+      .sort();
+    expect(verified).toContain('ver-new-r');
+    expect(verified).not.toContain('ver-never-r');
+    expect(await mine(admin)).toEqual(verified);
+    expect((await mgmt('DELETE', `/edge-router-policies/${p}`)).status).toBe(200);
+  });
+
   it('#all selects every router (and every identity), including those created later', async () => {
     const u = await userWith(srv.base, admin, 'erp-all-user');
     const p = await erp('erp-all', 'AllOf', [`@${u.id}`], ['#all']);
     await router('all-late-r');
     const all = await mine(u.token);
     expect(all).toContain('all-late-r');
-    expect(all.length).toBe((await mgmt('GET', '/edge-routers?limit=500')).body.data.length);
+    const verified = await mgmt('GET', `/edge-routers?limit=500&filter=${encodeURIComponent('isVerified = true')}`);
+    expect(all.length).toBe(verified.body.data.length);
     // #all identities: a later identity gets the routers named
     await patch(`/edge-router-policies/${p}`, { identityRoles: ['#all'], edgeRouterRoles: ['#all-only'] });
     await router('all-only-r', ['all-only']);

@@ -1,6 +1,6 @@
 /** The management API as the admin of a test server: raw calls, and creates and patches that must succeed. */
-import { expect } from 'vitest';
-import { call, type Res, type TestServer } from './server.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { call, login, type Res, startServer, type TestServer } from './server.js';
 
 export interface AdminApi {
   mgmt(method: string, path: string, body?: unknown): Promise<Res>;
@@ -26,4 +26,23 @@ export function adminApi(srv: () => TestServer, token: () => string): AdminApi {
       expect(r.status, r.text).toBe(200);
     },
   };
+}
+
+/**
+ * A test server started before the file's tests and stopped after them, with the management API as its admin;
+ * `srv()` and `admin()` (the admin's token) are read once it has started.
+ */
+export function adminServer(): AdminApi & { srv(): TestServer; admin(): string } {
+  let srv: TestServer | undefined;
+  let admin = '';
+  beforeAll(async () => {
+    srv = await startServer();
+    admin = await login(srv.base);
+  });
+  afterAll(() => srv?.stop());
+  const started = () => {
+    expect(srv, 'the server starts in beforeAll').toBeDefined();
+    return srv!;
+  };
+  return { ...adminApi(started, () => admin), srv: started, admin: () => admin };
 }

@@ -47,7 +47,11 @@ export async function enrolledRouter(
 ): Promise<RouterCreds> {
   const created = await call('POST', `${mgmt}/edge-routers`, { token: admin, body });
   expect(created.status).toBe(201);
-  const id = created.body.data.id as string;
+  return enrollRouter(mgmt, client, admin, created.body.data.id as string);
+}
+
+/** Enrolls the edge router `id` (created, not yet enrolled) with its `erott` token; answers its credentials. */
+export async function enrollRouter(mgmt: string, client: string, admin: string, id: string): Promise<RouterCreds> {
   const token = (await call('GET', `${mgmt}/edge-routers/${id}`, { token: admin })).body.data.enrollmentToken;
   const keys = await generateKeyPair();
   const csrPem = await csr(id, keys);

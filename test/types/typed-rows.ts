@@ -24,12 +24,14 @@ export function entityNamesAreChecked(svc: Services, store: Store, ctx: ApplyCon
   // @ts-expect-error a misspelt entity name in a batch
   const batch: Command = { op: 'batch', ops: [{ op: 'delete', entity: 'sessionz', id: 'x', at: '' }] };
   // @ts-expect-error a misspelt entity name
-  const expect: Expect = { check: 'absent', entity: 'identity', field: 'name', value: 'x', reason: '' };
+  const expect: Expect = { check: 'absent', entity: 'identity', field: 'name', value: 'x', reason: '', apiCode: 'X' };
+  // @ts-expect-error a condition that says neither how it is answered (`apiCode`) nor on which field (`errorField`)
+  const unanswered: Expect = { check: 'absent', entity: 'identities', field: 'name', value: 'x', reason: '' };
   // @ts-expect-error a misspelt entity name in a custom command's write
   ctx.delete('revocation', 'x', '');
   // @ts-expect-error a misspelt entity name in a reference
   ref('config-type', 'x', undefined);
-  void [create, batch, expect];
+  void [create, batch, expect, unanswered];
 }
 
 export function rowsAreTyped(svc: Services, ctx: ApplyContext): void {
