@@ -10,9 +10,11 @@
  * checks each response against OpenZiti's spec (test/support/spec-check.ts), then hands the response on untouched.
  */
 import { ZitiBrowzerEdgeClient } from '@openziti/ziti-browzer-edge-client';
+import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
 import { adminApi } from '../support/admin-api.js';
+import { userWith } from '../support/api.js';
 import { shiftedClock } from '../support/clock.js';
 import { type ConnectedRouter, connectRouter, csr, DEFAULT_HELLO, enrolledRouter } from '../support/router-client.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
@@ -370,6 +372,8 @@ describe('ziti-browzer-edge-client against Keel', () => {
         urls: { tls: 'tls:router1.example.test:3022', ws: 'ws:router1.example.test:3023' },
       }),
     ]);
+    // ziti-browzer-core opens `urls.ws + '/ws'` as its WebSocket (WHATWG URL parsing, as browsers do)
+    expect(new URL(`${ws[0].urls.ws}/ws`).href).toBe('ws://router1.example.test:3023/ws');
     const read = await c.detailSession({ id: session.id });
     expect(read.data).toMatchObject({ id: session.id, token: session.token, serviceId, type: 'Dial' });
     const listed = await c.listSessions({ filter: `serviceId = "${serviceId}"` });
@@ -460,6 +464,48 @@ describe('ziti-browzer-edge-client against Keel', () => {
     expect(listed.data.map((x: { id: string }) => x.id)).toEqual([made.data.id]);
     expect((await c.deleteCurrentApiSessionCertificate({ id: made.data.id })).error).toBeUndefined();
     expect((await c.listCurrentApiSessionCertificates({})).data).toEqual([]);
+  });
+
+  it('MFA: enroll and verify TOTP; a later login is partial until POST /authenticate/mfa', async () => {
+    const name = 'browzer-mfa';
+    await userWith(srv.base, admin, name);
+    const c = newClient(srv.client);
+    const login1 = await c.authenticate({ method: 'password', auth: { username: name, password: `${name}-pass` } });
+    c.setApiKey(login1.data.token, 'zt-session', false);
+    const enrolled = await c.enrollMfa({});
+    expect(lastStatus()).toBe(201);
+    expect(typeof enrolled.data.id).toBe('string');
+    const mfa = (await c.detailMfa({})).data;
+    expect(mfa).toMatchObject({ isVerified: false });
+    expect(mfa.recoveryCodes.length).toBeGreaterThan(0);
+    const secret = new URL(mfa.provisioningUrl).searchParams.get('secret')!;
+    const totp = (offset_ms: number) => generate({ secret, epoch: Math.floor((Date.now() + offset_ms) / 1000) });
+    expect((await c.verifyMfa({ mfaValidation: { code: await totp(0) } })).error).toBeUndefined();
+    expect((await c.detailMfa({})).data.isVerified).toBe(true);
+
+    // a new login: partial, with the MFA auth query the SDK answers
+    const b = newClient(srv.client);
+    const login2 = await b.authenticate({ method: 'password', auth: { username: name, password: `${name}-pass` } });
+    expect(login2.data).toMatchObject({ isMfaRequired: true, isMfaComplete: false });
+    expect(login2.data.authQueries).toEqual([
+      expect.objectContaining({ typeId: 'MFA', provider: 'ziti', httpMethod: 'POST', httpUrl: './authenticate/mfa' }),
+    ]);
+    b.setApiKey(login2.data.token, 'zt-session', false);
+    expect((await b.listServices({})).error.code).toBe('UNAUTHORIZED');
+    // a wrong code is refused; verification spent the current time step's code, so the login answers with the
+    // next step's (a TOTP completes one login only, RFC 6238 §5.2)
+    const wrong = await b.authenticateMfa({ mfaAuth: { code: '000000' } });
+    expect(wrong.error.code).toBe('MFA_INVALID_TOKEN');
+    const done = await clock.during(30_000, async () => b.authenticateMfa({ mfaAuth: { code: await totp(30_000) } }));
+    expect(lastStatus()).toBe(200);
+    expect(done.error).toBeUndefined();
+    expect((await b.getCurrentAPISession({})).data).toMatchObject({ isMfaRequired: true, isMfaComplete: true });
+    expect((await b.listServices({})).data).toEqual([]);
+    // new recovery codes (the code in the body: a browser may not send the mfa-validation-code header)
+    const renewed = await clock.during(30_000, async () =>
+      b.createMfaRecoveryCodes({ mfaValidation: { code: await totp(30_000) } }),
+    );
+    expect(renewed.error).toBeUndefined();
   });
 
   it('logout: DELETE /current-api-session, then every call gets the unauthorized envelope', async () => {
