@@ -10,8 +10,10 @@
  * checks each response against OpenZiti's spec (test/support/spec-check.ts), then hands the response on untouched.
  */
 import { ZitiBrowzerEdgeClient } from '@openziti/ziti-browzer-edge-client';
+import { importPKCS8, SignJWT } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRootCa } from '../../src/pki/ca.js';
 import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
 import { adminApi } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
@@ -132,11 +134,14 @@ type EdgeClient = {
     : ZitiBrowzerEdgeClient[K];
 };
 
-/** A client as ziti-browzer-core makes one: the domain is the client API's base URL; it logs through `logger`. */
-function newClient(domain: string): EdgeClient {
+/**
+ * A client as ziti-browzer-core makes one: the domain is the client API's base URL; it logs through `logger`; with
+ * an IdP's access token, `token_type` and `access_token` (sent as `Authorization` on every call).
+ */
+function newClient(domain: string, idp: { token_type: string; access_token: string } | null = null): EdgeClient {
   const quiet = () => {};
   const logger = { trace: quiet, debug: quiet, info: quiet, error: quiet };
-  return new ZitiBrowzerEdgeClient({ domain, logger }) as unknown as EdgeClient;
+  return new ZitiBrowzerEdgeClient({ domain, logger, ...idp }) as unknown as EdgeClient;
 }
 
 /** Runs `fn` with the client outside a browser (no CORS), then back in one. */
@@ -309,6 +314,70 @@ describe('ziti-browzer-edge-client against Keel', () => {
     expect(lastStatus()).toBe(401);
     expect(late.error.code).toBe('UNAUTHORIZED');
     expect(late.data).toBeUndefined();
+  });
+
+  it("logs in with an IdP's token (ext-jwt), as ziti-browzer-core does in production", async () => {
+    const ISSUER = 'https://idp.example.test';
+    const AUDIENCE = 'browzer';
+    const ca = await createRootCa({ commonName: 'browzer-idp' });
+    await create('/external-jwt-signers', {
+      name: 'browzer-idp',
+      enabled: true,
+      certPem: ca.certPem,
+      kid: 'idp-1',
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      useExternalId: true,
+      claimsProperty: 'email',
+    });
+    const patched = await call('PATCH', `${srv.mgmt}/identities/${identityId}`, {
+      token: admin,
+      body: { externalId: 'browzer@example.test' },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    const c = newClient(srv.client);
+    const signers = await c.listExternalJwtSigners({});
+    // a signer without externalAuthUrl: null, as OpenZiti sends it (and as Keel's own document declares it)
+    expect(signers.data).toEqual([
+      expect.objectContaining({
+        name: 'browzer-idp',
+        audience: AUDIENCE,
+        externalAuthUrl: null,
+        targetToken: 'ACCESS',
+      }),
+    ]);
+    const doc = (await call('GET', `${srv.client}/swagger.json`)).body;
+    const declared = doc.definitions.clientExternalJwtSignerDetail.allOf[1].properties.externalAuthUrl;
+    expect(declared).toMatchObject({ type: 'string', 'x-nullable': true });
+    const detail = await call('GET', `${srv.mgmt}/external-jwt-signers/${signers.data[0].id}`, { token: admin });
+    expect(detail.body.data.externalAuthUrl).toBeNull();
+    const key = await importPKCS8(ca.keyPem, 'ES256');
+    const signed = (email: string) =>
+      new SignJWT({ email })
+        .setProtectedHeader({ alg: 'ES256', kid: 'idp-1' })
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(key);
+    const idp = newClient(srv.client, { token_type: 'Bearer', access_token: await signed('browzer@example.test') });
+    // ziti-browzer-core's body for ext-jwt: the same as for a password, without username and password
+    const auth = await idp.authenticate({
+      method: 'ext-jwt',
+      auth: {
+        configTypes: ['intercept.v1'],
+        envInfo: { arch: 'n/a', os: 'n/a' },
+        sdkInfo: { type: 'ziti-browzer-core' },
+      },
+    });
+    expect(lastStatus()).toBe(200);
+    expect(auth.data).toMatchObject({ identityId, isMfaRequired: false });
+    idp.setApiKey(auth.data.token, 'zt-session', false);
+    expect((await idp.getCurrentIdentity({})).data.id).toBe(identityId);
+    const stranger = newClient(srv.client, { token_type: 'Bearer', access_token: await signed('nobody@example.test') });
+    const refused = await stranger.authenticate({ method: 'ext-jwt', auth: {} });
+    expect(lastStatus()).toBe(401);
+    expect(refused.error.code).toBe('INVALID_AUTH');
   });
 
   it('lists services with configTypes, filter and paging as the client passes them', async () => {
