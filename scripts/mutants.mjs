@@ -645,6 +645,13 @@ export const MUTANTS = [
     replace: 'if (held >= args.max && false) {',
     tests: ['test/api/session-certificates.test.ts'],
   },
+  {
+    id: 'session-token-of-another-api-session',
+    file: 'src/ops/access.ts',
+    search: 'if (session?.apiSessionId !== ctx.caller!.session.id) throw',
+    replace: 'if (session === undefined) throw',
+    tests: ['test/api/browzer-edge-client.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
