@@ -1,13 +1,16 @@
 /**
  * OpenZiti's own generated Edge Client API client, `@openziti/ziti-browzer-edge-client` (what the browser SDK,
  * ziti-browzer-core, talks to the controller with), unmodified against Keel: the flows a browser endpoint performs
- * (version and API discovery, updb enrollment, password login with its config types, the session heartbeat, the
- * current API session and identity, services with `configTypes`/filter/paging, a Dial session and its edge routers,
- * posture responses, an ephemeral session certificate, logout) and its error path (the error envelope it hands back).
+ * (version and API discovery, updb enrollment, password and ext-jwt login with its config types, the session
+ * heartbeat, the current API session and identity, services with `configTypes`/filter/paging, a Dial session and its
+ * edge routers, posture responses, an ephemeral session certificate, MFA, logout) and its error path (the error
+ * envelope it hands back). The tests run in order: the first enrolls the identity the others log in as.
  *
  * The client resolves every answer with the parsed body, whatever the status (errors are `{error: {code, …}}`), and
- * fetches through `globalThis._ziti_realFetch` when one is defined: the test defines one that records each status and
- * checks each response against OpenZiti's spec (test/support/spec-check.ts), then hands the response on untouched.
+ * fetches through `globalThis._ziti_realFetch` when one is defined: the test defines one that does what a browser
+ * does around a cross-origin call (the CORS preflight and checks), records each status and checks each response
+ * against OpenZiti's spec (test/support/spec-check.ts), then hands the response on untouched. What it found:
+ * docs/compatibility.md.
  */
 import { ZitiBrowzerEdgeClient } from '@openziti/ziti-browzer-edge-client';
 import { importPKCS8, SignJWT } from 'jose';
@@ -175,7 +178,8 @@ async function browzerLogin(c: EdgeClient, password = PASSWORD): Promise<any> {
 
 beforeAll(async () => {
   (globalThis as { _ziti_realFetch?: Fetch })._ziti_realFetch = recordingFetch;
-  srv = await startServer({ clock, routerControl: { host: '127.0.0.1', port: 0 } });
+  // no idle sweep on a timer: one falling inside a shifted-clock call would end every other session
+  srv = await startServer({ clock, sessionSweep_ms: 3_600_000, routerControl: { host: '127.0.0.1', port: 0 } });
   admin = await login(srv.base);
   // the endpoint's identity, enrolled below through the client (updb)
   username = 'browzer-user';
