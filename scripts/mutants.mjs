@@ -652,6 +652,13 @@ export const MUTANTS = [
     replace: 'void identity;',
     tests: ['test/api/lockout.test.ts'],
   },
+  {
+    id: 'session-token-of-another-api-session',
+    file: 'src/ops/access.ts',
+    search: 'if (session?.apiSessionId !== ctx.caller!.session.id) throw',
+    replace: 'if (session === undefined) throw',
+    tests: ['test/api/browzer-edge-client.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

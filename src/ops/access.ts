@@ -1,6 +1,6 @@
 import type { Row } from '../../storage/types.js';
 import { requireRow } from '../api/entity.js';
-import { notFound } from '../api/errors.js';
+import { notFound, unauthorized } from '../api/errors.js';
 import { type ListResult, listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
 import { ok, okJson } from '../api/respond.js';
@@ -66,6 +66,20 @@ function routerForClient(svc: Services, row: RowFor<'edge-routers'>, withBase: b
   ];
   for (const k of keys) if (k in full) out[k] = full[k];
   return out;
+}
+
+/**
+ * OpenZiti: `GET /services/{id}/edge-routers` takes an optional `session-token` header, a service access token that
+ * must be valid for the caller's API session, else 401 UNAUTHORIZED. Keel's service access tokens are the tokens of
+ * its sessions (`POST /sessions`): valid while that session lives, for the API session that created it.
+ */
+function checkSessionToken(ctx: OpContext<unknown>): void {
+  const token = ctx.req.headers['session-token'];
+  // go-openapi binds an empty optional header as absent
+  if (token === undefined || token === '') return;
+  const [id] = ctx.svc.store.lookup('sessions', 'token', token);
+  const session = id === undefined ? undefined : ctx.svc.get('sessions', id);
+  if (session?.apiSessionId !== ctx.caller!.session.id) throw unauthorized('forbidden');
 }
 
 function pageOf(result: ListResult) {
@@ -176,6 +190,7 @@ export function accessOps(): OpDef<unknown>[] {
         },
       },
       handler: (ctx) => {
+        checkSessionToken(ctx);
         const service = requireRow(services, ctx.svc, ctx.params.id!);
         const identityId = ctx.caller!.identity.id;
         if (serviceAccessOf(ctx.svc, identityId, service.id).size === 0) throw notFound('service', service.id);

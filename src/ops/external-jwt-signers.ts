@@ -15,7 +15,8 @@ const clientSignerDetail = s.named(
       {
         audience: s.nullable(s.str()),
         clientId: s.nullable(s.str()),
-        externalAuthUrl: s.str(),
+        // null when the signer has none, as OpenZiti sends it (the spec declares a string, yet lets a signer have none)
+        externalAuthUrl: s.nullable(s.str()),
         name: s.str(),
         scopes: s.arr(s.str()),
         targetToken: s.named('targetToken', s.nullable(s.enum(['ACCESS', 'ID']))),

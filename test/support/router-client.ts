@@ -29,7 +29,7 @@ export const DEFAULT_HELLO: RouterHello = {
   listeners: ['tls:router1.example.test:3022', 'wss:router1.example.test:3023'],
 };
 
-async function csr(cn: string, keys: CryptoKeyPair): Promise<string> {
+export async function csr(cn: string, keys: CryptoKeyPair): Promise<string> {
   const req = await x509.Pkcs10CertificateRequestGenerator.create({
     name: `CN=${cn}`,
     keys,

@@ -79,11 +79,35 @@ function translate(node: any, at: 'linkHref' | 'mapValue' | 'other' = 'other'): 
   return out;
 }
 
+/**
+ * `<definition>.<property>`s the spec declares required and not nullable in a detail while its create and update
+ * schemas let the entity have none (x-nullable there): no value satisfies both, and OpenZiti sends null then (its
+ * model's nil `*string`, which go-swagger writes as null). Validated as string or null, each with its reason.
+ */
+export const NULL_WHEN_UNSET: Readonly<Record<string, string>> = {
+  'clientExternalJwtSignerDetail.externalAuthUrl':
+    'optional on create (externalJwtSignerCreate, x-nullable); MapExternalJwtSignerToRestModelForClient copies the *string',
+  'externalJwtSignerDetail.externalAuthUrl':
+    'optional on create (externalJwtSignerCreate, x-nullable); MapExternalJwtSignerToRestModelForManagement copies the *string',
+};
+
+/** The (translated) schema of a definition's property, looked up in its own properties and its allOf parts. */
+function propertyOf(def: any, property: string): any {
+  if (def?.properties?.[property]) return def.properties[property];
+  for (const part of def?.allOf ?? []) if (part?.properties?.[property]) return part.properties[property];
+  return undefined;
+}
+
 function translateDefinitions(definitions: Record<string, any>): Record<string, any> {
   const out: Record<string, any> = {};
   for (const [name, def] of Object.entries(definitions)) out[name] = translate(def);
   const href = definitions.link?.properties?.href;
   if (href) out.link.properties.href = translate(href, 'linkHref');
+  for (const key of Object.keys(NULL_WHEN_UNSET)) {
+    const [definition, property] = key.split('.') as [string, string];
+    const schema = propertyOf(out[definition], property);
+    if (schema && typeof schema.type === 'string') schema.type = [schema.type, 'null'];
+  }
   return out;
 }
 
