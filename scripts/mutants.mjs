@@ -645,6 +645,13 @@ export const MUTANTS = [
     replace: 'if (held >= args.max && false) {',
     tests: ['test/api/session-certificates.test.ts'],
   },
+  {
+    id: 'mfa-verify-twice',
+    file: 'src/ops/mfa.ts',
+    search: 'expect: [unverified(mfa.id)],',
+    replace: '',
+    tests: ['test/api/mfa.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -47,9 +47,10 @@ export function storeError(e: StoreError): ApiError {
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
     // an unknown API code is a declaration bug: answer without detail
     if (factory === undefined) return Errors.UNHANDLED();
-    // a unique-index conflict names internal keys in its reason: only the envelope chosen for it goes out
-    if (e.code === 'UNIQUE') {
-      const cause = CONFLICT_CAUSES.get(e.apiCode);
+    // a unique-index conflict names internal keys in its reason (a precondition standing for such a conflict, its
+    // internal field): only the envelope chosen for it goes out
+    const cause = CONFLICT_CAUSES.get(e.apiCode);
+    if (e.code === 'UNIQUE' || (e.code === 'PRECONDITION' && cause !== undefined)) {
       return cause === undefined ? Errors.UNHANDLED() : factory(cause(e));
     }
     // a code a command chose on purpose (a custom command's refusal): its reason is written for the client

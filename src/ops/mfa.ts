@@ -17,7 +17,7 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
-import type { Command, RowFor } from '../model/rows.js';
+import type { Command, Expect, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { qrPng } from '../util/qr.js';
@@ -45,6 +45,19 @@ function invalidToken(): ApiError {
 }
 
 /** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
+/** The condition apply re-checks for a verification: the enrollment is still unverified (else 409 MFA_EXISTS). */
+function unverified(mfaId: string): Expect {
+  return {
+    check: 'ne',
+    entity: 'mfas',
+    id: mfaId,
+    field: 'isVerified',
+    value: true,
+    reason: 'the mfa enrollment is already verified',
+    apiCode: 'MFA_EXISTS',
+  };
+}
+
 function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): RowFor<'mfas'> {
   const mfa = mfaOf(svc, caller.identity.id);
   if (!mfa || (verified === true && mfa.isVerified !== true)) {
@@ -213,9 +226,11 @@ export function mfaOps(): OpDef<unknown>[] {
         const timeStep = await totpStep(svc, mfa.secret!, body.code.trim());
         if (timeStep === null) throw invalidToken();
         const at = svc.nowIso();
-        // the session that proved the code has passed MFA; the code is spent
+        // the session that proved the code has passed MFA; the code is spent. Verified once: of two verifications
+        // racing with one code, the one applied second finds the enrollment verified (409, as if it had been so)
         await svc.write({
           op: 'batch',
+          expect: [unverified(mfa.id)],
           ops: [
             {
               op: 'update',
