@@ -652,6 +652,13 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/mfa.test.ts'],
   },
+  {
+    id: 'auth-policy-patch-stale-merge',
+    file: 'src/model/auth-policy.ts',
+    search: '      checkPolicy(svc, p, sec);\n      return out;',
+    replace: '      checkPolicy(svc, p, sec);\n      return Object.assign(out, nestedFields(p, sec));',
+    tests: ['test/api/auth-policies.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import { Schema } from '../../storage/schema.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { apiSessionCertificates, createSessionCertificate } from './api-session-certificate.js';
-import { authPolicies } from './auth-policy.js';
+import { authPolicies, patchAuthPolicy } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
 import { configs } from './config.js';
@@ -75,6 +75,7 @@ export const CUSTOM_COMMANDS = {
   addRouterRows,
   countMfaFailure,
   createSessionCertificate,
+  patchAuthPolicy,
 };
 
 export function buildSchema(): Schema<EntityRows> {
