@@ -659,6 +659,13 @@ export const MUTANTS = [
     replace: '      checkPolicy(svc, p, sec);\n      return Object.assign(out, nestedFields(p, sec));',
     tests: ['test/api/auth-policies.test.ts'],
   },
+  {
+    id: 'signer-enroll-policy-unreferenced',
+    file: 'src/model/external-jwt-signer.ts',
+    search: "    ref: { entity: 'auth-policies', onDelete: 'restrict' },\n",
+    replace: '',
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
