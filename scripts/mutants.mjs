@@ -666,6 +666,27 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/token-enroll.test.ts'],
   },
+  {
+    id: 'peer-listener-unknown-path-unanswered',
+    file: 'src/cluster/node.ts',
+    search: 'rejectUpgrade(socket, 404);\n        return;',
+    replace: 'return;',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    id: 'mtls-per-address-unbounded',
+    file: 'src/util/mtls-server.ts',
+    search: 'if (held >= max) {',
+    replace: 'if (held >= max && false) {',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    id: 'mtls-handshake-untimed',
+    file: 'src/util/mtls-server.ts',
+    search: '    handshakeTimeout: limits.handshakeTimeout_ms,\n',
+    replace: '',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
