@@ -687,6 +687,14 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/cluster/peer-listener.test.ts'],
   },
+  {
+    id: 'tunneler-off-from-stale-row',
+    file: 'src/model/edge-router.ts',
+    search:
+      "  if (policy) ctx.delete('edge-router-policies', args.id, at, true);\n  if (identity) ctx.delete('identities', args.id, at);\n",
+    replace: '',
+    tests: ['test/api/access.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

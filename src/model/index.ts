@@ -9,7 +9,7 @@ import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerSettingsEntity } from './controller-setting.js';
-import { edgeRouters } from './edge-router.js';
+import { edgeRouters, syncRouterTunneler } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { externalJwtSigners } from './external-jwt-signer.js';
@@ -76,6 +76,7 @@ export const CUSTOM_COMMANDS = {
   countMfaFailure,
   createSessionCertificate,
   patchAuthPolicy,
+  syncRouterTunneler,
 };
 
 export function buildSchema(): Schema<EntityRows> {
