@@ -695,6 +695,20 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/access.test.ts'],
   },
+  {
+    id: 'ottca-ca-unchecked-in-apply',
+    file: 'src/auth/enrollment.ts',
+    search: "caStillAllows(ca.id, 'isOttCaEnrollmentEnabled', 'ENROLLMENT_CA_NOT_VALID'),",
+    replace: '[],',
+    tests: ['test/api/enroll.test.ts'],
+  },
+  {
+    id: 'ca-auto-enroll-ca-unchecked-in-apply',
+    file: 'src/auth/ca-enrollment.ts',
+    search: "expect: caStillAllows(ca.id, 'isAutoCaEnrollmentEnabled', 'ENROLLMENT_NO_VALID_CAS'),",
+    replace: '',
+    tests: ['test/api/enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ export function validationError(e: FieldError): ApiError {
 }
 
 /**
- * Conflicts a field declaration maps to an API code (`FieldDef.conflictCode`), with OpenZiti's envelope for each:
- * the store's reason names internal index keys (`methodKey`, `<id>:updb`), so it never reaches the wire.
+ * Conflicts a field declaration maps to an API code (`FieldDef.conflictCode`), and preconditions that stand for a
+ * handler's check (`Expect.apiCode`), with OpenZiti's envelope for each: the store's reason names internal index
+ * keys (`methodKey`, `<id>:updb`) or fields, so it never reaches the wire.
  */
 type ConflictCause = (e: StoreError) => ApiErrorCause | undefined;
 const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, ConflictCause>([
@@ -21,6 +22,9 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
   ['CERT_IN_USE', () => undefined],
   // apierror.NewMfaExistsError(): an identity has one MFA enrolment
   ['MFA_EXISTS', () => undefined],
+  // a CA that stopped allowing an enrollment after the handler's check (a precondition): no cause, as that check
+  ['ENROLLMENT_CA_NOT_VALID', () => undefined],
+  ['ENROLLMENT_NO_VALID_CAS', () => undefined],
   // the enrollment's method is the part of its method key after the identity id
   [
     'ENROLLMENT_EXISTS',

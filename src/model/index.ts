@@ -1,5 +1,6 @@
 import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
+import { createAutoEnrolledIdentity } from '../auth/ca-enrollment.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { apiSessionCertificates, createSessionCertificate } from './api-session-certificate.js';
@@ -77,6 +78,7 @@ export const CUSTOM_COMMANDS = {
   createSessionCertificate,
   patchAuthPolicy,
   syncRouterTunneler,
+  createAutoEnrolledIdentity,
 };
 
 export function buildSchema(): Schema<EntityRows> {
