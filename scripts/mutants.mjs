@@ -709,6 +709,14 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/enroll.test.ts'],
   },
+  {
+    id: 'signer-patch-rewrites-key-material',
+    file: 'src/model/external-jwt-signer.ts',
+    search:
+      "    if (mode === 'patch' && !Object.hasOwn(out, 'certPem') && !Object.hasOwn(out, 'jwksEndpoint')) return out;\n",
+    replace: '',
+    tests: ['test/api/ext-jwt.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

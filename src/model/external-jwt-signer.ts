@@ -225,6 +225,9 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
         null,
       );
     }
+    // the key material (and what is derived from it) is written only by a write that changes it: a PATCH of other
+    // fields, checked against a view that a concurrent switch (certificate ↔ JWKS) made stale, would write it back
+    if (mode === 'patch' && !Object.hasOwn(out, 'certPem') && !Object.hasOwn(out, 'jwksEndpoint')) return out;
     if (hasCert) {
       Object.assign(out, certFacts(merged.certPem as string));
       out.jwksEndpoint = null;
