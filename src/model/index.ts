@@ -19,7 +19,7 @@ import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTraces } from './identity-trace.js';
 import { identityTypes } from './identity-type.js';
 import { countMfaFailure, mfas, useRecoveryCode, useTotp } from './mfa.js';
-import { postureChecks } from './posture-check.js';
+import { countPostureCheckChange, postureChecks } from './posture-check.js';
 import { applyRevocation, revocations } from './revocation.js';
 import { addRouterRows } from './router-rows.js';
 import type { EntityRows } from './rows.js';
@@ -79,6 +79,7 @@ export const CUSTOM_COMMANDS = {
   patchAuthPolicy,
   syncRouterTunneler,
   createAutoEnrolledIdentity,
+  countPostureCheckChange,
 };
 
 export function buildSchema(): Schema<EntityRows> {
