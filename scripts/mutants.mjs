@@ -717,6 +717,13 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/ext-jwt.test.ts'],
   },
+  {
+    id: 'enrollment-token-unchecked-in-apply',
+    file: 'src/auth/enrollment.ts',
+    search: 'expect: [tokenHeld, ...expect]',
+    replace: 'expect: [...expect]',
+    tests: ['test/api/enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
   // a CA that stopped allowing an enrollment after the handler's check (a precondition): no cause, as that check
   ['ENROLLMENT_CA_NOT_VALID', () => undefined],
   ['ENROLLMENT_NO_VALID_CAS', () => undefined],
+  // an enrollment token replaced after the handler's lookup: no cause (its value would be the token)
+  ['INVALID_ENROLLMENT_TOKEN', () => undefined],
   // the enrollment's method is the part of its method key after the identity id
   [
     'ENROLLMENT_EXISTS',

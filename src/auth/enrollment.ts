@@ -68,8 +68,18 @@ export async function consumeEnrollment(
 ): Promise<void> {
   const at = svc.nowIso();
   const ops: Command[] = [{ op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true }, ...then(at)];
+  // the enrollment still holds the token presented: a refresh meanwhile replaced it, and the old one enrolls nothing
+  const tokenHeld: Expect = {
+    check: 'eq',
+    entity: 'enrollments',
+    id: enrollment.id,
+    field: 'token',
+    value: enrollment.token,
+    reason: 'the enrollment token was replaced',
+    apiCode: 'INVALID_ENROLLMENT_TOKEN',
+  };
   try {
-    await svc.write(expect.length > 0 ? { op: 'batch', ops, expect } : { op: 'batch', ops });
+    await svc.write({ op: 'batch', ops, expect: [tokenHeld, ...expect] });
   } catch (err) {
     // another request enrolled with this token (or the identity was deleted) between the lookup and the write
     if (err instanceof ApiError && err.code === 'NOT_FOUND') throw Errors.INVALID_ENROLLMENT_TOKEN();

@@ -110,6 +110,29 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     expect(await authenticatorsOf(srv, admin, e.id)).toHaveLength(1);
   });
 
+  it('a token replaced (refresh) while its enrollment is checked enrolls nothing; the new one does', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    const [row] = (await call('GET', `${srv.mgmt}/identities/${e.id}/enrollments`, { token: admin })).body.data;
+    let fresh = '';
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+      const r = await call('POST', `${srv.mgmt}/enrollments/${row.id}/refresh`, { token: admin, body: { expiresAt } });
+      expect(r.status, r.text).toBe(200);
+      fresh = (await call('GET', `${srv.mgmt}/enrollments/${row.id}`, { token: admin })).body.data.token;
+    });
+    const stale = await call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
+    expect([stale.status, stale.body.error.code, stale.body.error.cause]).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+      undefined,
+    ]);
+    expect(stale.text).not.toContain(e.token);
+    expect(stale.text).not.toContain(fresh);
+    expect(await authenticatorsOf(srv, admin, e.id)).toEqual([]);
+    const r = await call('POST', `${srv.client}/enroll/ott`, { body: { token: fresh, clientCsr: csr() } });
+    expect(r.status, r.text).toBe(200);
+  });
+
   it('legacy POST /enroll?method=ott: a PEM body, a PEM answer (JSON when Accept asks for it)', async () => {
     const e1 = await enrollee(srv, admin, { ott: true });
     const pem = await fetch(`${srv.client}/enroll?method=ott&token=${e1.token}`, {
