@@ -724,6 +724,15 @@ export const MUTANTS = [
     replace: 'expect: [...expect]',
     tests: ['test/api/enroll.test.ts'],
   },
+  {
+    id: 'extend-certificate-unchecked-in-apply',
+    file: 'src/ops/extend.ts',
+    search:
+      "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });\n        return ok(",
+    replace:
+      "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });\n        return ok(",
+    tests: ['test/api/enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -628,6 +628,34 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect((await enroll()).status).toBe(200);
   });
 
+  it('extend with a certificate replaced while the request was checked: refused, nothing pending', async () => {
+    const me = await enrolled();
+    const session = (await certLogin(me.key, me.cert)).headers['zt-session'] as string;
+    const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
+      .data;
+    const url = (step: string) => `${client()}/current-identity/authenticators/${auth.id}/${step}`;
+    const extend = (name: string, held: { key: string; cert: string }) =>
+      tlsCall('POST', url('extend'), {
+        ca,
+        token: session,
+        ...held,
+        body: { clientCertCsr: opensslCsr(s, name, 'ec', '/CN=x') },
+      });
+    // the owner rolls its key (extend and verify) while a request showing the old certificate is checked
+    const rolled = `rolled-away-${++seq}`;
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const extended = await extend(rolled, me);
+      const clientCert = extended.body.data.clientCert;
+      const verified = await tlsCall('POST', url('extend-verify'), { ca, token: session, body: { clientCert } });
+      expect(verified.status, verified.text).toBe(200);
+    });
+    const stale = await extend(`stale-${++seq}`, me);
+    expect([stale.status, stale.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
+    const after = (await tlsCall('GET', `${mgmt()}/authenticators/${auth.id}`, { ca, token: admin })).body.data;
+    expect(srv.ctl.svc.get('authenticators', auth.id)?.unverifiedFingerprint ?? null).toBeNull();
+    expect(after.fingerprint).not.toBe(opensslFingerprint(s, me.cert));
+  });
+
   it('extend: requested by an admin (login header), a new certificate for a new key, in force once verified', async () => {
     const me = await enrolled();
     const first = await certLogin(me.key, me.cert);
