@@ -733,6 +733,13 @@ export const MUTANTS = [
       "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });\n        return ok(",
     tests: ['test/api/enroll.test.ts'],
   },
+  {
+    id: 'role-filter-unbounded',
+    file: 'src/api/list.ts',
+    search: 'if (roles.length > MAX_ROLE_FILTERS) {',
+    replace: 'if (roles.length > MAX_ROLE_FILTERS && false) {',
+    tests: ['test/api/hardening.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
