@@ -740,6 +740,13 @@ export const MUTANTS = [
     replace: 'if (roles.length > MAX_ROLE_FILTERS && false) {',
     tests: ['test/api/hardening.test.ts'],
   },
+  {
+    id: 'mfa-removal-admin-unchecked-in-apply',
+    file: 'src/ops/mfa.ts',
+    search: 'await svc.write(removeMfa(svc, mfa, expect));',
+    replace: 'await svc.write(removeMfa(svc, mfa));',
+    tests: ['test/api/preconditions.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

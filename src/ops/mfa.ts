@@ -17,6 +17,7 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
+import { guardAdminTarget } from '../model/preconditions.js';
 import type { Command, Expect, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
@@ -103,10 +104,12 @@ async function refuseCode(svc: Services, session: RowFor<'api-sessions'>, comple
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
-function removeMfa(svc: Services, mfa: RowFor<'mfas'>): Command {
+/** Removes an identity's MFA; `expect`: what the removal relies on (the rights rule, re-checked in apply). */
+function removeMfa(svc: Services, mfa: RowFor<'mfas'>, expect: Expect[] = []): Command {
   const at = svc.nowIso();
   return {
     op: 'batch',
+    ...(expect.length > 0 ? { expect } : {}),
     ops: [
       { op: 'delete', entity: 'mfas', id: mfa.id, at, system: true },
       {
@@ -415,10 +418,11 @@ export function mfaOps(): OpDef<unknown>[] {
       responses: emptyResponse,
       handler: async ({ caller, params, svc }) => {
         const identity = svc.require('identities', params.id!);
-        if (identity.isAdmin === true && caller?.identity.isAdmin !== true) throw Errors.UNAUTHORIZED();
+        // a caller without admin rights may not act on an admin (checked here and again in apply)
+        const expect = guardAdminTarget(caller, identity.isAdmin === true, identity.id);
         const mfa = mfaOf(svc, identity.id);
         if (!mfa) throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `identity ${identity.id} has no mfa` });
-        await svc.write(removeMfa(svc, mfa));
+        await svc.write(removeMfa(svc, mfa, expect));
         return okEmpty();
       },
     }),
