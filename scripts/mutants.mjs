@@ -688,14 +688,6 @@ export const MUTANTS = [
     tests: ['test/cluster/peer-listener.test.ts'],
   },
   {
-    id: 'tunneler-off-from-stale-row',
-    file: 'src/model/edge-router.ts',
-    search:
-      "  if (policy) ctx.delete('edge-router-policies', args.id, at, true);\n  if (identity) ctx.delete('identities', args.id, at);\n",
-    replace: '',
-    tests: ['test/api/access.test.ts'],
-  },
-  {
     id: 'ottca-ca-unchecked-in-apply',
     file: 'src/auth/enrollment.ts',
     search: "caStillAllows(ca.id, 'isOttCaEnrollmentEnabled', 'ENROLLMENT_CA_NOT_VALID'),",
