@@ -659,6 +659,86 @@ export const MUTANTS = [
     replace: 'if (session === undefined) throw',
     tests: ['test/api/browzer-edge-client.test.ts'],
   },
+  {
+    id: 'mfa-verify-twice',
+    file: 'src/ops/mfa.ts',
+    search: 'expect: [unverified(mfa.id)],',
+    replace: '',
+    tests: ['test/api/mfa.test.ts'],
+  },
+  {
+    id: 'auth-policy-patch-stale-merge',
+    file: 'src/model/auth-policy.ts',
+    search: '      checkPolicy(svc, p, sec);\n      return out;',
+    replace: '      checkPolicy(svc, p, sec);\n      return Object.assign(out, nestedFields(p, sec));',
+    tests: ['test/api/auth-policies.test.ts'],
+  },
+  {
+    id: 'signer-enroll-policy-unreferenced',
+    file: 'src/model/external-jwt-signer.ts',
+    search: "    ref: { entity: 'auth-policies', onDelete: 'restrict' },\n",
+    replace: '',
+    tests: ['test/api/token-enroll.test.ts'],
+  },
+  {
+    id: 'peer-listener-unknown-path-unanswered',
+    file: 'src/cluster/node.ts',
+    search: 'rejectUpgrade(socket, 404);\n        return;',
+    replace: 'return;',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    id: 'mtls-per-address-unbounded',
+    file: 'src/util/mtls-server.ts',
+    search: 'if (held >= max) {',
+    replace: 'if (held >= max && false) {',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    id: 'mtls-handshake-untimed',
+    file: 'src/util/mtls-server.ts',
+    search: '    handshakeTimeout: limits.handshakeTimeout_ms,\n',
+    replace: '',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    id: 'signer-patch-rewrites-key-material',
+    file: 'src/model/external-jwt-signer.ts',
+    search:
+      "    if (mode === 'patch' && !Object.hasOwn(out, 'certPem') && !Object.hasOwn(out, 'jwksEndpoint')) return out;\n",
+    replace: '',
+    tests: ['test/api/ext-jwt.test.ts'],
+  },
+  {
+    id: 'enrollment-token-unchecked-in-apply',
+    file: 'src/auth/enrollment.ts',
+    search: 'expect: [tokenHeld, ...expect]',
+    replace: 'expect: [...expect]',
+    tests: ['test/api/enroll.test.ts'],
+  },
+  {
+    id: 'extend-certificate-unchecked-in-apply',
+    file: 'src/ops/extend.ts',
+    search:
+      "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });\n        return ok(",
+    replace:
+      "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });\n        return ok(",
+    tests: ['test/api/enroll.test.ts'],
+  },
+  {
+    id: 'role-filter-unbounded',
+    file: 'src/api/list.ts',
+    search: 'if (roles.length > MAX_ROLE_FILTERS) {',
+    replace: 'if (roles.length > MAX_ROLE_FILTERS && false) {',
+    tests: ['test/api/hardening.test.ts'],
+  },
+  {
+    id: 'mfa-removal-admin-unchecked-in-apply',
+    file: 'src/ops/mfa.ts',
+    search: 'await svc.write(removeMfa(svc, mfa, expect));',
+    replace: 'await svc.write(removeMfa(svc, mfa));',
+    tests: ['test/api/preconditions.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

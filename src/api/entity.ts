@@ -183,8 +183,17 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
   derived?: readonly DerivedIndexFactory[];
   /** Further commands applied atomically with a create (e.g. an identity's enrollments). */
   alsoOnCreate?(id: string, body: Record<string, unknown>, svc: Services, at: string): Promise<Command[]> | Command[];
-  /** Further commands applied atomically with an update or patch (`set`: the stored fields it changes). */
-  alsoOnUpdate?(row: RowOf<F>, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  /**
+   * Further commands applied atomically with an update or patch, after it (`set`: the stored fields it changes;
+   * `body`: the request's, validated).
+   */
+  alsoOnUpdate?(
+    row: RowOf<F>,
+    set: Record<string, unknown>,
+    svc: Services,
+    at: string,
+    body: Record<string, unknown>,
+  ): Command[];
   /** Further commands applied atomically with a delete, before it (e.g. what the row created for itself). */
   alsoOnDelete?(row: RowOf<F>, svc: Services, at: string): Command[];
   /**
@@ -213,7 +222,13 @@ export interface Entity<N extends string = EntityName, F extends EntityFields = 
   beforeDelete?(row: Row, svc: Services, caller: Caller | null): Expect[] | undefined;
   cacheable?: false | ((row: Row) => boolean);
   links?(row: Row): Record<string, { href: string }>;
-  alsoOnUpdate?(row: Row, set: Record<string, unknown>, svc: Services, at: string): Command[];
+  alsoOnUpdate?(
+    row: Row,
+    set: Record<string, unknown>,
+    svc: Services,
+    at: string,
+    body: Record<string, unknown>,
+  ): Command[];
   alsoOnDelete?(row: Row, svc: Services, at: string): Command[];
   hiddenFrom?(caller: Caller | null, svc: Services): ((row: Row) => boolean) | undefined;
   symbolTable(svc: Services): SymbolTable;
@@ -638,7 +653,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           const set = stored instanceof Promise ? await stored : stored;
           const at = ctx.svc.nowIso();
           const cmd: Command = withExpect({ op: 'update', entity: entity.name, id: existing.id, set, at }, w.expect);
-          const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at) ?? [];
+          const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at, ctx.body) ?? [];
           await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
           return okEmpty();
         },

@@ -11,8 +11,9 @@ export function validationError(e: FieldError): ApiError {
 }
 
 /**
- * Conflicts a field declaration maps to an API code (`FieldDef.conflictCode`), with OpenZiti's envelope for each:
- * the store's reason names internal index keys (`methodKey`, `<id>:updb`), so it never reaches the wire.
+ * Conflicts a field declaration maps to an API code (`FieldDef.conflictCode`), and preconditions that stand for a
+ * handler's check (`Expect.apiCode`), with OpenZiti's envelope for each: the store's reason names internal index
+ * keys (`methodKey`, `<id>:updb`) or fields, so it never reaches the wire.
  */
 type ConflictCause = (e: StoreError) => ApiErrorCause | undefined;
 const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, ConflictCause>([
@@ -21,6 +22,11 @@ const CONFLICT_CAUSES: ReadonlyMap<string, ConflictCause> = new Map<string, Conf
   ['CERT_IN_USE', () => undefined],
   // apierror.NewMfaExistsError(): an identity has one MFA enrolment
   ['MFA_EXISTS', () => undefined],
+  // a CA that stopped allowing an enrollment after the handler's check (a precondition): no cause, as that check
+  ['ENROLLMENT_CA_NOT_VALID', () => undefined],
+  ['ENROLLMENT_NO_VALID_CAS', () => undefined],
+  // an enrollment token replaced after the handler's lookup: no cause (its value would be the token)
+  ['INVALID_ENROLLMENT_TOKEN', () => undefined],
   // the enrollment's method is the part of its method key after the identity id
   [
     'ENROLLMENT_EXISTS',
@@ -61,9 +67,10 @@ function storeErrorOf(e: StoreError): ApiError {
     const factory = Object.hasOwn(Errors, e.apiCode) ? Errors[e.apiCode as keyof typeof Errors] : undefined;
     // an unknown API code is a declaration bug: answer without detail
     if (factory === undefined) return Errors.UNHANDLED();
-    // a unique-index conflict names internal keys in its reason: only the envelope chosen for it goes out
-    if (e.code === 'UNIQUE') {
-      const cause = CONFLICT_CAUSES.get(e.apiCode);
+    // a unique-index conflict names internal keys in its reason (a precondition standing for such a conflict, its
+    // internal field): only the envelope chosen for it goes out
+    const cause = CONFLICT_CAUSES.get(e.apiCode);
+    if (e.code === 'UNIQUE' || (e.code === 'PRECONDITION' && cause !== undefined)) {
       return cause === undefined ? Errors.UNHANDLED() : factory(cause(e));
     }
     // a code a command chose on purpose (a custom command's refusal, a precondition): a cause only on a field of

@@ -217,8 +217,15 @@ export function mapResult<T, U>(v: T | Promise<T>, f: (t: T) => U): U | Promise<
 }
 
 /**
+ * `roleFilter` entries one list request may send (OpenZiti sets no bound). Each `#attr` entry costs a pass over
+ * the ids holding it: 3 000 entries naming one attribute of 10 000 identities held the event loop 13 s and 1 GB.
+ */
+export const MAX_ROLE_FILTERS = 100;
+
+/**
  * Ids matching `roleFilter` entries under `roleSemantic` (REFERENCE §5): `@id` entries match by id, `#all` matches
- * everything, `#attr` entries match by attribute (all of them for AllOf, any for AnyOf).
+ * everything, `#attr` entries match by attribute (all of them for AllOf, any for AnyOf). At most MAX_ROLE_FILTERS
+ * entries (else 400 on `roleFilter`); a repeated entry counts once.
  */
 export function roleFilterIds(
   c: Collection,
@@ -227,11 +234,14 @@ export function roleFilterIds(
   semanticParam: string | null,
 ): Set<string> | null {
   if (roles.length === 0) return null;
+  if (roles.length > MAX_ROLE_FILTERS) {
+    throw fieldError('roleFilter', `at most ${MAX_ROLE_FILTERS} role filters`, roles.length);
+  }
   const semantic = (semanticParam ?? 'AllOf').toLowerCase();
   if (semantic !== 'allof' && semantic !== 'anyof') throw fieldError('roleSemantic', 'invalid semantic', semanticParam);
   const out = new Set<string>();
   const attrs: string[] = [];
-  for (const role of roles) {
+  for (const role of new Set(roles)) {
     if (role.startsWith('@')) {
       if (c.get(role.slice(1))) out.add(role.slice(1));
     } else if (role.startsWith('#')) {
@@ -249,12 +259,14 @@ export function roleFilterIds(
     }
   }
   if (attrs.length === 0) return out;
-  const sets = attrs.map((a) => new Set(c.lookup(field, a) ?? []));
   if (semantic === 'anyof') {
-    for (const set of sets) for (const id of set) out.add(id);
-  } else {
-    sets.sort((a, b) => a.size - b.size);
-    for (const id of sets[0]!) if (sets.every((set) => set.has(id))) out.add(id);
+    for (const a of attrs) for (const id of c.lookup(field, a) ?? []) out.add(id);
+    return out;
+  }
+  // AllOf: the holders of the first attribute that hold every other one (read from their rows: no set per entry)
+  for (const id of c.lookup(field, attrs[0]) ?? []) {
+    const held = c.get(id)?.[field];
+    if (Array.isArray(held) && attrs.every((a) => held.includes(a))) out.add(id);
   }
   return out;
 }

@@ -4,13 +4,15 @@
  * `identityRoles`) and that certificate as its `cert` authenticator, tied to the CA.
  */
 import { X509Certificate } from 'node:crypto';
+import { fail } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
-import type { RowFor } from '../model/rows.js';
+import type { ApplyContext, RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 import { shortId } from '../util/ids.js';
+import { caStillAllows } from './enrollment.js';
 
 /** How many numbered variants of a taken identity name are tried before giving up. */
 export const MAX_NAME_ATTEMPTS = 1000;
@@ -32,14 +34,40 @@ export function formatIdentityName(format: string, values: Record<string, string
   return format.replace(/\[(caName|caId|commonName|identityId|requestedName)\]/g, (_, k: string) => values[k] ?? '');
 }
 
-/** `name`, or the first of `name000001`, `name000002`, … no identity holds (OpenZiti numbers the same way). */
-function freeName(svc: Services, name: string): string {
-  if (svc.store.lookup('identities', 'name', name).length === 0) return name;
+/**
+ * `name`, or the first of `name000001`, `name000002`, … no identity holds (OpenZiti numbers the same way), in the
+ * state read through `txn`; null when the first MAX_NAME_ATTEMPTS are all taken.
+ */
+function freeName(txn: ApplyContext['txn'], name: string): string | null {
+  if (txn.lookup('identities', 'name', name).length === 0) return name;
   for (let i = 1; i < MAX_NAME_ATTEMPTS; i++) {
     const candidate = `${name}${String(i).padStart(6, '0')}`;
-    if (svc.store.lookup('identities', 'name', candidate).length === 0) return candidate;
+    if (txn.lookup('identities', 'name', candidate).length === 0) return candidate;
   }
-  throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
+  return null;
+}
+
+/**
+ * Custom command: creates the identity of a CA auto-enrollment, named `name` or its first numbered variant free
+ * when the command applies (not when the handler looked: two devices whose names format alike, enrolling at once,
+ * both get an identity).
+ */
+export function createAutoEnrolledIdentity(
+  ctx: ApplyContext,
+  args: { id: string; name: string; data: Record<string, unknown> },
+  at: string,
+): void {
+  const name = freeName(ctx.txn, args.name);
+  if (name === null) {
+    fail({
+      code: 'INVALID',
+      entity: 'identities',
+      id: args.id,
+      reason: `no free identity name after ${MAX_NAME_ATTEMPTS} attempts`,
+      apiCode: 'INVALID_ENROLLMENT_NOT_ALLOWED',
+    });
+  }
+  ctx.create('identities', args.id, { ...args.data, name }, at);
 }
 
 /**
@@ -78,21 +106,25 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
   const at = svc.nowIso();
   await svc.write({
     op: 'batch',
+    // the CA may stop auto-enrolling (or be deleted) while the chain is checked: decided where the write applies
+    expect: caStillAllows(ca.id, 'isAutoCaEnrollmentEnabled', 'ENROLLMENT_NO_VALID_CAS'),
     ops: [
       {
-        op: 'create',
-        entity: 'identities',
-        id: identityId,
-        at,
-        data: {
-          name: freeName(svc, formatted.trim() === '' ? identityId : formatted),
-          typeId: 'Default',
-          isAdmin: false,
-          isDefaultAdmin: false,
-          authPolicyId: 'default',
-          roleAttributes: [...(ca.identityRoles ?? [])],
-          ...(externalId !== null ? { externalId } : {}),
+        op: 'custom',
+        name: 'createAutoEnrolledIdentity',
+        args: {
+          id: identityId,
+          name: formatted.trim() === '' ? identityId : formatted,
+          data: {
+            typeId: 'Default',
+            isAdmin: false,
+            isDefaultAdmin: false,
+            authPolicyId: 'default',
+            roleAttributes: [...(ca.identityRoles ?? [])],
+            ...(externalId !== null ? { externalId } : {}),
+          },
         },
+        at,
       },
       ...(externalId !== null
         ? []

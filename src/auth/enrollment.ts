@@ -6,7 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
-import type { Command, RowFor } from '../model/rows.js';
+import type { Command, Expect, RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
 import { shortId } from '../util/ids.js';
@@ -37,30 +37,49 @@ export function enrollmentByToken(svc: Services, token: unknown, method: string)
   return row;
 }
 
-/** Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused. */
+/**
+ * Deletes the enrollment and creates the authenticator in one write; a token consumed meanwhile is refused, and so
+ * is the write when a condition of `expect` no longer holds.
+ */
 function consume(
   svc: Services,
   enrollment: RowFor<'enrollments'>,
   authenticator: Record<string, unknown>,
+  expect: Expect[] = [],
 ): Promise<void> {
-  return consumeEnrollment(svc, enrollment, (at) => [
-    { op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator },
-  ]);
+  return consumeEnrollment(
+    svc,
+    enrollment,
+    (at) => [{ op: 'create', entity: 'authenticators', id: shortId(), at, data: authenticator }],
+    expect,
+  );
 }
 
 /**
  * Deletes the enrollment and applies what enrolling it brings (`then`) in one write, so a token enrolls at most
- * once; a token consumed (or whose subject was deleted) meanwhile is INVALID_ENROLLMENT_TOKEN.
+ * once; a token consumed (or whose subject was deleted) meanwhile is INVALID_ENROLLMENT_TOKEN. `expect`: further
+ * conditions the write relies on (checked where it applies).
  */
 export async function consumeEnrollment(
   svc: Services,
   enrollment: RowFor<'enrollments'>,
   then: (at: string) => Command[],
+  expect: Expect[] = [],
 ): Promise<void> {
   const at = svc.nowIso();
   const ops: Command[] = [{ op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true }, ...then(at)];
+  // the enrollment still holds the token presented: a refresh meanwhile replaced it, and the old one enrolls nothing
+  const tokenHeld: Expect = {
+    check: 'eq',
+    entity: 'enrollments',
+    id: enrollment.id,
+    field: 'token',
+    value: enrollment.token,
+    reason: 'the enrollment token was replaced',
+    apiCode: 'INVALID_ENROLLMENT_TOKEN',
+  };
   try {
-    await svc.write({ op: 'batch', ops });
+    await svc.write({ op: 'batch', ops, expect: [tokenHeld, ...expect] });
   } catch (err) {
     // another request enrolled with this token (or the identity was deleted) between the lookup and the write
     if (err instanceof ApiError && err.code === 'NOT_FOUND') throw Errors.INVALID_ENROLLMENT_TOKEN();
@@ -157,13 +176,39 @@ export async function enrollOttca(svc: Services, token: unknown, peerCertificate
   });
   if (!verified.ok) throw Errors.CERT_FAILED_VALIDATION();
   const identityId = enrollment.identityId;
-  await consume(svc, enrollment, {
-    method: 'cert',
-    identityId,
-    certPem: new X509Certificate(leaf).toString(),
-    fingerprint: fingerprintOfDer(leaf),
-    methodKey: `${identityId}:cert`,
-    isIssuedByNetwork: false,
-    caId: ca.id,
+  await consume(
+    svc,
+    enrollment,
+    {
+      method: 'cert',
+      identityId,
+      certPem: new X509Certificate(leaf).toString(),
+      fingerprint: fingerprintOfDer(leaf),
+      methodKey: `${identityId}:cert`,
+      isIssuedByNetwork: false,
+      caId: ca.id,
+    },
+    caStillAllows(ca.id, 'isOttCaEnrollmentEnabled', 'ENROLLMENT_CA_NOT_VALID'),
+  );
+}
+
+/**
+ * The conditions an enrollment through CA `caId` relies on, checked again where the write applies: the CA is still
+ * verified and still allows the enrollment (`flag`); else `apiCode`, as the handler's own check answers.
+ */
+export function caStillAllows(
+  caId: string,
+  flag: 'isOttCaEnrollmentEnabled' | 'isAutoCaEnrollmentEnabled',
+  apiCode: 'ENROLLMENT_CA_NOT_VALID' | 'ENROLLMENT_NO_VALID_CAS',
+): Expect[] {
+  const holds = (field: string): Expect => ({
+    check: 'eq',
+    entity: 'cas',
+    id: caId,
+    field,
+    value: true,
+    reason: `the CA no longer allows this enrollment (${field})`,
+    apiCode,
   });
+  return [holds('isVerified'), holds(flag)];
 }

@@ -82,6 +82,9 @@ const READ_TIMEOUT_MS = 4_000;
 const PROMOTE_TIMEOUT_MS = 10_000;
 const TRANSFER_TIMEOUT_MS = 3_000;
 
+/** The peer listener's path of Raft links (the Raft transport's). */
+const RAFT_PATH = '/raft';
+
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
 const JOIN_TIMEOUT_MS = 30_000;
@@ -161,8 +164,13 @@ export class ClusterNode {
     serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
+      if (path === RAFT_PATH) return; // the Raft transport's listener takes it
       const wss = path === PEER_API_PATH ? this.wss : path === FORWARD_PATH ? this.forwardWss : null;
-      if (wss === null) return; // the Raft transport's listener takes /raft
+      if (wss === null) {
+        // answered, or nobody would: an upgraded socket has no timeout, and would stay open for good
+        rejectUpgrade(socket, 404);
+        return;
+      }
       // The server already required a certificate from the cluster CA; it must also name a member (identity and
       // router certificates from the same CA do not).
       const peer = this.opts.tls.peerIdFromCert((socket as TLSSocket).getPeerCertificate());
@@ -204,6 +212,7 @@ export class ClusterNode {
       const refusals = new RefusalLog((level, msg, extra) => logger(level, msg, extra));
       const transport = new WebSocketTransport({
         id: opts.nodeId,
+        path: RAFT_PATH,
         clusterId: opts.clusterId ?? 'keel',
         tls,
         ...raftLinkOptions(refusals, (err, peer) => logger('info', 'raft transport', { err: err.message, peer })),

@@ -1,9 +1,10 @@
+import { fail } from '../../storage/types.js';
 import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { tags } from './common.js';
-import type { RowFor } from './rows.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 const primaryCert = s.named(
   'authPolicyPrimaryCert',
@@ -108,11 +109,89 @@ const secondaryPatch = nullableObj('authPolicySecondaryPatch', secondary);
 
 type Secondary = { requireTotp: boolean; requireExtJwtSigner: string | null };
 
-/** Copies the non-null values of `patch` over `base` (a PATCH's null means "leave unchanged"). */
+/**
+ * Copies the non-null values of `patch` over `base` (a PATCH's null means "leave unchanged"); only the keys `base`
+ * has (the policy's declared properties: an unknown key, `__proto__` too, is ignored as the body schema allows it).
+ */
 function merge<T extends object>(base: T, patch: Partial<Record<keyof T, unknown>> | null | undefined): T {
   const out = { ...base } as Record<string, unknown>;
-  for (const [k, v] of Object.entries(patch ?? {})) if (v !== null && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(patch ?? {})) {
+    if (v !== null && v !== undefined && Object.hasOwn(base, k)) out[k] = v;
+  }
   return out as T;
+}
+
+/** What a PATCH changes in the nested objects: per sub-object of `primary`, and `secondary` (null: nothing). */
+export interface NestedPatch {
+  primary: Partial<Record<keyof AuthPolicyPrimary, Record<string, unknown> | null>> | null;
+  secondary: Record<string, unknown> | null;
+}
+
+/** The non-null values of `v` (a PATCH's sub-object) under the keys `schema` declares; null when there are none. */
+function declaredValues(schema: SchemaNode, v: unknown): Record<string, unknown> | null {
+  if (v === null || typeof v !== 'object') return null;
+  const out: Record<string, unknown> = {};
+  let any = false;
+  for (const k of Object.keys(schema.properties ?? {})) {
+    const x = (v as Record<string, unknown>)[k];
+    if (Object.hasOwn(v, k) && x !== null && x !== undefined) {
+      out[k] = x;
+      any = true;
+    }
+  }
+  return any ? out : null;
+}
+
+/** What a PATCH body changes in the nested objects (declared properties with a value only). */
+function nestedPatchOf(body: Record<string, unknown>): NestedPatch {
+  const bp = body.primary as Record<string, unknown> | null | undefined;
+  const cert = declaredValues(primaryCert, bp?.cert);
+  const updb = declaredValues(primaryUpdb, bp?.updb);
+  const extJwt = declaredValues(primaryExtJwt, bp?.extJwt);
+  return {
+    primary: cert || updb || extJwt ? { cert, updb, extJwt } : null,
+    secondary: declaredValues(secondary, body.secondary),
+  };
+}
+
+/** The nested objects of policy `row` with `patch` merged in. */
+function merged(row: RowFor<'auth-policies'>, patch: NestedPatch): { p: AuthPolicyPrimary; sec: Secondary } {
+  const old = row.primary as AuthPolicyPrimary;
+  const bp = patch.primary ?? {};
+  return {
+    p: { cert: merge(old.cert, bp.cert), updb: merge(old.updb, bp.updb), extJwt: merge(old.extJwt, bp.extJwt) },
+    sec: merge(row.secondary as Secondary, patch.secondary),
+  };
+}
+
+/** The stored nested fields of a policy: `primary`, `secondary` and the signers they name (`signerIds`). */
+function nestedFields(p: AuthPolicyPrimary, sec: Secondary): Record<string, unknown> {
+  return {
+    primary: {
+      cert: { allowed: p.cert.allowed, allowExpiredCerts: p.cert.allowExpiredCerts },
+      updb: { ...p.updb },
+      extJwt: { allowed: p.extJwt.allowed, allowedSigners: p.extJwt.allowedSigners ?? null },
+    },
+    secondary: { requireTotp: sec.requireTotp, requireExtJwtSigner: sec.requireExtJwtSigner ?? null },
+    signerIds: [
+      ...new Set([...(p.extJwt.allowedSigners ?? []), ...(sec.requireExtJwtSigner ? [sec.requireExtJwtSigner] : [])]),
+    ].sort(),
+  };
+}
+
+/**
+ * Custom command, applied with a PATCH's update: merges the PATCH's nested values into the policy as it is when the
+ * command applies, not as the handler saw it, so that two PATCHes of different nested values both take effect (a
+ * merge computed by the handler would write back the values it read: a `secondary.requireTotp` set meanwhile
+ * reverted by a PATCH of `primary.updb`). Every merged value passed the handler's checks or was stored already;
+ * the signers named are checked by `signerIds`' reference.
+ */
+export function patchAuthPolicy(ctx: ApplyContext, args: { id: string } & NestedPatch, at: string): void {
+  const row = ctx.txn.get('auth-policies', args.id);
+  if (!row)
+    fail({ code: 'NOT_FOUND', entity: 'auth-policies', id: args.id, reason: `authPolicy ${args.id} not found` });
+  const { p, sec } = merged(row, args);
+  ctx.update('auth-policies', args.id, nestedFields(p, sec), at);
 }
 
 function checkRange(field: string, value: number, min: number, max: number): void {
@@ -201,29 +280,23 @@ export const authPolicies: Entity<'auth-policies', typeof authPolicieFields> = d
   reads: [],
   fromApi(body, { mode, existing, copied, svc }) {
     const out: Record<string, unknown> = { ...copied };
-    let p = body.primary as AuthPolicyPrimary;
-    let sec = body.secondary as Secondary;
     if (mode === 'patch') {
-      const old = existing!.primary as AuthPolicyPrimary;
-      const bp = (body.primary ?? {}) as Partial<Record<keyof AuthPolicyPrimary, Record<string, unknown> | null>>;
-      p = {
-        cert: merge(old.cert, bp.cert),
-        updb: merge(old.updb, bp.updb),
-        extJwt: merge(old.extJwt, bp.extJwt),
-      };
-      sec = merge(existing!.secondary as Secondary, body.secondary as Record<string, unknown> | null);
+      // checked as merged into the policy as seen now; merged again where it applies (alsoOnUpdate)
+      const { p, sec } = merged(existing!, nestedPatchOf(body));
+      checkPolicy(svc, p, sec);
+      return out;
     }
+    const p = body.primary as AuthPolicyPrimary;
+    const sec = body.secondary as Secondary;
     checkPolicy(svc, p, sec);
-    out.primary = {
-      cert: { allowed: p.cert.allowed, allowExpiredCerts: p.cert.allowExpiredCerts },
-      updb: { ...p.updb },
-      extJwt: { allowed: p.extJwt.allowed, allowedSigners: p.extJwt.allowedSigners ?? null },
-    };
-    out.secondary = { requireTotp: sec.requireTotp, requireExtJwtSigner: sec.requireExtJwtSigner ?? null };
-    out.signerIds = [
-      ...new Set([...(p.extJwt.allowedSigners ?? []), ...(sec.requireExtJwtSigner ? [sec.requireExtJwtSigner] : [])]),
-    ].sort();
-    return out;
+    return Object.assign(out, nestedFields(p, sec));
+  },
+  alsoOnUpdate(row, set, _svc, at, body) {
+    // a PUT's update replaces the nested objects (they are in `set`); a PATCH's are merged in apply
+    if (Object.hasOwn(set, 'primary')) return [];
+    const patch = nestedPatchOf(body);
+    if (patch.primary === null && patch.secondary === null) return [];
+    return [{ op: 'custom', name: 'patchAuthPolicy', args: { id: row.id, ...patch }, at }];
   },
   beforeDelete(row) {
     if (row.id === DEFAULT_AUTH_POLICY_ID) {

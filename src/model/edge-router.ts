@@ -20,7 +20,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentView,
 } from './router-enrollment.js';
-import type { Command, RowFor } from './rows.js';
+import type { ApplyContext, Command, RowFor } from './rows.js';
 import { services } from './service.js';
 import { serviceEdgeRouterPolicies } from './service-edge-router-policy.js';
 
@@ -53,42 +53,66 @@ export function isVerifiedRouter(svc: Services, id: string): boolean {
  */
 function tunnelerOn(id: string, name: unknown, at: string): Command[] {
   return [
-    {
-      op: 'create',
-      entity: 'identities',
-      id,
-      data: {
-        name,
-        typeId: 'Router',
-        authPolicyId: 'default',
-        isAdmin: false,
-        isDefaultAdmin: false,
-        roleAttributes: [],
-      },
-      at,
-    },
-    {
-      op: 'create',
-      entity: 'edge-router-policies',
-      id,
-      data: {
-        name: `edge-router-${id}-system`,
-        isSystem: true,
-        semantic: 'AnyOf',
-        identityRoles: [`@${id}`],
-        edgeRouterRoles: [`@${id}`],
-      },
-      at,
-      system: true,
-    },
+    { op: 'create', entity: 'identities', id, data: routerIdentityData(name), at },
+    { op: 'create', entity: 'edge-router-policies', id, data: systemPolicyData(id), at, system: true },
   ];
 }
 
+/** The Router identity of a tunneling edge router (its id is the router's). */
+function routerIdentityData(name: unknown): Record<string, unknown> {
+  return {
+    name,
+    typeId: 'Router',
+    authPolicyId: 'default',
+    isAdmin: false,
+    isDefaultAdmin: false,
+    roleAttributes: [],
+  };
+}
+
+/** The system edge router policy giving a tunneling router's identity that router (its id is the router's). */
+function systemPolicyData(id: string): Record<string, unknown> {
+  return {
+    name: `edge-router-${id}-system`,
+    isSystem: true,
+    semantic: 'AnyOf',
+    identityRoles: [`@${id}`],
+    edgeRouterRoles: [`@${id}`],
+  };
+}
+
+/** Deletes what tunneling brought, whatever the router row says (nothing else has a router's id). */
 function tunnelerOff(id: string, at: string): Command[] {
   return [
     { op: 'delete', entity: 'edge-router-policies', id, at, system: true, ifExists: true },
     { op: 'delete', entity: 'identities', id, at, ifExists: true },
   ];
+}
+
+/** The command that brings the Router identity and system policy in line with edge router `id` as it is then. */
+function syncTunneler(id: string, at: string): Command {
+  return { op: 'custom', name: 'syncRouterTunneler', args: { id }, at };
+}
+
+/**
+ * Custom command, applied after a write that changes an edge router's `isTunnelerEnabled` or name: the Router identity
+ * and the system policy exist exactly while the router, as it is when the command applies, has tunneling on, the
+ * identity named as the router. Decided here, not from the row a handler read: of two writes racing (tunneling
+ * turned on, and off or a rename by a request that had seen it off), the one applied second would otherwise leave
+ * the identity behind, or unnamed.
+ */
+export function syncRouterTunneler(ctx: ApplyContext, args: { id: string }, at: string): void {
+  const router = ctx.txn.get('edge-routers', args.id);
+  const identity = ctx.txn.get('identities', args.id);
+  const policy = ctx.txn.get('edge-router-policies', args.id);
+  if (router?.isTunnelerEnabled === true) {
+    if (!identity) ctx.create('identities', args.id, routerIdentityData(router.name), at);
+    else if (identity.name !== router.name) ctx.update('identities', args.id, { name: router.name }, at);
+    if (!policy) ctx.create('edge-router-policies', args.id, systemPolicyData(args.id), at, true);
+    return;
+  }
+  if (policy) ctx.delete('edge-router-policies', args.id, at, true);
+  if (identity) ctx.delete('identities', args.id, at);
 }
 
 /** The fields an edge router and its router row (src/model/transit-router.ts) share: a change to one is copied. */
@@ -127,18 +151,13 @@ export function edgeRouterFollows(
 ): Command[] {
   if (Object.keys(shared).length === 0) return [];
   const out: Command[] = [{ op: 'update', entity: 'edge-routers', id: edge.id, set: shared, at }];
-  if (edge.isTunnelerEnabled === true && typeof shared.name === 'string' && shared.name !== edge.name) {
-    out.push({ op: 'update', entity: 'identities', id: edge.id, set: { name: shared.name }, at });
-  }
+  if ('name' in shared) out.push(syncTunneler(edge.id, at));
   return out;
 }
 
 /** What deleting the router row of an edge router (`DELETE /routers/{id}`) deletes with it. */
 export function edgeRouterGone(edge: RowFor<'edge-routers'>, at: string): Command[] {
-  return [
-    ...(edge.isTunnelerEnabled === true ? tunnelerOff(edge.id, at) : []),
-    { op: 'delete', entity: 'edge-routers', id: edge.id, at, ifExists: true },
-  ];
+  return [...tunnelerOff(edge.id, at), { op: 'delete', entity: 'edge-routers', id: edge.id, at, ifExists: true }];
 }
 
 /** What every view of an edge router shows (OpenZiti's commonEdgeRouterProperties). */
@@ -291,17 +310,11 @@ export const edgeRouters: Entity<'edge-routers', typeof edgeRouterFields> = defi
       Object.keys(shared).length > 0 && svc.get('transit-routers', row.id)
         ? [{ op: 'update', entity: 'transit-routers', id: row.id, set: shared, at }]
         : [];
-    const was = row.isTunnelerEnabled === true;
-    const now = 'isTunnelerEnabled' in set ? set.isTunnelerEnabled === true : was;
-    if (!was && now) return [...out, ...tunnelerOn(row.id, set.name ?? row.name, at)];
-    if (was && !now) return [...out, ...tunnelerOff(row.id, at)];
-    if (now && typeof set.name === 'string' && set.name !== row.name) {
-      out.push({ op: 'update', entity: 'identities', id: row.id, set: { name: set.name }, at });
-    }
+    if ('isTunnelerEnabled' in set || 'name' in set) out.push(syncTunneler(row.id, at));
     return out;
   },
   alsoOnDelete: (row, _svc, at) => [
-    ...(row.isTunnelerEnabled === true ? tunnelerOff(row.id, at) : []),
+    ...tunnelerOff(row.id, at),
     { op: 'delete', entity: 'transit-routers', id: row.id, at, ifExists: true },
   ],
   fromApi(_body, { mode, copied }) {

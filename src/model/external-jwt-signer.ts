@@ -31,7 +31,18 @@ const signerFields = {
   enrollToTokenEnabled: { type: 'bool', body: s.bool(), api: true, default: false },
   enrollNameClaimsSelector: { type: 'string', body: s.str(), api: true, default: '' },
   enrollAttributeClaimsSelector: { type: 'string', body: s.str(), api: true, default: '' },
-  enrollAuthPolicyId: { type: 'string', body: s.str(), api: true, default: '' },
+  /**
+   * The auth policy token enrollment gives (`''`: `default`). A restricting reference, as OpenZiti's foreign key
+   * constraint: the policy cannot be deleted while a signer names it (409), and a policy deleted while a signer
+   * naming it is written makes the write fail in apply.
+   */
+  enrollAuthPolicyId: {
+    type: 'string',
+    body: s.str(),
+    api: true,
+    default: '',
+    ref: { entity: 'auth-policies', onDelete: 'restrict' },
+  },
 } as const satisfies EntityFields;
 
 export type SignerRow = RowOf<typeof signerFields>;
@@ -208,6 +219,9 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
         null,
       );
     }
+    // the key material (and what is derived from it) is written only by a write that changes it: a PATCH of other
+    // fields, checked against a view that a concurrent switch (certificate ↔ JWKS) made stale, would write it back
+    if (mode === 'patch' && !Object.hasOwn(out, 'certPem') && !Object.hasOwn(out, 'jwksEndpoint')) return out;
     if (hasCert) {
       Object.assign(out, certFacts(merged.certPem as string));
       out.jwksEndpoint = null;

@@ -1,15 +1,16 @@
 import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
+import { createAutoEnrolledIdentity } from '../auth/ca-enrollment.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { apiSessionCertificates, createSessionCertificate } from './api-session-certificate.js';
-import { authPolicies } from './auth-policy.js';
+import { authPolicies, patchAuthPolicy } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerSettingsEntity } from './controller-setting.js';
-import { edgeRouters } from './edge-router.js';
+import { edgeRouters, syncRouterTunneler } from './edge-router.js';
 import { edgeRouterPolicies } from './edge-router-policy.js';
 import { controllerKeys, enrollments } from './enrollment.js';
 import { externalJwtSigners } from './external-jwt-signer.js';
@@ -18,7 +19,7 @@ import { identityServiceConfigs } from './identity-service-config.js';
 import { identityTraces } from './identity-trace.js';
 import { identityTypes } from './identity-type.js';
 import { countMfaFailure, mfas, useRecoveryCode, useTotp } from './mfa.js';
-import { postureChecks } from './posture-check.js';
+import { countPostureCheckChange, postureChecks } from './posture-check.js';
 import { applyRevocation, revocations } from './revocation.js';
 import { addRouterRows } from './router-rows.js';
 import type { EntityRows } from './rows.js';
@@ -75,6 +76,10 @@ export const CUSTOM_COMMANDS = {
   addRouterRows,
   countMfaFailure,
   createSessionCertificate,
+  patchAuthPolicy,
+  syncRouterTunneler,
+  createAutoEnrolledIdentity,
+  countPostureCheckChange,
 };
 
 export function buildSchema(): Schema<EntityRows> {

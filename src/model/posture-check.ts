@@ -3,12 +3,13 @@
  * type-specific fields depend on `typeId` (the spec's discriminated bodies). Service policies select them through
  * `postureCheckRoles`; src/model/posture.ts evaluates them against what clients report.
  */
+import { fail } from '../../storage/types.js';
 import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import { s } from '../schema/s.js';
 import { attributes, tags } from './common.js';
 import { semantic } from './policy.js';
-import type { RowFor } from './rows.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 export const POSTURE_CHECK_TYPES = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'MFA', 'PROCESS_MULTI'] as const;
 export type PostureCheckType = (typeof POSTURE_CHECK_TYPES)[number];
@@ -231,9 +232,17 @@ export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> 
       out.version = 1;
       out.roleAttributes ??= [];
       if (type === 'MFA') for (const [k, v] of Object.entries(MFA_DEFAULTS)) out[k] ??= v;
-    } else {
-      out.version = ((existing?.version as number | undefined) ?? 1) + 1;
     }
     return out;
   },
+  // every change counts, counted where it applies (two writes racing, computed from one read: one count lost)
+  alsoOnUpdate: (row, _set, _svc, at) => [{ op: 'custom', name: 'countPostureCheckChange', args: { id: row.id }, at }],
 });
+
+/** Custom command, applied after an update of a posture check: its `version` counts the change. */
+export function countPostureCheckChange(ctx: ApplyContext, args: { id: string }, at: string): void {
+  const row = ctx.txn.get('posture-checks', args.id);
+  if (!row)
+    fail({ code: 'NOT_FOUND', entity: 'posture-checks', id: args.id, reason: `postureCheck ${args.id} not found` });
+  ctx.update('posture-checks', args.id, { version: ((row.version as number | undefined) ?? 1) + 1 }, at);
+}

@@ -117,7 +117,20 @@ export function extendOps(): OpDef<unknown>[] {
         const certPem = await signCsrOrRefuse(signing, body.clientCertCsr, { usage: 'client', commonName: identityId });
         const leaf = new X509Certificate(certPem);
         const set = { unverifiedCertPem: leaf.toString(), unverifiedFingerprint: fingerprintOfDer(leaf.raw) };
-        await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });
+        // applies only while the certificate shown is still the one in force: replaced meanwhile (an extension
+        // verified, the key rolled away from it), it proves nothing any more (401, as the check above)
+        const expect = [
+          {
+            check: 'eq' as const,
+            entity: 'authenticators' as const,
+            id: row.id,
+            field: 'fingerprint',
+            value: row.fingerprint,
+            reason: 'the certificate shown is no longer the one in force',
+            apiCode: 'UNAUTHORIZED',
+          },
+        ];
+        await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });
         return ok({ ca: caBundle(svc), clientCert: `${leaf.toString()}${signing.certPem.trim()}\n` });
       },
     }),

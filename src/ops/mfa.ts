@@ -17,7 +17,8 @@ import {
   provisioningUrl,
   totpStep,
 } from '../model/mfa.js';
-import type { Command, RowFor } from '../model/rows.js';
+import { guardAdminTarget } from '../model/preconditions.js';
+import type { Command, Expect, RowFor } from '../model/rows.js';
 import { s } from '../schema/s.js';
 import { shortId, uuid } from '../util/ids.js';
 import { qrPng } from '../util/qr.js';
@@ -45,6 +46,19 @@ function invalidToken(): ApiError {
 }
 
 /** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
+/** The condition apply re-checks for a verification: the enrollment is still unverified (else 409 MFA_EXISTS). */
+function unverified(mfaId: string): Expect {
+  return {
+    check: 'ne',
+    entity: 'mfas',
+    id: mfaId,
+    field: 'isVerified',
+    value: true,
+    reason: 'the mfa enrollment is already verified',
+    apiCode: 'MFA_EXISTS',
+  };
+}
+
 function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): RowFor<'mfas'> {
   const mfa = mfaOf(svc, caller.identity.id);
   if (!mfa || (verified === true && mfa.isVerified !== true)) {
@@ -90,10 +104,12 @@ async function refuseCode(svc: Services, session: RowFor<'api-sessions'>, comple
 }
 
 /** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
-function removeMfa(svc: Services, mfa: RowFor<'mfas'>): Command {
+/** Removes an identity's MFA; `expect`: what the removal relies on (the rights rule, re-checked in apply). */
+function removeMfa(svc: Services, mfa: RowFor<'mfas'>, expect: Expect[] = []): Command {
   const at = svc.nowIso();
   return {
     op: 'batch',
+    ...(expect.length > 0 ? { expect } : {}),
     ops: [
       { op: 'delete', entity: 'mfas', id: mfa.id, at, system: true },
       {
@@ -213,9 +229,11 @@ export function mfaOps(): OpDef<unknown>[] {
         const timeStep = await totpStep(svc, mfa.secret!, body.code.trim());
         if (timeStep === null) throw invalidToken();
         const at = svc.nowIso();
-        // the session that proved the code has passed MFA; the code is spent
+        // the session that proved the code has passed MFA; the code is spent. Verified once: of two verifications
+        // racing with one code, the one applied second finds the enrollment verified (409, as if it had been so)
         await svc.write({
           op: 'batch',
+          expect: [unverified(mfa.id)],
           ops: [
             {
               op: 'update',
@@ -400,10 +418,11 @@ export function mfaOps(): OpDef<unknown>[] {
       responses: emptyResponse,
       handler: async ({ caller, params, svc }) => {
         const identity = svc.require('identities', params.id!);
-        if (identity.isAdmin === true && caller?.identity.isAdmin !== true) throw Errors.UNAUTHORIZED();
+        // a caller without admin rights may not act on an admin (checked here and again in apply)
+        const expect = guardAdminTarget(caller, identity.isAdmin === true, identity.id);
         const mfa = mfaOf(svc, identity.id);
         if (!mfa) throw Errors.NOT_FOUND({ code: 'UNHANDLED', message: `identity ${identity.id} has no mfa` });
-        await svc.write(removeMfa(svc, mfa));
+        await svc.write(removeMfa(svc, mfa, expect));
         return okEmpty();
       },
     }),

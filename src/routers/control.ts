@@ -21,7 +21,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Change } from '../../storage/derived.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
+import { createMutualTlsServer, listenOn, MTLS_HANDSHAKE_TIMEOUT_MS } from '../util/mtls-server.js';
 import { type OnlineRouter, routerPresenceOf } from './presence.js';
 
 export const ROUTER_CONTROL_PATH = '/router-control';
@@ -207,7 +207,13 @@ export class RouterControl {
   ): Promise<RouterControl> {
     const pki = svc.pki;
     if (!pki) throw new Error('the router control listener needs the PKI');
-    const server = createMutualTlsServer({ key: tls.key, cert: tls.cert, ca: pki.caPems });
+    // twice the routers admitted: room for handshakes and refusals in flight; routers behind one NAT share an
+    // address, so one address may use them all
+    const sockets = 2 * (opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections);
+    const server = createMutualTlsServer(
+      { key: tls.key, cert: tls.cert, ca: pki.caPems },
+      { handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS, maxConnections: sockets, maxPerAddress: sockets },
+    );
     await listenOn(server, opts.port, opts.host);
     return new RouterControl(svc, server, opts);
   }

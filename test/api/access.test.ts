@@ -5,7 +5,7 @@
  * in policies.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectError, ids, userWith as makeUser } from '../support/api.js';
+import { expectError, ids, interceptNextWrite, userWith as makeUser } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { enrolledRouter } from '../support/router-client.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
@@ -345,6 +345,48 @@ describe('edge routers: isTunnelerEnabled', () => {
       'name',
     );
     expect(ids(await get(`/edge-routers?filter=${encodeURIComponent('name = "taken-name"')}`))).toEqual([]);
+  });
+});
+
+describe('edge routers: isTunnelerEnabled with writes racing', () => {
+  /** The next write's handler checks, then `meanwhile` runs, then its command applies. */
+  const raced = async (meanwhile: () => Promise<unknown>, write: () => Promise<unknown>) => {
+    interceptNextWrite(srv.ctl.svc)(meanwhile);
+    await write();
+  };
+  const tunneler = async (id: string) => ({
+    identity: (await get(`/identities/${id}`)).status,
+    policy: (await get(`/edge-router-policies/${id}`)).status,
+  });
+
+  it('the Router identity and system policy follow the flag as applied, not as each handler saw it', async () => {
+    const id = await create('/edge-routers', { name: 'raced-tun', isTunnelerEnabled: false });
+    const patch = (body: unknown) => () => call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body });
+    // turned on, then off by a PATCH that had seen it off: off, nothing left behind
+    await raced(patch({ isTunnelerEnabled: true }), patch({ isTunnelerEnabled: false }));
+    expect((await get(`/edge-routers/${id}`)).body.data.isTunnelerEnabled).toBe(false);
+    expect(await tunneler(id)).toEqual({ identity: 404, policy: 404 });
+    // turned on, then renamed by a PATCH that had seen it off: the identity takes the new name
+    await raced(patch({ isTunnelerEnabled: true }), patch({ name: 'raced-tun-2' }));
+    expect((await get(`/identities/${id}`)).body.data.name).toBe('raced-tun-2');
+    // turned off, then renamed by a PATCH that had seen it on: no identity brought back, none renamed
+    await raced(patch({ isTunnelerEnabled: false }), patch({ name: 'raced-tun-3' }));
+    expect(await tunneler(id)).toEqual({ identity: 404, policy: 404 });
+    // turned on, then deleted by a DELETE that had seen it off: both go with the router
+    await raced(patch({ isTunnelerEnabled: true }), () => call('DELETE', `${srv.mgmt}/edge-routers/${id}`, { token }));
+    expect((await get(`/edge-routers/${id}`)).status).toBe(404);
+    expect(await tunneler(id)).toEqual({ identity: 404, policy: 404 });
+  });
+
+  it('through /routers: a rename and a delete of the router row follow the flag as applied', async () => {
+    const id = await create('/edge-routers', { name: 'raced-row', isTunnelerEnabled: false });
+    const enable = () => call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body: { isTunnelerEnabled: true } });
+    await raced(enable, () => call('PATCH', `${srv.mgmt}/routers/${id}`, { token, body: { name: 'raced-row-2' } }));
+    expect((await get(`/identities/${id}`)).body.data.name).toBe('raced-row-2');
+    await call('PATCH', `${srv.mgmt}/edge-routers/${id}`, { token, body: { isTunnelerEnabled: false } });
+    await raced(enable, () => call('DELETE', `${srv.mgmt}/routers/${id}`, { token }));
+    expect((await get(`/edge-routers/${id}`)).status).toBe(404);
+    expect(await tunneler(id)).toEqual({ identity: 404, policy: 404 });
   });
 });
 

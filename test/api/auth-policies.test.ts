@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AUTH_POLICY, isPrimaryAllowed } from '../../src/model/auth-policy.js';
+import { interceptNextWrite } from '../support/api.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
@@ -105,6 +106,38 @@ describe('auth policies', () => {
     expect(del.status).toBe(200);
     const gone = await conformant(M, 'GET', '/auth-policies/{id}', srv.base, { token, params: { id } });
     expectError(gone, 404, 'NOT_FOUND');
+  });
+
+  it('PATCHes of different nested values racing both take effect (merged where they apply)', async () => {
+    const id = await createPolicy(policy('raced'));
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    // the second PATCH passes its checks and is applied first: the first one's view of the policy is stale by then
+    let second: Res | undefined;
+    meanwhile(async () => {
+      second = await call('PATCH', `${srv.mgmt}/auth-policies/${id}`, {
+        token,
+        body: { secondary: { requireTotp: true }, primary: { updb: { lockoutDurationMinutes: 9 } } },
+      });
+    });
+    const first = await call('PATCH', `${srv.mgmt}/auth-policies/${id}`, {
+      token,
+      body: { name: 'raced-renamed', primary: { updb: { maxAttempts: 3 }, cert: { allowExpiredCerts: false } } },
+    });
+    expect(second?.status, second?.text).toBe(200);
+    expect(first.status, first.text).toBe(200);
+    const d = await detail(id);
+    expect(d.name).toBe('raced-renamed');
+    expect(d.secondary).toEqual({ requireTotp: true, requireExtJwtSigner: null });
+    expect(d.primary.updb).toEqual({ ...DEFAULT_AUTH_POLICY.primary.updb, maxAttempts: 3, lockoutDurationMinutes: 9 });
+    expect(d.primary.cert).toEqual({ allowed: true, allowExpiredCerts: false });
+    // keys the policy does not declare are ignored, prototype names too
+    const odd = await call('PATCH', `${srv.mgmt}/auth-policies/${id}`, {
+      token,
+      raw: '{"primary":{"updb":{"__proto__":{"allowed":false},"constructor":1}},"secondary":{"__proto__":{"x":1}}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(odd.status, odd.text).toBe(200);
+    expect(await detail(id)).toMatchObject({ primary: d.primary, secondary: d.secondary });
   });
 
   it('the default policy cannot be deleted; a policy in use gives 409 until its identities move', async () => {

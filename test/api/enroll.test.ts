@@ -15,6 +15,7 @@ import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { fingerprintOfDer } from '../../src/pki/fingerprint.js';
 import { loadSigningCa, signCsr } from '../../src/pki/index.js';
 import { openssl, opensslCa, opensslCsr, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
+import { interceptNextWrite } from '../support/api.js';
 import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { expectOnlyService, grantDial, type Send } from '../support/grant.js';
@@ -107,6 +108,29 @@ describe.each(['uws', 'node'] as const)('enrollment on the %s engine', (engine) 
     const again = await call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
     expect([again.status, again.body.error.code]).toEqual([400, 'INVALID_ENROLLMENT_TOKEN']);
     expect(await authenticatorsOf(srv, admin, e.id)).toHaveLength(1);
+  });
+
+  it('a token replaced (refresh) while its enrollment is checked enrolls nothing; the new one does', async () => {
+    const e = await enrollee(srv, admin, { ott: true });
+    const [row] = (await call('GET', `${srv.mgmt}/identities/${e.id}/enrollments`, { token: admin })).body.data;
+    let fresh = '';
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+      const r = await call('POST', `${srv.mgmt}/enrollments/${row.id}/refresh`, { token: admin, body: { expiresAt } });
+      expect(r.status, r.text).toBe(200);
+      fresh = (await call('GET', `${srv.mgmt}/enrollments/${row.id}`, { token: admin })).body.data.token;
+    });
+    const stale = await call('POST', `${srv.client}/enroll/ott`, { body: { token: e.token, clientCsr: csr() } });
+    expect([stale.status, stale.body.error.code, stale.body.error.cause]).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+      undefined,
+    ]);
+    expect(stale.text).not.toContain(e.token);
+    expect(stale.text).not.toContain(fresh);
+    expect(await authenticatorsOf(srv, admin, e.id)).toEqual([]);
+    const r = await call('POST', `${srv.client}/enroll/ott`, { body: { token: fresh, clientCsr: csr() } });
+    expect(r.status, r.text).toBe(200);
   });
 
   it('legacy POST /enroll?method=ott: a PEM body, a PEM answer (JSON when Accept asks for it)', async () => {
@@ -479,19 +503,32 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(code(await certLogin(key, cert))).toEqual([401, 'INVALID_AUTH']);
   });
 
-  it('CA auto-enrollment: a certificate of a verified CA with auto-enrollment creates an identity that logs in with it', async () => {
-    const mg = (method: string, path: string, body?: unknown) =>
-      tlsCall(method, `${mgmt()}${path}`, { ca, token: admin, body });
-    const caName = `auto-ca-${++seq}`;
+  const mg = (method: string, path: string, body?: unknown) =>
+    tlsCall(method, `${mgmt()}${path}`, { ca, token: admin, body });
+  /** A CA (made by openssl, named `caName`) that auto-enrolls, not verified yet; its id. */
+  async function autoEnrollingCa(caName: string, extra: Record<string, unknown>): Promise<string> {
     const caBody = {
       name: caName,
       certPem: opensslCa(s, caName),
       isAutoCaEnrollmentEnabled: true,
       isOttCaEnrollmentEnabled: false,
       isAuthEnabled: true,
-      identityRoles: ['auto', 'sensors'],
+      ...extra,
     };
-    const caId = (await mg('POST', '/cas', caBody)).body.data.id;
+    const created = await mg('POST', '/cas', caBody);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body.data.id;
+  }
+  /** Verifies CA `caId` with a certificate it issued whose CN is its verification token. */
+  async function verifyCa(caName: string, caId: string): Promise<void> {
+    const verificationToken = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = opensslIssue(s, caName, `${caName}-proof`, verificationToken);
+    expect((await tlsCall('POST', `${mgmt()}/cas/${caId}/verify`, { ca, token: admin, raw: proof })).status).toBe(200);
+  }
+
+  it('CA auto-enrollment: a certificate of a verified CA with auto-enrollment creates an identity that logs in with it', async () => {
+    const caName = `auto-ca-${++seq}`;
+    const caId = await autoEnrollingCa(caName, { identityRoles: ['auto', 'sensors'] });
     // granted by an attribute the CA gives the identities it creates
     const granted = await grantDial(send, mgmt(), admin, '#sensors');
     const cert = opensslIssue(s, caName, 'auto-1', 'sensor-1');
@@ -500,9 +537,7 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     const code = (r: TlsRes) => [r.status, r.body?.error?.code];
     // the CA is not verified yet
     expect(code(await enroll(key, cert))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
-    const verificationToken = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
-    const proof = opensslIssue(s, caName, 'auto-proof', verificationToken);
-    expect((await tlsCall('POST', `${mgmt()}/cas/${caId}/verify`, { ca, token: admin, raw: proof })).status).toBe(200);
+    await verifyCa(caName, caId);
     expect(code(await enroll())).toEqual([400, 'CERT_FAILED_VALIDATION']);
     const ok = await enroll(key, cert);
     expect([ok.status, ok.body]).toEqual([200, { data: {}, meta: {} }]);
@@ -534,6 +569,91 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect((await mg('PATCH', `/cas/${caId}`, { isAutoCaEnrollmentEnabled: false })).status).toBe(200);
     const third = opensslIssue(s, caName, 'auto-3', 'sensor-3');
     expect(code(await enroll(s.read('auto-3.key'), third))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
+  });
+
+  it('CA auto-enrollment racing: the name is chosen, and the CA checked, where the write applies', async () => {
+    const caName = `raced-ca-${++seq}`;
+    const caId = await autoEnrollingCa(caName, { identityRoles: [], identityNameFormat: '[caName]' });
+    await verifyCa(caName, caId);
+    const device = (n: number) => {
+      const cert = opensslIssue(s, caName, `raced-${n}`, `device-${n}`);
+      return () => tlsCall('POST', `${client()}/enroll/ca`, { ca, key: s.read(`raced-${n}.key`), cert });
+    };
+    // two devices whose identity names format alike enroll at once: both checked the name free, both get one
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    let first: TlsRes | undefined;
+    meanwhile(async () => {
+      first = await device(1)();
+    });
+    const second = await device(2)();
+    expect([first?.status, second.status]).toEqual([200, 200]);
+    const names = async () =>
+      (await mg('GET', `/identities?filter=${encodeURIComponent(`name contains "${caName}"`)}`)).body.data
+        .map((i: { name: string }) => i.name)
+        .sort();
+    expect(await names()).toEqual([caName, `${caName}000001`]);
+    // the CA stops auto-enrolling after a device's check: nothing is created
+    interceptNextWrite(srv.ctl.svc)(() => mg('PATCH', `/cas/${caId}`, { isAutoCaEnrollmentEnabled: false }));
+    const late = await device(3)();
+    expect([late.status, late.body.error.code, late.body.error.cause]).toEqual([
+      400,
+      'ENROLLMENT_NO_VALID_CAS',
+      undefined,
+    ]);
+    expect(await names()).toEqual([caName, `${caName}000001`]);
+
+    // OTT CA enrollment: the CA stops allowing it after the check: refused as the check would, the token kept
+    expect((await mg('PATCH', `/cas/${caId}`, { isOttCaEnrollmentEnabled: true })).status).toBe(200);
+    const identityId = (
+      await mg('POST', '/identities', {
+        name: `raced-ottca-${++seq}`,
+        type: 'Device',
+        isAdmin: false,
+        enrollment: { ottca: caId },
+      })
+    ).body.data.id;
+    const token = (await mg('GET', `/identities/${identityId}`)).body.data.enrollment.ottca.token;
+    const cert = opensslIssue(s, caName, 'raced-ottca', 'ottca-device');
+    const enroll = () =>
+      tlsCall('POST', `${client()}/enroll/ottca`, { ca, key: s.read('raced-ottca.key'), cert, body: { token } });
+    interceptNextWrite(srv.ctl.svc)(() => mg('PATCH', `/cas/${caId}`, { isOttCaEnrollmentEnabled: false }));
+    const refused = await enroll();
+    expect([refused.status, refused.body.error.code, refused.body.error.cause]).toEqual([
+      400,
+      'ENROLLMENT_CA_NOT_VALID',
+      undefined,
+    ]);
+    expect((await mg('GET', `/identities/${identityId}/authenticators`)).body.data).toEqual([]);
+    expect((await mg('PATCH', `/cas/${caId}`, { isOttCaEnrollmentEnabled: true })).status).toBe(200);
+    expect((await enroll()).status).toBe(200);
+  });
+
+  it('extend with a certificate replaced while the request was checked: refused, nothing pending', async () => {
+    const me = await enrolled();
+    const session = (await certLogin(me.key, me.cert)).headers['zt-session'] as string;
+    const [auth] = (await tlsCall('GET', `${mgmt()}/identities/${me.id}/authenticators`, { ca, token: admin })).body
+      .data;
+    const url = (step: string) => `${client()}/current-identity/authenticators/${auth.id}/${step}`;
+    const extend = (name: string, held: { key: string; cert: string }) =>
+      tlsCall('POST', url('extend'), {
+        ca,
+        token: session,
+        ...held,
+        body: { clientCertCsr: opensslCsr(s, name, 'ec', '/CN=x') },
+      });
+    // the owner rolls its key (extend and verify) while a request showing the old certificate is checked
+    const rolled = `rolled-away-${++seq}`;
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const extended = await extend(rolled, me);
+      const clientCert = extended.body.data.clientCert;
+      const verified = await tlsCall('POST', url('extend-verify'), { ca, token: session, body: { clientCert } });
+      expect(verified.status, verified.text).toBe(200);
+    });
+    const stale = await extend(`stale-${++seq}`, me);
+    expect([stale.status, stale.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
+    const after = (await tlsCall('GET', `${mgmt()}/authenticators/${auth.id}`, { ca, token: admin })).body.data;
+    expect(srv.ctl.svc.get('authenticators', auth.id)?.unverifiedFingerprint ?? null).toBeNull();
+    expect(after.fingerprint).not.toBe(opensslFingerprint(s, me.cert));
   });
 
   it('extend: requested by an admin (login header), a new certificate for a new key, in force once verified', async () => {

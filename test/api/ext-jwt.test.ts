@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminGate, loginGate } from '../../src/auth/rate-limit.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { createRootCa } from '../../src/pki/ca.js';
+import { interceptNextWrite } from '../support/api.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { expectOnlyService, grantDial } from '../support/grant.js';
@@ -381,6 +382,27 @@ describe('external JWT signer CRUD', () => {
     const del = await conformant(M, 'DELETE', '/external-jwt-signers/{id}', srv.base, { token, params: { id } });
     expect(del.status, del.text).toBe(200);
     expect((await call('GET', `${srv.mgmt}/external-jwt-signers/${id}`, { token })).status).toBe(404);
+  });
+
+  it('a PATCH of other fields racing a switch from certificate to JWKS leaves the switch whole', async () => {
+    const ca = await createRootCa({ commonName: 'raced-signer' });
+    const r = await createSigner({ name: 'raced', certPem: ca.certPem, kid: 'raced-kid' });
+    expect(r.status, r.text).toBe(201);
+    const id = r.body.data.id;
+    // the switch applies first; the rename, checked against the certificate signer, after it
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const patch = { certPem: null, jwksEndpoint: jwksUrl };
+      const sw = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${id}`, { token, body: patch });
+      expect(sw.status, sw.text).toBe(200);
+    });
+    const renamed = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${id}`, {
+      token,
+      body: { name: `raced-renamed-${++seq}`, enabled: false },
+    });
+    expect(renamed.status, renamed.text).toBe(200);
+    const after = await call('GET', `${srv.mgmt}/external-jwt-signers/${id}`, { token });
+    expect(after.body.data).toMatchObject({ certPem: null, jwksEndpoint: jwksUrl, fingerprint: '', enabled: false });
+    expect(after.body.data.name).toMatch(/^raced-renamed-/);
   });
 
   it('refuses bad bodies', async () => {

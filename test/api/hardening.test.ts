@@ -2,9 +2,10 @@
 // prototype-named ids, heavy list requests, and the wire details OpenZiti's console and clients rely on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../http/json-body.js';
-import { LIST_ROW_CAP, SYNC_SCAN_ROWS } from '../../src/api/list.js';
+import { LIST_ROW_CAP, MAX_ROLE_FILTERS, SYNC_SCAN_ROWS } from '../../src/api/list.js';
 import type { Command } from '../../src/model/rows.js';
 import { shortId } from '../../src/util/ids.js';
+import { expectError } from '../support/api.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { median } from '../support/timing.js';
 
@@ -280,6 +281,32 @@ describe('the work of one list request is bounded', () => {
       token,
     });
     expect(small.text).toContain('"limit":9223372036854775807');
+  });
+
+  it(`roleFilter: at most ${MAX_ROLE_FILTERS} entries (400 beyond), repeated ones counted once`, async () => {
+    const list = (roles: string[], semantic: string) =>
+      call(
+        'GET',
+        `${srv.mgmt}/identities?${roles.map((r) => `roleFilter=${encodeURIComponent(r)}`).join('&')}&roleSemantic=${semantic}&limit=1`,
+        { token },
+      );
+    const over = await list(
+      Array.from({ length: MAX_ROLE_FILTERS + 1 }, (_, i) => `#g${i % 50}`),
+      'AnyOf',
+    );
+    expectError(over, 400, 'COULD_NOT_VALIDATE', 'roleFilter');
+    // at the bound: what the distinct entries select (each g<k> is held by ROWS / 50 identities)
+    const many = (roles: string[]) => Array.from({ length: MAX_ROLE_FILTERS }, (_, i) => roles[i % roles.length]!);
+    const total = async (roles: string[], semantic: string) => {
+      const r = await list(roles, semantic);
+      expect(r.status, r.text).toBe(200);
+      return r.body.meta.pagination.totalCount;
+    };
+    expect(await total(many(['#g1', '#g2']), 'AnyOf')).toBe((2 * ROWS) / 50);
+    expect(await total(many(['#g1']), 'AllOf')).toBe(ROWS / 50);
+    expect(await total(many(['#g1', '#g2']), 'AllOf')).toBe(0);
+    expect(await total(['#g3', '#nobody'], 'AnyOf')).toBe(ROWS / 50);
+    expect(await total(['#g3', '#nobody'], 'AllOf')).toBe(0);
   });
 
   it('chunked scans answer exactly what one pass would', async () => {

@@ -7,6 +7,7 @@ import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
+import { interceptNextWrite } from '../support/api.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { readQrPng } from '../support/qr-read.js';
@@ -447,6 +448,27 @@ describe('MFA removal and policies', () => {
     );
     expect(both.map((r) => r.status).sort()).toEqual([201, 409]);
     expect(both.find((r) => r.status === 409)!.body.error.code).toBe('MFA_EXISTS');
+  });
+
+  it('two verifications racing with one code: one 200, one 409 MFA_EXISTS; the code completes one session', async () => {
+    await createUser('mfa-verifier');
+    const [s1, s2] = [await session('mfa-verifier'), await session('mfa-verifier')];
+    expect((await call('POST', `${srv.client}/current-identity/mfa`, { token: s1.token })).status).toBe(201);
+    const d = await call('GET', `${srv.client}/current-identity/mfa`, { token: s1.token });
+    const code = await totp(new URL(d.body.data.provisioningUrl).searchParams.get('secret')!);
+    // the second verification passes its checks and is applied first: the first one's checks are stale by then
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    let second: Res | undefined;
+    meanwhile(async () => {
+      second = await call('POST', `${srv.client}/current-identity/mfa/verify`, { token: s2.token, body: { code } });
+    });
+    const first = await call('POST', `${srv.client}/current-identity/mfa/verify`, { token: s1.token, body: { code } });
+    expect(second?.status, second?.text).toBe(200);
+    expectError(first, 409, 'MFA_EXISTS');
+    expect(first.body.error.cause).toBeUndefined(); // as the handler's own check answers
+    const complete = async (t: string) =>
+      (await call('GET', `${srv.client}/current-api-session`, { token: t })).body.data.isMfaComplete;
+    expect([await complete(s1.token), await complete(s2.token)]).toEqual([false, true]);
   });
 
   it('an admin removes an identity MFA (DELETE /identities/{id}/mfa)', async () => {

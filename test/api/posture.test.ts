@@ -8,7 +8,7 @@ import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MFA_PROMPT_GRACE_S } from '../../src/model/posture.js';
 import { MAX_BULK_RESPONSES, MAX_RESPONSE_LIST } from '../../src/model/posture-wire.js';
-import { expectError, ids } from '../support/api.js';
+import { expectError, ids, interceptNextWrite } from '../support/api.js';
 import { manualClock } from '../support/clock.js';
 import { conformant, ownOperations } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
@@ -55,6 +55,18 @@ const VALID: Record<string, Record<string, unknown>> = {
 };
 
 describe('posture checks', () => {
+  it('version counts every change, also of writes racing (counted where they apply)', async () => {
+    const id = await create('/posture-checks', { name: 'pc-raced', typeId: 'MFA' });
+    // the second PATCH is checked first and applied after the first: both changes count
+    interceptNextWrite(srv.ctl.svc)(() =>
+      mgmt('PATCH', `/posture-checks/${id}`, { typeId: 'MFA', timeoutSeconds: 60 }),
+    );
+    const second = await mgmt('PATCH', `/posture-checks/${id}`, { typeId: 'MFA', name: 'pc-raced-2' });
+    expect(second.status, second.text).toBe(200);
+    const after = (await mgmt('GET', `/posture-checks/${id}`)).body.data;
+    expect(after).toMatchObject({ name: 'pc-raced-2', timeoutSeconds: 60, version: 3 });
+  });
+
   it('CRUD of every type: detail shows its own fields, normalised; version counts changes; typeId is immutable', async () => {
     for (const [typeId, fields] of Object.entries(VALID)) {
       const id = await create('/posture-checks', { name: `pc-${typeId}`, typeId, roleAttributes: ['crud'], ...fields });

@@ -69,6 +69,24 @@ describe('preconditions re-checked inside apply', () => {
     expect((await call('GET', `${srv.mgmt}/authenticators/${authId}`, { token })).status).toBe(200);
   });
 
+  it('a non-admin may not remove the MFA of an identity that became an admin after the check', async () => {
+    const { t } = await userWith('helpdesk3', { permissions: ['identity'] });
+    const target = await identity('mfa-target');
+    await srv.ctl.svc.write({
+      op: 'create',
+      entity: 'mfas',
+      id: 'mfa-of-target',
+      at: at(),
+      system: true,
+      data: { identityId: target, isVerified: true, secret: 'JBSWY3DPEHPK3PXP', recoveryCodes: [] },
+    });
+    meanwhile(setAdmin(target, true));
+    const d = await call('DELETE', `${srv.mgmt}/identities/${target}/mfa`, { token: t });
+    expect(d.status).toBe(401);
+    expect(d.body.error.code).toBe('UNAUTHORIZED');
+    expect(srv.ctl.svc.get('mfas', 'mfa-of-target')).toBeDefined();
+  });
+
   it('only admins make admins: an admin demoted after the check cannot grant admin', async () => {
     const a2 = await userWith('admin2', { isAdmin: true });
     const y = await identity('would-be-admin');

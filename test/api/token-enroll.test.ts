@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { createRootCa } from '../../src/pki/ca.js';
 import { opensslCsr, Scratch } from '../pki/helpers.js';
+import { interceptNextWrite } from '../support/api.js';
 import { expectOwnCoverageAfterAll } from '../support/conformance.js';
 import { call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
@@ -183,6 +184,38 @@ describe('token enrollment and the enrollment challenge', () => {
       },
     });
     expect(code(bad)).toEqual([400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId']);
+  });
+
+  it("a signer's enrollAuthPolicyId is a restricting reference: the policy is not deleted under it, even racing", async () => {
+    const policy = structuredClone(DEFAULT_AUTH_POLICY) as any;
+    policy.name = `named-by-signer-${++seq}`;
+    const policyId = (await call('POST', `${srv.mgmt}/auth-policies`, { token: admin, body: policy })).body.data.id;
+    const signerId = await signer('named-1', { enrollToTokenEnabled: true, enrollAuthPolicyId: policyId });
+    const refused = await call('DELETE', `${srv.mgmt}/auth-policies/${policyId}`, { token: admin });
+    expect(code(refused)).toEqual([409, 'CAN_NOT_DELETE_REFERENCED_ENTITY', 'id']);
+    // once no signer names it, the policy goes
+    const moved = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${signerId}`, {
+      token: admin,
+      body: { enrollAuthPolicyId: '' },
+    });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await call('DELETE', `${srv.mgmt}/auth-policies/${policyId}`, { token: admin })).status).toBe(200);
+
+    // a signer written while the policy it names is deleted: the write finds the policy gone where it applies
+    policy.name = `raced-by-signer-${++seq}`;
+    const racedId = (await call('POST', `${srv.mgmt}/auth-policies`, { token: admin, body: policy })).body.data.id;
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    let deleted: Res | undefined;
+    meanwhile(async () => {
+      deleted = await call('DELETE', `${srv.mgmt}/auth-policies/${racedId}`, { token: admin });
+    });
+    const raced = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${signerId}`, {
+      token: admin,
+      body: { enrollAuthPolicyId: racedId },
+    });
+    expect(deleted?.status, deleted?.text).toBe(200);
+    expect(code(raced)).toEqual([400, 'COULD_NOT_VALIDATE', 'enrollAuthPolicyId']);
+    expect(srv.ctl.svc.get('external-jwt-signers', signerId)?.enrollAuthPolicyId).toBe('');
   });
 
   it('update and patch take null for the enrollment settings, as the spec declares them (x-nullable)', async () => {

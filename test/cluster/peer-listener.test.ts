@@ -1,0 +1,148 @@
+/**
+ * The peer listener against clients that are not members (in process): a certificate of the cluster's own signing
+ * CA that names no member (what every enrolled identity and router holds) gets an answer and a closed connection on
+ * every path, never a socket left open; and the mutual-TLS listeners bound what a client without a certificate can
+ * hold (handshake timeout, connections per address and in all).
+ */
+import { mkdtempSync } from 'node:fs';
+import type { Server } from 'node:https';
+import { connect as netConnect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initClusterPki, loadPeerTlsOptions } from '../../src/pki/cluster.js';
+import { issueServerCert } from '../../src/pki/index.js';
+import { loadSigningCa } from '../../src/pki/pki-dir.js';
+import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../../src/util/mtls-server.js';
+import { startServer, type TestServer } from '../support/server.js';
+
+type ClientTls = { key: string; cert: string; ca: string };
+
+/** What the server answered and whether it closed the connection, at the latest `wait_ms` after sending. */
+function exchange(port: number, tls: ClientTls, payload: string, wait_ms: number) {
+  return new Promise<{ answer: string; closed: boolean }>((resolve) => {
+    let answer = '';
+    const s = tlsConnect({ host: '127.0.0.1', port, ...tls, rejectUnauthorized: false }, () => s.write(payload));
+    const timer = setTimeout(() => {
+      resolve({ answer, closed: false });
+      s.destroy();
+    }, wait_ms);
+    s.on('data', (d) => (answer += d));
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve({ answer, closed: true });
+    });
+    s.on('error', () => {});
+  });
+}
+
+const upgrade = (path: string, headers = '') =>
+  `GET ${path} HTTP/1.1\r\nHost: peer\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+  `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${headers}\r\n`;
+
+describe('a member refuses certificates that name no member, on every path', () => {
+  let srv: TestServer;
+  let port: number;
+  let identity: ClientTls;
+  beforeAll(async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
+    const pkiDir = join(dataDir, 'pki');
+    await initClusterPki(pkiDir, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    const tls = await loadPeerTlsOptions(pkiDir);
+    srv = await startServer({
+      dataDir,
+      cluster: { nodeId: 'n1', peerListen: { host: '127.0.0.1', port: 0 }, init: true, tls },
+    });
+    port = Number(srv.ctl.cluster!.peerAddress.split(':').at(-1));
+    // an identity's certificate: the cluster's signing CA, client usage, no node URI
+    const signing = await loadSigningCa(pkiDir);
+    const leaf = await issueServerCert(signing, { commonName: 'an-identity', usage: 'client' });
+    identity = { key: leaf.keyPem, cert: `${leaf.certPem.trim()}\n${signing.certPem}`, ca: tls.ca };
+  }, 60_000);
+  afterAll(() => srv?.stop());
+
+  it('other paths: 404 and closed (an upgrade nobody answers would hold its socket for good)', async () => {
+    for (const path of ['/', '/nope', '/raft/x', '/peer-api/']) {
+      const r = await exchange(port, identity, upgrade(path), 2_000);
+      expect(r.answer, path).toMatch(/^HTTP\/1\.1 404 /);
+      expect(r.closed, path).toBe(true);
+    }
+  });
+
+  it('the peer paths: refused and closed', async () => {
+    for (const path of ['/peer-api', '/peer-forward']) {
+      const r = await exchange(port, identity, upgrade(path), 2_000);
+      expect(r.answer, path).toMatch(/^HTTP\/1\.1 403 /);
+      expect(r.closed, path).toBe(true);
+    }
+    const claimed = 'x-keel-raft-cluster: keel\r\nx-keel-raft-from: n0\r\nx-keel-raft-to: n1\r\n';
+    const raft = await exchange(port, identity, upgrade('/raft', claimed), 2_000);
+    expect(raft.answer).toMatch(/^HTTP\/1\.1 40[13] /);
+    expect(raft.closed).toBe(true);
+  });
+
+  it('the peer listener has finite bounds', () => {
+    const { handshakeTimeout_ms, maxConnections, maxPerAddress } = PEER_LISTENER_LIMITS;
+    expect(handshakeTimeout_ms).toBeLessThanOrEqual(10_000);
+    expect(maxPerAddress).toBeLessThanOrEqual(maxConnections);
+    expect(maxConnections).toBeLessThanOrEqual(1_024);
+  });
+});
+
+describe('mutual-TLS listener bounds before any certificate is shown', () => {
+  const LIMITS = { handshakeTimeout_ms: 1_000, maxConnections: 5, maxPerAddress: 3 };
+  let server: Server;
+  let port: number;
+  let client: ClientTls;
+  beforeAll(async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-mtls-bounds-'));
+    await initClusterPki(dir, { nodeId: 'b1', hosts: ['127.0.0.1'] });
+    const tls = await loadPeerTlsOptions(dir);
+    server = createMutualTlsServer(tls, LIMITS);
+    await listenOn(server, 0, '0.0.0.0');
+    port = (server.address() as { port: number }).port;
+    client = { key: tls.key, cert: tls.cert, ca: tls.ca };
+  });
+  const sockets: Socket[] = [];
+  afterAll(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  /** A TCP connection from `localAddress` that never starts TLS; resolves once connected. */
+  const silent = (localAddress: string) =>
+    new Promise<{ closed: () => boolean; closedAfter: Promise<number> }>((resolve) => {
+      const t0 = Date.now();
+      let closed = false;
+      const socket = netConnect({ host: '127.0.0.1', port, localAddress });
+      sockets.push(socket);
+      socket.on('error', () => {});
+      const closedAfter = new Promise<number>((r) =>
+        socket.once('close', () => {
+          closed = true;
+          r(Date.now() - t0);
+        }),
+      );
+      socket.once('connect', () => resolve({ closed: () => closed, closedAfter }));
+    });
+
+  it('an unfinished handshake is dropped after the timeout; one address holds at most maxPerAddress, all at most maxConnections', async () => {
+    const a = [await silent('127.0.0.1'), await silent('127.0.0.1'), await silent('127.0.0.1')];
+    const overAddress = await silent('127.0.0.1');
+    const b = [await silent('127.0.0.2'), await silent('127.0.0.2')];
+    const overAll = await silent('127.0.0.2');
+    // the ones beyond a bound are closed at once, while the others still wait for their handshake
+    await overAddress.closedAfter;
+    await overAll.closedAfter;
+    expect([...a, ...b].map((c) => c.closed())).toEqual([false, false, false, false, false]);
+    // which are dropped by the handshake timeout, not sooner
+    const never = new Promise<number>((r) => setTimeout(() => r(Number.POSITIVE_INFINITY), 5_000).unref());
+    const held = await Promise.all([...a, ...b].map((c) => Promise.race([c.closedAfter, never])));
+    for (const ms of held) expect(ms).toBeGreaterThanOrEqual(LIMITS.handshakeTimeout_ms - 50);
+    for (const ms of held) expect(ms).toBeLessThan(5_000);
+    // and the slots are free again: a client with a certificate gets its answer
+    const r = await exchange(port, client, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 2_000);
+    expect(r.answer).toMatch(/^HTTP\/1\.1 426 /);
+  });
+});
