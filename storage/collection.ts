@@ -120,6 +120,16 @@ export class Collection<R extends Row = Row> {
     return idx.map.get(value) ?? NO_IDS;
   }
 
+  /** How many ids `lookup(field, value)` yields, without reading them; undefined when the field has no index. */
+  lookupSize(field: string, value: unknown): number | undefined {
+    if (field === 'id') return typeof value === 'string' && this.rows.has(value) ? 1 : 0;
+    const u = named(this.uniques, field);
+    if (u) return u.map.has(value) ? 1 : 0;
+    const idx = named(this.indexes, field);
+    if (!idx) return undefined;
+    return idx.map.get(value)?.size ?? 0;
+  }
+
   /** Distinct indexed values of a field (role attributes listing). */
   values(field: string): Iterable<unknown> {
     return (named(this.indexes, field)?.map ?? named(this.uniques, field)?.map ?? NO_VALUES_MAP).keys();

@@ -263,8 +263,11 @@ export function roleFilterIds(
     for (const a of attrs) for (const id of c.lookup(field, a) ?? []) out.add(id);
     return out;
   }
-  // AllOf: the holders of the first attribute that hold every other one (read from their rows: no set per entry)
-  for (const id of c.lookup(field, attrs[0]) ?? []) {
+  // AllOf: the holders of the attribute held by the fewest that hold every other one (read from their rows: no set
+  // per entry)
+  let fewest = attrs[0]!;
+  for (const a of attrs) if ((c.lookupSize(field, a) ?? 0) < (c.lookupSize(field, fewest) ?? 0)) fewest = a;
+  for (const id of c.lookup(field, fewest) ?? []) {
     const held = c.get(id)?.[field];
     if (Array.isArray(held) && attrs.every((a) => held.includes(a))) out.add(id);
   }
