@@ -652,6 +652,14 @@ export const MUTANTS = [
     replace: 'void identity;',
     tests: ['test/api/lockout.test.ts'],
   },
+  // a certificate is EXPIRED (which allowExpiredCerts accepts) only when a trusted CA signed it
+  {
+    id: 'chain-expired-before-signature',
+    file: 'src/pki/verify.ts',
+    search: "      outOfTime ??= fail('EXPIRED',",
+    replace: "      return fail('EXPIRED',",
+    tests: ['test/pki/verify.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

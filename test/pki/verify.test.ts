@@ -55,6 +55,43 @@ describe('verifyChain', () => {
     });
   });
 
+  it('answers EXPIRED or NOT_YET_VALID only for a chain that otherwise verifies: a forgery is refused for what it is', async () => {
+    const sign = { name: 'ECDSA', hash: 'SHA-256' };
+    const keys = await generateKeyPair();
+    // a leaf naming this root as issuer, signed by another key, valid only long ago (or only in the future)
+    const forged = (notBefore: Date, notAfter: Date) =>
+      x509.X509CertificateGenerator.create({
+        subject: 'CN=forged',
+        issuer: new x509.X509Certificate(root.certPem).subject,
+        notBefore,
+        notAfter,
+        publicKey: keys.publicKey,
+        signingKey: keys.privateKey,
+        signingAlgorithm: sign,
+      });
+    const past = await forged(new Date(Date.now() - 3 * DAY_MS), new Date(Date.now() - 2 * DAY_MS));
+    const future = await forged(new Date(Date.now() + 2 * DAY_MS), new Date(Date.now() + 3 * DAY_MS));
+    expect(await verifyChain(past, [], [root.certPem])).toMatchObject({ code: 'BAD_SIGNATURE' });
+    expect(await verifyChain(future, [], [root.certPem])).toMatchObject({ code: 'BAD_SIGNATURE' });
+    // of no known issuer at all
+    const stray = await x509.X509CertificateGenerator.createSelfSigned({
+      name: 'CN=stray',
+      notBefore: new Date(Date.now() - 3 * DAY_MS),
+      notAfter: new Date(Date.now() - 2 * DAY_MS),
+      keys,
+      signingAlgorithm: sign,
+    });
+    expect(await verifyChain(stray, [], [root.certPem])).toMatchObject({ code: 'UNKNOWN_ISSUER' });
+    // an expired leaf of the right CA is EXPIRED (callers may accept that), through a sound path only
+    const later = new Date(Date.now() + 11 * DAY_MS);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], { at: later })).toMatchObject({
+      code: 'EXPIRED',
+    });
+    expect(await verifyChain(leaf.certPem, [], [root.certPem], { at: later })).toMatchObject({
+      code: 'UNKNOWN_ISSUER',
+    });
+  });
+
   it('refuses certificates of another CA, forged issuers, non-CA issuers and too-deep paths', async () => {
     const other = await createRootCa({ commonName: 'Other Root' });
     expect(await verifyChain(leaf.certPem, [signing.certPem], [other.certPem])).toMatchObject({
