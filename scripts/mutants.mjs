@@ -660,6 +660,14 @@ export const MUTANTS = [
     replace: "      return fail('EXPIRED',",
     tests: ['test/pki/verify.test.ts'],
   },
+  // a request-schema error about a credential field never echoes the credential
+  {
+    id: 'validation-echoes-secret',
+    file: 'src/schema/validate.ts',
+    search: 'const value = isSecretField(field) ? REDACTED : actual;',
+    replace: 'const value = actual;',
+    tests: ['test/api/errors.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
