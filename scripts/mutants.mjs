@@ -668,6 +668,15 @@ export const MUTANTS = [
     replace: 'const value = actual;',
     tests: ['test/api/errors.test.ts'],
   },
+  // PEM scanning is linear in the text (a quadratic regex stalled the event loop on a body of BEGIN lines)
+  {
+    id: 'pem-scan-quadratic',
+    file: 'src/pki/pem.ts',
+    search: '  const out: string[] = [];\n',
+    replace:
+      "  return text.match(new RegExp(begin + '[\\\\s\\\\S]+?' + end, 'g')) ?? [];\n  const out: string[] = [];\n",
+    tests: ['test/pki/verify.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

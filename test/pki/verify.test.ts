@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
+import { generateKeyPair, parseCertificates, x509 } from '../../src/pki/crypto.js';
 import {
   type CaMaterial,
   createIntermediateCa,
@@ -9,9 +9,11 @@ import {
   MAX_CHAIN_CANDIDATES,
   MAX_CHAIN_DEPTH,
   PkiError,
+  parseSinglePem,
   pkcs7CaCerts,
   verifyChain,
 } from '../../src/pki/index.js';
+import { pemBlocks } from '../../src/pki/pem.js';
 import { openssl, Scratch } from './helpers.js';
 
 const DAY_MS = 86_400_000;
@@ -254,5 +256,30 @@ describe('pkcs7CaCerts', () => {
     expect(() => pkcs7CaCerts(['-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----'])).toThrow(
       expect.objectContaining({ code: 'CERT_MALFORMED' }),
     );
+  });
+});
+
+describe('PEM scanning', () => {
+  it('finds the blocks of a label in order; a BEGIN without its END, or an empty block, is none', async () => {
+    const root = await createRootCa({ commonName: 'PEM Root' });
+    const other = await createRootCa({ commonName: 'PEM Other' });
+    const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
+    const text = `junk\n${root.certPem}${key}${other.certPem}-----BEGIN CERTIFICATE-----\nAAAA\n`;
+    expect(pemBlocks(text, 'CERTIFICATE')).toEqual([root.certPem.trim(), other.certPem.trim()]);
+    expect(pemBlocks(text, 'PRIVATE KEY')).toEqual([key.trim()]);
+    expect(pemBlocks('-----BEGIN CERTIFICATE----------END CERTIFICATE-----', 'CERTIFICATE')).toEqual([]);
+    expect(parseSinglePem(root.certPem)?.subject).toBe('CN=PEM Root');
+    expect(parseSinglePem(`${root.certPem}${other.certPem}`)).toBeNull();
+  });
+
+  it('is linear: a megabyte of BEGIN lines without an END is refused at once (a regex took tens of seconds)', () => {
+    const flood = '-----BEGIN CERTIFICATE-----\n'.repeat((1024 * 1024) / 28);
+    const started = Date.now();
+    // what POST /cas and POST /authenticators parse a certPem of up to the body limit with
+    expect(parseSinglePem(flood)).toBeNull();
+    // linear: a few milliseconds; the quadratic scan needed about 16 s for this text on an idle machine
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(pemBlocks(flood, 'CERTIFICATE')).toEqual([]);
+    expect(parseCertificates(flood)).toEqual([]);
   });
 });
