@@ -677,6 +677,15 @@ export const MUTANTS = [
       "  return text.match(new RegExp(begin + '[\\\\s\\\\S]+?' + end, 'g')) ?? [];\n  const out: string[] = [];\n",
     tests: ['test/pki/verify.test.ts'],
   },
+  // a body that is not JSON is refused without quoting it (V8's parse message quotes the text around the fault)
+  {
+    id: 'parse-error-quotes-body',
+    file: 'http/json-body.ts',
+    search: 'message: JSON_PARSE_FAILED });',
+    replace:
+      "message: (() => { try { JSON.parse(body.toString('utf8')); } catch (e) { return (e as Error).message; } return ''; })() });",
+    tests: ['http/json-body.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
