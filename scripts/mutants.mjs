@@ -686,6 +686,14 @@ export const MUTANTS = [
       "message: (() => { try { JSON.parse(body.toString('utf8')); } catch (e) { return (e as Error).message; } return ''; })() });",
     tests: ['http/json-body.test.ts'],
   },
+  // the enrollment challenge signs UUIDs only: the same key signs enrollment and network JWTs
+  {
+    id: 'challenge-signs-any-nonce',
+    file: 'src/ops/token-enroll.ts',
+    search: "s.obj({ keyId: s.str(), nonce: s.str({ format: 'uuid' }) }, ['nonce', 'keyId']),",
+    replace: "s.obj({ keyId: s.str(), nonce: s.str() }, ['nonce', 'keyId']),",
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

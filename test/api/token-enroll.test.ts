@@ -231,6 +231,14 @@ describe('token enrollment and the enrollment challenge', () => {
     const challenge = (body: unknown) => call('POST', `${srv.client}/enroll/challenge`, { body });
     expect(code(await challenge({ nonce, keyId: 'no-such-key' }))).toEqual([400, 'COULD_NOT_VALIDATE', 'keyId']);
     expect(code(await challenge({ nonce: 'not-a-uuid', keyId: jwk.kid }))[1]).toBe('COULD_NOT_VALIDATE');
+    // the key signs enrollment and network JWTs: a JWT's signing input is never signed (a forged network JWT would
+    // verify with /enroll/jwks)
+    const forged = ['{"alg":"ES256","kid":"k"}', '{"em":"network","iss":"https://evil.example/"}']
+      .map((part) => Buffer.from(part.replace('"k"', JSON.stringify(jwk.kid))).toString('base64url'))
+      .join('.');
+    const oracle = await challenge({ nonce: forged, keyId: jwk.kid });
+    expect(code(oracle)).toEqual([400, 'COULD_NOT_VALIDATE', 'nonce']);
+    expect(oracle.text).not.toContain('signature');
     expect(code(await challenge({ nonce }))[1]).toBe('COULD_NOT_VALIDATE');
   });
 });
