@@ -694,6 +694,14 @@ export const MUTANTS = [
     replace: "s.obj({ keyId: s.str(), nonce: s.str() }, ['nonce', 'keyId']),",
     tests: ['test/api/token-enroll.test.ts'],
   },
+  // token enrollment records the id claim ext-jwt login reads (a property name, never a JSON pointer)
+  {
+    id: 'token-enroll-id-claim-as-pointer',
+    file: 'src/auth/token-enrollment.ts',
+    search: 'const id = idClaimOf(signer, payload);',
+    replace: "const id = claimString(payload, signer.claimsProperty || '/sub');",
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

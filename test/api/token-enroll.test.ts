@@ -117,6 +117,23 @@ describe('token enrollment and the enrollment challenge', () => {
     expect(code(wrong)).toEqual([400, 'INVALID_ENROLLMENT_TOKEN', undefined]);
   });
 
+  it('the id claim is the one ext-jwt login reads: a namespaced claimsProperty is a property name, not a path', async () => {
+    const claim = `${ISSUER}/uid`;
+    await signer('tok-ns', { enrollToTokenEnabled: true, claimsProperty: claim });
+    // a nested claim at the path the name would spell must not be taken for it
+    const path = { 'https:': { '': { 'idp.enroll.test': { uid: 'ns-decoy' } } } };
+    const r = await enroll(await jwt('tok-ns', { sub: 'ns-sub', [claim]: 'ns-user-1', ...path }));
+    expect([r.status, r.body.data]).toEqual([200, {}]);
+    const created = await identityByExternalId('ns-user-1');
+    expect(created).toMatchObject({ name: 'ns-sub' });
+    expect(await identityByExternalId('ns-decoy')).toBeUndefined();
+    const ext = await call('POST', `${srv.client}/authenticate?method=ext-jwt`, {
+      body: {},
+      headers: { authorization: `Bearer ${await jwt('tok-ns', { sub: 'other', [claim]: 'ns-user-1' })}` },
+    });
+    expect([ext.status, ext.body.data?.identityId]).toEqual([200, created.id]);
+  });
+
   it('with a CSR: the identity also gets a network-issued certificate', async () => {
     await signer('cert-1', { enrollToCertEnabled: true });
     const csr = opensslCsr(s, `t${++seq}`, 'ec', '/CN=ignored');
