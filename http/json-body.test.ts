@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiError } from './errors.js';
-import { MAX_JSON_DEPTH, parseJsonBody, scanJson, wellFormedJson } from './json-body.js';
+import { JSON_PARSE_FAILED, MAX_JSON_DEPTH, parseJsonBody, scanJson, wellFormedJson } from './json-body.js';
 
 const buf = (s: string) => Buffer.from(s, 'utf8');
 
@@ -51,6 +51,20 @@ describe('parseJsonBody', () => {
     expect(parse('{"a":')).toBe('COULD_NOT_PARSE_BODY');
     expect(parse('['.repeat(MAX_JSON_DEPTH + 1))).toBe('COULD_NOT_VALIDATE');
     expect(parse(`${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}`)).toBeNull();
+  });
+
+  it('a parse error does not quote the body (a credential sent unquoted is not echoed)', () => {
+    for (const body of ['{"password":Sup3rSecret}', 'Sup3rSecret', '{"username":"admin" "password":"Sup3rSecret"']) {
+      let err: ApiError | null = null;
+      try {
+        parseJsonBody(buf(body));
+      } catch (e) {
+        err = e as ApiError;
+      }
+      expect(err?.code).toBe('COULD_NOT_PARSE_BODY');
+      expect(JSON.stringify(err?.cause)).not.toContain('Sup3r');
+      expect(err?.cause).toEqual({ code: 'UNHANDLED', message: JSON_PARSE_FAILED });
+    }
   });
 
   it('wellFormedJson leaves well-formed values as they are', () => {

@@ -154,6 +154,9 @@ export function wellFormedJson(value: unknown): unknown {
   return out;
 }
 
+/** The cause of every COULD_NOT_PARSE_BODY: it says what, never quotes the body. */
+export const JSON_PARSE_FAILED = 'the body is not valid JSON';
+
 /**
  * Parses a request body: depth bound (400 COULD_NOT_VALIDATE naming the top-level field, or `body`), then
  * JSON.parse (400 COULD_NOT_PARSE_BODY), then well-formed strings.
@@ -170,8 +173,9 @@ export function parseJsonBody(body: Buffer): unknown {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw Errors.COULD_NOT_PARSE_BODY({ code: 'UNHANDLED', message: (err as Error).message });
+  } catch {
+    // not JSON.parse's message: V8 quotes the text around the fault, which may be a credential sent unquoted
+    throw Errors.COULD_NOT_PARSE_BODY({ code: 'UNHANDLED', message: JSON_PARSE_FAILED });
   }
   return scan.surrogateEscape ? wellFormedJson(value) : value;
 }

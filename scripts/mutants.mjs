@@ -739,6 +739,57 @@ export const MUTANTS = [
     replace: 'await svc.write(removeMfa(svc, mfa));',
     tests: ['test/api/preconditions.test.ts'],
   },
+  {
+  // a certificate is EXPIRED (which allowExpiredCerts accepts) only when a trusted CA signed it
+  {
+    id: 'chain-expired-before-signature',
+    file: 'src/pki/verify.ts',
+    search: "      outOfTime ??= fail('EXPIRED',",
+    replace: "      return fail('EXPIRED',",
+    tests: ['test/pki/verify.test.ts'],
+  },
+  // a request-schema error about a credential field never echoes the credential
+  {
+    id: 'validation-echoes-secret',
+    file: 'src/schema/validate.ts',
+    search: 'const value = isSecretField(field) ? REDACTED : actual;',
+    replace: 'const value = actual;',
+    tests: ['test/api/errors.test.ts'],
+  },
+  // PEM scanning is linear in the text (a quadratic regex stalled the event loop on a body of BEGIN lines)
+  {
+    id: 'pem-scan-quadratic',
+    file: 'src/pki/pem.ts',
+    search: '  const out: string[] = [];\n',
+    replace:
+      "  return text.match(new RegExp(begin + '[\\\\s\\\\S]+?' + end, 'g')) ?? [];\n  const out: string[] = [];\n",
+    tests: ['test/pki/verify.test.ts'],
+  },
+  // a body that is not JSON is refused without quoting it (V8's parse message quotes the text around the fault)
+  {
+    id: 'parse-error-quotes-body',
+    file: 'http/json-body.ts',
+    search: 'message: JSON_PARSE_FAILED });',
+    replace:
+      "message: (() => { try { JSON.parse(body.toString('utf8')); } catch (e) { return (e as Error).message; } return ''; })() });",
+    tests: ['http/json-body.test.ts'],
+  },
+  // the enrollment challenge signs UUIDs only: the same key signs enrollment and network JWTs
+  {
+    id: 'challenge-signs-any-nonce',
+    file: 'src/ops/token-enroll.ts',
+    search: "s.obj({ keyId: s.str(), nonce: s.str({ format: 'uuid' }) }, ['nonce', 'keyId']),",
+    replace: "s.obj({ keyId: s.str(), nonce: s.str() }, ['nonce', 'keyId']),",
+    tests: ['test/api/token-enroll.test.ts'],
+  },
+  // token enrollment records the id claim ext-jwt login reads (a property name, never a JSON pointer)
+  {
+    id: 'token-enroll-id-claim-as-pointer',
+    file: 'src/auth/token-enrollment.ts',
+    search: 'const id = idClaimOf(signer, payload);',
+    replace: "const id = claimString(payload, signer.claimsProperty || '/sub');",
+    tests: ['test/api/token-enroll.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

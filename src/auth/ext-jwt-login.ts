@@ -150,10 +150,20 @@ export function bearerToken(headers: Record<string, string>): string | null {
   return token && token.length <= MAX_TOKEN_CHARS ? token : null;
 }
 
+/**
+ * The token's id claim through `signer`: its `claimsProperty` (default `sub`), a top-level property name taken as
+ * it is (namespaced claims such as `https://idp.example/uid` included, never read as a path). Token enrollment
+ * records the same claim as `externalId`, so the identity it creates is the one later logins find.
+ */
+export function idClaimOf(signer: SignerRow, payload: JWTPayload): string | null {
+  const value = Object.hasOwn(payload, signer.claimsProperty || 'sub') ? payload[signer.claimsProperty || 'sub'] : null;
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
 /** The identity a token names through `signer` (its `claimsProperty`, as an id or as `externalId`). */
 function identityOf(svc: Services, signer: SignerRow, payload: JWTPayload): RowFor<'identities'> | undefined {
-  const value = payload[signer.claimsProperty ?? 'sub'];
-  if (typeof value !== 'string' || value === '') return undefined;
+  const value = idClaimOf(signer, payload);
+  if (value === null) return undefined;
   if (signer.useExternalId !== true) return svc.get('identities', value);
   const ids = svc.store.lookup('identities', 'externalId', value);
   return ids.length === 1 ? svc.get('identities', ids[0]!) : undefined;

@@ -13,7 +13,7 @@ import type { SignerRow } from '../model/external-jwt-signer.js';
 import type { Command } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
-import { bearerToken, verifySignerToken } from './ext-jwt-login.js';
+import { bearerToken, idClaimOf, verifySignerToken } from './ext-jwt-login.js';
 
 /** Bounds on a claims selector (JSON pointer segments) and on the role attributes a token may bring. */
 export const MAX_POINTER_SEGMENTS = 32;
@@ -73,7 +73,9 @@ export async function enrollToken(
 ): Promise<EnrolledCerts | Record<string, never>> {
   const { signer, payload } = await verifiedToken(svc, headers);
   const name = claimString(payload, signer.enrollNameClaimsSelector || '/sub');
-  const externalId = claimString(payload, signer.claimsProperty || '/sub');
+  // the id claim exactly as ext-jwt login reads it (a property name, not a JSON pointer)
+  const id = idClaimOf(signer, payload);
+  const externalId = id !== null && id.length <= MAX_CLAIM_CHARS ? id : null;
   if (!name || !externalId) throw Errors.INVALID_ENROLLMENT_TOKEN();
   if (svc.store.lookup('identities', 'externalId', externalId).length > 0) {
     throw Errors.ENROLLMENT_IDENTITY_ALREADY_ENROLLED();

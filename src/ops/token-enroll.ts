@@ -4,6 +4,7 @@
  * it talks to the network that issued its enrollment JWT), client API, no session.
  */
 import { createPrivateKey, sign } from 'node:crypto';
+import { assert } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
@@ -29,8 +30,16 @@ const nonceSignature = s.named(
   ]),
 );
 
+/**
+ * What the key signs: a UUID only. The key also signs enrollment and network JWTs, whose signing input is
+ * `<header>.<payload>`: a nonce of any other text would make this operation an oracle that signs forged JWTs.
+ */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The nonce signed with the enrollment key `kid` (ES256, JOSE's r‖s form, base64url); 400 on `keyId` otherwise. */
 function signNonce(svc: Services, kid: string, nonce: string) {
+  // the request schema admits UUIDs only (format uuid)
+  assert(UUID.test(nonce), 'the enrollment key signs UUID nonces only');
   const key = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
   if (!key || key.kid !== kid)
     throw Errors.COULD_NOT_VALIDATE({ field: 'keyId', reason: 'unknown key id', value: kid });

@@ -6,10 +6,11 @@ import 'reflect-metadata';
 import { createPrivateKey, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { PkiError } from './errors.js';
+import { pemBlocks } from './pem.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
-export { x509 };
+export { pemBlocks, x509 };
 export type CryptoKey = webcrypto.CryptoKey;
 export type CryptoKeyPair = webcrypto.CryptoKeyPair;
 
@@ -87,12 +88,6 @@ export function parseCertificate(input: string | Uint8Array): x509.X509Certifica
   } catch {
     return null;
   }
-}
-
-/** The PEM blocks of one label in a text, in order. */
-export function pemBlocks(text: string, label: string): string[] {
-  const re = new RegExp(`-----BEGIN ${label}-----[\\s\\S]+?-----END ${label}-----`, 'g');
-  return text.match(re) ?? [];
 }
 
 /** Every certificate in a PEM text (a bundle); throws CERT_MALFORMED on a block that does not parse. */

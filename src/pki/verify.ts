@@ -70,6 +70,8 @@ async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate
 /**
  * Verifies that `leaf` chains to one of `roots` through `intermediates` (PEM texts may hold several certificates),
  * every certificate valid at `at`, every issuer a CA (keyCertSign) within its path length. Never throws on bad input.
+ * EXPIRED / NOT_YET_VALID are answered only when the path is otherwise sound (names, signatures, CA flags, path
+ * lengths, usage): any other failure wins over them.
  */
 export async function verifyChain(
   leaf: CertInput,
@@ -97,12 +99,17 @@ export async function verifyChain(
   }
   const chain = [leafCert];
   let cur = leafCert;
+  // A validity failure is answered only for a chain that otherwise verifies: callers that accept an expired
+  // certificate (an auth policy's allowExpiredCerts) rely on EXPIRED meaning "signed by a trusted CA, but old".
+  let outOfTime: ChainResult | null = null;
   for (let depth = 0; depth < MAX_CHAIN_DEPTH; depth++) {
-    if (at < cur.notBefore)
-      return fail('NOT_YET_VALID', `'${cur.subject}' is not valid before ${cur.notBefore.toISOString()}`);
-    if (at > cur.notAfter) return fail('EXPIRED', `'${cur.subject}' expired at ${cur.notAfter.toISOString()}`);
+    if (at < cur.notBefore) {
+      outOfTime ??= fail('NOT_YET_VALID', `'${cur.subject}' is not valid before ${cur.notBefore.toISOString()}`);
+    } else if (at > cur.notAfter) {
+      outOfTime ??= fail('EXPIRED', `'${cur.subject}' expired at ${cur.notAfter.toISOString()}`);
+    }
     const c = cur;
-    if (anchors.some((r) => same(r, c))) return { ok: true, chain };
+    if (anchors.some((r) => same(r, c))) return outOfTime ?? { ok: true, chain };
     const named = [...anchors, ...pool].filter((x) => !same(x, c) && x.subject === c.issuer);
     if (named.length === 0) return fail('UNKNOWN_ISSUER', `no trusted issuer '${c.issuer}' for '${c.subject}'`);
     let issuer: x509.X509Certificate | null = null;

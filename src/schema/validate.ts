@@ -66,10 +66,32 @@ function jsonType(v: unknown): string {
   return typeof v;
 }
 
+/**
+ * Request fields whose values are credentials (passwords, enrollment and session tokens, one-time codes, secrets):
+ * an error about one names the field but never echoes its value, neither in `value` nor in the reason. OpenZiti
+ * echoes them; Keel does not (an error answer ends up in client logs, proxies' logs, screenshots).
+ */
+export const SECRET_FIELDS: ReadonlySet<string> = new Set([
+  'password',
+  'currentPassword',
+  'newPassword',
+  'token',
+  'code',
+  'secret',
+  'identitySecret',
+]);
+/** What stands in an error for a credential's value (as the auth policy's password checks answer). */
+export const REDACTED = '******';
+
+function isSecretField(field: string): boolean {
+  return SECRET_FIELDS.has(field.slice(field.lastIndexOf('.') + 1));
+}
+
 function describe(err: ErrorObject, root: unknown, location: string): FieldError {
   const field = fieldOf(err);
   const name = field || location;
-  const value = valueAt(root, field);
+  const actual = valueAt(root, field);
+  const value = isSecretField(field) ? REDACTED : actual;
   const p = err.params as Record<string, unknown>;
   switch (err.keyword) {
     case 'required':
@@ -77,7 +99,7 @@ function describe(err: ErrorObject, root: unknown, location: string): FieldError
     case 'type':
       return {
         field: field || location,
-        reason: `${name} in ${location} must be of type ${p.type}: "${jsonType(value)}"`,
+        reason: `${name} in ${location} must be of type ${p.type}: "${jsonType(actual)}"`,
         value,
       };
     case 'minLength':

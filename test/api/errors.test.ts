@@ -97,6 +97,32 @@ describe('request bodies', () => {
     expect(await identityCount()).toBe(before);
   });
 
+  it('a validation error about a credential names the field, never its value (OpenZiti echoes it)', async () => {
+    const refused = async (
+      api: 'client' | 'management',
+      path: string,
+      body: unknown,
+      field: string,
+      secret: string,
+    ) => {
+      const r = await call('POST', `${api === 'client' ? srv.client : srv.mgmt}${path}`, { token: userToken, body });
+      expectError(r, 400, 'COULD_NOT_VALIDATE', field);
+      expect(r.body.error.cause.value).toBe('******');
+      expect(r.text).not.toContain(secret);
+      return r.body.error.cause.reason as string;
+    };
+    const long = `Leaked-${'p'.repeat(100)}`;
+    const login = '/authenticate?method=password';
+    await refused('management', login, { username: 'admin', password: long }, 'password', long);
+    await refused('client', login, { username: 'admin', password: 'Lk9!' }, 'password', 'Lk9!');
+    // the reason still says what was wrong with it
+    expect(await refused('client', login, { username: 'admin', password: 987654321 }, 'password', '987654321')).toBe(
+      'password in body must be of type string: "number"',
+    );
+    await refused('client', '/enroll/ott', { token: 4242424242, clientCsr: 'x' }, 'token', '4242424242');
+    await refused('client', '/authenticate/mfa', { code: 135791 }, 'code', '135791');
+  });
+
   it('a duplicate name → COULD_NOT_VALIDATE on name, as OpenZiti words it', async () => {
     const r = await conformant('management', 'POST', '/identities', srv.base, {
       token,

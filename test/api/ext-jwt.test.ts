@@ -33,7 +33,7 @@ let jwksUrl: string;
 let jwks: { keys: JWK[] } = { keys: [] };
 let jwksHits = 0;
 
-let certSigner: { id: string; key: Key; kid: string };
+let certSigner: { id: string; key: Key; kid: string; certPem: string };
 let jwksSigner: { id: string; key: Key; kid: string };
 
 beforeAll(async () => {
@@ -54,7 +54,12 @@ beforeAll(async () => {
   const ca = await createRootCa({ commonName: 'ext-jwt-signer' });
   const cert = await createSigner({ name: 'by-cert', certPem: ca.certPem, kid: 'cert-kid' });
   expect(cert.status, cert.text).toBe(201);
-  certSigner = { id: cert.body.data.id, key: await importPKCS8(ca.keyPem, 'ES256'), kid: 'cert-kid' };
+  certSigner = {
+    id: cert.body.data.id,
+    key: await importPKCS8(ca.keyPem, 'ES256'),
+    kid: 'cert-kid',
+    certPem: ca.certPem,
+  };
 
   const pair = await generateKeyPair('RS256');
   jwks = { keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'jwks-1', alg: 'RS256', use: 'sig' }] };
@@ -130,6 +135,7 @@ function jwt(sub: string, o: TokenOpts): Promise<string> {
     .setExpirationTime(o.exp_s ?? now_s + 300)
     .sign(o.key!);
 }
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 const certToken = (sub: string, o: TokenOpts = {}) => jwt(sub, { key: certSigner.key, kid: certSigner.kid, ...o });
 const jwksToken = (sub: string, o: TokenOpts = {}) =>
   jwt(sub, { key: jwksSigner.key, kid: jwksSigner.kid, alg: 'RS256', iss: `${ISSUER}/jwks`, ...o });
@@ -233,6 +239,13 @@ describe('ext-jwt login', () => {
       await certToken(id, { nbf_s: now_s + 120 }), // not yet valid
       await certToken('no-such-identity'),
       'not.a.jwt',
+      // no signature, and HMAC keyed with the signer's public certificate (algorithm confusion)
+      `${b64({ alg: 'none', kid: certSigner.kid })}.${b64({ sub: id, iss: ISSUER, aud: AUDIENCE, exp: now_s + 60 })}.`,
+      await jwt(id, {
+        key: new TextEncoder().encode(certSigner.certPem) as unknown as Key,
+        alg: 'HS256',
+        kid: 'cert-kid',
+      }),
     ];
     for (const b of bad) {
       const r = await extJwtLogin(b);

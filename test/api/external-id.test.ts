@@ -42,8 +42,10 @@ describe('CA externalIdClaim: auto-enrollment sets externalId, cert login matche
   let srv: TestServer;
   let ca: string;
   let admin: string;
+  /** Moves the controller's clock (certificates made by openssl here last a day). */
+  let offset_ms = 0;
   beforeAll(async () => {
-    ({ srv, ca, admin } = await startTlsServer());
+    ({ srv, ca, admin } = await startTlsServer({ clock: { now: () => Date.now() + offset_ms } }));
   });
   afterAll(() => srv.stop());
 
@@ -56,6 +58,15 @@ describe('CA externalIdClaim: auto-enrollment sets externalId, cert login matche
     parser: 'NONE',
     parserCriteria: '',
     index: 0,
+  };
+  /** A CA with the spiffe claim, created and verified (openssl-made proof); its id. */
+  const verifiedCa = async (caName: string): Promise<string> => {
+    const caId = (await mg('POST', '/cas', caBody(caName, spiffe))).body.data.id;
+    const token = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = opensslIssue(s, caName, `proof-${++seq}`, token);
+    const verified = await tlsCall('POST', `${srv.mgmt}/cas/${caId}/verify`, { ca, token: admin, raw: proof });
+    expect(verified.status).toBe(200);
+    return caId;
   };
   const caBody = (name: string, externalIdClaim: unknown) => ({
     name,
@@ -96,12 +107,7 @@ describe('CA externalIdClaim: auto-enrollment sets externalId, cert login matche
 
   it('enrolls with the claimed external id (no authenticator); any certificate of the CA with that id logs in', async () => {
     const caName = `claim-ca-${++seq}`;
-    const caId = (await mg('POST', '/cas', caBody(caName, spiffe))).body.data.id;
-    const token = (await mg('GET', `/cas/${caId}`)).body.data.verificationToken;
-    const proof = opensslIssue(s, caName, `proof-${seq}`, token);
-    expect((await tlsCall('POST', `${srv.mgmt}/cas/${caId}/verify`, { ca, token: admin, raw: proof })).status).toBe(
-      200,
-    );
+    const caId = await verifiedCa(caName);
     const enroll = (c: { key: string; cert: string }) =>
       tlsCall('POST', `${srv.client}/enroll/ca`, { ca, key: c.key, cert: c.cert });
     const login = (c: { key: string; cert: string }) =>
@@ -149,5 +155,39 @@ describe('CA externalIdClaim: auto-enrollment sets externalId, cert login matche
     // a disabled identity does not log in
     expect((await mg('POST', `/identities/${identity.id}/disable`, { durationMinutes: 0 })).status).toBe(200);
     expect(code(await login(renewed))).toEqual([401, 'INVALID_AUTH', undefined]);
+  });
+
+  it('an expired certificate logs in by external id only when its CA signed it: a forgery under the same CA name does not', async () => {
+    const caName = `expiry-ca-${++seq}`;
+    await verifiedCa(caName);
+    // an identity with an external id, under the default auth policy (allowExpiredCerts: true, as OpenZiti's)
+    const externalId = `spiffe://example.org/victim/${seq}`;
+    const created = await mg('POST', '/identities', {
+      name: `victim-${seq}`,
+      type: 'Device',
+      isAdmin: false,
+      externalId,
+    });
+    expect(created.status, created.text).toBe(201);
+    // an attacker's own CA with the registered CA's name, and a certificate of it carrying the victim's id
+    const rogue = `rogue-of-${caName}`;
+    const out = ['-keyout', s.path(`${rogue}.key`), '-out', s.path(`${rogue}.pem`), '-subj', `/CN=${caName}`];
+    const ext = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign'];
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+    expect(openssl(['req', '-x509', ...ec, '-days', '30', ...out, ...ext]).status).toBe(0);
+    const forged = issueWithSans(rogue, 'victim', `URI:${externalId}`);
+    const genuine = issueWithSans(caName, 'victim', `URI:${externalId}`);
+    const login = (c: { key: string; cert: string }) =>
+      tlsCall('POST', `${srv.client}/authenticate?method=cert`, { ca, key: c.key, cert: c.cert, body: {} });
+    expect(code(await login(forged))).toEqual([401, 'INVALID_AUTH', undefined]);
+    // both certificates expired (they last a day): the genuine one still logs in, the forgery still does not
+    offset_ms = 2 * 24 * 60 * 60 * 1000;
+    try {
+      const ok = await login(genuine);
+      expect([ok.status, ok.body.data?.identityId]).toEqual([200, created.body.data.id]);
+      expect(code(await login(forged))).toEqual([401, 'INVALID_AUTH', undefined]);
+    } finally {
+      offset_ms = 0;
+    }
   });
 });

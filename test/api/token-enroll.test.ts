@@ -118,6 +118,23 @@ describe('token enrollment and the enrollment challenge', () => {
     expect(code(wrong)).toEqual([400, 'INVALID_ENROLLMENT_TOKEN', undefined]);
   });
 
+  it('the id claim is the one ext-jwt login reads: a namespaced claimsProperty is a property name, not a path', async () => {
+    const claim = `${ISSUER}/uid`;
+    await signer('tok-ns', { enrollToTokenEnabled: true, claimsProperty: claim });
+    // a nested claim at the path the name would spell must not be taken for it
+    const path = { 'https:': { '': { 'idp.enroll.test': { uid: 'ns-decoy' } } } };
+    const r = await enroll(await jwt('tok-ns', { sub: 'ns-sub', [claim]: 'ns-user-1', ...path }));
+    expect([r.status, r.body.data]).toEqual([200, {}]);
+    const created = await identityByExternalId('ns-user-1');
+    expect(created).toMatchObject({ name: 'ns-sub' });
+    expect(await identityByExternalId('ns-decoy')).toBeUndefined();
+    const ext = await call('POST', `${srv.client}/authenticate?method=ext-jwt`, {
+      body: {},
+      headers: { authorization: `Bearer ${await jwt('tok-ns', { sub: 'other', [claim]: 'ns-user-1' })}` },
+    });
+    expect([ext.status, ext.body.data?.identityId]).toEqual([200, created.id]);
+  });
+
   it('with a CSR: the identity also gets a network-issued certificate', async () => {
     await signer('cert-1', { enrollToCertEnabled: true });
     const csr = opensslCsr(s, `t${++seq}`, 'ec', '/CN=ignored');
@@ -264,6 +281,14 @@ describe('token enrollment and the enrollment challenge', () => {
     const challenge = (body: unknown) => call('POST', `${srv.client}/enroll/challenge`, { body });
     expect(code(await challenge({ nonce, keyId: 'no-such-key' }))).toEqual([400, 'COULD_NOT_VALIDATE', 'keyId']);
     expect(code(await challenge({ nonce: 'not-a-uuid', keyId: jwk.kid }))[1]).toBe('COULD_NOT_VALIDATE');
+    // the key signs enrollment and network JWTs: a JWT's signing input is never signed (a forged network JWT would
+    // verify with /enroll/jwks)
+    const forged = ['{"alg":"ES256","kid":"k"}', '{"em":"network","iss":"https://evil.example/"}']
+      .map((part) => Buffer.from(part.replace('"k"', JSON.stringify(jwk.kid))).toString('base64url'))
+      .join('.');
+    const oracle = await challenge({ nonce: forged, keyId: jwk.kid });
+    expect(code(oracle)).toEqual([400, 'COULD_NOT_VALIDATE', 'nonce']);
+    expect(oracle.text).not.toContain('signature');
     expect(code(await challenge({ nonce }))[1]).toBe('COULD_NOT_VALIDATE');
   });
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateKeyPair, x509 } from '../../src/pki/crypto.js';
+import { generateKeyPair, parseCertificates, x509 } from '../../src/pki/crypto.js';
 import {
   type CaMaterial,
   createIntermediateCa,
@@ -9,9 +9,11 @@ import {
   MAX_CHAIN_CANDIDATES,
   MAX_CHAIN_DEPTH,
   PkiError,
+  parseSinglePem,
   pkcs7CaCerts,
   verifyChain,
 } from '../../src/pki/index.js';
+import { pemBlocks } from '../../src/pki/pem.js';
 import { openssl, Scratch } from './helpers.js';
 
 const DAY_MS = 86_400_000;
@@ -52,6 +54,43 @@ describe('verifyChain', () => {
     const later = new Date(Date.now() + 2 * DAY_MS);
     expect(await verifyChain(l2.certPem, [shortCa.certPem], [root.certPem], { at: later })).toMatchObject({
       code: 'EXPIRED',
+    });
+  });
+
+  it('answers EXPIRED or NOT_YET_VALID only for a chain that otherwise verifies: a forgery is refused for what it is', async () => {
+    const sign = { name: 'ECDSA', hash: 'SHA-256' };
+    const keys = await generateKeyPair();
+    // a leaf naming this root as issuer, signed by another key, valid only long ago (or only in the future)
+    const forged = (notBefore: Date, notAfter: Date) =>
+      x509.X509CertificateGenerator.create({
+        subject: 'CN=forged',
+        issuer: new x509.X509Certificate(root.certPem).subject,
+        notBefore,
+        notAfter,
+        publicKey: keys.publicKey,
+        signingKey: keys.privateKey,
+        signingAlgorithm: sign,
+      });
+    const past = await forged(new Date(Date.now() - 3 * DAY_MS), new Date(Date.now() - 2 * DAY_MS));
+    const future = await forged(new Date(Date.now() + 2 * DAY_MS), new Date(Date.now() + 3 * DAY_MS));
+    expect(await verifyChain(past, [], [root.certPem])).toMatchObject({ code: 'BAD_SIGNATURE' });
+    expect(await verifyChain(future, [], [root.certPem])).toMatchObject({ code: 'BAD_SIGNATURE' });
+    // of no known issuer at all
+    const stray = await x509.X509CertificateGenerator.createSelfSigned({
+      name: 'CN=stray',
+      notBefore: new Date(Date.now() - 3 * DAY_MS),
+      notAfter: new Date(Date.now() - 2 * DAY_MS),
+      keys,
+      signingAlgorithm: sign,
+    });
+    expect(await verifyChain(stray, [], [root.certPem])).toMatchObject({ code: 'UNKNOWN_ISSUER' });
+    // an expired leaf of the right CA is EXPIRED (callers may accept that), through a sound path only
+    const later = new Date(Date.now() + 11 * DAY_MS);
+    expect(await verifyChain(leaf.certPem, [signing.certPem], [root.certPem], { at: later })).toMatchObject({
+      code: 'EXPIRED',
+    });
+    expect(await verifyChain(leaf.certPem, [], [root.certPem], { at: later })).toMatchObject({
+      code: 'UNKNOWN_ISSUER',
     });
   });
 
@@ -217,5 +256,30 @@ describe('pkcs7CaCerts', () => {
     expect(() => pkcs7CaCerts(['-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----'])).toThrow(
       expect.objectContaining({ code: 'CERT_MALFORMED' }),
     );
+  });
+});
+
+describe('PEM scanning', () => {
+  it('finds the blocks of a label in order; a BEGIN without its END, or an empty block, is none', async () => {
+    const root = await createRootCa({ commonName: 'PEM Root' });
+    const other = await createRootCa({ commonName: 'PEM Other' });
+    const key = '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n';
+    const text = `junk\n${root.certPem}${key}${other.certPem}-----BEGIN CERTIFICATE-----\nAAAA\n`;
+    expect(pemBlocks(text, 'CERTIFICATE')).toEqual([root.certPem.trim(), other.certPem.trim()]);
+    expect(pemBlocks(text, 'PRIVATE KEY')).toEqual([key.trim()]);
+    expect(pemBlocks('-----BEGIN CERTIFICATE----------END CERTIFICATE-----', 'CERTIFICATE')).toEqual([]);
+    expect(parseSinglePem(root.certPem)?.subject).toBe('CN=PEM Root');
+    expect(parseSinglePem(`${root.certPem}${other.certPem}`)).toBeNull();
+  });
+
+  it('is linear: a megabyte of BEGIN lines without an END is refused at once (a regex took tens of seconds)', () => {
+    const flood = '-----BEGIN CERTIFICATE-----\n'.repeat((1024 * 1024) / 28);
+    const started = Date.now();
+    // what POST /cas and POST /authenticators parse a certPem of up to the body limit with
+    expect(parseSinglePem(flood)).toBeNull();
+    // linear: a few milliseconds; the quadratic scan needed about 16 s for this text on an idle machine
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(pemBlocks(flood, 'CERTIFICATE')).toEqual([]);
+    expect(parseCertificates(flood)).toEqual([]);
   });
 });
