@@ -739,7 +739,6 @@ export const MUTANTS = [
     replace: 'await svc.write(removeMfa(svc, mfa));',
     tests: ['test/api/preconditions.test.ts'],
   },
-  {
   // a certificate is EXPIRED (which allowExpiredCerts accepts) only when a trusted CA signed it
   {
     id: 'chain-expired-before-signature',
