@@ -28,6 +28,7 @@ const ZAC_LOGIN = `${ZAC} projects/app-ziti-console/src/app/login/controller-log
 const ZAC_DATA = `${ZAC_LIB}/services/ziti-controller-data.service.ts`;
 const ZAC_LIST = `${ZAC_LIB}/shared/list-page-service.class.ts + ${ZAC_DATA} (getUrlFilter)`;
 const ZAC_NODE = `${ZAC} server.js`;
+const ZAC_FORMS = `${ZAC_LIB}/features/projectable-forms`;
 const CLI = 'openziti/ziti';
 const CLI_LOGIN = `${CLI} ziti/cmd/edge/login.go + ziti/util/rest.go`;
 const CLI_LIST = `${CLI} ziti/cmd/edge/list.go`;
@@ -312,6 +313,19 @@ const ROWS: Row[] = [
     },
   },
   {
+    source: `${ZAC_FORMS}/jwt-signer/jwt-signer-form.service.ts (save, update)`,
+    does: 'signer edit: PATCH with the model filled from the detail (certPem null, externalAuthUrl null)',
+    method: 'PATCH',
+    path: (c) => `${MGMT}/external-jwt-signers/${c.ids.signer1}`,
+    body: () => ({
+      ...zacSigner('zac-signer-1', 'https://idp.example.test/jwks'),
+      claimsProperty: 'email',
+      externalAuthUrl: null,
+      certPem: null,
+    }),
+    status: 200,
+  },
+  {
     source: `${ZAC_LIB}/models/posture-check.ts + features/projectable-forms/posture-check/posture-check-form.service.ts`,
     does: 'posture check form: every type’s fields sent, the other types’ empty (osType ""): only typeId’s are read',
     method: 'POST',
@@ -385,6 +399,37 @@ const ROWS: Row[] = [
     },
   },
   {
+    source: `${ZAC_FORMS}/certificate-authority/certificate-authority-form.service.ts (save)`,
+    does: 'the saved CA reloaded at `/cas/{id}//`: an empty identityNameFormat is the default format',
+    method: 'GET',
+    path: (c) => `${MGMT}/cas/${c.ids.ca}//`,
+    status: 200,
+    check: (b) => {
+      expect(b.data.identityNameFormat).toBe('[caName]-[commonName]');
+      expect(b.data).toMatchObject({ isVerified: false, isOttCaEnrollmentEnabled: true });
+      expect(b.data.verificationToken).toMatch(/\S/);
+    },
+  },
+  {
+    source: `${ZAC_FORMS}/certificate-authority/certificate-authority-form.service.ts (save, update)`,
+    does: 'CA edit: PUT with the whole form model (certPem and id included)',
+    method: 'PUT',
+    path: (c) => `${MGMT}/cas/${c.ids.ca}`,
+    body: (c) => ({
+      name: 'zac-ca',
+      id: c.ids.ca,
+      isAutoCaEnrollmentEnabled: true,
+      isOttCaEnrollmentEnabled: true,
+      identityRoles: ['zac-auto'],
+      identityNameFormat: '[caName]-[commonName]',
+      isAuthEnabled: true,
+      certPem: c.jwt.caPem,
+      // externalIdClaim: undefined in the form (the detail has none), so left out of the JSON
+      tags: {},
+    }),
+    status: 200,
+  },
+  {
     source: `${ZAC_LIB}/pages/certificate-authorities/certificate-authorities-page.service.ts (getJwt)`,
     does: 'CA enrollment JWT download: `/cas/{id}/jwt/` (trailing slash), accept set to JSON by the interceptor',
     method: 'GET',
@@ -394,6 +439,89 @@ const ROWS: Row[] = [
       expect(decodeJwt(res.text.trim()).em).toBe('ca');
       expect(res.text).not.toContain(c.admin);
     },
+  },
+  {
+    source: `${ZAC_LIB}/models/edge-router-policy.ts`,
+    does: 'edge router policy form',
+    method: 'POST',
+    path: () => `${MGMT}/edge-router-policies`,
+    body: () => ({
+      name: 'zac-erp',
+      edgeRouterRoles: ['#zac-routers'],
+      identityRoles: ['#zac-a'],
+      semantic: 'AnyOf',
+      tags: {},
+    }),
+    status: 201,
+  },
+  {
+    source: `${ZAC_LIB}/models/service-edge-router-policy.ts`,
+    does: 'service edge router policy form',
+    method: 'POST',
+    path: () => `${MGMT}/service-edge-router-policies`,
+    body: (c) => ({ name: 'zac-serp', edgeRouterRoles: ['#all'], serviceRoles: [`@${c.ids.svc}`], semantic: 'AnyOf' }),
+    status: 201,
+  },
+  {
+    source: `${ZAC_LIB}/pages/configurations/configurations-page.service.ts`,
+    does: 'config form’s type picker: config types by name',
+    method: 'GET',
+    path: () => `${MGMT}/config-types?filter= name icontains "intercept.v1"&limit=50&offset=0&sort=name  asc`,
+    status: 200,
+    check: (b, c) => {
+      expect(names(b)).toEqual(['intercept.v1']);
+      expect(b.data[0].schema).toBeTypeOf('object');
+      c.ids.intercept = b.data[0].id;
+    },
+  },
+  {
+    source: `${ZAC_LIB}/models/config.ts`,
+    does: 'config form: {name, data, configTypeId, tags}',
+    method: 'POST',
+    path: () => `${MGMT}/configs`,
+    body: (c) => ({
+      name: 'zac-intercept',
+      data: { protocols: ['tcp'], addresses: ['zac.example'], portRanges: [{ low: 80, high: 80 }] },
+      configTypeId: c.ids.intercept,
+      tags: {},
+    }),
+    status: 201,
+    check: (b, c) => {
+      c.ids.config = b.data.id;
+    },
+  },
+  {
+    source: `${ZAC_DATA} (saveSubdata)`,
+    does: 'identity “Override”: POST /identities/{id}/service-configs [{serviceId, configId}]',
+    method: 'POST',
+    path: (c) => `${MGMT}/identities/${c.ids.device1}/service-configs`,
+    body: (c) => [{ serviceId: c.ids.svc, configId: c.ids.config }],
+    status: 200,
+  },
+  {
+    source: `${ZAC_DATA} (getSubdata)`,
+    does: 'the overrides listed: service.name and config.name',
+    method: 'GET',
+    path: (c) => `${MGMT}/identities/${c.ids.device1}/service-configs`,
+    status: 200,
+    check: (b) => expect(b.data[0]).toMatchObject({ service: { name: 'zac-svc' }, config: { name: 'zac-intercept' } }),
+  },
+  {
+    source: `${ZAC_DATA} (deleteSubdata)`,
+    does: 'override removed: DELETE /identities/{id}/service-configs with the JSON body',
+    method: 'DELETE',
+    path: (c) => `${MGMT}/identities/${c.ids.device1}/service-configs`,
+    body: (c) => [{ serviceId: c.ids.svc, configId: c.ids.config }],
+    status: 200,
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_terminator.go`,
+    does: '`ziti edge create terminator`: {service, router, binding, address}',
+    method: 'POST',
+    path: () => `${MGMT}/terminators`,
+    body: (c) => ({ service: c.ids.svc, router: c.ids.er, binding: 'transport', address: 'tcp:zac.example:80' }),
+    as: 'cli',
+    status: 201,
   },
   // ---- list pages ----
   {
@@ -550,6 +678,44 @@ const ROWS: Row[] = [
     status: 400,
     check: (b) => expect(b.error.code).toBe('INVALID_SORT_IDENTIFIER'),
   },
+  {
+    source: `${ZAC_LIB}/pages/edge-routers/edge-routers-page.service.ts`,
+    does: 'edge routers page: isVerified, isOnline, enrollmentJwt/Token (download, re-enroll), versionInfo?.os',
+    method: 'GET',
+    path: () => `${MGMT}/edge-routers?limit=50&offset=0&sort=name asc`,
+    status: 200,
+    check: (b, c) => {
+      const er = b.data.find((r: { id: string }) => r.id === c.ids.er);
+      expect(er).toMatchObject({ isVerified: false, isOnline: false });
+      expect(decodeJwt(er.enrollmentJwt).em).toBe('erott');
+      expect(er.enrollmentToken).toMatch(/\S/);
+      // the page calls versionInfo?.os.toLowerCase(): a versionInfo must carry os
+      if (er.versionInfo != null) expect(typeof er.versionInfo.os).toBe('string');
+    },
+  },
+  {
+    source: `${ZAC_LIB}/pages/edge-routers/edge-routers-page.service.ts (reenroll)`,
+    does: 're-enroll: POST /edge-routers/{id}/re-enroll with the body {}',
+    method: 'POST',
+    path: (c) => `${MGMT}/edge-routers/${c.ids.er}/re-enroll`,
+    body: () => ({}),
+    status: 200,
+  },
+  {
+    source: `${ZAC_LIB}/pages/api-sessions/api-sessions-page.service.ts`,
+    does: 'API sessions page: identity.name, ipAddress, lastActivityAt',
+    method: 'GET',
+    path: () => `${MGMT}/api-sessions?limit=50&offset=0&sort=createdAt desc`,
+    status: 200,
+    check: (b) => {
+      paged(b, 50, 0);
+      for (const s of b.data) {
+        expect(s.identity.name).toMatch(/\S/);
+        expect(typeof s.ipAddress).toBe('string');
+        expect(isIso(s.lastActivityAt)).toBe(true);
+      }
+    },
+  },
   // ---- edits, enrollment actions, deletes ----
   {
     source: `${ZAC_DATA} (patch)`,
@@ -591,10 +757,10 @@ const ROWS: Row[] = [
     check: (b) => expect(b.error.code).toBe('NOT_FOUND'),
   },
   {
-    source: `${ZAC_LIB}/features/… (summary) + ${CLI_LIST} (list summary)`,
-    does: 'dashboard counts: GET /summary',
+    source: `${ZAC} assets/scripts/model/summary.js + server.js (GetItems)`,
+    does: 'dashboard counts through the node server: /summary with its list query string (not read by /summary)',
     method: 'GET',
-    path: () => `${MGMT}/summary`,
+    path: () => `${MGMT}/summary?filter=(name contains "")&limit=5000&offset=0&sort=name ASC`,
     status: 200,
     check: (b) => {
       expect(b.data.identities).toBe(4);
@@ -692,6 +858,99 @@ const ROWS: Row[] = [
         if ('username' in a) expect(typeof a.username).toBe('string');
       }
     },
+  },
+  ...(
+    [
+      ['service-policies', ['serviceRoles', 'identityRoles', 'postureCheckRoles']],
+      ['edge-router-policies', ['edgeRouterRoles', 'identityRoles']],
+      ['service-edge-router-policies', ['serviceRoles', 'edgeRouterRoles']],
+    ] as const
+  ).map(
+    ([kind, roles]): Row => ({
+      source: `${CLI_LIST} (mapRoleIdsToNames)`,
+      does: `\`list ${kind}\`: every <roles>Display is an array of {role, name} (a missing one fails the command)`,
+      method: 'GET',
+      path: () => `${MGMT}/${kind}?${goQuery({ filter: 'name contains "zac"' })}`,
+      as: 'cli',
+      status: 200,
+      check: (b) => {
+        expect(b.data.length).toBe(1);
+        for (const field of roles) {
+          const display = b.data[0][`${field}Display`];
+          expect(Array.isArray(display), `${field}Display`).toBe(true);
+          for (const d of display) expect([typeof d.role, typeof d.name]).toEqual(['string', 'string']);
+        }
+      },
+    }),
+  ),
+  {
+    source: CLI_LIST,
+    does: '`list edge-routers`: isOnline, noTraversal, cost, roleAttributes',
+    method: 'GET',
+    path: () => `${MGMT}/edge-routers`,
+    as: 'cli',
+    status: 200,
+    check: (b) => {
+      expect(b.data[0]).toMatchObject({
+        isOnline: false,
+        noTraversal: false,
+        cost: 0,
+        roleAttributes: ['zac-routers'],
+      });
+    },
+  },
+  {
+    source: CLI_LIST,
+    does:
+      '`list terminators` (type-asserts service.name, router.name, binding, address, identity, precedence ' +
+      'as strings, cost and dynamicCost as numbers)',
+    method: 'GET',
+    path: () => `${MGMT}/terminators`,
+    as: 'cli',
+    status: 200,
+    check: (b) => {
+      const t = b.data[0];
+      for (const v of [t.service.name, t.router.name, t.binding, t.address, t.identity, t.precedence]) {
+        expect(typeof v).toBe('string');
+      }
+      expect([typeof t.cost, typeof t.dynamicCost]).toEqual(['number', 'number']);
+    },
+  },
+  {
+    source: CLI_LIST,
+    does: '`list enrollments`: id, method, identityId, identity.name, expiresAt, token',
+    method: 'GET',
+    path: () => `${MGMT}/enrollments?${goQuery({ filter: 'method = "ott"' })}`,
+    as: 'cli',
+    status: 200,
+    check: (b) => {
+      expect(b.data.length).toBeGreaterThan(0);
+      for (const e of b.data) {
+        expect(e).toMatchObject({ method: 'ott' });
+        for (const v of [e.id, e.identityId, e.identity.name, e.expiresAt, e.token]) expect(typeof v).toBe('string');
+      }
+    },
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_edge_router.go`,
+    does: '`ziti edge create edge-router cli-er -o cli-er.jwt`: create, then the detail’s enrollmentJwt',
+    method: 'POST',
+    path: () => `${MGMT}/edge-routers`,
+    body: () => ({ name: 'cli-er', isTunnelerEnabled: false, roleAttributes: null, cost: 0, noTraversal: false }),
+    as: 'cli',
+    status: 201,
+    check: (b, c) => {
+      c.ids.cliEr = b.data.id;
+    },
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_edge_router.go`,
+    does: 'the detail the router JWT file is written from',
+    method: 'GET',
+    path: (c) => `${MGMT}/edge-routers/${c.ids.cliEr}`,
+    as: 'cli',
+    status: 200,
+    check: (b, c) => expect(decodeJwt(b.data.enrollmentJwt)).toMatchObject({ em: 'erott', sub: c.ids.cliEr }),
   },
   {
     source: CLI_ADVISOR,
