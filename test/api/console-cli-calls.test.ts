@@ -515,6 +515,42 @@ const ROWS: Row[] = [
     status: 200,
   },
   {
+    source: `${ZAC_FORMS}/service/service-form.service.ts (save, update)`,
+    does: 'service edit: PATCH with the model (encryptionRequired, read-only after create, is ignored)',
+    method: 'PATCH',
+    path: (c) => `${MGMT}/services/${c.ids.svc}`,
+    body: (c) => ({
+      name: 'zac-svc',
+      encryptionRequired: false,
+      terminatorStrategy: 'smartrouting',
+      roleAttributes: ['web'],
+      tags: {},
+      configs: [c.ids.config],
+    }),
+    status: 200,
+  },
+  {
+    source: `${ZAC_FORMS}/service/service-form.service.ts (getAssociatedConfigs)`,
+    does: 'the service’s configs at `/services/{id}/configs/`',
+    method: 'GET',
+    path: (c) => `${MGMT}/services/${c.ids.svc}/configs/`,
+    status: 200,
+    check: (b, c) => {
+      expect(names(b)).toEqual(['zac-intercept']);
+      expect(b.data[0].configTypeId).toBe(c.ids.intercept);
+    },
+  },
+  {
+    source: `${ZAC_FORMS}/service/service-form.service.ts (save: getSubdata('services', id, ''))`,
+    does: 'the saved service reloaded at `/services/{id}//`',
+    method: 'GET',
+    path: (c) => `${MGMT}/services/${c.ids.svc}//`,
+    status: 200,
+    check: (b, c) => {
+      expect(b.data).toMatchObject({ encryptionRequired: true, configs: [c.ids.config] });
+    },
+  },
+  {
     source: `${CLI} ziti/cmd/edge/create_terminator.go`,
     does: '`ziti edge create terminator`: {service, router, binding, address}',
     method: 'POST',
@@ -718,12 +754,23 @@ const ROWS: Row[] = [
   },
   // ---- edits, enrollment actions, deletes ----
   {
-    source: `${ZAC_DATA} (patch)`,
-    does: 'identity edit: PATCH with the form model',
+    source: `${ZAC_FORMS}/identity/identity-form.service.ts + ${ZAC_DATA} (patch)`,
+    does: 'identity edit: PATCH with the form model filled from the detail (type: its id, no enrollment)',
     method: 'PATCH',
     path: (c) => `${MGMT}/identities/${c.ids.device2}`,
-    body: () => ({ name: 'zac-device-2', roleAttributes: ['zac-b', 'zac-c'], externalId: '', tags: {} }),
+    body: () => {
+      const { enrollment: _omitted, ...model } = zacIdentity('zac-device-2', ['zac-b', 'zac-c']);
+      return { ...model, type: 'Default', externalId: null };
+    },
     status: 200,
+  },
+  {
+    source: `${ZAC_FORMS}/identity/identity-form.service.ts (testService)`,
+    does: 'policy advice through call(`/identities/…`): the path holds `v1//identities`',
+    method: 'GET',
+    path: (c) => `${MGMT}//identities/${c.ids.device1}/policy-advice/${c.ids.svc}`,
+    status: 200,
+    check: (b) => expect(b.data).toMatchObject({ isDialAllowed: true, isBindAllowed: false }),
   },
   {
     source: `${ZAC_DATA} (reissueEnrollment)`,
