@@ -18,6 +18,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRootCa } from '../../src/pki/ca.js';
 import { generateKeyPair } from '../../src/pki/crypto.js';
+import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { csr } from '../support/router-client.js';
 import { ADMIN_PASSWORD, call, login, type Res, startServer, type TestServer } from '../support/server.js';
 
@@ -1220,6 +1221,30 @@ function getWithBody(url: string, token: string): Promise<{ status: number; text
     req.end(body);
   });
 }
+
+describe('a cluster member (a scripted cluster view)', () => {
+  it(`\`ziti fabric cluster list\`: id, address, voter, leader, version, connected dereferenced, readOnly [${CLI_CLUSTER}]`, async () => {
+    const members = [fakeMember('n1', true, ['https://n1.example:1280']), fakeMember('n2', true, [srv.base])];
+    srv.ctl.svc.cluster = fakeClusterView('n2', () => members);
+    try {
+      const res = await call('GET', `${srv.base}/fabric/v1/cluster/list-members`, {
+        headers: { 'zt-session': ctx.admin, accept: 'application/json' },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.map((m: { id: string; leader: boolean }) => [m.id, m.leader])).toEqual([
+        ['n1', true],
+        ['n2', false],
+      ]);
+      for (const m of res.body.data) {
+        expect([typeof m.id, typeof m.address, typeof m.version]).toEqual(['string', 'string', 'string']);
+        expect([typeof m.voter, typeof m.leader, typeof m.connected]).toEqual(['boolean', 'boolean', 'boolean']);
+        expect(typeof m.readOnly).toBe('boolean');
+      }
+    } finally {
+      srv.ctl.svc.cluster = null;
+    }
+  });
+});
 
 describe('calls the shared JSON client cannot make', () => {
   it(`GET with the JSON body {} (the request library's json: {}) [${ZAC_NODE} (DoCall, GetSubs, /api/call)]`, async () => {
