@@ -28,7 +28,8 @@ const ZAC_SETTINGS = `${ZAC_LIB}/services/settings.service.ts`;
 const ZAC_LOGIN = `${ZAC} projects/app-ziti-console/src/app/login/controller-login.service.ts`;
 const ZAC_DATA = `${ZAC_LIB}/services/ziti-controller-data.service.ts`;
 const ZAC_LIST = `${ZAC_LIB}/shared/list-page-service.class.ts + ${ZAC_DATA} (getUrlFilter)`;
-const ZAC_NODE = `${ZAC} server.js`;
+const ZAC_NODE = `${ZAC} server.js (2.x node server)`;
+const ZAC_PROXY = `${ZAC} server.js (the reverse proxy that replaced it)`;
 const ZAC_FORMS = `${ZAC_LIB}/features/projectable-forms`;
 const CLI = 'openziti/ziti';
 const CLI_LOGIN = `${CLI} ziti/cmd/edge/login.go + ziti/util/rest.go`;
@@ -57,6 +58,8 @@ interface Row {
   body?: (c: Ctx) => unknown;
   /** ZAC: its interceptor's headers (default); CLI: `zt-session` and `accept` only; none: no session. */
   as?: 'zac' | 'cli' | 'none';
+  /** The session token sent, when not the admin's. */
+  session?: (c: Ctx) => string;
   headers?: Record<string, string>;
   status: number;
   /** What the client reads from the answer (throws when it is not there). */
@@ -162,6 +165,38 @@ const ROWS: Row[] = [
     as: 'none',
     status: 401,
     check: (b) => expect(b.error.code).toBe('INVALID_AUTH'),
+  },
+  {
+    source: ZAC_PROXY,
+    does: '/zac-session/login: `{username, password}`, then data.token and data.authQueries (MFA pending when any)',
+    method: 'POST',
+    path: () => `${MGMT}/authenticate?method=password`,
+    body: () => ({ username: 'admin', password: ADMIN_PASSWORD }),
+    as: 'none',
+    status: 200,
+    check: (b, c) => {
+      expect(b.data.authQueries).toEqual([]);
+      c.jwt.proxySession = b.data.token;
+    },
+  },
+  {
+    source: ZAC_PROXY,
+    does: 'proxied calls carry the held token as zt-session (not a JWT) and X-Forwarded-* headers',
+    method: 'GET',
+    path: () => `${MGMT}/current-identity`,
+    session: (c) => c.jwt.proxySession!,
+    headers: { 'x-forwarded-for': '203.0.113.7', 'x-forwarded-host': 'zac.example.test', 'x-forwarded-proto': 'https' },
+    status: 200,
+    check: (b) => expect(b.data.name).toBe('Default Admin'),
+  },
+  {
+    source: ZAC_PROXY,
+    does: 'login page before a session: `/edge/client/v1/external-jwt-signers?limit=500` (the IdP buttons, CSP)',
+    method: 'GET',
+    path: () => `${CLIENT}/external-jwt-signers?limit=500`,
+    as: 'none',
+    status: 200,
+    check: (b) => expect(Array.isArray(b.data)).toBe(true),
   },
   // ---- forms: create as ZAC's models send (every model property, empty ones included) ----
   {
@@ -816,6 +851,44 @@ const ROWS: Row[] = [
       expect(b.data.edgeRouters).toBe(1);
     },
   },
+  {
+    source: `${ZAC_PROXY} (probeSession)`,
+    does: 'a held session is probed with GET /current-api-session (401 means gone)',
+    method: 'GET',
+    path: () => `${MGMT}/current-api-session`,
+    session: (c) => c.jwt.proxySession!,
+    status: 200,
+    check: (b, c) => expect(b.data.token).toBe(c.jwt.proxySession),
+  },
+  {
+    source: `${ZAC_PROXY} (endUpstreamSession)`,
+    does: 'logout: DELETE /current-api-session',
+    method: 'DELETE',
+    path: () => `${MGMT}/current-api-session`,
+    session: (c) => c.jwt.proxySession!,
+    status: 200,
+  },
+  {
+    source: `${ZAC_PROXY} (probeSession)`,
+    does: 'the ended session probed: 401 UNAUTHORIZED',
+    method: 'GET',
+    path: () => `${MGMT}/current-api-session`,
+    session: (c) => c.jwt.proxySession!,
+    status: 401,
+    check: (b) => expect(b.error.code).toBe('UNAUTHORIZED'),
+  },
+  {
+    source: `${ZAC_PROXY} (refreshIdpOrigins)`,
+    does: 'the signers’ externalAuthUrl (none for one made with it left empty)',
+    method: 'GET',
+    path: () => `${CLIENT}/external-jwt-signers?limit=500`,
+    as: 'none',
+    status: 200,
+    check: (b) => {
+      const signer = b.data.find((s: { name: string }) => s.name === 'zac-signer-2');
+      expect(signer.externalAuthUrl).toBeNull();
+    },
+  },
   // ---- the CLI ----
   {
     source: CLI_LIST,
@@ -1160,11 +1233,12 @@ function zacSigner(name: string, jwksEndpoint: string) {
 
 function headersFor(row: Row, c: Ctx): Record<string, string> {
   const as = row.as ?? 'zac';
+  const token = row.session?.(c) ?? c.admin;
   const base: Record<string, string> =
     as === 'zac'
-      ? { 'zt-session': c.admin, 'content-type': 'application/json', accept: 'application/json' }
+      ? { 'zt-session': token, 'content-type': 'application/json', accept: 'application/json' }
       : as === 'cli'
-        ? { 'zt-session': c.admin, accept: 'application/json' }
+        ? { 'zt-session': token, accept: 'application/json' }
         : {};
   // both send their JSON bodies as application/json
   if (row.body !== undefined) base['content-type'] = 'application/json';
