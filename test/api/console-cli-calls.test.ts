@@ -1127,7 +1127,7 @@ const ROWS: Row[] = [
     does: '`ziti edge create identity cli-id -o cli-id.jwt`: create, then the detail’s enrollment.ott.jwt',
     method: 'POST',
     path: () => `${MGMT}/identities`,
-    body: () => ({ name: 'cli-id', type: 'Default', isAdmin: false, enrollment: { ott: true }, roleAttributes: null }),
+    body: () => cliIdentity('cli-id', 'User', { ott: true }),
     as: 'cli',
     status: 201,
     check: (b, c) => {
@@ -1145,6 +1145,29 @@ const ROWS: Row[] = [
       const jwt = b.data.enrollment.ott.jwt as string;
       expect(decodeJwt(jwt)).toMatchObject({ em: 'ott', sub: c.ids.cli });
       c.jwt.cli = jwt;
+    },
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_identity.go`,
+    does: '`create identity cli-updb --updb cli-user -o …`: enrollment.updb, then enrollment.updb.jwt',
+    method: 'POST',
+    path: () => `${MGMT}/identities`,
+    body: () => cliIdentity('cli-updb', 'Device', { updb: 'cli-user' }),
+    as: 'cli',
+    status: 201,
+    check: (b, c) => {
+      c.ids.cliUpdb = b.data.id;
+    },
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_identity.go (getIdentityJwt)`,
+    does: 'the updb enrollment JWT of the detail',
+    method: 'GET',
+    path: (c) => `${MGMT}/identities/${c.ids.cliUpdb}`,
+    as: 'cli',
+    status: 200,
+    check: (b) => {
+      expect(decodeJwt(b.data.enrollment.updb.jwt).em).toBe('updb');
     },
   },
   {
@@ -1194,6 +1217,22 @@ const ROWS: Row[] = [
     check: (b) => expect(b.error.code).toBe('SERVER_NOT_RUNNING_IN_HA_MODE'),
   },
 ];
+
+/** The body `ziti edge create identity <type> <name>` builds (gabs: nil slices and maps become null). */
+function cliIdentity(name: string, type: string, enrollment: Record<string, unknown>) {
+  return {
+    name,
+    type,
+    enrollment,
+    isAdmin: false,
+    roleAttributes: null,
+    tags: null,
+    appData: null,
+    defaultHostingCost: 0,
+    serviceHostingCosts: {},
+    serviceHostingPrecedences: {},
+  };
+}
 
 /** ZAC's Identity model as its identity form posts it. */
 function zacIdentity(name: string, roleAttributes: string[]) {
