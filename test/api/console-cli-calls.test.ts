@@ -732,6 +732,15 @@ const ROWS: Row[] = [
     check: (b) => expect(b.error.code).toBe('NOT_FOUND'),
   },
   {
+    source: `${ZAC_LIB}/pages/export/export-page.service.ts`,
+    does: 'export page: POST /ascode/export (newer than the published spec): not served, 404 envelope',
+    method: 'POST',
+    path: () => `${MGMT}/ascode/export`,
+    body: () => ({ types: 'identities,services', format: 'json' }),
+    status: 404,
+    check: (b) => expect(b.error.code).toBe('NOT_FOUND'),
+  },
+  {
     source: ZAC_LIST,
     does: 'a filter that does not parse: the envelope ZAC shows (error.cause.message or error.message)',
     method: 'GET',
