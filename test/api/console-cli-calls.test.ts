@@ -827,7 +827,7 @@ const ROWS: Row[] = [
   },
   {
     source: `${ZAC_DATA} (resetMFA)`,
-    does: 'reset MFA: DELETE /identities/{id}/mfa; 404 NOT_FOUND without MFA (ZAC offers it when isMfaEnabled)',
+    does: 'reset MFA: DELETE /identities/{id}/mfa; 404 NOT_FOUND for an identity without MFA',
     method: 'DELETE',
     path: (c) => `${MGMT}/identities/${c.ids.device2}/mfa`,
     status: 404,
