@@ -148,7 +148,20 @@ const ROWS: Row[] = [
     does: '`ziti edge login -u -p`: password login (edge-apis client), token from data.token',
     method: 'POST',
     path: () => `${MGMT}/authenticate?method=password`,
-    body: () => ({ username: 'admin', password: ADMIN_PASSWORD, configTypes: [], envInfo: {}, sdkInfo: {} }),
+    body: () => ({
+      username: 'admin',
+      password: ADMIN_PASSWORD,
+      // configTypes: omitted (the Go model's omitempty), envInfo and sdkInfo as the SDK fills them
+      envInfo: { arch: 'amd64', os: 'linux', osRelease: '6.8.0', osVersion: '#1 SMP' },
+      sdkInfo: {
+        appId: 'ziti',
+        appVersion: 'v1.6.0',
+        branch: 'main',
+        revision: 'abc123',
+        type: 'ziti-sdk-golang',
+        version: 'v1.1.0',
+      },
+    }),
     as: 'none',
     status: 200,
     check: (b, _c, res) => {
