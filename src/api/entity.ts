@@ -152,6 +152,8 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
     body: Record<string, unknown>,
     w: WriteContext & { copied: Record<string, unknown> },
   ): Promise<Record<string, unknown>> | Record<string, unknown>;
+  /** The properties of a create, update or patch body this type ignores (OpDef.ignoredBodyFields). */
+  ignoredBodyFields?(body: Record<string, unknown>): readonly string[];
   /** Which CRUD operations exist, on which APIs and with which access (default: all, management, admin). */
   operations?: Partial<Record<CrudOp, boolean | CrudOpConfig>>;
   /**
@@ -434,7 +436,7 @@ function writableFields(fields: EntityFields): ReadonlyArray<readonly [string, E
 }
 
 /** A string holding more than whitespace (`\s` is the whitespace `String.prototype.trim` removes). */
-const NOT_BLANK = /\S/;
+export const NOT_BLANK = /\S/;
 
 /** The writable (`body`) fields present in the request, as they are stored; a blank `nonEmpty` one is refused. */
 function copyBodyFields(fields: EntityFields, body: Record<string, unknown>): Record<string, unknown> {
@@ -599,6 +601,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
         permission: create.permission,
         body: entity.create,
         bodyName: base,
+        ignoredBodyFields: entity.ignoredBodyFields,
         responses: {
           201: {
             description: 'The create request was successful and the resource has been added at the following location',
@@ -642,6 +645,7 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
         permission: cfg.permission,
         body: schema,
         bodyName: base,
+        ignoredBodyFields: entity.ignoredBodyFields,
         responses: {
           200: { description: 'The update request was successful and the resource has been altered', schema: empty },
         },

@@ -82,6 +82,11 @@ export interface OpDef<B = unknown> {
   body?: Schema<B>;
   bodyName?: string;
   /**
+   * Drops from a JSON object body, before it is validated, the properties the operation ignores for this body
+   * (OpenZiti's discriminated bodies: a posture check's create takes only its `typeId`'s fields).
+   */
+  ignoredBodyFields?(body: Record<string, unknown>): readonly string[];
+  /**
    * Media types of request bodies the operation accepts (lower-case `type/subtype`); default
    * `['application/json']`. A non-empty body of any other type is refused (415 UNSUPPORTED_MEDIA).
    */

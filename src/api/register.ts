@@ -87,9 +87,22 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
     const name = op.bodyName ?? 'body';
     throw validationError({ field: name, reason: `${name} in body is required`, value: null });
   }
-  const err = validate(op.body, body);
+  const kept = withoutIgnored(op, body);
+  const err = validate(op.body, kept);
   if (err) throw validationError(err);
-  return body;
+  return kept;
+}
+
+/** The body as the operation validates it: without the properties it ignores (OpDef.ignoredBodyFields). */
+function withoutIgnored(op: OpDef<unknown>, body: unknown): unknown {
+  if (op.ignoredBodyFields === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return body;
+  }
+  const ignored = op.ignoredBodyFields(body as Record<string, unknown>);
+  if (ignored.length === 0) return body;
+  const kept: Record<string, unknown> = { ...(body as Record<string, unknown>) };
+  for (const k of ignored) delete kept[k];
+  return kept;
 }
 
 /**

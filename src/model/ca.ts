@@ -159,7 +159,10 @@ export const cas: Entity<'cas', typeof caFields> = defineEntity({
       out.fingerprint = fingerprintOfDer(cert.raw);
       out.isVerified = false;
       out.verificationToken = uuid();
-      out.identityNameFormat ??= DEFAULT_IDENTITY_NAME_FORMAT;
+      // OpenZiti's create takes an empty format as the default one (ZAC's CA form sends "" when left empty)
+      if (typeof out.identityNameFormat !== 'string' || out.identityNameFormat === '') {
+        out.identityNameFormat = DEFAULT_IDENTITY_NAME_FORMAT;
+      }
     }
     return out;
   },

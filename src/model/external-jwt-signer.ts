@@ -1,10 +1,12 @@
-import { defineEntity, detailSchema, type Entity, type EntityFields, type RowOf } from '../api/entity.js';
+import { defineEntity, detailSchema, type Entity, type EntityFields, NOT_BLANK, type RowOf } from '../api/entity.js';
 import { Errors, fieldError } from '../api/errors.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { tags } from './common.js';
 
 const optStr = s.nullable(s.str());
+/** The claim naming the identity when a signer names none (OpenZiti's `DefaultClaimsProperty`). */
+const DEFAULT_CLAIMS_PROPERTY = 'sub';
 const targetToken = s.named('targetToken', s.nullable(s.enum(['ACCESS', 'ID'])));
 
 /** A signer's stored fields; `fingerprint`, `commonName`, `notBefore`, `notAfter` come from `certPem`. */
@@ -16,7 +18,7 @@ const signerFields = {
   kid: { type: 'string', unique: true, body: optStr, api: true, default: '', emptyIsNull: true },
   issuer: { type: 'string', index: true, nonEmpty: true, body: s.str(), api: true },
   audience: { type: 'string', nonEmpty: true, body: s.str(), api: true },
-  claimsProperty: { type: 'string', nonEmpty: true, body: optStr, api: true, default: 'sub' },
+  claimsProperty: { type: 'string', body: optStr, api: true, default: DEFAULT_CLAIMS_PROPERTY },
   useExternalId: { type: 'bool', body: s.nullable(s.bool()), api: true, default: false },
   externalAuthUrl: { type: 'string', body: optStr, api: true, default: null },
   clientId: { type: 'string', body: optStr, api: true, default: '' },
@@ -207,6 +209,12 @@ export const externalJwtSigners: Entity<'external-jwt-signers', typeof signerFie
     const policyId = out.enrollAuthPolicyId;
     if (typeof policyId === 'string' && policyId !== '' && !svc.get('auth-policies', policyId)) {
       throw fieldError('enrollAuthPolicyId', `auth policy with id ${policyId} not found`, policyId);
+    }
+    // OpenZiti stores a blank external auth URL as none and a blank (or null) claims property as `sub`: ZAC's
+    // form sends both as "" when left empty
+    if (typeof out.externalAuthUrl === 'string' && !NOT_BLANK.test(out.externalAuthUrl)) out.externalAuthUrl = null;
+    if (Object.hasOwn(out, 'claimsProperty') && !NOT_BLANK.test(String(out.claimsProperty ?? ''))) {
+      out.claimsProperty = DEFAULT_CLAIMS_PROPERTY;
     }
     checkUrl('jwksEndpoint', out.jwksEndpoint);
     checkUrl('externalAuthUrl', out.externalAuthUrl);

@@ -178,6 +178,14 @@ function checkTypeFields(type: PostureCheckType, out: Record<string, unknown>): 
   }
 }
 
+/** The type-specific fields a body whose `typeId` names a type does not hold for it (none for another typeId). */
+function fieldsOfOtherTypes(body: Record<string, unknown>): readonly string[] {
+  const type = body.typeId;
+  if (typeof type !== 'string' || !Object.hasOwn(TYPE_FIELDS, type)) return [];
+  const own = TYPE_FIELDS[type as PostureCheckType].fields;
+  return Object.keys(typeSpecific).filter((f) => !own.includes(f) && Object.hasOwn(body, f));
+}
+
 /** Renders the fields of the check's own type (those of other types are not part of its detail). */
 function renderTypeFields(row: RowFor<'posture-checks'>): Record<string, unknown> {
   const type = row.typeId as PostureCheckType;
@@ -210,6 +218,9 @@ export const postureChecks: Entity<'posture-checks', typeof postureCheckFields> 
   update: s.named('postureCheckUpdate', s.obj({ ...typeSpecific, ...common }, ['name'])),
   patch: s.named('postureCheckPatch', s.obj({ ...typeSpecific, ...common }, ['typeId'])),
   toApi: renderTypeFields,
+  // OpenZiti decodes a body by its `typeId` (the spec's discriminator): the fields of other types are not read
+  // (ZAC's form sends every type's fields, those of other types empty)
+  ignoredBodyFields: fieldsOfOtherTypes,
   reads: [],
   fromApi(body, { mode, existing, copied }) {
     const type = (mode === 'create' ? body.typeId : existing?.typeId) as PostureCheckType;
