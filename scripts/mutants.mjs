@@ -26,7 +26,9 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 const TIMEOUT_MS = 5 * 60_000;
 
 /**
- * The curated mutants. `tests`: vitest file filters (a folder takes every test file under it). `pending`: the
+ * The curated mutants. `tests`: vitest file filters (a folder takes every test file under it). `only`: the name
+ * (a literal part of it) of the test that kills the mutant, where its file is slow: vitest runs the tests whose
+ * full name contains it (`-t`), the file's setup as always. `pending`: the
  * test that kills it lands with another change; while pending, a survivor is reported but does not fail the run
  * (`--strict` makes it fail). Remove `pending` once the killing test is in.
  */
@@ -149,6 +151,7 @@ export const MUTANTS = [
     search: "if (action === 'read' && perms.includes('admin_readonly')) return true;",
     replace: "if (perms.includes('admin_readonly')) return true;",
     tests: ['test/api/authz.test.ts'],
+    only: 'management POST /cas',
   },
   {
     id: 'admin-access-action',
@@ -156,6 +159,7 @@ export const MUTANTS = [
     search: 'return perms.includes(op.permission) || perms.includes(',
     replace: 'return perms.some((p) => p.startsWith(op.permission!)) || perms.includes(',
     tests: ['test/api/authz.test.ts'],
+    only: 'management POST /identities, plain',
   },
   {
     id: 'admin-access-permission',
@@ -186,6 +190,7 @@ export const MUTANTS = [
     search: 'body.isAdmin === true ||',
     replace: 'false ||',
     tests: ['test/api/authz.test.ts'],
+    only: 'management POST /identities, admin',
   },
   {
     id: 'identity-grant-permissions',
@@ -193,6 +198,7 @@ export const MUTANTS = [
     search: '? body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0)',
     replace: '? body.isAdmin === true || false',
     tests: ['test/api/authz.test.ts'],
+    only: 'management POST /identities, with permissions',
   },
   {
     id: 'identity-delete-admin',
@@ -200,6 +206,7 @@ export const MUTANTS = [
     search: 'const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);',
     replace: 'const expect: Expect[] = [];',
     tests: ['test/api/authz.test.ts'],
+    only: 'management DELETE /identities/{id}, target admin',
   },
   {
     id: 'identity-delete-default-admin',
@@ -207,6 +214,7 @@ export const MUTANTS = [
     search: '    if (row.isDefaultAdmin) {\n      throw Errors.ENTITY_CAN_NOT_BE_DELETED(',
     replace: '    if (row.isDefaultAdmin && false) {\n      throw Errors.ENTITY_CAN_NOT_BE_DELETED(',
     tests: ['test/api/authz.test.ts'],
+    only: 'management DELETE /identities/{id}, target default',
   },
   {
     id: 'identity-demote-default-admin',
@@ -214,6 +222,7 @@ export const MUTANTS = [
     search: 'if (existing?.isDefaultAdmin && out.isAdmin === false) {',
     replace: 'if (false) {',
     tests: ['test/api/authz.test.ts'],
+    only: 'management PUT /identities/{id}, target default, demote',
   },
   {
     id: 'authenticator-write-admin-target',
@@ -318,6 +327,7 @@ export const MUTANTS = [
     search: 'if (serviceAccessOf(ctx.svc, ctx.caller!.identity.id, service.id).size === 0) {',
     replace: 'if (false) {',
     tests: ['test/api/access.test.ts'],
+    only: 'GET /services/{id}/terminators: all of them',
   },
   // PKI and the API listener
   {
@@ -355,6 +365,7 @@ export const MUTANTS = [
     search: 'return verified.ok ? router : null;',
     replace: 'return router;',
     tests: ['test/api/router-enroll.test.ts'],
+    only: 'an expired router certificate does not extend',
   },
   // a transit router's client certificate is named by its id whatever its CSR says; routers share one state row
   {
@@ -448,6 +459,7 @@ export const MUTANTS = [
       "        const byCert = method === 'cert' ? await gated(certLane(), () => certificateLogin(svc, chain)) : null;",
     replace: "        const byCert = method === 'cert' ? await certificateLogin(svc, chain) : null;",
     tests: ['test/api/enroll.test.ts'],
+    only: 'goes through the auth rate limiter',
   },
   {
     id: 'auth-ext-jwt-login-ungated',
@@ -616,6 +628,7 @@ export const MUTANTS = [
     search: 'requirePresented(row, req.peerCertificates);',
     replace: '',
     tests: ['test/api/enroll.test.ts'],
+    only: 'extend: requested by an admin (login header)',
   },
   {
     id: 'rights-patch-by-non-admin',
@@ -644,6 +657,7 @@ export const MUTANTS = [
     search: 'if (held >= args.max) {',
     replace: 'if (held >= args.max && false) {',
     tests: ['test/api/session-certificates.test.ts'],
+    only: 'the bound holds for concurrent requests of one API session',
   },
   {
     id: 'password-change-guesses-uncounted',
@@ -724,6 +738,7 @@ export const MUTANTS = [
     replace:
       "await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso() });\n        return ok(",
     tests: ['test/api/enroll.test.ts'],
+    only: 'extend with a certificate replaced while the request was checked',
   },
   {
     id: 'role-filter-unbounded',
@@ -844,12 +859,23 @@ function makeWorkspace(root, name) {
   return dir;
 }
 
-function runTests(dir, tests, workers = 1) {
+/** A vitest `-t` pattern matching the test names that contain `text` literally. */
+const literally = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+function runTests(dir, tests, workers = 1, only = undefined) {
   return new Promise((resolve) => {
     const started = Date.now();
+    const filter = only === undefined ? [] : ['-t', literally(only)];
     const child = spawn(
       process.execPath,
-      [join(dir, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...tests, '--bail=1', `--maxWorkers=${workers}`],
+      [
+        join(dir, 'node_modules', 'vitest', 'vitest.mjs'),
+        'run',
+        ...tests,
+        ...filter,
+        '--bail=1',
+        `--maxWorkers=${workers}`,
+      ],
       {
         cwd: dir,
         env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
@@ -923,7 +949,7 @@ async function main() {
           original.replace(m.search, () => m.replace),
         );
         try {
-          const r = await runTests(dir, m.tests);
+          const r = await runTests(dir, m.tests, 1, m.only);
           const killed = r.code !== 0 || r.timedOut;
           results.push({ m, killed, timedOut: r.timedOut, ms: r.ms });
           console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id} (${(r.ms / 1000).toFixed(1)} s)`);
