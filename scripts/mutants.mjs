@@ -792,8 +792,8 @@ export const MUTANTS = [
   {
     id: 'challenge-signs-any-nonce',
     file: 'src/ops/token-enroll.ts',
-    search: "s.obj({ keyId: s.str(), nonce: s.str({ format: 'uuid' }) }, ['nonce', 'keyId']),",
-    replace: "s.obj({ keyId: s.str(), nonce: s.str() }, ['nonce', 'keyId']),",
+    search: 'if (!UUID.test(nonce)) throw',
+    replace: 'if (!UUID.test(nonce) && false) throw',
     tests: ['test/api/token-enroll.test.ts'],
   },
   // token enrollment records the id claim ext-jwt login reads (a property name, never a JSON pointer)

@@ -12,6 +12,7 @@ import {
   fail,
   type Row,
   type RowMap,
+  UnknownCommandError,
 } from './types.js';
 
 const BASE_FIELDS = new Set(['id', 'createdAt', 'updatedAt', 'tags', 'isSystem']);
@@ -75,10 +76,11 @@ class Context implements ApplyContext {
       }
       case 'custom': {
         const fn = this.schema.custom.get(cmd.name);
-        assert(fn, `unknown custom command ${cmd.name}`);
+        if (fn === undefined) throw new UnknownCommandError(`custom command ${String(cmd.name)}`);
         return fn(this, cmd.args as never, cmd.at);
       }
     }
+    throw new UnknownCommandError(`op ${String((cmd as { op?: unknown }).op)}`);
   }
 
   create(entity: string, id: string, data: Record<string, unknown>, at: string, system = false): void {

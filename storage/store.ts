@@ -17,6 +17,7 @@ import {
   type StoreError,
   StoreFailedError,
   StoreFailure,
+  UnknownCommandError,
 } from './types.js';
 
 const FORMAT_VERSION = 1;
@@ -453,6 +454,8 @@ export class Store<M extends RowMap = RowMap> {
         value = applier.applyCommand(cmd);
         encoded.encode(group);
       } catch (err) {
+        // a command this code does not know fails the group, never only itself (UnknownCommandError)
+        if (err instanceof UnknownCommandError) throw err;
         group.rollback(); // nothing of the command is written
         results.push({ ok: false, error: commandError(cmd, err) });
         continue;

@@ -163,6 +163,18 @@ export class StoreFailedError extends Error {
   }
 }
 
+/**
+ * A command this code does not know (a member of a newer release proposed it during a rolling upgrade). Not one
+ * command's failure: recorded as a refusal here while the members that know it apply it, the states would drift
+ * apart. It fails the whole group, so the store fails and the member stops (docs/cluster.md, "Upgrades").
+ */
+export class UnknownCommandError extends Error {
+  constructor(what: string) {
+    super(`unknown command: ${what}`);
+    this.name = 'UnknownCommandError';
+  }
+}
+
 export function fail(error: StoreError): never {
   throw new StoreFailure(error);
 }

@@ -4,7 +4,6 @@
  * it talks to the network that issued its enrollment JWT), client API, no session.
  */
 import { createPrivateKey, sign } from 'node:crypto';
-import { assert } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
@@ -38,8 +37,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The nonce signed with the enrollment key `kid` (ES256, JOSE's r‖s form, base64url); 400 on `keyId` otherwise. */
 function signNonce(svc: Services, kid: string, nonce: string) {
-  // the request schema admits UUIDs only (format uuid)
-  assert(UUID.test(nonce), 'the enrollment key signs UUID nonces only');
+  // the request schema's format uuid also admits a `urn:uuid:` prefix: this check is the rule, answered as the
+  // schema's refusal
+  if (!UUID.test(nonce)) throw Errors.COULD_NOT_VALIDATE({ field: 'nonce', reason: 'must be a UUID', value: nonce });
   const key = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
   if (!key || key.kid !== kid)
     throw Errors.COULD_NOT_VALIDATE({ field: 'keyId', reason: 'unknown key id', value: kid });

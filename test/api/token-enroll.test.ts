@@ -289,6 +289,9 @@ describe('token enrollment and the enrollment challenge', () => {
     const oracle = await challenge({ nonce: forged, keyId: jwk.kid });
     expect(code(oracle)).toEqual([400, 'COULD_NOT_VALIDATE', 'nonce']);
     expect(oracle.text).not.toContain('signature');
+    // a form of UUID the schema's format admits and the key does not sign: a refusal, not a failure
+    const urn = await challenge({ nonce: `urn:uuid:${nonce}`, keyId: jwk.kid });
+    expect(code(urn)).toEqual([400, 'COULD_NOT_VALIDATE', 'nonce']);
     expect(code(await challenge({ nonce }))[1]).toBe('COULD_NOT_VALIDATE');
   });
 });

@@ -308,6 +308,30 @@ describe('store: commands', () => {
     await s.close();
   });
 
+  it('a command this code does not know fails the group and the store, never only itself (a newer member proposed it)', async () => {
+    for (const unknown of [
+      { op: 'custom', name: 'fromANewerRelease', args: {}, at: AT },
+      { op: 'rename', entity: 'policies', id: 'p1', at: AT },
+    ] as unknown as Command[]) {
+      const dir = tempDir();
+      let s = await open(dir);
+      const err = await s
+        .applyGroup([create('policies', 'p1', { name: 'P' }), unknown], { sync: true, index: 1 })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreFailedError);
+      expect(err).toMatchObject({ stage: 'apply', reason: expect.stringMatching(/^unknown command: /) });
+      expect(s.get('policies', 'p1')).toBeUndefined();
+      // refused from then on: the member stops rather than go on with a state the others do not have
+      await expect(
+        s.applyGroup([create('policies', 'p2', { name: 'Q' })], { sync: true, index: 2 }),
+      ).rejects.toBeInstanceOf(StoreFailedError);
+      await s.close();
+      s = await open(dir);
+      expect(s.appliedIndex).toBe(0);
+      await s.close();
+    }
+  });
+
   it('runs custom commands deterministically through the same checks', async () => {
     const s = await open(tempDir(), {
       rename: (ctx: any, args: { id: string; name: string }, at: string) =>
