@@ -192,7 +192,12 @@ const range = (xs: number[]) => `${fmt(Math.min(...xs), 2)}–${fmt(Math.max(...
 function printComparison(levels: LevelRounds[], rounds: number): void {
   const widths = [5, 10, 8, 8, 7, 10, 8, 8, 7, 11, 11, 8];
   console.log('');
-  if (rounds > 1) console.log(`medians over ${rounds} rounds (errors: the sum over the rounds)`);
+  if (rounds > 1) {
+    console.log(
+      `medians over ${rounds} rounds; the k÷e columns are the medians of the per-round ratios (each pairs Keel and ` +
+        'etcd measured seconds apart), not ratios of the medians beside them; errors: the sum over the rounds',
+    );
+  }
   console.log(
     row(
       [

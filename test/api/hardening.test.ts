@@ -283,7 +283,7 @@ describe('the work of one list request is bounded', () => {
     expect(small.text).toContain('"limit":9223372036854775807');
   });
 
-  it(`roleFilter: at most ${MAX_ROLE_FILTERS} entries (400 beyond), repeated ones counted once`, async () => {
+  it(`roleFilter: at most ${MAX_ROLE_FILTERS} entries (400 beyond, repeats included), repeated ones evaluated once`, async () => {
     const list = (roles: string[], semantic: string) =>
       call(
         'GET',
