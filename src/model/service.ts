@@ -38,10 +38,10 @@ const postureQueries = s.named(
 /** The most configs one service may name (one per config type; Keel bounds the list). */
 export const MAX_SERVICE_CONFIGS = 100;
 
-/** A service's stored fields; `encryptionRequired` is set on create and never changes. */
 /** OpenZiti's default terminator strategy (xt_smartrouting). */
 const DEFAULT_TERMINATOR_STRATEGY = 'smartrouting';
 
+/** A service's stored fields; `encryptionRequired` is set on create and never changes. */
 const serviceFields = {
   name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },

@@ -45,7 +45,6 @@ function invalidToken(): ApiError {
   return Errors.MFA_INVALID_TOKEN();
 }
 
-/** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
 /** The condition apply re-checks for a verification: the enrollment is still unverified (else 409 MFA_EXISTS). */
 function unverified(mfaId: string): Expect {
   return {
@@ -59,6 +58,7 @@ function unverified(mfaId: string): Expect {
   };
 }
 
+/** The caller's MFA enrollment, or 404 (`verified`: only a completed one counts). */
 function requireOwnMfa(svc: Services, caller: Caller, verified?: boolean): RowFor<'mfas'> {
   const mfa = mfaOf(svc, caller.identity.id);
   if (!mfa || (verified === true && mfa.isVerified !== true)) {
@@ -103,8 +103,10 @@ async function refuseCode(svc: Services, session: RowFor<'api-sessions'>, comple
   throw invalidToken();
 }
 
-/** Removing an enrollment: the row and the identity's `isMfaEnabled`, together. */
-/** Removes an identity's MFA; `expect`: what the removal relies on (the rights rule, re-checked in apply). */
+/**
+ * Removes an identity's MFA: the row and the identity's `isMfaEnabled`, together; `expect`: what the removal
+ * relies on (the rights rule, re-checked in apply).
+ */
 function removeMfa(svc: Services, mfa: RowFor<'mfas'>, expect: Expect[] = []): Command {
   const at = svc.nowIso();
   return {
