@@ -53,11 +53,17 @@ function isBackgroundWrite(cmd: Command): boolean {
   return cmd.op === 'custom' && BACKGROUND_COMMANDS.has(cmd.name);
 }
 
+/** The setter of each Services' interception (installed once: a second call returns the same setter). */
+const interceptions = new WeakMap<Services, (meanwhile: () => Promise<unknown>) => void>();
+
 /**
  * Lets a test change state between a handler's checks and the apply of its command, as it can change on a cluster
  * member whose view lags the log: the function given to the returned setter runs once, before the next write.
+ * The wrapper around `svc.write` is installed on the first call for `svc` only.
  */
 export function interceptNextWrite(svc: Services): (meanwhile: () => Promise<unknown>) => void {
+  const installed = interceptions.get(svc);
+  if (installed !== undefined) return installed;
   let pending: (() => Promise<unknown>) | null = null;
   const write = svc.write.bind(svc);
   svc.write = async (cmd: Command) => {
@@ -69,7 +75,9 @@ export function interceptNextWrite(svc: Services): (meanwhile: () => Promise<unk
     if (m) await m();
     return write(cmd);
   };
-  return (meanwhile) => {
+  const setter = (meanwhile: () => Promise<unknown>) => {
     pending = meanwhile;
   };
+  interceptions.set(svc, setter);
+  return setter;
 }
