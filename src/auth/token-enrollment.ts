@@ -10,7 +10,7 @@ import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
-import type { Command } from '../model/rows.js';
+import type { Command, Expect } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
 import { bearerToken, idClaimOf, verifySignerToken } from './ext-jwt-login.js';
@@ -66,6 +66,31 @@ function enrollmentPolicy(svc: Services, signer: SignerRow, withCert: boolean): 
   return policyId;
 }
 
+/**
+ * The conditions a token enrollment through `signer` relies on, checked again where the write applies (the wait
+ * between includes a JWKS fetch): the signer is still enabled with the key material that verified the token
+ * (else `INVALID_ENROLLMENT_TOKEN`, as a token no enabled signer verifies is answered), still allows the enrollment
+ * (`flag`) and still names the same auth policy (else `INVALID_ENROLLMENT_NOT_ALLOWED`, as the handler answers).
+ */
+export function signerStillAllows(signer: SignerRow, flag: 'enrollToTokenEnabled' | 'enrollToCertEnabled'): Expect[] {
+  const holds = (field: keyof SignerRow & string, value: unknown, apiCode: string): Expect => ({
+    check: 'eq',
+    entity: 'external-jwt-signers',
+    id: signer.id,
+    field,
+    value,
+    reason: `the external JWT signer no longer allows this enrollment (${field})`,
+    apiCode,
+  });
+  return [
+    holds('enabled', true, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('fingerprint', signer.fingerprint, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('jwksEndpoint', signer.jwksEndpoint, 'INVALID_ENROLLMENT_TOKEN'),
+    holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
+    holds('enrollAuthPolicyId', signer.enrollAuthPolicyId, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
+  ];
+}
+
 export async function enrollToken(
   svc: Services,
   headers: Record<string, string>,
@@ -104,15 +129,16 @@ export async function enrollToken(
     answer = issued.certs;
   }
   // of two racing enrollments with one token, the second finds the external id taken when it applies
-  const expect = [
+  const expect: Expect[] = [
     {
-      check: 'absent' as const,
-      entity: 'identities' as const,
+      check: 'absent',
+      entity: 'identities',
       field: 'externalId',
       value: externalId,
       reason: 'an identity with this external id is already enrolled',
       apiCode: 'ENROLLMENT_IDENTITY_ALREADY_ENROLLED',
     },
+    ...signerStillAllows(signer, withCert ? 'enrollToCertEnabled' : 'enrollToTokenEnabled'),
   ];
   await svc.write({ op: 'batch', ops, expect });
   return answer;
