@@ -15,7 +15,7 @@ import {
   WebSocketTransport,
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
-import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
+import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
@@ -203,7 +203,7 @@ export class ClusterNode {
   ): Promise<ClusterNode> {
     const log = await LevelLog.open(join(dataDir, 'raft'));
     const tls = opts.tls;
-    const server = createMutualTlsServer(tls);
+    const server = createMutualTlsServer(tls, PEER_LISTENER_LIMITS);
     try {
       await listenOn(server, opts.peerListen.port, opts.peerListen.host);
       const bound = server.address() as AddressInfo;

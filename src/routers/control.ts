@@ -39,6 +39,12 @@ export const ROUTER_CONTROL_DEFAULTS = {
   pongWait_ms: 5_000,
 } as const;
 
+/**
+ * TLS handshakes one address may have unfinished on the router control listener: routers behind one NAT that
+ * reconnect at once (a controller restart) handshake within milliseconds each, and one refused retries.
+ */
+export const ROUTER_HANDSHAKES_PER_ADDRESS = 64;
+
 /** The most listeners one hello may advertise, and the longest strings it may carry (Keel's bounds). */
 export const MAX_HELLO_LISTENERS = 16;
 const MAX_ADDRESS_CHARS = 300;
@@ -208,11 +214,15 @@ export class RouterControl {
     const pki = svc.pki;
     if (!pki) throw new Error('the router control listener needs the PKI');
     // twice the routers admitted: room for handshakes and refusals in flight; routers behind one NAT share an
-    // address, so one address may use them all
+    // address, so one address may hold any number of established connections, but only so many handshakes
     const sockets = 2 * (opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections);
     const server = createMutualTlsServer(
       { key: tls.key, cert: tls.cert, ca: pki.caPems },
-      { handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS, maxConnections: sockets, maxPerAddress: sockets },
+      {
+        handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
+        maxConnections: sockets,
+        maxHandshakesPerAddress: Math.min(sockets, ROUTER_HANDSHAKES_PER_ADDRESS),
+      },
     );
     await listenOn(server, opts.port, opts.host);
     return new RouterControl(svc, server, opts);
