@@ -15,6 +15,7 @@ import {
   WebSocketTransport,
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
+import { pemBlocks } from '../pki/pem.js';
 import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
@@ -436,7 +437,7 @@ export class ClusterNode {
   /** This node's peer certificate (PEM, the leaf without its chain). */
   get peerCertPem(): string | null {
     const cert = this.opts.tls.cert;
-    return /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(cert.toString())?.[0] ?? null;
+    return pemBlocks(cert.toString(), 'CERTIFICATE')[0] ?? null;
   }
 
   async removeMember(id: string): Promise<void> {

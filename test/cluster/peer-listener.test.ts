@@ -4,6 +4,7 @@
  * every path, never a socket left open; and the mutual-TLS listeners bound what a client without a certificate can
  * hold (handshake timeout, connections per address and in all).
  */
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import type { Server } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -50,11 +51,13 @@ describe('a member refuses certificates that name no member, on every path', () 
   let srv: TestServer;
   let port: number;
   let identity: ClientTls;
+  let peerCert: string;
   beforeAll(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
     const pkiDir = join(dataDir, 'pki');
     await initClusterPki(pkiDir, { nodeId: 'n1', hosts: ['127.0.0.1'] });
     const tls = await loadPeerTlsOptions(pkiDir);
+    peerCert = tls.cert;
     srv = await startServer({
       dataDir,
       cluster: { nodeId: 'n1', peerListen: { host: '127.0.0.1', port: 0 }, init: true, tls },
@@ -66,6 +69,13 @@ describe('a member refuses certificates that name no member, on every path', () 
     identity = { key: leaf.keyPem, cert: `${leaf.certPem.trim()}\n${signing.certPem}`, ca: tls.ca };
   }, 60_000);
   afterAll(() => srv?.stop());
+
+  it("peerCertPem: the node's own certificate alone, without its chain", () => {
+    const pem = srv.ctl.cluster!.peerCertPem!;
+    expect(pem.match(/-----BEGIN CERTIFICATE-----/g)).toHaveLength(1);
+    expect(pem.endsWith('-----END CERTIFICATE-----')).toBe(true);
+    expect(new X509Certificate(pem).fingerprint256).toBe(new X509Certificate(peerCert).fingerprint256);
+  });
 
   it('other paths: 404 and closed (an upgrade nobody answers would hold its socket for good)', async () => {
     for (const path of ['/', '/nope', '/raft/x', '/peer-api/']) {
