@@ -57,13 +57,29 @@ async function verifiedToken(svc: Services, headers: Record<string, string>) {
   return verified;
 }
 
-/** The auth policy an enrolling identity gets, checked to allow the way it will log in (else 409). */
-function enrollmentPolicy(svc: Services, signer: SignerRow, withCert: boolean): string {
+/**
+ * The auth policy an enrolling identity gets, checked to allow the way it will log in (else 409), and the condition
+ * that it is unchanged where the write applies (a change meanwhile may no longer allow it).
+ */
+function enrollmentPolicy(
+  svc: Services,
+  signer: SignerRow,
+  withCert: boolean,
+): { policyId: string; unchanged: Expect } {
   const policyId = signer.enrollAuthPolicyId || 'default';
   const policy = svc.get('auth-policies', policyId);
   const allowed = withCert ? isPrimaryAllowed(policy, 'cert') : isPrimaryAllowed(policy, 'extJwt', signer.id);
   if (!policy || !allowed) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-  return policyId;
+  const unchanged: Expect = {
+    check: 'eq',
+    entity: 'auth-policies',
+    id: policyId,
+    field: 'updatedAt',
+    value: policy.updatedAt,
+    reason: 'the auth policy changed since it was checked',
+    apiCode: 'INVALID_ENROLLMENT_NOT_ALLOWED',
+  };
+  return { policyId, unchanged };
 }
 
 /**
@@ -109,7 +125,7 @@ export async function enrollToken(
   if (withCert ? signer.enrollToCertEnabled !== true : signer.enrollToTokenEnabled !== true) {
     throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
   }
-  const authPolicyId = enrollmentPolicy(svc, signer, withCert);
+  const { policyId: authPolicyId, unchanged: policyUnchanged } = enrollmentPolicy(svc, signer, withCert);
   const identityId = shortId();
   const at = svc.nowIso();
   const identity = {
@@ -139,6 +155,7 @@ export async function enrollToken(
       apiCode: 'ENROLLMENT_IDENTITY_ALREADY_ENROLLED',
     },
     ...signerStillAllows(signer, withCert ? 'enrollToCertEnabled' : 'enrollToTokenEnabled'),
+    policyUnchanged,
   ];
   await svc.write({ op: 'batch', ops, expect });
   return answer;

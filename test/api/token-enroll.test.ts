@@ -284,6 +284,22 @@ describe('token enrollment and the enrollment challenge', () => {
     expect((await enroll(await jwt('raced-1', { sub: 'raced-ok' }))).status).toBe(200);
   });
 
+  it('the auth policy is checked again where the write applies: one changed meanwhile enrolls no identity', async () => {
+    const policy = structuredClone(DEFAULT_AUTH_POLICY) as any;
+    policy.name = `raced-policy-${++seq}`;
+    const policyId = (await call('POST', `${srv.mgmt}/auth-policies`, { token: admin, body: policy })).body.data.id;
+    await signer('raced-pol', { enrollToTokenEnabled: true, enrollAuthPolicyId: policyId });
+    let changed: Res | undefined;
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const primary = { ...policy.primary, extJwt: { ...policy.primary.extJwt, allowed: false } };
+      changed = await call('PATCH', `${srv.mgmt}/auth-policies/${policyId}`, { token: admin, body: { primary } });
+    });
+    const r = await enroll(await jwt('raced-pol', { sub: 'raced-pol-1' }));
+    expect(changed?.status, changed?.text).toBe(200);
+    expect(code(r)).toEqual([409, 'INVALID_ENROLLMENT_NOT_ALLOWED', undefined]);
+    expect(await identityByExternalId('raced-pol-1')).toBeUndefined();
+  });
+
   it('update and patch take null for the enrollment settings, as the spec declares them (x-nullable)', async () => {
     const settings = {
       enrollToCertEnabled: true,
