@@ -22,6 +22,7 @@ import {
   PEER_LISTENER_LIMITS,
 } from '../../src/util/mtls-server.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { silentSocket } from '../support/silent-socket.js';
 
 type ClientTls = { key: string; cert: string; ca: string };
 
@@ -129,21 +130,7 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
   };
 
   /** A TCP connection from `localAddress` that never starts TLS; resolves once connected. */
-  const silent = (port: number, localAddress: string) =>
-    new Promise<{ closed: () => boolean; closedAfter: Promise<number> }>((resolve) => {
-      const t0 = Date.now();
-      let closed = false;
-      const socket = netConnect({ host: '127.0.0.1', port, localAddress });
-      sockets.push(socket);
-      socket.on('error', () => {});
-      const closedAfter = new Promise<number>((r) =>
-        socket.once('close', () => {
-          closed = true;
-          r(Date.now() - t0);
-        }),
-      );
-      socket.once('connect', () => resolve({ closed: () => closed, closedAfter }));
-    });
+  const silent = (port: number, localAddress: string) => silentSocket(port, localAddress, sockets);
 
   /**
    * A member from `localAddress`: its handshake done and a request answered (so the server has seen the handshake
