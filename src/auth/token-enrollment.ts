@@ -84,9 +84,10 @@ function enrollmentPolicy(
 
 /**
  * The conditions a token enrollment through `signer` relies on, checked again where the write applies (the wait
- * between includes a JWKS fetch): the signer is still enabled with the key material that verified the token
- * (else `INVALID_ENROLLMENT_TOKEN`, as a token no enabled signer verifies is answered), still allows the enrollment
- * (`flag`) and still names the same auth policy (else `INVALID_ENROLLMENT_NOT_ALLOWED`, as the handler answers).
+ * between includes a JWKS fetch): the signer is still enabled with the key material, kid, issuer and audience that
+ * verified the token (else `INVALID_ENROLLMENT_TOKEN`, as a token no enabled signer verifies is answered), still
+ * allows the enrollment (`flag`) and still names the same auth policy (else `INVALID_ENROLLMENT_NOT_ALLOWED`, as the
+ * handler answers).
  */
 export function signerStillAllows(signer: SignerRow, flag: 'enrollToTokenEnabled' | 'enrollToCertEnabled'): Expect[] {
   const holds = (field: keyof SignerRow & string, value: unknown, apiCode: string): Expect => ({
@@ -102,6 +103,9 @@ export function signerStillAllows(signer: SignerRow, flag: 'enrollToTokenEnabled
     holds('enabled', true, 'INVALID_ENROLLMENT_TOKEN'),
     holds('fingerprint', signer.fingerprint, 'INVALID_ENROLLMENT_TOKEN'),
     holds('jwksEndpoint', signer.jwksEndpoint, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('kid', signer.kid, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('issuer', signer.issuer, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('audience', signer.audience, 'INVALID_ENROLLMENT_TOKEN'),
     holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
     holds('enrollAuthPolicyId', signer.enrollAuthPolicyId, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
   ];

@@ -280,6 +280,19 @@ describe('token enrollment and the enrollment challenge', () => {
       'INVALID_ENROLLMENT_TOKEN',
       undefined,
     ]);
+    const others: [string, string][] = [
+      ['kid', 'raced-other-kid'],
+      ['issuer', 'https://other.enroll.test'],
+      ['audience', 'other-audience'],
+    ];
+    for (const [field, other] of others) {
+      const was = srv.ctl.svc.get('external-jwt-signers', signerId)?.[field];
+      expect(await raced(`raced-${field}`, { [field]: other }, { [field]: was }), field).toEqual([
+        400,
+        'INVALID_ENROLLMENT_TOKEN',
+        undefined,
+      ]);
+    }
     // unchanged, the same signer enrolls
     expect((await enroll(await jwt('raced-1', { sub: 'raced-ok' }))).status).toBe(200);
   });
