@@ -18,6 +18,7 @@ import type { TLSSocket } from 'node:tls';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { getWSConnectionHandler } from '@trpc/server/adapters/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { rejectUpgrade } from '../../raft/index.js';
 import type { Change } from '../../storage/derived.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
@@ -190,8 +191,9 @@ export class RouterControl {
     });
     server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
       const refusal = this.admit(req, socket);
-      if (typeof refusal === 'string') {
-        socket.end(`HTTP/1.1 ${refusal}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      if (typeof refusal === 'number') {
+        // ended, and destroyed shortly after should the router not close its side (an upgrade socket has no timeout)
+        rejectUpgrade(socket, refusal);
         return;
       }
       this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -236,24 +238,24 @@ export class RouterControl {
     return this.conns.size;
   }
 
-  /** The router a connection may be, or the HTTP status line refusing it. */
-  private admit(req: IncomingMessage, socket: TLSSocket): { routerId: string; fingerprint: string } | string {
-    if ((req.url ?? '').split('?')[0] !== ROUTER_CONTROL_PATH) return '404 Not Found';
+  /** The router a connection may be, or the HTTP status refusing it. */
+  private admit(req: IncomingMessage, socket: TLSSocket): { routerId: string; fingerprint: string } | number {
+    if ((req.url ?? '').split('?')[0] !== ROUTER_CONTROL_PATH) return 404;
     if (this.conns.size >= this.limits.maxConnections) {
       this.svc.log('warn', 'router control: connection refused, listener full', { max: this.limits.maxConnections });
-      return '503 Service Unavailable';
+      return 503;
     }
     const raw = socket.getPeerCertificate()?.raw;
-    if (!raw) return '401 Unauthorized';
+    if (!raw) return 401;
     const fingerprint = fingerprintOfDer(raw);
     const [routerId] = this.svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
     const row = routerId ? this.svc.get('transit-routers', routerId) : undefined;
-    if (!row?.isVerified) return '401 Unauthorized';
+    if (!row?.isVerified) return 401;
     if (row.disabled === true) {
       this.svc.log('info', 'router control: disabled router refused', { routerId: row.id });
-      return '403 Forbidden';
+      return 403;
     }
-    if (this.byRouter.has(row.id)) return '409 Conflict';
+    if (this.byRouter.has(row.id)) return 409;
     return { routerId: row.id, fingerprint };
   }
 

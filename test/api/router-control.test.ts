@@ -9,6 +9,7 @@
 
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REFUSAL_LINGER_MS } from '../../raft/index.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
 import {
   CLOSE,
@@ -18,6 +19,7 @@ import {
 } from '../../src/routers/control.js';
 import { adminApi } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
+import { halfOpenClient } from '../support/half-open.js';
 import {
   connectRouter,
   DEFAULT_HELLO,
@@ -183,6 +185,22 @@ describe('router presence', () => {
     expect(await online(r.id)).toBe(true);
     conn.close();
     await until(async () => !(await online(r.id)));
+  });
+
+  it('a refused upgrade is closed within REFUSAL_LINGER_MS even when the client never closes its side', async () => {
+    const r = await router();
+    const sockets: Socket[] = [];
+    const bound_ms = REFUSAL_LINGER_MS + 2_000;
+    const request =
+      'GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+    try {
+      const { answer, closedAfter_ms } = await halfOpenClient(port, request, bound_ms, sockets, r);
+      expect(answer).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
+      expect(closedAfter_ms).toBeLessThan(bound_ms);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
   });
 
   it('a disabled router is refused, and disconnected when disabled; a re-enrolled one is disconnected', async () => {
