@@ -101,7 +101,8 @@ describe('a member refuses certificates that name no member, on every path', () 
   it('the peer listener has finite bounds', () => {
     const { handshakeTimeout_ms, maxConnections, maxHandshakesPerAddress } = PEER_LISTENER_LIMITS;
     expect(handshakeTimeout_ms).toBeLessThanOrEqual(10_000);
-    expect(maxHandshakesPerAddress).toBeLessThanOrEqual(maxConnections);
+    // clients that never finish a handshake need many addresses to fill the listener
+    expect(maxConnections / maxHandshakesPerAddress).toBeGreaterThanOrEqual(32);
     expect(maxConnections).toBeLessThanOrEqual(1_024);
   });
 });
