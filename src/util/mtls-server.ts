@@ -27,8 +27,7 @@ export const MTLS_HANDSHAKE_TIMEOUT_MS = 10_000;
  * The peer listener's: a cluster has a few members, each holding three links (Raft, peer API, forwards) to every
  * other one, and on one machine (`npm run cluster`, benchmarks) they all come from one address: a member of five
  * gets at most 12 links at once, three from each other member (a handshake refused is redialled on the link's
- * backoff). Clients that
- * never finish a handshake need 32 addresses to fill the listener.
+ * backoff). Clients that never finish a handshake need 32 addresses to fill the listener.
  */
 export const PEER_LISTENER_LIMITS: MutualTlsLimits = {
   handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
