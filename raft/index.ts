@@ -27,6 +27,7 @@ export {
   type LinkRefusal,
   LinkRefusedError,
   printable,
+  REFUSAL_LINGER_MS,
   rejectUpgrade,
 } from './transport/handshake.js';
 export { MemoryNetwork, type MemoryNetworkOptions, MemoryTransport, type NetworkFilter } from './transport/memory.js';

@@ -74,8 +74,15 @@ export function answerWithLinkHeaders(wss: WebSocketServer, link: LinkCheck): vo
 export const printable = (v: string): string => v.replace(/[^\x20-\x7e]/g, '?');
 
 /**
+ * How long a refused upgrade's socket stays after the refusal is written, for the client to read it and close: an
+ * upgrade request's socket has no timeout (Node removes the server's), so a client that never closes its side
+ * would otherwise keep it for good.
+ */
+export const REFUSAL_LINGER_MS = 1_000;
+
+/**
  * Refuses an upgrade request on its raw socket: `status` with its standard reason phrase, `headers` (made
- * printable), no body, and the connection closed.
+ * printable), no body, and the connection closed (destroyed after REFUSAL_LINGER_MS if the client has not closed).
  */
 export function rejectUpgrade(socket: Duplex, status: number, headers: Readonly<Record<string, string>> = {}): void {
   if (!(Number.isInteger(status) && status >= 400 && status <= 599))
@@ -84,6 +91,8 @@ export function rejectUpgrade(socket: Duplex, status: number, headers: Readonly<
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nconnection: close\r\n${lines.join('')}content-length: 0\r\n\r\n`,
   );
+  const linger = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS).unref();
+  socket.once('close', () => clearTimeout(linger));
 }
 
 /** A peer refused by the link check (reported to onError; on accept the peer got the refusal's status). */

@@ -14,7 +14,7 @@ import {
 } from 'jose';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
-import type { SignerRow } from '../model/external-jwt-signer.js';
+import { DEFAULT_CLAIMS_PROPERTY, type SignerRow } from '../model/external-jwt-signer.js';
 import { isDisabled } from '../model/identity.js';
 import type { RowFor } from '../model/rows.js';
 
@@ -156,7 +156,8 @@ export function bearerToken(headers: Record<string, string>): string | null {
  * records the same claim as `externalId`, so the identity it creates is the one later logins find.
  */
 export function idClaimOf(signer: SignerRow, payload: JWTPayload): string | null {
-  const value = Object.hasOwn(payload, signer.claimsProperty || 'sub') ? payload[signer.claimsProperty || 'sub'] : null;
+  const claim = signer.claimsProperty || DEFAULT_CLAIMS_PROPERTY;
+  const value = Object.hasOwn(payload, claim) ? payload[claim] : null;
   return typeof value === 'string' && value !== '' ? value : null;
 }
 

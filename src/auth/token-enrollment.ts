@@ -10,7 +10,7 @@ import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
-import type { Command } from '../model/rows.js';
+import type { Command, Expect } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
 import { bearerToken, idClaimOf, verifySignerToken } from './ext-jwt-login.js';
@@ -57,13 +57,58 @@ async function verifiedToken(svc: Services, headers: Record<string, string>) {
   return verified;
 }
 
-/** The auth policy an enrolling identity gets, checked to allow the way it will log in (else 409). */
-function enrollmentPolicy(svc: Services, signer: SignerRow, withCert: boolean): string {
+/**
+ * The auth policy an enrolling identity gets, checked to allow the way it will log in (else 409), and the condition
+ * that it is unchanged where the write applies (a change meanwhile may no longer allow it).
+ */
+function enrollmentPolicy(
+  svc: Services,
+  signer: SignerRow,
+  withCert: boolean,
+): { policyId: string; unchanged: Expect } {
   const policyId = signer.enrollAuthPolicyId || 'default';
   const policy = svc.get('auth-policies', policyId);
   const allowed = withCert ? isPrimaryAllowed(policy, 'cert') : isPrimaryAllowed(policy, 'extJwt', signer.id);
   if (!policy || !allowed) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-  return policyId;
+  const unchanged: Expect = {
+    check: 'eq',
+    entity: 'auth-policies',
+    id: policyId,
+    field: 'updatedAt',
+    value: policy.updatedAt,
+    reason: 'the auth policy changed since it was checked',
+    apiCode: 'INVALID_ENROLLMENT_NOT_ALLOWED',
+  };
+  return { policyId, unchanged };
+}
+
+/**
+ * The conditions a token enrollment through `signer` relies on, checked again where the write applies (the wait
+ * between includes a JWKS fetch): the signer is still enabled with the key material, kid, issuer and audience that
+ * verified the token (else `INVALID_ENROLLMENT_TOKEN`, as a token no enabled signer verifies is answered), still
+ * allows the enrollment (`flag`) and still names the same auth policy (else `INVALID_ENROLLMENT_NOT_ALLOWED`, as the
+ * handler answers).
+ */
+export function signerStillAllows(signer: SignerRow, flag: 'enrollToTokenEnabled' | 'enrollToCertEnabled'): Expect[] {
+  const holds = (field: keyof SignerRow & string, value: unknown, apiCode: string): Expect => ({
+    check: 'eq',
+    entity: 'external-jwt-signers',
+    id: signer.id,
+    field,
+    value,
+    reason: `the external JWT signer no longer allows this enrollment (${field})`,
+    apiCode,
+  });
+  return [
+    holds('enabled', true, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('fingerprint', signer.fingerprint, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('jwksEndpoint', signer.jwksEndpoint, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('kid', signer.kid, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('issuer', signer.issuer, 'INVALID_ENROLLMENT_TOKEN'),
+    holds('audience', signer.audience, 'INVALID_ENROLLMENT_TOKEN'),
+    holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
+    holds('enrollAuthPolicyId', signer.enrollAuthPolicyId, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
+  ];
 }
 
 export async function enrollToken(
@@ -84,7 +129,7 @@ export async function enrollToken(
   if (withCert ? signer.enrollToCertEnabled !== true : signer.enrollToTokenEnabled !== true) {
     throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
   }
-  const authPolicyId = enrollmentPolicy(svc, signer, withCert);
+  const { policyId: authPolicyId, unchanged: policyUnchanged } = enrollmentPolicy(svc, signer, withCert);
   const identityId = shortId();
   const at = svc.nowIso();
   const identity = {
@@ -104,15 +149,17 @@ export async function enrollToken(
     answer = issued.certs;
   }
   // of two racing enrollments with one token, the second finds the external id taken when it applies
-  const expect = [
+  const expect: Expect[] = [
     {
-      check: 'absent' as const,
-      entity: 'identities' as const,
+      check: 'absent',
+      entity: 'identities',
       field: 'externalId',
       value: externalId,
       reason: 'an identity with this external id is already enrolled',
       apiCode: 'ENROLLMENT_IDENTITY_ALREADY_ENROLLED',
     },
+    ...signerStillAllows(signer, withCert ? 'enrollToCertEnabled' : 'enrollToTokenEnabled'),
+    policyUnchanged,
   ];
   await svc.write({ op: 'batch', ops, expect });
   return answer;

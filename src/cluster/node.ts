@@ -15,7 +15,8 @@ import {
   WebSocketTransport,
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
-import { createMutualTlsServer, listenOn } from '../util/mtls-server.js';
+import { pemBlocks } from '../pki/pem.js';
+import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
@@ -203,7 +204,7 @@ export class ClusterNode {
   ): Promise<ClusterNode> {
     const log = await LevelLog.open(join(dataDir, 'raft'));
     const tls = opts.tls;
-    const server = createMutualTlsServer(tls);
+    const server = createMutualTlsServer(tls, PEER_LISTENER_LIMITS);
     try {
       await listenOn(server, opts.peerListen.port, opts.peerListen.host);
       const bound = server.address() as AddressInfo;
@@ -436,7 +437,7 @@ export class ClusterNode {
   /** This node's peer certificate (PEM, the leaf without its chain). */
   get peerCertPem(): string | null {
     const cert = this.opts.tls.cert;
-    return /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(cert.toString())?.[0] ?? null;
+    return pemBlocks(cert.toString(), 'CERTIFICATE')[0] ?? null;
   }
 
   async removeMember(id: string): Promise<void> {

@@ -6,7 +6,7 @@ import { tags } from './common.js';
 
 const optStr = s.nullable(s.str());
 /** The claim naming the identity when a signer names none (OpenZiti's `DefaultClaimsProperty`). */
-const DEFAULT_CLAIMS_PROPERTY = 'sub';
+export const DEFAULT_CLAIMS_PROPERTY = 'sub';
 const targetToken = s.named('targetToken', s.nullable(s.enum(['ACCESS', 'ID'])));
 
 /** A signer's stored fields; `fingerprint`, `commonName`, `notBefore`, `notAfter` come from `certPem`. */

@@ -18,6 +18,7 @@ import type { TLSSocket } from 'node:tls';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { getWSConnectionHandler } from '@trpc/server/adapters/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { rejectUpgrade } from '../../raft/index.js';
 import type { Change } from '../../storage/derived.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
@@ -38,6 +39,12 @@ export const ROUTER_CONTROL_DEFAULTS = {
   ping_ms: 15_000,
   pongWait_ms: 5_000,
 } as const;
+
+/**
+ * TLS handshakes one address may have unfinished on the router control listener: routers behind one NAT that
+ * reconnect at once (a controller restart) handshake within milliseconds each, and one refused retries.
+ */
+export const ROUTER_HANDSHAKES_PER_ADDRESS = 64;
 
 /** The most listeners one hello may advertise, and the longest strings it may carry (Keel's bounds). */
 export const MAX_HELLO_LISTENERS = 16;
@@ -184,8 +191,9 @@ export class RouterControl {
     });
     server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
       const refusal = this.admit(req, socket);
-      if (typeof refusal === 'string') {
-        socket.end(`HTTP/1.1 ${refusal}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      if (typeof refusal === 'number') {
+        // ended, and destroyed shortly after should the router not close its side (an upgrade socket has no timeout)
+        rejectUpgrade(socket, refusal);
         return;
       }
       this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -208,11 +216,15 @@ export class RouterControl {
     const pki = svc.pki;
     if (!pki) throw new Error('the router control listener needs the PKI');
     // twice the routers admitted: room for handshakes and refusals in flight; routers behind one NAT share an
-    // address, so one address may use them all
+    // address, so one address may hold any number of established connections, but only so many handshakes
     const sockets = 2 * (opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections);
     const server = createMutualTlsServer(
       { key: tls.key, cert: tls.cert, ca: pki.caPems },
-      { handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS, maxConnections: sockets, maxPerAddress: sockets },
+      {
+        handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
+        maxConnections: sockets,
+        maxHandshakesPerAddress: Math.min(sockets, ROUTER_HANDSHAKES_PER_ADDRESS),
+      },
     );
     await listenOn(server, opts.port, opts.host);
     return new RouterControl(svc, server, opts);
@@ -226,24 +238,24 @@ export class RouterControl {
     return this.conns.size;
   }
 
-  /** The router a connection may be, or the HTTP status line refusing it. */
-  private admit(req: IncomingMessage, socket: TLSSocket): { routerId: string; fingerprint: string } | string {
-    if ((req.url ?? '').split('?')[0] !== ROUTER_CONTROL_PATH) return '404 Not Found';
+  /** The router a connection may be, or the HTTP status refusing it. */
+  private admit(req: IncomingMessage, socket: TLSSocket): { routerId: string; fingerprint: string } | number {
+    if ((req.url ?? '').split('?')[0] !== ROUTER_CONTROL_PATH) return 404;
     if (this.conns.size >= this.limits.maxConnections) {
       this.svc.log('warn', 'router control: connection refused, listener full', { max: this.limits.maxConnections });
-      return '503 Service Unavailable';
+      return 503;
     }
     const raw = socket.getPeerCertificate()?.raw;
-    if (!raw) return '401 Unauthorized';
+    if (!raw) return 401;
     const fingerprint = fingerprintOfDer(raw);
     const [routerId] = this.svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
     const row = routerId ? this.svc.get('transit-routers', routerId) : undefined;
-    if (!row?.isVerified) return '401 Unauthorized';
+    if (!row?.isVerified) return 401;
     if (row.disabled === true) {
       this.svc.log('info', 'router control: disabled router refused', { routerId: row.id });
-      return '403 Forbidden';
+      return 403;
     }
-    if (this.byRouter.has(row.id)) return '409 Conflict';
+    if (this.byRouter.has(row.id)) return 409;
     return { routerId: row.id, fingerprint };
   }
 

@@ -1,5 +1,6 @@
 import { createServer, type Server, type ServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 /**
  * What one mutual-TLS listener holds at most, before any client has proven anything: the bounds that keep a client
@@ -10,8 +11,13 @@ export interface MutualTlsLimits {
   handshakeTimeout_ms: number;
   /** Connections open at once; a connection beyond is closed at once (Node's `maxConnections`). */
   maxConnections: number;
-  /** Connections open at once from one remote address; a connection beyond is closed at once. */
-  maxPerAddress: number;
+  /**
+   * Connections from one remote address whose TLS handshake is not done yet; a connection beyond is closed at once.
+   * A connection leaves the count when its handshake succeeds (it showed a certificate of the listener's CAs), so
+   * clients that never finish a handshake from a few addresses cannot hold the listener against real members, and
+   * members sharing an address (one machine, one NAT) may hold any number of established connections.
+   */
+  maxHandshakesPerAddress: number;
 }
 
 /** How long a TLS handshake may take on Keel's mutual-TLS listeners. */
@@ -19,22 +25,25 @@ export const MTLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /**
  * The peer listener's: a cluster has a few members, each holding three links (Raft, peer API, forwards) to every
- * other one, and on one machine (`npm run cluster`, benchmarks) they all come from one address.
+ * other one, and on one machine (`npm run cluster`, benchmarks) they all come from one address: a member of five
+ * gets at most 12 links at once, three from each other member (a handshake refused is redialled on the link's
+ * backoff). Clients that never finish a handshake need 32 addresses to fill the listener.
  */
 export const PEER_LISTENER_LIMITS: MutualTlsLimits = {
   handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
   maxConnections: 512,
-  maxPerAddress: 64,
+  maxHandshakesPerAddress: 16,
 };
 
 /**
  * An HTTPS server for WebSocket upgrades only (the peer and router-control listeners): it asks every client for a
  * certificate chaining to `ca` and refuses the handshake without one; a plain request gets 426 Upgrade Required.
- * Within `limits`: a handshake left unfinished is dropped, and connections beyond the bounds are closed at once.
+ * Within `limits` (each listener passes its own): a handshake left unfinished is dropped, and connections beyond
+ * the bounds are closed at once.
  */
 export function createMutualTlsServer(
   tls: Pick<ServerOptions, 'key' | 'cert' | 'ca'>,
-  limits: MutualTlsLimits = PEER_LISTENER_LIMITS,
+  limits: MutualTlsLimits,
 ): Server {
   const server = createServer({
     key: tls.key,
@@ -45,29 +54,41 @@ export function createMutualTlsServer(
     handshakeTimeout: limits.handshakeTimeout_ms,
   });
   server.maxConnections = limits.maxConnections;
-  limitPerAddress(server, limits.maxPerAddress);
+  limitHandshakesPerAddress(server, limits.maxHandshakesPerAddress);
   server.on('request', (_req, res) => res.writeHead(426).end());
   return server;
 }
 
-/** Closes a new connection at once when its remote address already holds `max` open ones. */
-function limitPerAddress(server: Server, max: number): void {
-  // one entry per address with a connection open (so at most maxConnections entries)
-  const open = new Map<string, number>();
+/**
+ * Closes a new connection at once when its remote address already has `max` handshakes unfinished. A connection is
+ * counted from its arrival until its handshake succeeds (`secureConnection`) or it closes, whichever comes first;
+ * the raw socket and its TLS socket are one TCP connection, so its remote address and port name it in both events.
+ */
+function limitHandshakesPerAddress(server: Server, max: number): void {
+  // one entry per unfinished handshake (so at most maxConnections entries), and its address's count
+  const pending = new Map<string, string>();
+  const perAddress = new Map<string, number>();
+  const release = (key: string) => {
+    const address = pending.get(key);
+    if (address === undefined) return;
+    pending.delete(key);
+    const left = (perAddress.get(address) ?? 1) - 1;
+    if (left > 0) perAddress.set(address, left);
+    else perAddress.delete(address);
+  };
   server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress ?? '';
-    const held = open.get(address) ?? 0;
-    if (held >= max) {
+    const address = socket.remoteAddress;
+    const key = `${address}|${socket.remotePort}`;
+    // no address: the peer is already gone; a key still pending: its earlier connection's close is not yet seen
+    if (address === undefined || pending.has(key) || (perAddress.get(address) ?? 0) >= max) {
       socket.destroy();
       return;
     }
-    open.set(address, held + 1);
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left > 0) open.set(address, left);
-      else open.delete(address);
-    });
+    pending.set(key, address);
+    perAddress.set(address, (perAddress.get(address) ?? 0) + 1);
+    socket.once('close', () => release(key));
   });
+  server.on('secureConnection', (socket: TLSSocket) => release(`${socket.remoteAddress}|${socket.remotePort}`));
 }
 
 /** Resolves once `server` listens on host:port, rejects with the listen error. */

@@ -2,14 +2,24 @@
  * Router presence end to end: an enrolled edge router connects to the router control listener over mutual TLS with
  * its enrolled certificate, says hello over tRPC and is online (`isOnline`, `hostname`, `supportedProtocols`,
  * `syncStatus`, its version) on every view of it; sessions list it with its `urls` while it is online and the
- * policies allow it. Refusals (wrong certificate, disabled, second connection, other path, full listener), the
- * hello's limits (timeout, size, shape) and the disconnects that disabling and re-enrolling cause.
+ * policies allow it. Refusals (wrong certificate, disabled, second connection, other path, full listener, too many
+ * unfinished handshakes from one address), the hello's limits (timeout, size, shape) and the disconnects that
+ * disabling and re-enrolling cause.
  */
+
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REFUSAL_LINGER_MS } from '../../raft/index.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
-import { CLOSE, MAX_HELLO_LISTENERS, ROUTER_CONTROL_DEFAULTS } from '../../src/routers/control.js';
+import {
+  CLOSE,
+  MAX_HELLO_LISTENERS,
+  ROUTER_CONTROL_DEFAULTS,
+  ROUTER_HANDSHAKES_PER_ADDRESS,
+} from '../../src/routers/control.js';
 import { adminApi } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
+import { halfOpenClient } from '../support/half-open.js';
 import {
   connectRouter,
   DEFAULT_HELLO,
@@ -20,6 +30,7 @@ import {
   rawMutation,
 } from '../support/router-client.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
+import { silentSocket } from '../support/silent-socket.js';
 import { startTlsServer, trustCa } from '../support/tls-call.js';
 
 const MAX_CONNECTIONS = 3;
@@ -176,6 +187,22 @@ describe('router presence', () => {
     await until(async () => !(await online(r.id)));
   });
 
+  it('a refused upgrade is closed within REFUSAL_LINGER_MS even when the client never closes its side', async () => {
+    const r = await router();
+    const sockets: Socket[] = [];
+    const bound_ms = REFUSAL_LINGER_MS + 2_000;
+    const request =
+      'GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+    try {
+      const { answer, closedAfter_ms } = await halfOpenClient(port, request, bound_ms, sockets, r);
+      expect(answer).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
+      expect(closedAfter_ms).toBeLessThan(bound_ms);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+  });
+
   it('a disabled router is refused, and disconnected when disabled; a re-enrolled one is disconnected', async () => {
     const r = await router();
     const conn = await connectRouter(port, r);
@@ -280,6 +307,35 @@ describe('router presence with API TLS', () => {
       conn.close();
     } finally {
       await tls.srv.stop();
+    }
+  });
+});
+
+describe('router control listener: handshakes per address', () => {
+  it(`one address holds at most ${ROUTER_HANDSHAKES_PER_ADDRESS} unfinished handshakes; routers still connect`, async () => {
+    // room for more connections than the per-address bound, so only that bound can close one
+    const own = await startServer({
+      routerControl: { host: '127.0.0.1', port: 0, maxConnections: ROUTER_HANDSHAKES_PER_ADDRESS },
+    });
+    const sockets: Socket[] = [];
+    try {
+      const ownAdmin = await login(own.base);
+      const ownPort = own.ctl.routerControl!.port;
+      const held = [];
+      for (let i = 0; i < ROUTER_HANDSHAKES_PER_ADDRESS; i++)
+        held.push(await silentSocket(ownPort, '127.0.0.3', sockets));
+      const over = await silentSocket(ownPort, '127.0.0.3', sockets);
+      const never = new Promise<number>((r) => setTimeout(() => r(Number.POSITIVE_INFINITY), 3_000).unref());
+      expect(await Promise.race([over.closedAfter, never])).toBeLessThan(3_000);
+      expect(held.filter((c) => c.closed())).toEqual([]);
+      // a router from another address still connects and says hello
+      const creds = await enrolledRouter(own.mgmt, own.client, ownAdmin, { name: 'nat-router' });
+      const conn = await connectRouter(ownPort, creds);
+      expect(conn.answer.routerId).toBe(creds.id);
+      conn.close();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await own.stop();
     }
   });
 });

@@ -235,6 +235,84 @@ describe('token enrollment and the enrollment challenge', () => {
     expect(srv.ctl.svc.get('external-jwt-signers', signerId)?.enrollAuthPolicyId).toBe('');
   });
 
+  it('the signer is checked again where the write applies: disabled, switched off or rekeyed meanwhile, no identity', async () => {
+    const signerId = await signer('raced-1', { enrollToTokenEnabled: true, enrollToCertEnabled: true });
+    const patch = (body: Record<string, unknown>) =>
+      call('PATCH', `${srv.mgmt}/external-jwt-signers/${signerId}`, { token: admin, body });
+    /** Enrolls `sub` while `change` is patched into the signer between the handler's checks and the write. */
+    const raced = async (
+      sub: string,
+      change: Record<string, unknown>,
+      restore: Record<string, unknown>,
+      csr = false,
+    ) => {
+      const token = await jwt('raced-1', { sub });
+      let changed: Res | undefined;
+      interceptNextWrite(srv.ctl.svc)(async () => {
+        changed = await patch(change);
+      });
+      const body = csr ? { clientCsr: opensslCsr(s, `t${++seq}`, 'ec', '/CN=x') } : {};
+      const r = await enroll(token, body);
+      expect(changed?.status, changed?.text).toBe(200);
+      expect(await identityByExternalId(sub)).toBeUndefined();
+      expect((await patch(restore)).status).toBe(200);
+      return code(r);
+    };
+    expect(await raced('raced-off', { enabled: false }, { enabled: true })).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+      undefined,
+    ]);
+    expect(await raced('raced-tok', { enrollToTokenEnabled: false }, { enrollToTokenEnabled: true })).toEqual([
+      409,
+      'INVALID_ENROLLMENT_NOT_ALLOWED',
+      undefined,
+    ]);
+    expect(await raced('raced-crt', { enrollToCertEnabled: false }, { enrollToCertEnabled: true }, true)).toEqual([
+      409,
+      'INVALID_ENROLLMENT_NOT_ALLOWED',
+      undefined,
+    ]);
+    const oldPem = srv.ctl.svc.get('external-jwt-signers', signerId)?.certPem;
+    const newPem = (await createRootCa({ commonName: `rekeyed-${++seq}` })).certPem;
+    expect(await raced('raced-key', { certPem: newPem }, { certPem: oldPem })).toEqual([
+      400,
+      'INVALID_ENROLLMENT_TOKEN',
+      undefined,
+    ]);
+    const others: [string, string][] = [
+      ['kid', 'raced-other-kid'],
+      ['issuer', 'https://other.enroll.test'],
+      ['audience', 'other-audience'],
+    ];
+    for (const [field, other] of others) {
+      const was = srv.ctl.svc.get('external-jwt-signers', signerId)?.[field];
+      expect(await raced(`raced-${field}`, { [field]: other }, { [field]: was }), field).toEqual([
+        400,
+        'INVALID_ENROLLMENT_TOKEN',
+        undefined,
+      ]);
+    }
+    // unchanged, the same signer enrolls
+    expect((await enroll(await jwt('raced-1', { sub: 'raced-ok' }))).status).toBe(200);
+  });
+
+  it('the auth policy is checked again where the write applies: one changed meanwhile enrolls no identity', async () => {
+    const policy = structuredClone(DEFAULT_AUTH_POLICY) as any;
+    policy.name = `raced-policy-${++seq}`;
+    const policyId = (await call('POST', `${srv.mgmt}/auth-policies`, { token: admin, body: policy })).body.data.id;
+    await signer('raced-pol', { enrollToTokenEnabled: true, enrollAuthPolicyId: policyId });
+    let changed: Res | undefined;
+    interceptNextWrite(srv.ctl.svc)(async () => {
+      const primary = { ...policy.primary, extJwt: { ...policy.primary.extJwt, allowed: false } };
+      changed = await call('PATCH', `${srv.mgmt}/auth-policies/${policyId}`, { token: admin, body: { primary } });
+    });
+    const r = await enroll(await jwt('raced-pol', { sub: 'raced-pol-1' }));
+    expect(changed?.status, changed?.text).toBe(200);
+    expect(code(r)).toEqual([409, 'INVALID_ENROLLMENT_NOT_ALLOWED', undefined]);
+    expect(await identityByExternalId('raced-pol-1')).toBeUndefined();
+  });
+
   it('update and patch take null for the enrollment settings, as the spec declares them (x-nullable)', async () => {
     const settings = {
       enrollToCertEnabled: true,

@@ -4,6 +4,7 @@
  * every path, never a socket left open; and the mutual-TLS listeners bound what a client without a certificate can
  * hold (handshake timeout, connections per address and in all).
  */
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import type { Server } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -14,8 +15,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initClusterPki, loadPeerTlsOptions } from '../../src/pki/cluster.js';
 import { issueServerCert } from '../../src/pki/index.js';
 import { loadSigningCa } from '../../src/pki/pki-dir.js';
-import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../../src/util/mtls-server.js';
+import {
+  createMutualTlsServer,
+  listenOn,
+  type MutualTlsLimits,
+  PEER_LISTENER_LIMITS,
+} from '../../src/util/mtls-server.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { silentSocket } from '../support/silent-socket.js';
 
 type ClientTls = { key: string; cert: string; ca: string };
 
@@ -45,11 +52,13 @@ describe('a member refuses certificates that name no member, on every path', () 
   let srv: TestServer;
   let port: number;
   let identity: ClientTls;
+  let peerCert: string;
   beforeAll(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
     const pkiDir = join(dataDir, 'pki');
     await initClusterPki(pkiDir, { nodeId: 'n1', hosts: ['127.0.0.1'] });
     const tls = await loadPeerTlsOptions(pkiDir);
+    peerCert = tls.cert;
     srv = await startServer({
       dataDir,
       cluster: { nodeId: 'n1', peerListen: { host: '127.0.0.1', port: 0 }, init: true, tls },
@@ -61,6 +70,13 @@ describe('a member refuses certificates that name no member, on every path', () 
     identity = { key: leaf.keyPem, cert: `${leaf.certPem.trim()}\n${signing.certPem}`, ca: tls.ca };
   }, 60_000);
   afterAll(() => srv?.stop());
+
+  it("peerCertPem: the node's own certificate alone, without its chain", () => {
+    const pem = srv.ctl.cluster!.peerCertPem!;
+    expect(pem.match(/-----BEGIN CERTIFICATE-----/g)).toHaveLength(1);
+    expect(pem.endsWith('-----END CERTIFICATE-----')).toBe(true);
+    expect(new X509Certificate(pem).fingerprint256).toBe(new X509Certificate(peerCert).fingerprint256);
+  });
 
   it('other paths: 404 and closed (an upgrade nobody answers would hold its socket for good)', async () => {
     for (const path of ['/', '/nope', '/raft/x', '/peer-api/']) {
@@ -83,55 +99,68 @@ describe('a member refuses certificates that name no member, on every path', () 
   });
 
   it('the peer listener has finite bounds', () => {
-    const { handshakeTimeout_ms, maxConnections, maxPerAddress } = PEER_LISTENER_LIMITS;
+    const { handshakeTimeout_ms, maxConnections, maxHandshakesPerAddress } = PEER_LISTENER_LIMITS;
     expect(handshakeTimeout_ms).toBeLessThanOrEqual(10_000);
-    expect(maxPerAddress).toBeLessThanOrEqual(maxConnections);
+    // clients that never finish a handshake need many addresses to fill the listener
+    expect(maxConnections / maxHandshakesPerAddress).toBeGreaterThanOrEqual(32);
     expect(maxConnections).toBeLessThanOrEqual(1_024);
   });
 });
 
 describe('mutual-TLS listener bounds before any certificate is shown', () => {
-  const LIMITS = { handshakeTimeout_ms: 1_000, maxConnections: 5, maxPerAddress: 3 };
-  let server: Server;
-  let port: number;
-  let client: ClientTls;
+  const LIMITS = { handshakeTimeout_ms: 1_000, maxConnections: 5, maxHandshakesPerAddress: 3 };
+  let tls: ClientTls;
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-mtls-bounds-'));
     await initClusterPki(dir, { nodeId: 'b1', hosts: ['127.0.0.1'] });
-    const tls = await loadPeerTlsOptions(dir);
-    server = createMutualTlsServer(tls, LIMITS);
-    await listenOn(server, 0, '0.0.0.0');
-    port = (server.address() as { port: number }).port;
-    client = { key: tls.key, cert: tls.cert, ca: tls.ca };
+    const peer = await loadPeerTlsOptions(dir);
+    tls = { key: peer.key, cert: peer.cert, ca: peer.ca };
   });
+  const servers: Server[] = [];
   const sockets: Socket[] = [];
-  afterAll(() => {
+  afterAll(async () => {
     for (const socket of sockets) socket.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
   });
+  /** A listener within `limits`; resolves with its port. */
+  const bounded = async (limits: MutualTlsLimits) => {
+    const server = createMutualTlsServer(tls, limits);
+    servers.push(server);
+    await listenOn(server, 0, '0.0.0.0');
+    return (server.address() as { port: number }).port;
+  };
 
   /** A TCP connection from `localAddress` that never starts TLS; resolves once connected. */
-  const silent = (localAddress: string) =>
-    new Promise<{ closed: () => boolean; closedAfter: Promise<number> }>((resolve) => {
-      const t0 = Date.now();
-      let closed = false;
-      const socket = netConnect({ host: '127.0.0.1', port, localAddress });
+  const silent = (port: number, localAddress: string) => silentSocket(port, localAddress, sockets);
+
+  /**
+   * A member from `localAddress`: its handshake done and a request answered (so the server has seen the handshake
+   * succeed), the connection kept open; resolves with the status line, or '' when the connection was closed.
+   */
+  const member = (port: number, localAddress: string) =>
+    new Promise<string>((resolve) => {
+      let answer = '';
+      const tcp = netConnect({ host: '127.0.0.1', port, localAddress });
+      sockets.push(tcp);
+      tcp.on('error', () => {});
+      const socket = tlsConnect({ socket: tcp, ...tls, rejectUnauthorized: false }, () =>
+        socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'),
+      );
       sockets.push(socket);
       socket.on('error', () => {});
-      const closedAfter = new Promise<number>((r) =>
-        socket.once('close', () => {
-          closed = true;
-          r(Date.now() - t0);
-        }),
-      );
-      socket.once('connect', () => resolve({ closed: () => closed, closedAfter }));
+      socket.on('data', (d) => {
+        answer += d;
+        if (answer.includes('\r\n')) resolve(answer.split('\r\n')[0]!);
+      });
+      socket.once('close', () => resolve(''));
     });
 
-  it('an unfinished handshake is dropped after the timeout; one address holds at most maxPerAddress, all at most maxConnections', async () => {
-    const a = [await silent('127.0.0.1'), await silent('127.0.0.1'), await silent('127.0.0.1')];
-    const overAddress = await silent('127.0.0.1');
-    const b = [await silent('127.0.0.2'), await silent('127.0.0.2')];
-    const overAll = await silent('127.0.0.2');
+  it('an unfinished handshake is dropped after the timeout; one address holds at most maxHandshakesPerAddress, all at most maxConnections', async () => {
+    const port = await bounded(LIMITS);
+    const a = [await silent(port, '127.0.0.1'), await silent(port, '127.0.0.1'), await silent(port, '127.0.0.1')];
+    const overAddress = await silent(port, '127.0.0.1');
+    const b = [await silent(port, '127.0.0.2'), await silent(port, '127.0.0.2')];
+    const overAll = await silent(port, '127.0.0.2');
     // the ones beyond a bound are closed at once, while the others still wait for their handshake
     await overAddress.closedAfter;
     await overAll.closedAfter;
@@ -142,7 +171,21 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
     for (const ms of held) expect(ms).toBeGreaterThanOrEqual(LIMITS.handshakeTimeout_ms - 50);
     for (const ms of held) expect(ms).toBeLessThan(5_000);
     // and the slots are free again: a client with a certificate gets its answer
-    const r = await exchange(port, client, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 2_000);
+    const r = await exchange(port, tls, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 2_000);
     expect(r.answer).toMatch(/^HTTP\/1\.1 426 /);
+  });
+
+  it('only unfinished handshakes count per address: clients that never start TLS do not keep members out', async () => {
+    const port = await bounded({ handshakeTimeout_ms: 10_000, maxConnections: 32, maxHandshakesPerAddress: 3 });
+    // an address that never starts TLS: three held, the rest closed at once
+    const held = [];
+    for (let i = 0; i < 3; i++) held.push(await silent(port, '127.0.0.2'));
+    for (let i = 0; i < 3; i++) await (await silent(port, '127.0.0.2')).closedAfter;
+    // members sharing one address hold more established connections than the per-address bound
+    const answers: string[] = [];
+    for (let i = 0; i < 6; i++) answers.push(await member(port, '127.0.0.1'));
+    expect(answers).toEqual(Array(6).fill('HTTP/1.1 426 Upgrade Required'));
+    // and a finished handshake frees its slot: the silent address's slots stay its own, still held
+    expect(held.map((c) => c.closed())).toEqual([false, false, false]);
   });
 });
