@@ -704,8 +704,8 @@ export const MUTANTS = [
   {
     id: 'mtls-per-address-unbounded',
     file: 'src/util/mtls-server.ts',
-    search: 'if (held >= max) {',
-    replace: 'if (held >= max && false) {',
+    search: 'pending.has(key) || (perAddress.get(address) ?? 0) >= max) {',
+    replace: 'pending.has(key)) {',
     tests: ['test/cluster/peer-listener.test.ts'],
   },
   {
