@@ -412,12 +412,13 @@ export const MUTANTS = [
     replace: '',
     tests: ['test/api/external-id.test.ts'],
   },
-  // token enrollment: only what the signer allows (with a CSR / without)
+  // token enrollment: only what the signer allows (with a CSR / without), where the write applies (the handler's
+  // own check is its early answer; broken alone, the apply-time condition still refuses)
   {
     id: 'token-enroll-unrestricted',
     file: 'src/auth/token-enrollment.ts',
-    search: 'if (withCert ? signer.enrollToCertEnabled !== true : signer.enrollToTokenEnabled !== true) {',
-    replace: 'if (false) {',
+    search: "    holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),\n",
+    replace: '',
     tests: ['test/api/token-enroll.test.ts'],
   },
   // cluster: the write-behind store's flush is synced, and the store is flushed before Raft takes a snapshot
