@@ -126,7 +126,7 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
   const bounded = async (limits: MutualTlsLimits) => {
     const server = createMutualTlsServer(tls, limits);
     servers.push(server);
-    await listenOn(server, 0, '0.0.0.0');
+    await listenOn(server, 0, '127.0.0.1');
     return (server.address() as { port: number }).port;
   };
 
