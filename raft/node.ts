@@ -34,7 +34,7 @@ import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
-import type { DurableLog } from './storage/durable-log.js';
+import { type DurableLog, supersedes } from './storage/durable-log.js';
 import { SnapshotSupersededError } from './storage/errors.js';
 import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
@@ -102,6 +102,15 @@ export interface RaftNodeOptions {
    * snapshot's encoding and writes. Off by default: every node snapshots N entries after its last snapshot.
    */
   snapshotStagger?: boolean;
+  /**
+   * Deferred snapshots (the state machine must implement checkpoint): every `snapshotEvery_entries` applied
+   * entries the node makes the state machine durable (checkpoint) and records a snapshot of its metadata only,
+   * then compacts the log: no copy of the state, so a snapshot's cost does not grow with the state. Only when a
+   * follower needs a snapshot (its next entry was compacted) is one with bytes taken (snapshot/snapshotStream) and
+   * streamed. The state machine's own durable storage must then survive restarts: start() refuses a machine behind
+   * the log's deferred snapshot. Off by default.
+   */
+  snapshotDeferred?: boolean;
   /** Entries kept below the snapshot index for slow followers. Default 1 000. */
   snapshotKeep_entries?: number;
   /**
@@ -264,6 +273,8 @@ export class RaftNode {
    * once, written to the log chunk by chunk while this node goes on persisting, sending and applying.
    */
   private snapshotting: Promise<void> | null = null;
+  /** A follower needs a snapshot with bytes while the log's is deferred (core.takeSnapshotRequest). */
+  private snapshotWanted = false;
   private stopped = false;
   /** stop() was called: the transport and the log are (being) closed. */
   private closing = false;
@@ -359,8 +370,16 @@ export class RaftNode {
     let applied = opts.applied;
     if (!(Number.isSafeInteger(applied) && applied >= 0))
       throw new RangeError('raft: applied must be a non-negative integer');
+    if (opts.snapshotDeferred === true && opts.stateMachine.checkpoint === undefined)
+      throw new Error('raft: snapshotDeferred needs a state machine with checkpoint()');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
+      if (snap.deferred === true) {
+        // The machine's own storage is that snapshot: it lost state it had made durable (checkpoint).
+        throw new Error(
+          `raft: the state machine is at ${applied}, behind the log's deferred snapshot at ${snap.meta.index}`,
+        );
+      }
       await restoreSnapshot(opts.stateMachine, snap.meta, log.snapshotChunks());
       applied = snap.meta.index;
     }
@@ -1026,11 +1045,26 @@ export class RaftNode {
    * from the leader, a membership change applied past it) is skipped.
    */
   private maybeSnapshot(): void {
+    if (this.core.takeSnapshotRequest()) this.snapshotWanted = true;
     if (this.snapshotting !== null || this.stopped) return;
-    if (!this.snapshotDue()) return;
+    // Only a deferred snapshot makes the core ask; once one with bytes is recorded, the request is answered.
+    if (this.snapshotWanted && this.log.snapshot()?.deferred !== true) this.snapshotWanted = false;
+    let take: () => Promise<void>;
+    if (this.snapshotWanted) {
+      take = () => this.snapshot();
+    } else {
+      if (!this.snapshotDue()) return;
+      if (this.opts.snapshotDeferred === true) {
+        // Not while a snapshot streams to a follower: a deferred one recorded now would replace it mid-stream.
+        if (this.streamingSnapshot()) return;
+        take = () => this.checkpointSnapshot();
+      } else {
+        take = () => this.snapshot();
+      }
+    }
     this.lastSnapshotIndex = this.applied;
     this.snapshotAt = -1;
-    this.snapshotting = this.snapshot().then(
+    this.snapshotting = take().then(
       () => {
         this.snapshotting = null;
       },
@@ -1039,6 +1073,14 @@ export class RaftNode {
         if (!this.stopped) this.fail(err as Error);
       },
     );
+  }
+
+  /** Whether this node, as leader, is streaming a snapshot to a follower. */
+  private streamingSnapshot(): boolean {
+    if (this.role !== 'leader') return false;
+    const progress = this.core.status({ progress: true }).progress ?? {};
+    for (const pr of Object.values(progress)) if (pr.state === 'snapshot') return true;
+    return false;
   }
 
   /** Whether a snapshot is due (see snapshotEvery_entries and snapshotStagger). */
@@ -1058,16 +1100,31 @@ export class RaftNode {
     return this.applied >= this.snapshotAt;
   }
 
+  /** A snapshot with bytes: the state machine's state, captured now and written to the log as it streams it. */
   private async snapshot(): Promise<void> {
     const { index, data } = await takeSnapshot(this.sm);
     if (this.stopped) return;
-    if (index > this.applied)
+    await this.recordSnapshot(index, data);
+  }
+
+  /** A deferred snapshot (snapshotDeferred): the state machine made durable, its index recorded. */
+  private async checkpointSnapshot(): Promise<void> {
+    const index = await this.sm.checkpoint!();
+    if (this.stopped) return;
+    await this.recordSnapshot(index, null);
+  }
+
+  /** Records a snapshot at `index` (bytes, or deferred when null) unless one overtook it, then compacts the log. */
+  private async recordSnapshot(index: number, data: Uint8Array | AsyncIterable<Uint8Array> | null): Promise<void> {
+    if (!(Number.isSafeInteger(index) && index >= 0 && index <= this.applied))
       throw new Error(`raft: state machine snapshot at ${index} beyond applied ${this.applied}`);
     const recorded = this.log.appliedConf();
-    const current = this.log.snapshot()?.meta.index ?? 0;
-    if (index < recorded.index || index <= current) {
+    const current = this.log.snapshot();
+    if (index < recorded.index || !supersedes(index, data !== null, current)) {
       this.errorListeners.emit(
-        new Error(`raft: skipped snapshot at ${index} (conf at ${recorded.index}, last snapshot ${current})`),
+        new Error(
+          `raft: skipped snapshot at ${index} (conf at ${recorded.index}, last snapshot ${current?.meta.index ?? 0})`,
+        ),
       );
       return;
     }

@@ -66,6 +66,13 @@ export interface SnapshotMeta {
 export interface SnapshotInfo {
   meta: SnapshotMeta;
   size_bytes: number;
+  /**
+   * A deferred snapshot: only its metadata is recorded (size_bytes 0). Its state is the state machine's own durable
+   * state, which held at least meta.index when it was recorded (StateMachine.checkpoint). It compacts the log but
+   * cannot be streamed: a follower that needs a snapshot gets one taken for it (the core asks its driver,
+   * takeSnapshotRequest).
+   */
+  deferred?: true;
 }
 
 /** A whole snapshot in one buffer: for simple state machines (StateMachine.restore) and in-memory logs. */

@@ -164,6 +164,8 @@ export class RaftCore {
   private deferredSnapshot: { snap: SnapshotInfo; from: NodeId; term: number } | null = null;
   /** Received snapshot chunks for the driver to store (the next Ready's snapshotChunks). */
   private incomingChunks: SnapshotChunk[] = [];
+  /** A follower needed a snapshot while the log's is deferred (takeSnapshotRequest). */
+  private snapshotRequested = false;
 
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -535,6 +537,17 @@ export class RaftCore {
     pr.becomeProbe();
     // Wait for the follower's append response (ok) or the next heartbeat (failure) before sending again.
     pr.msgAppFlowPaused = true;
+  }
+
+  /**
+   * Whether a follower needed a snapshot since the last call while the log's snapshot is deferred (it has no
+   * bytes to stream): the driver should take a snapshot with bytes, after which the follower gets it on its next
+   * append attempt. Clears the request.
+   */
+  takeSnapshotRequest(): boolean {
+    const r = this.snapshotRequested;
+    this.snapshotRequested = false;
+    return r;
   }
 
   /** basicStatus().term, without building the status (asked on every proposal). */
@@ -1200,6 +1213,11 @@ export class RaftCore {
       snap.meta.index >= this.log.firstIndex() - 1,
       `snapshot ${snap.meta.index} is older than the compacted log (first ${this.log.firstIndex()})`,
     );
+    if (snap.deferred === true) {
+      // Nothing to stream yet: the driver takes a snapshot with bytes; the follower stays as it is until then.
+      this.snapshotRequested = true;
+      return false;
+    }
     pr.becomeSnapshot(snap.meta.index, new SnapshotStream(snap, this.snapshotChunkBytes));
     this.sendSnapshotChunks(to, pr);
     return true;

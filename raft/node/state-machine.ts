@@ -39,4 +39,11 @@ export interface StateMachine {
    * `chunks` (each at most the log's snapshot chunk size). Applied index becomes `meta.index`.
    */
   restoreStream?(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void>;
+  /**
+   * Makes the state durable through the entries applied so far (at least those applied when called) and returns
+   * the index it is durable at: the machine restarts from there at least. Required by
+   * RaftNodeOptions.snapshotDeferred: the node's periodic snapshots then record only that index (the machine's own
+   * storage is the snapshot), and snapshot() is called only when a follower needs the bytes.
+   */
+  checkpoint?(): Promise<number>;
 }

@@ -42,16 +42,25 @@ export interface DurableLog extends LogView {
   /**
    * Record a snapshot of the state machine at `index` (≤ lastIndex), its bytes written as `data` yields them
    * (never all in memory); a crash before it is recorded leaves the previous snapshot. Does not compact.
+   * `data` null records a deferred snapshot (SnapshotInfo.deferred): its metadata only. A snapshot with bytes may
+   * replace a deferred one at the same index; otherwise `index` must be above the recorded snapshot's.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array | AsyncIterable<Uint8Array>): Promise<SnapshotInfo>;
+  createSnapshot(
+    index: number,
+    conf: ConfState,
+    data: Uint8Array | AsyncIterable<Uint8Array> | null,
+  ): Promise<SnapshotInfo>;
   /**
    * Durably store chunks of a snapshot being received, in order (Ready.snapshotChunks); offset 0 starts a new
    * one. persist({ snapshot }) then records it; until then the log's snapshot is unchanged.
    */
   receiveSnapshot(chunks: readonly SnapshotChunk[]): Promise<void>;
-  /** Bytes of the snapshot `meta` names from `offset_bytes` on, at most `max_bytes`; null when it is not the log's any more. */
+  /**
+   * Bytes of the snapshot `meta` names from `offset_bytes` on, at most `max_bytes`; null when it is not the log's
+   * any more, or is deferred.
+   */
   readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null>;
-  /** The log's snapshot's bytes in bounded chunks, read one at a time. */
+  /** The log's snapshot's bytes in bounded chunks, read one at a time (a deferred snapshot has none: throws). */
   snapshotChunks(): AsyncIterable<Uint8Array>;
   /** Membership the driver applied at `index`; initialState() returns the latest. */
   setConf(applied: AppliedConf): Promise<void>;
@@ -59,6 +68,15 @@ export interface DurableLog extends LogView {
   /** True when the log holds nothing yet (a brand-new node). */
   isEmpty(): boolean;
   close(): Promise<void>;
+}
+
+/**
+ * Whether a snapshot at `index` may be recorded over `current` (the log's snapshot, or null): above it, or at the
+ * same index with bytes over a deferred one.
+ */
+export function supersedes(index: number, withData: boolean, current: SnapshotInfo | null): boolean {
+  const at = current?.meta.index ?? 0;
+  return index > at || (index === at && withData && current?.deferred === true);
 }
 
 export function emptyConf(): ConfState {

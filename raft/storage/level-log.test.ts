@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CompactedError, type ConfState, type Entry, UnavailableError } from '../types.js';
-import { chunkKey, encodeMeta, encodeSegment, KEY_STATE, segmentKey } from './codec.js';
+import { CHUNK_RANGE, chunkKey, encodeMeta, encodeSegment, KEY_STATE, segmentKey } from './codec.js';
 import { LogCorruptError, LogStateError } from './errors.js';
 import { LevelLog } from './level-log.js';
 
@@ -195,6 +195,38 @@ describe('LevelLog', () => {
     expect(again.snapshot()?.meta.index).toBe(21);
     expect(await snapshotBytes(again)).toEqual([1, 2, 3]);
     await again.close();
+  });
+
+  it("records a deferred snapshot (metadata only, its predecessor's chunks deleted); bytes may replace it at its index", async () => {
+    const log = await LevelLog.open(dir, { snapshotChunk_bytes: 1024 });
+    await log.persist({ snapshot: null, entries: ents(1, 30, 1), hardState: { term: 1, vote: 'a', commit: 30 } });
+    await log.createSnapshot(10, conf3, new Uint8Array(3000).fill(7));
+    expect(log.snapshot()?.size_bytes).toBe(3000);
+    const deferred = await log.createSnapshot(20, conf3, null);
+    expect(deferred).toEqual({ meta: { index: 20, term: 1, conf: conf3 }, size_bytes: 0, deferred: true });
+    await log.compact(18);
+    expect(await log.readSnapshot(deferred.meta, 0, 100)).toBeNull();
+    await expect(snapshotBytes(log)).rejects.toThrow(LogStateError);
+    // not over itself, nor below it, without bytes
+    await expect(log.createSnapshot(20, conf3, null)).rejects.toThrow(/superseded|not newer|20/);
+    await expect(log.createSnapshot(19, conf3, new Uint8Array([1]))).rejects.toThrow(LogStateError);
+    await log.close();
+    // the three chunk records of the snapshot at 10 are gone with it
+    await raw(dir, async (db) => expect(await db.keys(CHUNK_RANGE).all()).toEqual([]));
+
+    const again = await LevelLog.open(dir, { snapshotChunk_bytes: 1024 });
+    expect(again.snapshot()).toEqual(deferred);
+    expect(again.firstIndex()).toBe(19);
+    // a snapshot with bytes at the same index replaces it
+    await again.createSnapshot(20, conf3, new Uint8Array([4, 5, 6]));
+    expect(again.snapshot()?.deferred).toBeUndefined();
+    expect(await snapshotBytes(again)).toEqual([4, 5, 6]);
+    await expect(again.createSnapshot(20, conf3, null)).rejects.toThrow(LogStateError);
+    await again.close();
+    const third = await LevelLog.open(dir, { snapshotChunk_bytes: 1024 });
+    expect(third.snapshot()).toEqual({ meta: { index: 20, term: 1, conf: conf3 }, size_bytes: 3 });
+    expect(await snapshotBytes(third)).toEqual([4, 5, 6]);
+    await third.close();
   });
 
   it('installs a received snapshot: entries dropped, conf taken from the snapshot', async () => {

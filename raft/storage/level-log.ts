@@ -40,14 +40,17 @@ import {
   isConfState,
   isNonNegInt,
   type PersistBatch,
+  supersedes,
 } from './durable-log.js';
 import { LogCorruptError, LogStateError, SnapshotSupersededError } from './errors.js';
 import {
+  deferredRecord,
   deleteOps,
   metaRecord,
   readRange,
   readRecord,
   recoverSnapshots,
+  type SnapMetaRecord,
   SnapshotWriter,
   type StoredSnapshot,
   storedOf,
@@ -407,36 +410,45 @@ export class LevelLog extends CachedLog implements DurableLog {
   async createSnapshot(
     index: number,
     conf: ConfState,
-    data: Uint8Array | AsyncIterable<Uint8Array>,
+    data: Uint8Array | AsyncIterable<Uint8Array> | null,
   ): Promise<SnapshotInfo> {
     const { meta, writer } = await this.serialize(async () => {
-      this.checkNewSnapshot(index);
+      this.checkNewSnapshot(index, data !== null);
       if (index > this.cache.lastIndex())
         throw new LogStateError(`snapshot at ${index} beyond last index ${this.cache.lastIndex()}`);
       // The term is taken now: compaction may drop the entry while the records are written.
       const meta: SnapshotMeta = { index, term: this.cache.term(index), conf: cloneConf(conf) };
       return { meta, writer: new SnapshotWriter(this.db, this.allocGen(), this.chunk_bytes) };
     });
-    try {
-      if (data instanceof Uint8Array) await writer.write(data);
-      else for await (const part of data) await writer.write(part);
-    } catch (err) {
-      // The records written so far are garbage of a generation never recorded (open() deletes them too).
-      await this.db.batch(writer.discardOps(), { sync: true }).catch(() => undefined);
-      if ((err as { code?: string }).code?.startsWith('LEVEL_')) throw err;
-      // The state machine's stream failed: the log itself is intact.
-      throw new LogStateError(`snapshot stream at ${index} failed: ${(err as Error).message}`);
+    if (data !== null) {
+      try {
+        if (data instanceof Uint8Array) await writer.write(data);
+        else for await (const part of data) await writer.write(part);
+      } catch (err) {
+        // The records written so far are garbage of a generation never recorded (open() deletes them too).
+        await this.db.batch(writer.discardOps(), { sync: true }).catch(() => undefined);
+        if ((err as { code?: string }).code?.startsWith('LEVEL_')) throw err;
+        // The state machine's stream failed: the log itself is intact.
+        throw new LogStateError(`snapshot stream at ${index} failed: ${(err as Error).message}`);
+      }
     }
     return this.serialize(async () => {
       try {
         // A newer snapshot may have been received meanwhile.
-        this.checkNewSnapshot(index);
+        this.checkNewSnapshot(index, data !== null);
       } catch (err) {
         await this.db.batch(writer.discardOps(), { sync: true });
         throw err;
       }
-      const { ops, crc } = writer.finish();
-      const record = metaRecord(meta, writer, crc);
+      let ops: LogDbOp[] = [];
+      let record: SnapMetaRecord;
+      if (data === null) {
+        record = deferredRecord(meta, writer.gen, this.chunk_bytes);
+      } else {
+        const finished = writer.finish();
+        ops = finished.ops;
+        record = metaRecord(meta, writer, finished.crc);
+      }
       ops.push(...deleteOps(this.stored));
       ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
       await this.db.batch(ops, { sync: true });
@@ -446,9 +458,8 @@ export class LevelLog extends CachedLog implements DurableLog {
     });
   }
 
-  private checkNewSnapshot(index: number): void {
-    const snapIndex = this.snap?.meta.index ?? 0;
-    if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
+  private checkNewSnapshot(index: number, withData: boolean): void {
+    if (!supersedes(index, withData, this.snap)) throw new SnapshotSupersededError(index, this.snap?.meta.index ?? 0);
   }
 
   /**
@@ -481,7 +492,7 @@ export class LevelLog extends CachedLog implements DurableLog {
   async readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null> {
     const s = this.stored;
     if (s === null || s.info.meta.index !== meta.index || s.info.meta.term !== meta.term) return null;
-    if (this.closed) return null;
+    if (this.closed || s.info.deferred === true) return null;
     return readRange(this.db, s, offset_bytes, max_bytes);
   }
 
@@ -489,6 +500,7 @@ export class LevelLog extends CachedLog implements DurableLog {
   async *snapshotChunks(): AsyncGenerator<Uint8Array> {
     const s = this.stored;
     if (s === null) throw new LogStateError('the log holds no snapshot');
+    if (s.info.deferred === true) throw new LogStateError(`snapshot ${s.info.meta.index} is deferred: it has no bytes`);
     for (let c = 0; c < s.chunks; c++) {
       const body = await readRecord(this.db, s, c);
       if (body === null) throw new LogStateError(`snapshot ${s.info.meta.index} was replaced while being read`);

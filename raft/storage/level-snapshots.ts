@@ -34,6 +34,8 @@ export interface SnapMetaRecord {
   crc: number;
   gen?: number;
   chunk_bytes?: number;
+  /** A deferred snapshot (SnapshotInfo.deferred): no records. Absent otherwise. */
+  deferred?: true;
 }
 
 /** The recorded snapshot: where its records are. */
@@ -127,9 +129,15 @@ export function metaRecord(meta: SnapshotMeta, w: SnapshotWriter, crc: number): 
   };
 }
 
+/** The metadata record of a deferred snapshot: no records, under generation `gen` (which holds none). */
+export function deferredRecord(meta: SnapshotMeta, gen: number, chunk_bytes: number): SnapMetaRecord {
+  return { ...meta, size_bytes: 0, chunks: 0, crc: 0, gen, chunk_bytes, deferred: true };
+}
+
 export function storedOf(rec: SnapMetaRecord, chunk_bytes: number): StoredSnapshot {
+  const meta = { index: rec.index, term: rec.term, conf: rec.conf };
   return {
-    info: { meta: { index: rec.index, term: rec.term, conf: rec.conf }, size_bytes: rec.size_bytes },
+    info: rec.deferred === true ? { meta, size_bytes: 0, deferred: true } : { meta, size_bytes: rec.size_bytes },
     gen: rec.gen ?? 0,
     chunks: rec.chunks,
     chunk_bytes: rec.chunk_bytes ?? chunk_bytes,
@@ -180,7 +188,8 @@ export async function recoverSnapshots(
       isNonNegInt(m.chunks) &&
       isNonNegInt(m.crc) &&
       (m.gen === undefined || (isNonNegInt(m.gen) && m.gen <= MAX_GEN)) &&
-      (m.chunk_bytes === undefined || (isNonNegInt(m.chunk_bytes) && m.chunk_bytes >= 1));
+      (m.chunk_bytes === undefined || (isNonNegInt(m.chunk_bytes) && m.chunk_bytes >= 1)) &&
+      (m.deferred === undefined || (m.deferred === true && m.chunks === 0 && m.size_bytes === 0));
     if (!ok) throw new LogCorruptError('snapshot-meta', null, 'malformed snapshot metadata');
     stored = storedOf(m as SnapMetaRecord, chunk_bytes);
     expectedCrc = m.crc as number;

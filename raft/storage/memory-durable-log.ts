@@ -8,7 +8,7 @@ import { joinChunks } from '../node/snapshot-stream.js';
 import { MemorySink, SnapshotReceipt } from '../snapshot-receipt.js';
 import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
-import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch } from './durable-log.js';
+import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch, supersedes } from './durable-log.js';
 import { LogStateError, SnapshotSupersededError } from './errors.js';
 
 export class MemoryDurableLog extends CachedLog implements DurableLog {
@@ -70,17 +70,16 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
   async createSnapshot(
     index: number,
     conf: ConfState,
-    data: Uint8Array | AsyncIterable<Uint8Array>,
+    data: Uint8Array | AsyncIterable<Uint8Array> | null,
   ): Promise<SnapshotInfo> {
-    const bytes = data instanceof Uint8Array ? data : await joinChunks(data);
+    const bytes = data === null ? new Uint8Array(0) : data instanceof Uint8Array ? data : await joinChunks(data);
     return this.serialize(() => {
-      const snapIndex = this.snap?.meta.index ?? 0;
-      if (index <= snapIndex) throw new SnapshotSupersededError(index, snapIndex);
+      if (!supersedes(index, data !== null, this.snap))
+        throw new SnapshotSupersededError(index, this.snap?.meta.index ?? 0);
       if (index > this.cache.lastIndex()) throw new LogStateError(`snapshot at ${index} beyond last index`);
-      const snap: SnapshotInfo = {
-        meta: { index, term: this.cache.term(index), conf: cloneConf(conf) },
-        size_bytes: bytes.byteLength,
-      };
+      const meta = { index, term: this.cache.term(index), conf: cloneConf(conf) };
+      const snap: SnapshotInfo =
+        data === null ? { meta, size_bytes: 0, deferred: true } : { meta, size_bytes: bytes.byteLength };
       this.snap = snap;
       this.snapData = bytes;
       this.syncedHs = { ...this.hs }; // a synced write makes every earlier write durable
@@ -95,11 +94,13 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
   async readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Promise<Uint8Array | null> {
     const s = this.snap;
     if (s === null || s.meta.index !== meta.index || s.meta.term !== meta.term) return null;
-    if (offset_bytes > this.snapData.byteLength) return null;
+    if (s.deferred === true || offset_bytes > this.snapData.byteLength) return null;
     return this.snapData.subarray(offset_bytes, Math.min(this.snapData.byteLength, offset_bytes + max_bytes));
   }
   async *snapshotChunks(): AsyncGenerator<Uint8Array> {
     if (this.snap === null) throw new LogStateError('the log holds no snapshot');
+    if (this.snap.deferred === true)
+      throw new LogStateError(`snapshot ${this.snap.meta.index} is deferred: it has no bytes`);
     const data = this.snapData;
     const step = MemoryDurableLog.READ_CHUNK_BYTES;
     for (let off = 0; off < data.byteLength; off += step) yield data.subarray(off, off + step);

@@ -254,6 +254,8 @@ export class ClusterNode {
         readTimeout_ms: READ_TIMEOUT_MS,
         promoteTimeout_ms: PROMOTE_TIMEOUT_MS,
         snapshotEvery_entries: opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY,
+        // the store on disk is the snapshot: periodic snapshots copy nothing (bytes only for a follower needing them)
+        snapshotDeferred: true,
         // the members snapshot a third of an interval apart (3 voters), so two of them are always free of it
         snapshotStagger: true,
         snapshotKeep_entries: Math.min(

@@ -17,8 +17,10 @@ export interface Waiter {
  * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop and membership entries
  * only advance the index). The Raft log already holds every applied entry durably, so nothing acknowledged depends
  * on the store's write; after a crash the store reopens at its durable index and Raft replays the entries above
- * it. Entries at or below the store's applied index are skipped, so replay is idempotent. A snapshot (after which
- * Raft compacts its log) is taken only once the store on disk has caught up with it. A proposal made on this node waits here, by request id, for the result
+ * it. Entries at or below the store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots
+ * are deferred (checkpoint): the store on disk is the snapshot, so Raft records only the index it is durable at and
+ * compacts its log behind it; a snapshot with bytes (snapshotStream) is encoded only for a follower that needs one,
+ * and only once the store on disk has caught up with it. A proposal made on this node waits here, by request id, for the result
  * recorded when its entry is applied on this node. Any exception escaping apply stops the Raft node (fail-stop).
  */
 export class StoreStateMachine implements StateMachine {
@@ -84,6 +86,12 @@ export class StoreStateMachine implements StateMachine {
     // the log is compacted up to the snapshot: the store on disk must not be behind it
     await this.store.flush();
     return snap;
+  }
+
+  /** The store's write-behind flushed: everything applied so far is on disk; returns the index it is durable at. */
+  async checkpoint(): Promise<number> {
+    await this.store.flush();
+    return this.store.durableIndex;
   }
 
   async restore(snap: Snapshot): Promise<void> {
