@@ -7,6 +7,7 @@
  */
 import { bootstrapEntries } from './core/bootstrap.js';
 import { MemorySink, SnapshotReceipt } from './snapshot-receipt.js';
+import { supersedes } from './storage/durable-log.js';
 import {
   CompactedError,
   type ConfState,
@@ -49,6 +50,8 @@ export function copyConfState(cs: ConfState): ConfState {
 export class MemoryLog implements LogView {
   private hardState: HardState;
   private snap: Snapshot | null = null;
+  /** The snapshot is deferred (createSnapshot without bytes): its state is the application's own. */
+  private snapDeferred = false;
   /** A snapshot being received (receiveSnapshot), adopted by applySnapshot once complete. */
   private readonly incoming = new SnapshotReceipt<MemorySink>((reason) => new Error(`memory-log: ${reason}`));
   private readonly bootConf: ConfState;
@@ -122,12 +125,14 @@ export class MemoryLog implements LogView {
   }
 
   snapshot(): SnapshotInfo | null {
-    return this.snap === null ? null : { meta: this.snap.meta, size_bytes: this.snap.data.byteLength };
+    if (this.snap === null) return null;
+    if (this.snapDeferred) return { meta: this.snap.meta, size_bytes: 0, deferred: true };
+    return { meta: this.snap.meta, size_bytes: this.snap.data.byteLength };
   }
 
-  /** The latest snapshot's bytes (tests and the simulator). */
+  /** The latest snapshot's bytes (tests and the simulator); null for none or a deferred one. */
   snapshotData(): Uint8Array | null {
-    return this.snap?.data ?? null;
+    return this.snapDeferred ? null : (this.snap?.data ?? null);
   }
 
   /**
@@ -137,7 +142,7 @@ export class MemoryLog implements LogView {
   readSnapshot(meta: SnapshotMeta, offset_bytes: number, max_bytes: number): Uint8Array | null {
     const snap = this.snap;
     if (snap === null || snap.meta.index !== meta.index || snap.meta.term !== meta.term) return null;
-    if (offset_bytes > snap.data.byteLength) return null;
+    if (this.snapDeferred || offset_bytes > snap.data.byteLength) return null;
     return snap.data.subarray(offset_bytes, Math.min(snap.data.byteLength, offset_bytes + max_bytes));
   }
 
@@ -207,6 +212,7 @@ export class MemoryLog implements LogView {
     }
     const data = 'data' in snap ? snap.data : this.incoming.take(snap).bytes();
     this.snap = { meta: { ...snap.meta, conf: copyConfState(snap.meta.conf) }, data };
+    this.snapDeferred = false;
     this.ents = [dummy(snap.meta.index, snap.meta.term)];
     if (this.hardState.commit < snap.meta.index) this.hardState = { ...this.hardState, commit: snap.meta.index };
   }
@@ -225,17 +231,22 @@ export class MemoryLog implements LogView {
   /**
    * Records a snapshot of the state machine at `index`, which the caller must have applied (hence committed).
    * Only `index <= lastIndex()` is checked: like the LevelDB log, the persisted commit index may lag what was
-   * applied when commit-only changes are written lazily.
+   * applied when commit-only changes are written lazily. `data` null records a deferred snapshot (its state is the
+   * application's own); bytes may replace a deferred snapshot at the same index.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): SnapshotInfo {
-    const current = this.snap ? this.snap.meta.index : 0;
-    if (index <= current) throw new Error(`memory-log: snapshot at ${index} is not newer than ${current}`);
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array | null): SnapshotInfo {
+    if (!supersedes(index, data !== null, this.snapshot()))
+      throw new Error(`memory-log: snapshot at ${index} does not supersede ${this.snap?.meta.index ?? 0}`);
     if (index > this.lastIndex()) {
       throw new Error(`memory-log: snapshot at ${index} beyond last index ${this.lastIndex()}`);
     }
-    const snap: Snapshot = { meta: { index, term: this.term(index), conf: copyConfState(conf) }, data };
+    const snap: Snapshot = {
+      meta: { index, term: this.term(index), conf: copyConfState(conf) },
+      data: data ?? new Uint8Array(0),
+    };
     this.snap = snap;
-    return { meta: snap.meta, size_bytes: data.byteLength };
+    this.snapDeferred = data === null;
+    return this.snapshot()!;
   }
 
   private offset(): number {

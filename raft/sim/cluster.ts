@@ -18,6 +18,7 @@ import { durableCommitted, splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
 import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
+import { supersedes } from '../storage/durable-log.js';
 import {
   type ConfChange,
   type ConfChangeSingle,
@@ -75,6 +76,10 @@ export interface SimStats {
   partitions: number;
   snapshotsCreated: number;
   snapshotsInstalled: number;
+  /** Deferred snapshots recorded (deferredSnapshots seeds). */
+  snapshotsDeferred: number;
+  /** Snapshots with bytes taken because a follower needed one while the log's was deferred. */
+  snapshotsOnRequest: number;
   confChanges: number;
   transfers: number;
   reads: number;
@@ -109,6 +114,8 @@ export function emptyStats(): SimStats {
     partitions: 0,
     snapshotsCreated: 0,
     snapshotsInstalled: 0,
+    snapshotsDeferred: 0,
+    snapshotsOnRequest: 0,
     confChanges: 0,
     transfers: 0,
     reads: 0,
@@ -179,7 +186,8 @@ interface SimEvent extends Timed {
 interface CapturedSnapshot {
   index: number;
   conf: ConfState;
-  data: Uint8Array;
+  /** null: a deferred snapshot (the application's durable state is its state). */
+  data: Uint8Array | null;
 }
 
 interface PendingProposal {
@@ -473,7 +481,10 @@ class Simulation {
     const snap = n.disk.snapshot();
     const snapIndex = snap ? snap.meta.index : 0;
     const app = n.appDurable;
-    if (app !== null && app.index > snapIndex) {
+    if (snap?.deferred === true && !(app !== null && app.index >= snapIndex)) {
+      this.checker.violation('durable-state', `${n.id} application behind its deferred snapshot@${snapIndex}`);
+    }
+    if (app !== null && (app.index > snapIndex || (snap?.deferred === true && app.index === snapIndex))) {
       n.sm = copySm(app);
       this.stats.appAheadRestarts++;
     } else if (snap) {
@@ -555,6 +566,11 @@ class Simulation {
   /** Checks invariants after a step on `n` and hands its next Ready to the simulated disk. */
   private afterStep(n: SimNode, ticked = false): void {
     const core = this.coreOf(n);
+    // A follower needs a snapshot while this node's is deferred: take one with bytes (as the driver does).
+    if (core.takeSnapshotRequest()) {
+      this.stats.snapshotsOnRequest++;
+      this.snapshot(n, true);
+    }
     const s = core.basicStatus();
     if (s.role === 'candidate' && n.lastRole !== 'candidate') this.newCandidateFault(n);
     const wasLeader = n.lastRole === 'leader';
@@ -1109,7 +1125,14 @@ class Simulation {
    * background snapshot does — a while later, with entries applied meanwhile (the log then compacts behind a
    * snapshot older than the applied index; one overtaken by a snapshot received meanwhile is skipped).
    */
-  private snapshot(n: SimNode): void {
+  private snapshot(n: SimNode, withBytes = !this.p.deferredSnapshots): void {
+    if (!withBytes) {
+      // Deferred: the application's state made durable (its checkpoint), the snapshot records only its index.
+      n.appDurable = copySm(n.sm);
+      this.recordSnapshot(n, { index: n.sm.index, conf: copyConfState(n.sm.conf), data: null });
+      this.stats.snapshotsDeferred++;
+      return;
+    }
     const captured = {
       index: n.sm.index,
       conf: copyConfState(n.sm.conf),
@@ -1125,8 +1148,7 @@ class Simulation {
   }
 
   private recordSnapshot(n: SimNode, snap: CapturedSnapshot): void {
-    const current = n.disk.snapshot();
-    if (snap.index <= (current ? current.meta.index : 0)) return;
+    if (!supersedes(snap.index, snap.data !== null, n.disk.snapshot())) return;
     n.disk.createSnapshot(snap.index, snap.conf, snap.data);
     this.stats.snapshotsCreated++;
     // Compact, sometimes keeping a few entries behind the snapshot for slow followers.

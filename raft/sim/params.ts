@@ -31,6 +31,12 @@ export interface SimParams {
    * the snapshot. Only with recordConf (the core must start with the membership as of that index).
    */
   appPersistRate: number;
+  /**
+   * Driver model: deferred snapshots (RaftNodeOptions.snapshotDeferred). A snapshot makes the application's state
+   * durable and records only its index; one with bytes is taken when the core asks (takeSnapshotRequest). Only
+   * with recordConf (a restart resumes from the application's own state).
+   */
+  deferredSnapshots: boolean;
   electionTicks: number;
   heartbeatTicks: number;
   preVote: boolean;
@@ -122,6 +128,7 @@ export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): Si
     pauseMaxMs: 800,
     pNewLeaderFault: rng.pick([0, 0.1, 0.3]),
     pNewCandidateFault: rng.pick([0, 0.05, 0.2]),
+    deferredSnapshots: recordConf && rng.chance(0.5),
   };
   if (!rng.chance(0.3)) return base;
   // Election storm: small clusters, small messages, leaders failing right after election, short stalls.

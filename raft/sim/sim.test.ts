@@ -32,6 +32,8 @@ describe('raft simulation', () => {
         commitsRaised: 0,
         appAheadRestarts: 0,
         leaderWritesLost: 0,
+        snapshotsDeferred: 0,
+        snapshotsOnRequest: 0,
       };
       for (let seed = from; seed <= to; seed++) {
         const r = runSimulation({ seed });
