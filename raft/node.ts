@@ -1051,6 +1051,10 @@ export class RaftNode {
     if (this.snapshotWanted && this.log.snapshot()?.deferred !== true) this.snapshotWanted = false;
     let take: () => Promise<void>;
     if (this.snapshotWanted) {
+      // Costs a pass over the whole state: worth a word in the log.
+      this.errorListeners.emit(
+        new Error(`raft: a follower needs entries compacted away: taking a snapshot with bytes at ${this.applied}`),
+      );
       take = () => this.snapshot();
     } else {
       if (!this.snapshotDue()) return;

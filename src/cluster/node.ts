@@ -95,6 +95,11 @@ const JOIN_TIMEOUT_MS = 30_000;
  * memory (about 0.3 KiB per entry here): rare snapshots keep that cost per write small.
  */
 export const DEFAULT_SNAPSHOT_EVERY = 100_000;
+/**
+ * Entries kept below a snapshot for followers that lag (at most half the interval): with deferred snapshots the
+ * log is the cheap way to catch one up, a snapshot with bytes the costly one (a pass over the whole state).
+ */
+export const SNAPSHOT_KEEP_ENTRIES = 20_000;
 /** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
 const STOP_GRACE_MS = 500;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
@@ -259,7 +264,7 @@ export class ClusterNode {
         // the members snapshot a third of an interval apart (3 voters), so two of them are always free of it
         snapshotStagger: true,
         snapshotKeep_entries: Math.min(
-          1000,
+          SNAPSHOT_KEEP_ENTRIES,
           Math.max(1, Math.floor((opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY) / 2)),
         ),
       });
