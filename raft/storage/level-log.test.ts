@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CompactedError, type ConfState, type Entry, UnavailableError } from '../types.js';
-import { CHUNK_RANGE, chunkKey, encodeMeta, encodeSegment, KEY_STATE, segmentKey } from './codec.js';
+import {
+  CHUNK_RANGE,
+  chunkKey,
+  decodeMeta,
+  encodeMeta,
+  encodeSegment,
+  KEY_FORMAT,
+  KEY_STATE,
+  segmentKey,
+} from './codec.js';
 import { LogCorruptError, LogStateError } from './errors.js';
 import { LevelLog } from './level-log.js';
 
@@ -211,8 +220,12 @@ describe('LevelLog', () => {
     await expect(log.createSnapshot(20, conf3, null)).rejects.toThrow(/superseded|not newer|20/);
     await expect(log.createSnapshot(19, conf3, new Uint8Array([1]))).rejects.toThrow(LogStateError);
     await log.close();
-    // the three chunk records of the snapshot at 10 are gone with it
-    await raw(dir, async (db) => expect(await db.keys(CHUNK_RANGE).all()).toEqual([]));
+    await raw(dir, async (db) => {
+      // the three chunk records of the snapshot at 10 are gone with it
+      expect(await db.keys(CHUNK_RANGE).all()).toEqual([]);
+      // format 2 from the first deferred snapshot on: a release reading only format 1 refuses the log
+      expect(decodeMeta((await db.get(KEY_FORMAT))!, 'format')).toEqual({ name: 'keel-raft-log', version: 2 });
+    });
 
     const again = await LevelLog.open(dir, { snapshotChunk_bytes: 1024 });
     expect(again.snapshot()).toEqual(deferred);
@@ -227,6 +240,9 @@ describe('LevelLog', () => {
     expect(third.snapshot()).toEqual({ meta: { index: 20, term: 1, conf: conf3 }, size_bytes: 3 });
     expect(await snapshotBytes(third)).toEqual([4, 5, 6]);
     await third.close();
+    // a format this release does not know is refused
+    await raw(dir, (db) => db.put(KEY_FORMAT, encodeMeta({ name: 'keel-raft-log', version: 3 })));
+    await expectCorrupt(dir, /unsupported format keel-raft-log v3/);
   });
 
   it('installs a received snapshot: entries dropped, conf taken from the snapshot', async () => {

@@ -98,7 +98,13 @@ interface StateRecord {
 }
 
 const FORMAT_NAME = 'keel-raft-log';
-const FORMAT_VERSION = 1;
+/**
+ * Format versions read. 2: the log may hold a deferred snapshot (no bytes; SnapshotInfo.deferred). A log is
+ * written as 1 and moves to 2 with its first deferred snapshot, so a release that knows only 1 refuses it instead
+ * of restoring an empty state from it or streaming one to a follower.
+ */
+const FORMAT_VERSIONS: readonly number[] = [1, 2];
+const FORMAT_VERSION_DEFERRED = 2;
 const ITERATOR_BATCH = 1024;
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_ENTRIES = 10_000_000;
@@ -117,6 +123,8 @@ export class LevelLog extends CachedLog implements DurableLog {
   private readonly incoming = new SnapshotReceipt<SnapshotWriter>((reason) => new LogStateError(reason));
   /** The next snapshot generation to write. */
   private nextGen = 1;
+  /** The format version recorded (FORMAT_VERSIONS). */
+  private formatVersion = 1;
   /** Stored segments in index order; together they hold exactly the cached entries. */
   private segs: Segment[] = [];
   /** Serializes mutations: each runs after the previous one's batch is durable. */
@@ -166,7 +174,7 @@ export class LevelLog extends CachedLog implements DurableLog {
         throw new LogCorruptError(describeKey(any[0]!), null, 'format record missing from a non-empty log');
       await this.db.batch(
         [
-          { type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION }) },
+          { type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: this.formatVersion }) },
           { type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, 0, 0, 0) },
           { type: 'put', key: KEY_CONF, value: encodeMeta(this.conf) },
         ],
@@ -175,9 +183,14 @@ export class LevelLog extends CachedLog implements DurableLog {
       return;
     }
     const format = decodeMeta(formatV, 'format') as { name?: unknown; version?: unknown };
-    if (format.name !== FORMAT_NAME || format.version !== FORMAT_VERSION) {
+    if (
+      format.name !== FORMAT_NAME ||
+      typeof format.version !== 'number' ||
+      !FORMAT_VERSIONS.includes(format.version)
+    ) {
       throw new LogCorruptError('format', null, `unsupported format ${String(format.name)} v${String(format.version)}`);
     }
+    this.formatVersion = format.version;
     if (stateV === undefined) throw new LogCorruptError('state', null, 'state record missing');
     if (confV === undefined) throw new LogCorruptError('conf', null, 'conf record missing');
     const state = this.parseState(decodeMeta(stateV, 'state'));
@@ -444,6 +457,13 @@ export class LevelLog extends CachedLog implements DurableLog {
       let record: SnapMetaRecord;
       if (data === null) {
         record = deferredRecord(meta, writer.gen, this.chunk_bytes);
+        if (this.formatVersion < FORMAT_VERSION_DEFERRED) {
+          ops.push({
+            type: 'put',
+            key: KEY_FORMAT,
+            value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION_DEFERRED }),
+          });
+        }
       } else {
         const finished = writer.finish();
         ops = finished.ops;
@@ -452,6 +472,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       ops.push(...deleteOps(this.stored));
       ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
       await this.db.batch(ops, { sync: true });
+      if (data === null) this.formatVersion = FORMAT_VERSION_DEFERRED;
       this.stored = storedOf(record, this.chunk_bytes);
       this.snap = this.stored.info;
       return this.snap;
