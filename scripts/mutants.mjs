@@ -59,6 +59,28 @@ export const MUTANTS = [
   },
   // Raft protocol and driver
   {
+    id: 'raft-deferred-restart-behind',
+    file: 'raft/node.ts',
+    search: '      if (snap.deferred === true) {\n',
+    replace: '      if (snap.deferred === true && false) {\n',
+    tests: ['raft/node/snapshot-deferred.test.ts'],
+  },
+  {
+    id: 'raft-deferred-not-requested',
+    file: 'raft/core/raft.ts',
+    search: '      this.snapshotRequested = true;',
+    replace: '      this.snapshotRequested = false;',
+    tests: ['raft/node/snapshot-deferred.test.ts'],
+  },
+  {
+    id: 'raft-log-deferred-format',
+    file: 'raft/storage/level-log.ts',
+    search: '        if (this.formatVersion < FORMAT_VERSION_DEFERRED) {',
+    replace: '        if (this.formatVersion < FORMAT_VERSION_DEFERRED && false) {',
+    tests: ['raft/storage/level-log.test.ts'],
+    only: 'records a deferred snapshot',
+  },
+  {
     id: 'raft-vote-log-check',
     file: 'raft/core/raft.ts',
     search: 'if (canVote && this.candidateLogUpToDate(m.index, m.logTerm)) {',

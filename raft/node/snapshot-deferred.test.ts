@@ -120,7 +120,7 @@ describe('deferred snapshots', () => {
     expect(leaderLog.snapshot()!.deferred).toBe(true);
     net.heal();
     const leaderSm = sms.get(leader.id)!;
-    await waitFor(() => sms.get(lagging)!.values.length === 10 * EVERY, 10_000, 'the follower caught up');
+    await waitFor(() => sms.get(lagging)!.values.length === 10 * EVERY, 5_000, 'the follower caught up');
     expect(sms.get(lagging)!.values).toEqual(leaderSm.values);
     // taken for it on demand, once, by the leader; installed by the follower as a snapshot with bytes
     expect(leaderSm.snapshotsWithBytes).toBe(1);
