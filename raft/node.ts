@@ -275,6 +275,10 @@ export class RaftNode {
   private snapshotting: Promise<void> | null = null;
   /** A follower needs a snapshot with bytes while the log's is deferred (core.takeSnapshotRequest). */
   private snapshotWanted = false;
+  /** Ticks since start (see tick()). */
+  private ticks = 0;
+  /** The tick at which the last snapshot with bytes taken for a follower was recorded (-Infinity: none). */
+  private bytesSnapshotTick = Number.NEGATIVE_INFINITY;
   private stopped = false;
   /** stop() was called: the transport and the log are (being) closed. */
   private closing = false;
@@ -347,6 +351,8 @@ export class RaftNode {
    */
   static async start(opts: RaftNodeOptions): Promise<RaftNode> {
     const { log } = opts;
+    if (opts.snapshotDeferred === true && opts.stateMachine.checkpoint === undefined)
+      throw new Error('raft: snapshotDeferred needs a state machine with checkpoint()');
     checkMessageLimits(
       opts.maxMsgBytes ?? DEFAULT_MAX_MSG_BYTES,
       opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
@@ -370,8 +376,6 @@ export class RaftNode {
     let applied = opts.applied;
     if (!(Number.isSafeInteger(applied) && applied >= 0))
       throw new RangeError('raft: applied must be a non-negative integer');
-    if (opts.snapshotDeferred === true && opts.stateMachine.checkpoint === undefined)
-      throw new Error('raft: snapshotDeferred needs a state machine with checkpoint()');
     const snap = log.snapshot();
     if (snap !== null && snap.meta.index > applied) {
       if (snap.deferred === true) {
@@ -713,6 +717,7 @@ export class RaftNode {
     this.guard(() => {
       this.checkLeaderConnection();
       this.core.tick();
+      this.ticks++;
       const now = Date.now();
       this.reads.expire(now, this.readTimeout_ms);
       this.reads.pump();
@@ -1055,12 +1060,19 @@ export class RaftNode {
       this.errorListeners.emit(
         new Error(`raft: a follower needs entries compacted away: taking a snapshot with bytes at ${this.applied}`),
       );
-      take = () => this.snapshot();
+      take = async () => {
+        await this.snapshot();
+        this.bytesSnapshotTick = this.ticks;
+      };
     } else {
       if (!this.snapshotDue()) return;
       if (this.opts.snapshotDeferred === true) {
-        // Not while a snapshot streams to a follower: a deferred one recorded now would replace it mid-stream.
-        if (this.streamingSnapshot()) return;
+        // Not while a snapshot streams to a live follower (a deferred one recorded now would replace it mid-stream),
+        // nor for two election timeouts after a snapshot with bytes was taken for one (its stream starts with the
+        // follower's next answer, within a heartbeat): postponed, not skipped. A follower gone silent holds
+        // neither for longer than that.
+        const fresh = this.ticks - this.bytesSnapshotTick < 2 * this.electionTicks;
+        if (fresh || this.core.snapshotStreamActive()) return;
         take = () => this.checkpointSnapshot();
       } else {
         take = () => this.snapshot();
@@ -1077,14 +1089,6 @@ export class RaftNode {
         if (!this.stopped) this.fail(err as Error);
       },
     );
-  }
-
-  /** Whether this node, as leader, is streaming a snapshot to a follower. */
-  private streamingSnapshot(): boolean {
-    if (this.role !== 'leader') return false;
-    const progress = this.core.status({ progress: true }).progress ?? {};
-    for (const pr of Object.values(progress)) if (pr.state === 'snapshot') return true;
-    return false;
   }
 
   /** Whether a snapshot is due (see snapshotEvery_entries and snapshotStagger). */
@@ -1111,11 +1115,17 @@ export class RaftNode {
     await this.recordSnapshot(index, data);
   }
 
-  /** A deferred snapshot (snapshotDeferred): the state machine made durable, its index recorded. */
+  /**
+   * A deferred snapshot (snapshotDeferred): the state machine made durable, its index recorded. The machine may
+   * report an index past this node's applied one (entries of a Ready still being applied): what is recorded is the
+   * lower of the two, durable either way.
+   */
   private async checkpointSnapshot(): Promise<void> {
-    const index = await this.sm.checkpoint!();
+    const durable = await this.sm.checkpoint!();
     if (this.stopped) return;
-    await this.recordSnapshot(index, null);
+    if (!(Number.isSafeInteger(durable) && durable >= 0))
+      throw new Error(`raft: state machine checkpoint at ${durable}`);
+    await this.recordSnapshot(Math.min(durable, this.applied), null);
   }
 
   /** Records a snapshot at `index` (bytes, or deferred when null) unless one overtook it, then compacts the log. */

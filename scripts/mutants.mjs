@@ -73,6 +73,13 @@ export const MUTANTS = [
     tests: ['raft/node/snapshot-deferred.test.ts'],
   },
   {
+    id: 'raft-deferred-replaces-fresh-bytes',
+    file: 'raft/node.ts',
+    search: '        if (fresh || this.core.snapshotStreamActive()) return;',
+    replace: '        if (false && fresh) return;',
+    tests: ['raft/node/snapshot-deferred.test.ts'],
+  },
+  {
     id: 'raft-log-deferred-format',
     file: 'raft/storage/level-log.ts',
     search: '        if (this.formatVersion < FORMAT_VERSION_DEFERRED) {',

@@ -550,6 +550,17 @@ export class RaftCore {
     return r;
   }
 
+  /**
+   * Whether this leader is streaming a snapshot to a follower it heard from recently (within the last election
+   * timeout, `recentActive`): a stream to a follower gone silent does not count.
+   */
+  snapshotStreamActive(): boolean {
+    if (this.state !== 'leader') return false;
+    for (const [id, pr] of this.tracker.progress)
+      if (id !== this.id && pr.state === 'snapshot' && pr.recentActive) return true;
+    return false;
+  }
+
   /** basicStatus().term, without building the status (asked on every proposal). */
   currentTerm(): number {
     return this.term;

@@ -41,7 +41,8 @@ export interface StateMachine {
   restoreStream?(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void>;
   /**
    * Makes the state durable through the entries applied so far (at least those applied when called) and returns
-   * the index it is durable at: the machine restarts from there at least. Required by
+   * an index it is durable at: the machine restarts from there at least. The node records the lower of that index
+   * and its own applied index. Required by
    * RaftNodeOptions.snapshotDeferred: the node's periodic snapshots then record only that index (the machine's own
    * storage is the snapshot), and snapshot() is called only when a follower needs the bytes.
    */

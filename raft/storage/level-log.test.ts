@@ -11,6 +11,7 @@ import {
   encodeMeta,
   encodeSegment,
   KEY_FORMAT,
+  KEY_SNAP_META,
   KEY_STATE,
   segmentKey,
 } from './codec.js';
@@ -264,6 +265,34 @@ describe('LevelLog', () => {
     expect(again.initialState().hardState.commit).toBe(40);
     expect(await snapshotBytes(again)).toEqual([9, 9]);
     await again.close();
+  });
+
+  it('a received snapshot replaces a deferred one (bytes recorded, no longer deferred), after a restart too', async () => {
+    const log = await LevelLog.open(dir);
+    await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: { term: 1, vote: null, commit: 10 } });
+    await log.createSnapshot(8, conf3, null);
+    const snap = { meta: { index: 40, term: 4, conf: conf3 }, size_bytes: 2 };
+    await log.receiveSnapshot([{ meta: snap.meta, offset_bytes: 0, data: new Uint8Array([7, 8]), done: true }]);
+    await log.persist({ snapshot: snap, entries: [], hardState: { term: 4, vote: null, commit: 40 } });
+    expect(log.snapshot()).toEqual(snap);
+    expect(await snapshotBytes(log)).toEqual([7, 8]);
+    await log.close();
+    const again = await LevelLog.open(dir);
+    expect(again.snapshot()).toEqual(snap);
+    expect(await snapshotBytes(again)).toEqual([7, 8]);
+    await again.close();
+  });
+
+  it('refuses a deferred snapshot record that claims records or bytes', async () => {
+    const log = await LevelLog.open(dir);
+    await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: { term: 1, vote: null, commit: 10 } });
+    await log.createSnapshot(8, conf3, null);
+    await log.close();
+    await raw(dir, async (db) => {
+      const rec = decodeMeta((await db.get(KEY_SNAP_META))!, 'snapshot-meta') as Record<string, unknown>;
+      await db.put(KEY_SNAP_META, encodeMeta({ ...rec, chunks: 1, size_bytes: 3 }));
+    });
+    await expectCorrupt(dir, /malformed snapshot metadata/);
   });
 
   describe('corruption detection on open', () => {

@@ -88,10 +88,15 @@ export class StoreStateMachine implements StateMachine {
     return snap;
   }
 
-  /** The store's write-behind flushed: everything applied so far is on disk; returns the index it is durable at. */
+  /**
+   * The store's write-behind flushed: everything applied when called is on disk. Returns the index applied when
+   * called (durable now), not the durable index read after the flush: a flush may also write part of a group
+   * applied meanwhile, past the index Raft knows as applied.
+   */
   async checkpoint(): Promise<number> {
+    const at = this.store.appliedIndex;
     await this.store.flush();
-    return this.store.durableIndex;
+    return at;
   }
 
   async restore(snap: Snapshot): Promise<void> {
