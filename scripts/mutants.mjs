@@ -57,6 +57,14 @@ export const MUTANTS = [
       '    await this.db.batch(ops, { sync: false });\n    this.stateDirty = false;\n\n    if (snapshot !== null) {',
     tests: ['raft/storage/level-log.power-loss.test.ts'],
   },
+  {
+    id: 'ext-jwt-login-unchecked-in-apply',
+    file: 'src/ops/authentication.ts',
+    search: "await svc.write({ op: 'batch', ops, ...(expect ? { expect } : {}) });",
+    replace: "await svc.write({ op: 'batch', ops });",
+    tests: ['test/api/ext-jwt.test.ts'],
+    only: 'changes while it verifies',
+  },
   // Raft protocol and driver
   {
     id: 'raft-deferred-restart-behind',
@@ -446,8 +454,8 @@ export const MUTANTS = [
   {
     id: 'token-enroll-unrestricted',
     file: 'src/auth/token-enrollment.ts',
-    search: "    holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),\n",
-    replace: '',
+    search: "[flag, 'enrollAuthPolicyId']",
+    replace: "['enrollAuthPolicyId']",
     tests: ['test/api/token-enroll.test.ts'],
   },
   // cluster: the write-behind store's flush is synced, and the store is flushed before Raft takes a snapshot

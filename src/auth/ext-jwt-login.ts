@@ -16,7 +16,7 @@ import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { DEFAULT_CLAIMS_PROPERTY, type SignerRow } from '../model/external-jwt-signer.js';
 import { isDisabled } from '../model/identity.js';
-import type { RowFor } from '../model/rows.js';
+import type { Expect, RowFor } from '../model/rows.js';
 
 /** A JWT longer than this is refused unread. */
 export const MAX_TOKEN_CHARS = 16 * 1024;
@@ -199,6 +199,59 @@ export async function extJwtLogin(
   if (!login) return null;
   const policy = svc.get('auth-policies', login.identity.authPolicyId!);
   return isPrimaryAllowed(policy, 'extJwt', login.signer.id) ? login : null;
+}
+
+/** The fields of a signer that decide which tokens it verifies: enabled, its keys, issuer and audience. */
+export const SIGNER_KEY_FIELDS = ['enabled', 'fingerprint', 'jwksEndpoint', 'kid', 'issuer', 'audience'] as const;
+
+/** Conditions that `fields` of `signer` still have the values they have now (checked where a write applies). */
+export function signerHolds(
+  signer: SignerRow,
+  fields: readonly (keyof SignerRow & string)[],
+  reason: string,
+  apiCode: string,
+): Expect[] {
+  return fields.map((field) => ({
+    check: 'eq' as const,
+    entity: 'external-jwt-signers' as const,
+    id: signer.id,
+    field,
+    value: signer[field],
+    reason: `${reason} (${field})`,
+    apiCode,
+  }));
+}
+
+/**
+ * What an ext-jwt login relied on, checked again where the session's write applies (the wait between includes a
+ * JWKS fetch): the signer still enabled with the keys, issuer, audience and claim mapping that verified the token
+ * and named the identity; the identity still under the same auth policy; that policy not changed since (its
+ * `updatedAt`: a change within the millisecond of its previous one would go unseen). A failure is answered 401
+ * `INVALID_AUTH`, as the same login a moment later would be.
+ */
+export function extJwtLoginHolds(
+  login: { identity: RowFor<'identities'>; signer: SignerRow },
+  policy: RowFor<'auth-policies'> | undefined,
+): Expect[] {
+  const reason = 'the external JWT login no longer holds';
+  const out = signerHolds(
+    login.signer,
+    [...SIGNER_KEY_FIELDS, 'claimsProperty', 'useExternalId'],
+    reason,
+    'INVALID_AUTH',
+  );
+  const eq = (entity: Expect['entity'], id: string, field: string, value: unknown): Expect => ({
+    check: 'eq',
+    entity,
+    id,
+    field,
+    value,
+    reason,
+    apiCode: 'INVALID_AUTH',
+  });
+  out.push(eq('identities', login.identity.id, 'authPolicyId', login.identity.authPolicyId));
+  if (policy) out.push(eq('auth-policies', policy.id, 'updatedAt', policy.updatedAt));
+  return out;
 }
 
 /**

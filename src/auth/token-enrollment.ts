@@ -13,7 +13,7 @@ import type { SignerRow } from '../model/external-jwt-signer.js';
 import type { Command, Expect } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
-import { bearerToken, idClaimOf, verifySignerToken } from './ext-jwt-login.js';
+import { bearerToken, idClaimOf, SIGNER_KEY_FIELDS, signerHolds, verifySignerToken } from './ext-jwt-login.js';
 
 /** Bounds on a claims selector (JSON pointer segments) and on the role attributes a token may bring. */
 export const MAX_POINTER_SEGMENTS = 32;
@@ -90,24 +90,10 @@ function enrollmentPolicy(
  * handler answers).
  */
 export function signerStillAllows(signer: SignerRow, flag: 'enrollToTokenEnabled' | 'enrollToCertEnabled'): Expect[] {
-  const holds = (field: keyof SignerRow & string, value: unknown, apiCode: string): Expect => ({
-    check: 'eq',
-    entity: 'external-jwt-signers',
-    id: signer.id,
-    field,
-    value,
-    reason: `the external JWT signer no longer allows this enrollment (${field})`,
-    apiCode,
-  });
+  const reason = 'the external JWT signer no longer allows this enrollment';
   return [
-    holds('enabled', true, 'INVALID_ENROLLMENT_TOKEN'),
-    holds('fingerprint', signer.fingerprint, 'INVALID_ENROLLMENT_TOKEN'),
-    holds('jwksEndpoint', signer.jwksEndpoint, 'INVALID_ENROLLMENT_TOKEN'),
-    holds('kid', signer.kid, 'INVALID_ENROLLMENT_TOKEN'),
-    holds('issuer', signer.issuer, 'INVALID_ENROLLMENT_TOKEN'),
-    holds('audience', signer.audience, 'INVALID_ENROLLMENT_TOKEN'),
-    holds(flag, true, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
-    holds('enrollAuthPolicyId', signer.enrollAuthPolicyId, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
+    ...signerHolds(signer, SIGNER_KEY_FIELDS, reason, 'INVALID_ENROLLMENT_TOKEN'),
+    ...signerHolds(signer, [flag, 'enrollAuthPolicyId'], reason, 'INVALID_ENROLLMENT_NOT_ALLOWED'),
   ];
 }
 

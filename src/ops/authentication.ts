@@ -4,7 +4,13 @@ import { ok, okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { certificateLogin, certNamesAdmin } from '../auth/cert-login.js';
 import { clientChainOf } from '../auth/chain-cache.js';
-import { completeExtJwtSecondary, extJwtLogin, pendingExtJwtSigner, tokenNamesAdmin } from '../auth/ext-jwt-login.js';
+import {
+  completeExtJwtSecondary,
+  extJwtLogin,
+  extJwtLoginHolds,
+  pendingExtJwtSigner,
+  tokenNamesAdmin,
+} from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
 import { gated } from '../auth/rate-limit.js';
@@ -191,8 +197,10 @@ export function authenticationOps(): OpDef<unknown>[] {
           if (body.sdkInfo) set.sdkInfo = declaredStrings(sdkInfo, body.sdkInfo);
           ops.push({ op: 'update', entity: 'identities', id: identity.id, set, at, system: true });
         }
+        // an ext-jwt login relied on the signer and the policy as they were: checked again where the write applies
+        const expect = login.signer ? extJwtLoginHolds({ identity, signer: login.signer }, policy) : undefined;
         try {
-          await svc.write({ op: 'batch', ops });
+          await svc.write({ op: 'batch', ops, ...(expect ? { expect } : {}) });
         } catch (err) {
           // the identity or authenticator went away between the password check and the write
           if (err instanceof ApiError && err.status < 500 && err.status !== 429) throw Errors.INVALID_AUTH();

@@ -289,6 +289,38 @@ describe('ext-jwt login', () => {
     expectError(await extJwtLogin(await certToken(id)), 401, 'INVALID_AUTH');
   });
 
+  it('a login whose signer or auth policy changes while it verifies is refused (checked again where it applies)', async () => {
+    const policy = await createPolicy({ allowed: true, allowedSigners: null });
+    const id = await createIdentity({ authPolicyId: policy });
+    const sessions = () => srv.ctl.svc.store.lookup('api-sessions', 'identityId', id).length;
+    const during = async (change: () => Promise<unknown>) => {
+      const before = sessions();
+      interceptNextWrite(srv.ctl.svc)(change);
+      expectError(await extJwtLogin(await certToken(id)), 401, 'INVALID_AUTH');
+      expect(sessions()).toBe(before); // nothing half-written
+    };
+    // time passes between the login's read and the change (the policy's check is its updatedAt)
+    const patch = (path: string, body: Record<string, unknown>) => () => {
+      clock.advance(1);
+      return call('PATCH', `${srv.mgmt}${path}`, { token, body }).then((r) => expect(r.status, r.text).toBe(200));
+    };
+    // the signer is disabled between the token's verification and the session's write
+    await during(patch(`/external-jwt-signers/${certSigner.id}`, { enabled: false }));
+    await patch(`/external-jwt-signers/${certSigner.id}`, { enabled: true })();
+    // the policy stops allowing ext-jwt meanwhile
+    await during(patch(`/auth-policies/${policy}`, { primary: { extJwt: { allowed: false, allowedSigners: null } } }));
+    await patch(`/auth-policies/${policy}`, { primary: { extJwt: { allowed: true, allowedSigners: null } } })();
+    // the identity is moved to a policy without ext-jwt meanwhile
+    const none = await createPolicy({ allowed: false, allowedSigners: null });
+    await during(patch(`/identities/${id}`, { authPolicyId: none }));
+    await patch(`/identities/${id}`, { authPolicyId: policy })();
+    // the signer's claim mapping changes meanwhile (the same token would now name someone else, or no one)
+    await during(patch(`/external-jwt-signers/${certSigner.id}`, { claimsProperty: 'email' }));
+    await patch(`/external-jwt-signers/${certSigner.id}`, { claimsProperty: 'sub' })();
+    // untouched, the same login goes through
+    expect((await extJwtLogin(await certToken(id))).status).toBe(200);
+  });
+
   it('a JWKS endpoint answering more than the size bound yields no keys', async () => {
     const r = await createSigner({
       name: 'huge',
