@@ -46,7 +46,7 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --peer-advertise H:P    address other members dial (default: the peer listener's)
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
-  --snapshot-every N      snapshot the store and compact the Raft log every N entries (default 100000)
+  --snapshot-every N      flush the store, record a snapshot, compact the Raft log every N entries (default 40000)
   Every peer link is mutual TLS, with this node's peer certificate from the PKI directory (made by keel cluster
   init on the first node; a join bundle from keel pki issue-node, copied there, on the others): a cluster member
   does not start without one. --peer-tls (the default) is accepted for older scripts.

@@ -94,7 +94,11 @@ const JOIN_TIMEOUT_MS = 30_000;
  * encoded in the background, but every row is read and encoded), while the log between two snapshots is kept in
  * memory (about 0.3 KiB per entry here): rare snapshots keep that cost per write small.
  */
-export const DEFAULT_SNAPSHOT_EVERY = 100_000;
+/**
+ * Deferred snapshots cost a store flush and one log batch whatever the state's size, so the log between two is kept
+ * short: 40 000 entries, 20 000 kept behind (below), at most 60 000 in memory (about 0.3 KiB each).
+ */
+export const DEFAULT_SNAPSHOT_EVERY = 40_000;
 /**
  * Entries kept below a snapshot for followers that lag (at most half the interval): with deferred snapshots the
  * log is the cheap way to catch one up, a snapshot with bytes the costly one (a pass over the whole state).
