@@ -1127,10 +1127,26 @@ class Simulation {
    */
   private snapshot(n: SimNode, withBytes = !this.p.deferredSnapshots): void {
     if (!withBytes) {
-      // Deferred: the application's state made durable (its checkpoint), the snapshot records only its index.
+      // Deferred: the application's state made durable (its checkpoint), the snapshot records only its index —
+      // sometimes a while later, as the driver records it once the checkpoint's flush is done, with entries
+      // applied meanwhile (the recorded index is the one made durable, not the applied one by then).
       n.appDurable = copySm(n.sm);
-      this.recordSnapshot(n, { index: n.sm.index, conf: copyConfState(n.sm.conf), data: null });
+      const checkpointed: CapturedSnapshot = { index: n.sm.index, conf: copyConfState(n.sm.conf), data: null };
       this.stats.snapshotsDeferred++;
+      if (n.core !== null && this.rng.chance(0.3)) {
+        const ms = this.rng.range(1, this.p.electionTicks * this.p.tickMs);
+        this.traceEvent(() => `${n.id} slow checkpoint@${checkpointed.index}: recorded in ${ms}ms, apply goes on`);
+        this.schedule({
+          kind: 'snapshotWritten',
+          node: n,
+          inc: n.inc,
+          time: this.now + ms,
+          seq: 0,
+          snap: checkpointed,
+        });
+        return;
+      }
+      this.recordSnapshot(n, checkpointed);
       return;
     }
     const captured = {
