@@ -71,6 +71,14 @@ async function expectCorrupt(path: string, match: RegExp, index?: number): Promi
   return ce;
 }
 
+/** A log of entries 1..10 (term 1) with a deferred snapshot at 8. */
+async function withDeferredSnapshot(path: string): Promise<LevelLog> {
+  const log = await LevelLog.open(path);
+  await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: { term: 1, vote: null, commit: 10 } });
+  await log.createSnapshot(8, conf3, null);
+  return log;
+}
+
 describe('LevelLog', () => {
   let dir: string;
   beforeEach(() => {
@@ -268,9 +276,7 @@ describe('LevelLog', () => {
   });
 
   it('a received snapshot replaces a deferred one (bytes recorded, no longer deferred), after a restart too', async () => {
-    const log = await LevelLog.open(dir);
-    await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: { term: 1, vote: null, commit: 10 } });
-    await log.createSnapshot(8, conf3, null);
+    const log = await withDeferredSnapshot(dir);
     const snap = { meta: { index: 40, term: 4, conf: conf3 }, size_bytes: 2 };
     await log.receiveSnapshot([{ meta: snap.meta, offset_bytes: 0, data: new Uint8Array([7, 8]), done: true }]);
     await log.persist({ snapshot: snap, entries: [], hardState: { term: 4, vote: null, commit: 40 } });
@@ -284,9 +290,7 @@ describe('LevelLog', () => {
   });
 
   it('refuses a deferred snapshot record that claims records or bytes', async () => {
-    const log = await LevelLog.open(dir);
-    await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: { term: 1, vote: null, commit: 10 } });
-    await log.createSnapshot(8, conf3, null);
+    const log = await withDeferredSnapshot(dir);
     await log.close();
     await raw(dir, async (db) => {
       const rec = decodeMeta((await db.get(KEY_SNAP_META))!, 'snapshot-meta') as Record<string, unknown>;

@@ -16,6 +16,7 @@ import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { DEFAULT_CLAIMS_PROPERTY, type SignerRow } from '../model/external-jwt-signer.js';
 import { isDisabled } from '../model/identity.js';
+import { stillEquals } from '../model/preconditions.js';
 import type { Expect, RowFor } from '../model/rows.js';
 
 /** A JWT longer than this is refused unread. */
@@ -211,15 +212,9 @@ export function signerHolds(
   reason: string,
   apiCode: string,
 ): Expect[] {
-  return fields.map((field) => ({
-    check: 'eq' as const,
-    entity: 'external-jwt-signers' as const,
-    id: signer.id,
-    field,
-    value: signer[field],
-    reason: `${reason} (${field})`,
-    apiCode,
-  }));
+  return fields.map((field) =>
+    stillEquals('external-jwt-signers', signer.id, field, signer[field], `${reason} (${field})`, apiCode),
+  );
 }
 
 /**
@@ -240,17 +235,10 @@ export function extJwtLoginHolds(
     reason,
     'INVALID_AUTH',
   );
-  const eq = (entity: Expect['entity'], id: string, field: string, value: unknown): Expect => ({
-    check: 'eq',
-    entity,
-    id,
-    field,
-    value,
-    reason,
-    apiCode: 'INVALID_AUTH',
-  });
-  out.push(eq('identities', login.identity.id, 'authPolicyId', login.identity.authPolicyId));
-  if (policy) out.push(eq('auth-policies', policy.id, 'updatedAt', policy.updatedAt));
+  out.push(
+    stillEquals('identities', login.identity.id, 'authPolicyId', login.identity.authPolicyId, reason, 'INVALID_AUTH'),
+  );
+  if (policy) out.push(stillEquals('auth-policies', policy.id, 'updatedAt', policy.updatedAt, reason, 'INVALID_AUTH'));
   return out;
 }
 

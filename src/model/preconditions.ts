@@ -7,6 +7,18 @@ import type { Expect } from './rows.js';
 import { unauthorized } from '../api/errors.js';
 import type { Caller } from '../api/op.js';
 
+/** `field` of row `id` of `entity` still holds `value` (a primitive: compared with ===) where the write applies. */
+export function stillEquals(
+  entity: Expect['entity'],
+  id: string,
+  field: string,
+  value: unknown,
+  reason: string,
+  apiCode: string,
+): Expect {
+  return { check: 'eq', entity, id, field, value, reason, apiCode };
+}
+
 /** Identity `id` is not an admin (what a caller without admin rights may act on). */
 export function targetNotAdmin(id: string): Expect {
   return {

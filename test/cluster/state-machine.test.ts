@@ -26,12 +26,17 @@ function entry(index: number, cmd: Command): Entry {
 const createP = (index: number): Entry =>
   entry(index, { op: 'create', entity: 'policies', id: `p${index}`, data: { name: `P${index}` }, at: AT });
 
+/** A store in a fresh directory (removed after the test) and the state machine over it. */
+async function openMachine(): Promise<{ dir: string; store: Store; sm: StoreStateMachine }> {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-sm-'));
+  dirs.push(dir);
+  const store = await Store.open(dir, new Schema(defs));
+  return { dir, store, sm: new StoreStateMachine(store) };
+}
+
 describe('StoreStateMachine', () => {
   it('skips entries at or below the applied index (replay after a restart applies nothing twice)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keel-sm-'));
-    dirs.push(dir);
-    const store = await Store.open(dir, new Schema(defs));
-    const sm = new StoreStateMachine(store);
+    const { dir, store, sm } = await openMachine();
     await sm.apply([createP(1), createP(2), createP(3)]);
     expect(store.appliedIndex).toBe(3);
     const waiting = sm.wait('r3');
@@ -56,10 +61,7 @@ describe('StoreStateMachine', () => {
   });
 
   it('checkpoint: everything applied when called is on disk, and the index returned is that one, not a later one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keel-sm-'));
-    dirs.push(dir);
-    const store = await Store.open(dir, new Schema(defs));
-    const sm = new StoreStateMachine(store);
+    const { dir, store, sm } = await openMachine();
     await sm.apply([createP(1), createP(2), createP(3)]);
     const pending = sm.checkpoint();
     // applied while the checkpoint's flush is under way: may be written by it, but Raft has not seen it applied
