@@ -41,7 +41,8 @@ function randomChars(): number {
 
 /** A new id: the time part of `now_ms` and fresh random characters (see the module comment). */
 export function shortId(now_ms: number = Date.now()): string {
-  if (!(Number.isSafeInteger(now_ms) && now_ms >= 0 && now_ms < TIME_LIMIT_MS)) assert(false, 'shortId: time out of range');
+  if (!(Number.isSafeInteger(now_ms) && now_ms >= 0 && now_ms < TIME_LIMIT_MS))
+    assert(false, 'shortId: time out of range');
   let t = now_ms;
   for (let i = TIME_CHARS - 1; i >= 0; i--) {
     idChars[i] = SORTED_CODES[t % 64]!;
