@@ -65,6 +65,22 @@ export const MUTANTS = [
     tests: ['test/api/ext-jwt.test.ts'],
     only: 'changes while it verifies',
   },
+  {
+    id: 'ca-claim-merge-unchecked',
+    file: 'src/model/ca.ts',
+    search: "      if (mode === 'patch' && existing) expect.push(rowUnchanged('cas', existing, 'externalIdClaim'));\n",
+    replace: '',
+    tests: ['test/api/cas.test.ts'],
+    only: 'merges into the claim as it is where the write applies',
+  },
+  {
+    id: 'merge-not-retried',
+    file: 'src/api/entity.ts',
+    search: 'if (!(merged && moved && isRecordedFailure(err) && attempt < MAX_MERGE_ATTEMPTS)) throw err;',
+    replace: 'throw err;',
+    tests: ['test/api/cas.test.ts'],
+    only: 'merges into the claim as it is where the write applies',
+  },
   // Raft protocol and driver
   {
     id: 'raft-deferred-restart-behind',

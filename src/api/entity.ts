@@ -4,10 +4,11 @@ import { assert, type EntityDef, type FieldDef, type FieldType, type Row } from 
 import { createSymbolTable, type QuerySymbol, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseEntity, createEnvelope, detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
 import type { EntityName } from '../model/index.js';
+import { isRowUnchanged } from '../model/preconditions.js';
 import type { Command, Expect, RowFor, Store } from '../model/rows.js';
 import { type Schema, type SchemaNode, s } from '../schema/s.js';
 import { shortId } from '../util/ids.js';
-import { fieldError, notFound, unauthorized } from './errors.js';
+import { fieldError, isRecordedFailure, notFound, unauthorized } from './errors.js';
 import { listQuery, listResponse, mapResult } from './list.js';
 import {
   type Access,
@@ -403,6 +404,12 @@ export function defineEntity<const N extends string, const F extends EntityField
   return entity;
 }
 
+/**
+ * Attempts of an update or patch whose write carries rowUnchanged (computed from the row's current value), each from
+ * the row as it is then: a row changed by other writes this often in a row is left to the caller (400).
+ */
+export const MAX_MERGE_ATTEMPTS = 3;
+
 /** `cmd` with the conditions it relies on, when there are any. */
 function withExpect(cmd: Command, expect: Expect[] | undefined): Command {
   if (expect && expect.length > 0) (cmd as { expect?: Expect[] }).expect = expect;
@@ -650,16 +657,26 @@ function crudOps(entity: Entity, names: OpNames): OpDef<unknown>[] {
           200: { description: 'The update request was successful and the resource has been altered', schema: empty },
         },
         handler: async (ctx: OpContext<Record<string, unknown>>) => {
-          const existing = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
-          if (cfg.adminsOnly && ctx.caller?.identity.isAdmin !== true) throw unauthorized('forbidden');
-          const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
-          const stored = toStored(entity, ctx.body, w);
-          const set = stored instanceof Promise ? await stored : stored;
-          const at = ctx.svc.nowIso();
-          const cmd: Command = withExpect({ op: 'update', entity: entity.name, id: existing.id, set, at }, w.expect);
-          const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at, ctx.body) ?? [];
-          await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
-          return okEmpty();
+          // A write computed from the row's current value carries rowUnchanged: refused because the row changed
+          // in between (a recorded failure: nothing written), it is computed again from the fresh row.
+          for (let attempt = 1; ; attempt++) {
+            const existing = requireVisibleRow(entity, ctx.svc, ctx.caller, ctx.params.id!);
+            if (cfg.adminsOnly && ctx.caller?.identity.isAdmin !== true) throw unauthorized('forbidden');
+            const w: WriteContext = { mode: which, svc: ctx.svc, existing, caller: ctx.caller, expect: [] };
+            const stored = toStored(entity, ctx.body, w);
+            const set = stored instanceof Promise ? await stored : stored;
+            const at = ctx.svc.nowIso();
+            const cmd: Command = withExpect({ op: 'update', entity: entity.name, id: existing.id, set, at }, w.expect);
+            const extra = entity.alsoOnUpdate?.(existing, set, ctx.svc, at, ctx.body) ?? [];
+            try {
+              await ctx.svc.write(extra.length > 0 ? { op: 'batch', ops: [cmd, ...extra] } : cmd);
+              return okEmpty();
+            } catch (err) {
+              const merged = w.expect.some((e) => isRowUnchanged(e, entity.name, existing.id));
+              const moved = ctx.svc.store.get(entity.name, existing.id)?.updatedAt !== existing.updatedAt;
+              if (!(merged && moved && isRecordedFailure(err) && attempt < MAX_MERGE_ATTEMPTS)) throw err;
+            }
+          }
         },
       }),
     );

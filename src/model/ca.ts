@@ -11,6 +11,7 @@ import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
 import { roles, tags } from './common.js';
 import { checkExternalIdClaim, type ExternalIdClaim } from './external-id-claim.js';
+import { rowUnchanged } from './preconditions.js';
 
 /** OpenZiti's default name of identities a CA auto-enrolls. */
 export const DEFAULT_IDENTITY_NAME_FORMAT = '[caName]-[commonName]';
@@ -143,11 +144,13 @@ export const cas: Entity<'cas', typeof caFields> = defineEntity({
     return out;
   },
   reads: [],
-  fromApi(body, { mode, copied, existing }) {
+  fromApi(body, { mode, copied, existing, expect }) {
     const out = { ...copied };
     if (out.externalIdClaim !== undefined && out.externalIdClaim !== null) {
-      // PATCH changes the claim's supplied fields only (OpenZiti merges them)
+      // PATCH changes the claim's supplied fields only (OpenZiti merges them), into the claim as stored where the
+      // write applies: merged here from the row read, on the condition that it has not changed since (retried)
       const before = mode === 'patch' ? existing?.externalIdClaim : null;
+      if (mode === 'patch' && existing) expect.push(rowUnchanged('cas', existing, 'externalIdClaim'));
       out.externalIdClaim = { ...(before ?? {}), ...out.externalIdClaim };
       checkExternalIdClaim(out.externalIdClaim as ExternalIdClaim);
     }

@@ -19,6 +19,34 @@ export function stillEquals(
   return { check: 'eq', entity, id, field, value, reason, apiCode };
 }
 
+/**
+ * Row `row` of `entity` has not changed since the handler read it (its `updatedAt`): for a write computed from the
+ * row's current value (a PATCH merging a sub-object into the stored one), which must not overwrite a change that
+ * applied in between. The generic update handler retries such a write from the fresh row (MAX_MERGE_ATTEMPTS), so
+ * the caller sees the refusal (400 on `errorField`) only when the row keeps changing. Two changes stamped with the
+ * same millisecond are not told apart.
+ */
+export function rowUnchanged(
+  entity: Expect['entity'],
+  row: { id: string; updatedAt: unknown },
+  errorField: string,
+): Expect {
+  return {
+    check: 'eq',
+    entity,
+    id: row.id,
+    field: 'updatedAt',
+    value: row.updatedAt,
+    reason: 'changed by another write while this one was prepared; try again',
+    errorField,
+  };
+}
+
+/** Whether `e` is a rowUnchanged condition on row `id` of `entity`. */
+export function isRowUnchanged(e: Expect, entity: string, id: string): boolean {
+  return e.check === 'eq' && e.entity === entity && e.id === id && e.field === 'updatedAt' && e.apiCode === undefined;
+}
+
 /** Identity `id` is not an admin (what a caller without admin rights may act on). */
 export function targetNotAdmin(id: string): Expect {
   return {

@@ -8,9 +8,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_MERGE_ATTEMPTS } from '../../src/api/entity.js';
 import type { OpDef } from '../../src/api/op.js';
 import { formatIdentityName } from '../../src/auth/ca-enrollment.js';
 import { opensslCa, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
+import { interceptNextWrite } from '../support/api.js';
 import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { uncoveredInOwnFile } from '../support/conformance.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
@@ -115,6 +117,44 @@ describe('CAs (management API)', () => {
     expect([...code(name), name.body.error.cause.field]).toEqual([400, 'COULD_NOT_VALIDATE', 'name']);
     expect((await mgmt('DELETE', `/cas/${id}`)).status).toBe(200);
     expect(code(await mgmt('GET', `/cas/${id}`))).toEqual([404, 'NOT_FOUND']);
+  });
+
+  it('a PATCH of externalIdClaim merges into the claim as it is where the write applies: a change in between is kept', async () => {
+    const meanwhile = interceptNextWrite(srv.ctl.svc);
+    const claim = { location: 'COMMON_NAME', matcher: 'ALL', matcherCriteria: '', parser: 'NONE', parserCriteria: '' };
+    const name = `ca-${++seq}`;
+    const made = await mgmt('POST', '/cas', caBody(name, makeCa(name), { externalIdClaim: { ...claim, index: 0 } }));
+    expect(made.status).toBe(201);
+    const id = made.body.data.id;
+    // another write (another member's, say) changes the claim after the handler read the CA, before its write
+    // applies; `at` a second on, so that the change is not stamped with the CA's own millisecond
+    let changes = 0;
+    const change = () => {
+      changes++;
+      const set = { externalIdClaim: { ...claim, index: 0, matcher: 'PREFIX', matcherCriteria: `p${changes}-` } };
+      const at = new Date(Date.now() + 1000 * changes).toISOString();
+      return srv.ctl.svc.write({ op: 'update', entity: 'cas', id, set, at });
+    };
+    meanwhile(change);
+    expect((await mgmt('PATCH', `/cas/${id}`, { externalIdClaim: { index: 2 } })).status).toBe(200);
+    expect(changes).toBe(1);
+    const claimNow = async () => (await mgmt('GET', `/cas/${id}`)).body.data.externalIdClaim;
+    expect(await claimNow()).toEqual({ ...claim, matcher: 'PREFIX', matcherCriteria: 'p1-', index: 2 });
+
+    // a CA that changes before every attempt: after MAX_MERGE_ATTEMPTS the PATCH is refused and writes nothing
+    const again = (n: number) => async () => {
+      await change();
+      if (n > 1) meanwhile(again(n - 1));
+    };
+    meanwhile(again(MAX_MERGE_ATTEMPTS));
+    const refused = await mgmt('PATCH', `/cas/${id}`, { externalIdClaim: { index: 5 } });
+    expect([...code(refused), refused.body.error.cause?.field]).toEqual([400, 'COULD_NOT_VALIDATE', 'externalIdClaim']);
+    expect(changes).toBe(1 + MAX_MERGE_ATTEMPTS);
+    expect(await claimNow()).toEqual({ ...claim, index: 0, matcher: 'PREFIX', matcherCriteria: `p${changes}-` });
+    // fields other than the claim are written as given, merging nothing: no condition, no retry
+    meanwhile(change);
+    expect((await mgmt('PATCH', `/cas/${id}`, { isAuthEnabled: false })).status).toBe(200);
+    expect((await mgmt('GET', `/cas/${id}`)).body.data).toMatchObject({ isAuthEnabled: false });
   });
 
   it('verify: a certificate of the CA whose CN is the token; 409 once verified; every wrong proof refused', async () => {
