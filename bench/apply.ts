@@ -83,7 +83,7 @@ function entries(first: number, n: number): Entry[] {
     const cmd: Command = {
       op: 'create',
       entity: 'identities',
-      // random like the API's ids (an ascending id would always go to the end of the sorted id list)
+      // made as the API makes them: a time part, then random characters (src/util/ids.ts)
       id: shortId(),
       data: {
         name: `k0064-07-${String(i).padStart(9, '0')}`,
