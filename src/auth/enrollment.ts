@@ -6,6 +6,7 @@ import { X509Certificate } from 'node:crypto';
 import { ApiError, Errors, fieldError } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { checkPasswordPolicy } from '../model/authenticator.js';
+import { stillEquals } from '../model/preconditions.js';
 import type { Command, Expect, RowFor } from '../model/rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { type CaMaterial, type CsrOptions, PkiError, signCsr, verifyChain } from '../pki/index.js';
@@ -69,15 +70,14 @@ export async function consumeEnrollment(
   const at = svc.nowIso();
   const ops: Command[] = [{ op: 'delete', entity: 'enrollments', id: enrollment.id, at, system: true }, ...then(at)];
   // the enrollment still holds the token presented: a refresh meanwhile replaced it, and the old one enrolls nothing
-  const tokenHeld: Expect = {
-    check: 'eq',
-    entity: 'enrollments',
-    id: enrollment.id,
-    field: 'token',
-    value: enrollment.token,
-    reason: 'the enrollment token was replaced',
-    apiCode: 'INVALID_ENROLLMENT_TOKEN',
-  };
+  const tokenHeld = stillEquals(
+    'enrollments',
+    enrollment.id,
+    'token',
+    enrollment.token,
+    'the enrollment token was replaced',
+    'INVALID_ENROLLMENT_TOKEN',
+  );
   try {
     await svc.write({ op: 'batch', ops, expect: [tokenHeld, ...expect] });
   } catch (err) {
@@ -201,14 +201,7 @@ export function caStillAllows(
   flag: 'isOttCaEnrollmentEnabled' | 'isAutoCaEnrollmentEnabled',
   apiCode: 'ENROLLMENT_CA_NOT_VALID' | 'ENROLLMENT_NO_VALID_CAS',
 ): Expect[] {
-  const holds = (field: string): Expect => ({
-    check: 'eq',
-    entity: 'cas',
-    id: caId,
-    field,
-    value: true,
-    reason: `the CA no longer allows this enrollment (${field})`,
-    apiCode,
-  });
+  const holds = (field: string): Expect =>
+    stillEquals('cas', caId, field, true, `the CA no longer allows this enrollment (${field})`, apiCode);
   return [holds('isVerified'), holds(flag)];
 }

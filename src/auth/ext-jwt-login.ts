@@ -273,15 +273,14 @@ export async function completeExtJwtSecondary(
     at: svc.nowIso(),
     system: true,
     expect: [
-      {
-        check: 'eq',
-        entity: 'api-sessions',
-        id: session.id,
-        field: 'extJwtPending',
-        value: login.signer.id,
-        reason: 'the session no longer waits for this signer',
-        apiCode: 'INVALID_AUTH',
-      },
+      stillEquals(
+        'api-sessions',
+        session.id,
+        'extJwtPending',
+        login.signer.id,
+        'the session no longer waits for this signer',
+        'INVALID_AUTH',
+      ),
     ],
   });
   return true;

@@ -11,6 +11,7 @@ import { X509Certificate } from 'node:crypto';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { routerRowOf } from '../model/edge-router.js';
+import { stillEquals } from '../model/preconditions.js';
 import {
   ROUTER_ENROLL_METHOD,
   ROUTER_KEY,
@@ -147,15 +148,14 @@ export async function extendRouter(
   // applies only while the router still holds the certificate it showed: re-enrolled or extended meanwhile, the
   // certificate no longer identifies it (401, as routerOfCertificate answers)
   const expect = [
-    {
-      check: 'eq' as const,
-      entity: 'transit-routers' as const,
-      id: router.id,
-      field: 'fingerprint',
-      value: router.fingerprint,
-      reason: 'the router certificate changed meanwhile',
-      apiCode: 'UNAUTHORIZED',
-    },
+    stillEquals(
+      'transit-routers',
+      router.id,
+      'fingerprint',
+      router.fingerprint,
+      'the router certificate changed meanwhile',
+      'UNAUTHORIZED',
+    ),
   ];
   await svc.write({ op: 'update', entity: 'transit-routers', id: router.id, set, at: svc.nowIso(), expect });
   return certs;

@@ -10,6 +10,7 @@ import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import type { SignerRow } from '../model/external-jwt-signer.js';
+import { stillEquals } from '../model/preconditions.js';
 import type { Command, Expect } from '../model/rows.js';
 import { shortId } from '../util/ids.js';
 import { type EnrolledCerts, issueIdentityCert } from './enrollment.js';
@@ -70,15 +71,14 @@ function enrollmentPolicy(
   const policy = svc.get('auth-policies', policyId);
   const allowed = withCert ? isPrimaryAllowed(policy, 'cert') : isPrimaryAllowed(policy, 'extJwt', signer.id);
   if (!policy || !allowed) throw Errors.INVALID_ENROLLMENT_NOT_ALLOWED();
-  const unchanged: Expect = {
-    check: 'eq',
-    entity: 'auth-policies',
-    id: policyId,
-    field: 'updatedAt',
-    value: policy.updatedAt,
-    reason: 'the auth policy changed since it was checked',
-    apiCode: 'INVALID_ENROLLMENT_NOT_ALLOWED',
-  };
+  const unchanged = stillEquals(
+    'auth-policies',
+    policyId,
+    'updatedAt',
+    policy.updatedAt,
+    'the auth policy changed since it was checked',
+    'INVALID_ENROLLMENT_NOT_ALLOWED',
+  );
   return { policyId, unchanged };
 }
 

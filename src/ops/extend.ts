@@ -12,6 +12,7 @@ import { clientChainOf } from '../auth/chain-cache.js';
 import { caBundle, signCsrOrRefuse } from '../auth/enrollment.js';
 import { ownAuthenticator } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
+import { stillEquals } from '../model/preconditions.js';
 import type { RowFor } from '../model/rows.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
@@ -120,15 +121,14 @@ export function extendOps(): OpDef<unknown>[] {
         // applies only while the certificate shown is still the one in force: replaced meanwhile (an extension
         // verified, the key rolled away from it), it proves nothing any more (401, as the check above)
         const expect = [
-          {
-            check: 'eq' as const,
-            entity: 'authenticators' as const,
-            id: row.id,
-            field: 'fingerprint',
-            value: row.fingerprint,
-            reason: 'the certificate shown is no longer the one in force',
-            apiCode: 'UNAUTHORIZED',
-          },
+          stillEquals(
+            'authenticators',
+            row.id,
+            'fingerprint',
+            row.fingerprint,
+            'the certificate shown is no longer the one in force',
+            'UNAUTHORIZED',
+          ),
         ];
         await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });
         return ok({ ca: caBundle(svc), clientCert: `${leaf.toString()}${signing.certPem.trim()}\n` });
@@ -167,16 +167,15 @@ export function extendOps(): OpDef<unknown>[] {
         };
         // applies only to the pending certificate that was checked (another extend meanwhile: refused)
         const expect = [
-          {
-            check: 'eq' as const,
-            entity: 'authenticators' as const,
-            id: row.id,
-            field: 'unverifiedFingerprint',
-            value: fingerprint,
-            reason: 'another extension replaced the pending certificate',
+          stillEquals(
+            'authenticators',
+            row.id,
+            'unverifiedFingerprint',
+            fingerprint,
+            'another extension replaced the pending certificate',
             // as the check above answers a certificate that is not the pending one
-            apiCode: 'INVALID_CLIENT_CERT',
-          },
+            'INVALID_CLIENT_CERT',
+          ),
         ];
         await svc.write({ op: 'update', entity: 'authenticators', id: row.id, set, at: svc.nowIso(), expect });
         return okEmpty();

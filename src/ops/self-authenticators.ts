@@ -19,7 +19,7 @@ import {
   username,
 } from '../model/authenticator.js';
 import { detailEnvelope, empty, listEnvelope, tags } from '../model/common.js';
-import { usernameFree } from '../model/preconditions.js';
+import { stillEquals, usernameFree } from '../model/preconditions.js';
 import type { Command, Expect } from '../model/rows.js';
 import { type Schema, s } from '../schema/s.js';
 
@@ -80,15 +80,14 @@ export function selfAuthenticatorOps(): OpDef<unknown>[] {
         // applies only to the authenticator as checked: had it changed meanwhile (another password change), the
         // current password proven here may be stale, so the write is refused as the wrong password is
         const expect: Expect[] = [
-          {
-            check: 'eq',
-            entity: 'authenticators',
-            id: row.id,
-            field: 'updatedAt',
-            value: row.updatedAt,
-            reason: 'the authenticator changed meanwhile',
-            apiCode: 'UNAUTHORIZED',
-          },
+          stillEquals(
+            'authenticators',
+            row.id,
+            'updatedAt',
+            row.updatedAt,
+            'the authenticator changed meanwhile',
+            'UNAUTHORIZED',
+          ),
         ];
         if (typeof set.username === 'string' && set.username !== row.username) {
           const free = usernameFree(set.username, 'username');
