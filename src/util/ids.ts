@@ -48,7 +48,7 @@ export function shortId(now_ms: number = Date.now()): string {
     idChars[i] = SORTED_CODES[t % 64]!;
     t = Math.floor(t / 64);
   }
-  // the first digit of any time after 1970-02 is a digit or a letter, never '-' or '.' (the lowest two)
+  // the first digit of any time since 1974-05 (2 × 64^6 ms) is a digit or a letter, never '-' or '.' (the lowest two)
   if (idChars[0] === DOT || idChars[0] === DASH) assert(false, 'shortId: time part starts with punctuation');
   for (;;) {
     const at = randomChars();
