@@ -849,18 +849,27 @@ class GatedMachine extends TestMachine {
   }
 }
 
+/**
+ * Three members, a leader elected and a few entries committed; then the entry count of each append the leader
+ * sends is recorded, and the followers' acknowledgements reach it `ack_ms` late (0: at once).
+ */
+async function recordedAppends(extra: Partial<RaftNodeOptions> = {}, ack_ms = 0) {
+  const c = new MemCluster(['a', 'b', 'c'], extra);
+  cleanup.push(() => c.stopAll());
+  for (const id of ['a', 'b', 'c']) await c.start(id);
+  const leader = await c.waitLeader();
+  await proposeMany(c, 'warm', 3, 1);
+  const appends: number[] = [];
+  c.net.filter = (m) => {
+    if (m.type === 'append' && m.from === leader.id && (m.entries?.length ?? 0) > 0) appends.push(m.entries!.length);
+    return ack_ms > 0 && m.type === 'appendResp' && m.to === leader.id ? ack_ms : 'deliver';
+  };
+  return { c, leader, appends };
+}
+
 describe('RaftNode proposal batching', () => {
   it('hands the proposals of one turn to the core together: one append per follower for the lot', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of ['a', 'b', 'c']) await c.start(id);
-    const leader = await c.waitLeader();
-    await proposeMany(c, 'warm', 3, 1);
-    const appends: number[] = [];
-    c.net.filter = (m) => {
-      if (m.type === 'append' && m.from === leader.id && (m.entries?.length ?? 0) > 0) appends.push(m.entries!.length);
-      return 'deliver';
-    };
+    const { c, leader, appends } = await recordedAppends();
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => leader.propose(enc.encode(`batch-${i}`))));
     const indexes = results.map((r) => r.index);
     expect(indexes).toEqual(indexes.map((_, i) => indexes[0]! + i)); // in order, contiguous
@@ -885,6 +894,71 @@ describe('RaftNode proposal batching', () => {
     expect(settled.sort()).toEqual(['1 too-many-pending', '2 too-many-pending', '3 too-many-pending']);
     await Promise.all(ps);
     expect(settled).toContain('0 ok');
+  });
+});
+
+describe('RaftNode holdWhileCommitting (one batch in flight)', () => {
+  const slowAcks = (hold: boolean, ack_ms: number) =>
+    recordedAppends({ holdWhileCommitting: hold, electionTicks: 30 }, ack_ms);
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+  it('appends the proposals made while its batch is uncommitted together once it commits; a lone one at once', async () => {
+    for (const hold of [true, false]) {
+      const { leader, appends } = await slowAcks(hold, 150);
+      const first = leader.propose(enc.encode('first'));
+      await sleep(30);
+      expect(appends).toEqual([1, 1]); // nothing uncommitted before it: appended at the end of its turn
+      const later: Array<Promise<{ index: number }>> = [];
+      for (let i = 0; i < 5; i++) {
+        later.push(leader.propose(enc.encode(`later-${i}`)));
+        await turn(); // each in a turn of its own
+      }
+      await sleep(30);
+      // held: nothing more is appended while the first is uncommitted; without the option, more batches leave
+      if (hold) expect(appends).toEqual([1, 1]);
+      else expect(appends.length).toBeGreaterThan(2);
+      const indexes = (await Promise.all([first, ...later])).map((r) => r.index);
+      expect(indexes).toEqual(indexes.map((_, i) => indexes[0]! + i));
+      if (hold) expect(appends).toEqual([1, 1, 5, 5]);
+    }
+  });
+
+  it('refuses held proposals when the node stops leading (cut off from its quorum)', async () => {
+    const { c, leader, appends } = await slowAcks(true, 5_000);
+    leader.propose(enc.encode('first')).catch(() => {});
+    await sleep(30);
+    const held = leader.propose(enc.encode('held')).then(
+      () => 'applied',
+      (err: unknown) => (err instanceof RaftError ? err.code : 'other'),
+    );
+    await sleep(30);
+    expect(appends).toEqual([1, 1]);
+    // every message to or from the leader is lost: check-quorum makes it step down after an election timeout
+    c.net.filter = (m) => (m.from === leader.id || m.to === leader.id ? 'drop' : 'deliver');
+    expect(await within(held, 5_000)).toBe('not-leader');
+    expect(appends).toEqual([1, 1]);
+  });
+
+  it('refuses held proposals when the node stops (none left waiting)', async () => {
+    const { leader, appends } = await slowAcks(true, 2_000);
+    const first = leader.propose(enc.encode('first'));
+    first.catch(() => {});
+    await sleep(30);
+    const held = [leader.propose(enc.encode('held-1')), leader.propose(enc.encode('held-2'))];
+    await sleep(30);
+    expect(appends).toEqual([1, 1]);
+    const outcomes = held.map((p) =>
+      within(
+        p.then(
+          () => 'applied',
+          (err: unknown) => (err instanceof RaftError ? err.code : 'other'),
+        ),
+        3_000,
+      ),
+    );
+    await leader.stop();
+    expect(await Promise.all(outcomes)).toEqual(['stopped', 'stopped']);
   });
 });
 

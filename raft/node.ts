@@ -89,6 +89,14 @@ export interface RaftNodeOptions {
   maxInflightSnapshotChunks?: number;
   /** Bound on proposals waiting to be applied; beyond it propose() rejects at once. Default 10 000. */
   maxPendingProposals?: number;
+  /**
+   * One batch in flight: proposals made while this leader holds appended entries not yet committed wait (in the
+   * turn's batch, bounded like it) until those commit, and are then appended together. Under a load that keeps
+   * many proposals outstanding this makes fewer, larger batches (fewer synced writes, appends and
+   * acknowledgements per entry on every member); a proposal made while everything is committed is appended at
+   * the end of its turn as always. Held proposals are refused if the node stops leading or stops. Default false.
+   */
+  holdWhileCommitting?: boolean;
   /** Bound on linearizable reads waiting. Default 10 000. */
   maxPendingReads?: number;
   /** A read index not confirmed within this bound is rejected. Default 4 election timeouts. */
@@ -268,6 +276,9 @@ export class RaftNode {
   private ticked = false;
   /** Proposals of this turn of the event loop, proposed together at its end (proposeBatched). */
   private batched: Batched[] = [];
+  /** holdWhileCommitting: whether the turn's batch waits for the leader's appended entries to commit. */
+  private readonly holdWhileCommitting: boolean;
+  private holding = false;
   /**
    * The snapshot being taken in the background (maybeSnapshot), or null: the state machine's state captured at
    * once, written to the log chunk by chunk while this node goes on persisting, sending and applying.
@@ -310,6 +321,7 @@ export class RaftNode {
     if (this.transport.id !== this.id)
       throw new Error(`raft: transport is for ${this.transport.id}, node is ${this.id}`);
     this.proposals = new PendingProposals(opts.maxPendingProposals ?? 10_000);
+    this.holdWhileCommitting = opts.holdWhileCommitting ?? false;
     this.reads = new ReadBarrier(opts.maxPendingReads ?? 10_000, (ctx) => this.requestReadIndex(ctx));
     this.catchUp = new CatchUpWaiters(MAX_WAITING_PROMOTIONS, opts.promoteMaxLag_entries ?? 1_000);
     this.core = new RaftCore({
@@ -471,6 +483,15 @@ export class RaftNode {
    * stopped, the uncommitted-bytes bound) was never appended: a definite refusal, as from propose() itself.
    */
   private proposeBatched(): void {
+    if (this.holdWhileCommitting && !this.stopped && this.batched.length > 0) {
+      const st = this.core.basicStatus();
+      if (st.role === 'leader' && st.lastIndex > st.commit) {
+        // released by the apply that reaches the last index, a change of role, or halt (releaseHeld)
+        this.holding = true;
+        return;
+      }
+    }
+    this.holding = false;
     const taken = this.batched;
     this.batched = [];
     if (taken.length === 0) return;
@@ -508,6 +529,13 @@ export class RaftNode {
     // This is a turn of its own (a setImmediate callback): when the loop is idle, the appends leave and the write
     // starts now rather than a turn later.
     if (ats.length > 0) this.runNow();
+  }
+
+  /** Hands a held batch to proposeBatched (which appends it, holds it again, or refuses it), a turn later. */
+  private releaseHeld(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    setImmediate(() => this.proposeBatched());
   }
 
   /** Linearizable read barrier: resolves with the read index once the local applied index reaches it. */
@@ -938,6 +966,7 @@ export class RaftNode {
     await this.sm.apply(committed);
     const last = committed[committed.length - 1]!.index;
     this.applied = last;
+    if (this.holding && last >= this.core.basicStatus().lastIndex) this.releaseHeld();
     this.proposals.applied(first, last, (i) => committed[i - first]?.term);
     this.applyListeners.emit(committed);
   }
@@ -998,6 +1027,7 @@ export class RaftNode {
     const leaderChanged = leader !== this.leader;
     this.role = role;
     this.leader = leader;
+    if (role !== 'leader') this.releaseHeld();
     if (wasLeader && role !== 'leader') {
       const commit = this.core.status({ progress: false }).commit;
       this.proposals.rejectAbove(
@@ -1262,6 +1292,7 @@ export class RaftNode {
   private halt(err: RaftError): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.releaseHeld();
     this.snapshotSender.stop();
     if (this.tickTimer !== null) clearInterval(this.tickTimer);
     this.tickTimer = null;

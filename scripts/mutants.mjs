@@ -83,6 +83,30 @@ export const MUTANTS = [
   },
   // Raft protocol and driver
   {
+    id: 'raft-held-kept-after-leadership',
+    file: 'raft/node.ts',
+    search: "    if (role !== 'leader') this.releaseHeld();\n",
+    replace: '',
+    tests: ['raft/node.test.ts'],
+    only: 'refuses held proposals when the node stops leading',
+  },
+  {
+    id: 'raft-held-kept-after-stop',
+    file: 'raft/node.ts',
+    search: '    this.stopped = true;\n    this.releaseHeld();\n',
+    replace: '    this.stopped = true;\n',
+    tests: ['raft/node.test.ts'],
+    only: 'refuses held proposals when the node stops (none left waiting)',
+  },
+  {
+    id: 'raft-hold-ignored',
+    file: 'raft/node.ts',
+    search: "      if (st.role === 'leader' && st.lastIndex > st.commit) {",
+    replace: "      if (st.role === 'leader' && st.lastIndex > st.commit && false) {",
+    tests: ['raft/node.test.ts'],
+    only: 'appends the proposals made while its batch is uncommitted',
+  },
+  {
     id: 'raft-deferred-restart-behind',
     file: 'raft/node.ts',
     search: '      if (snap.deferred === true) {\n',

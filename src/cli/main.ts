@@ -47,6 +47,8 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
   --snapshot-every N      flush the store, record a snapshot, compact the Raft log every N entries (default 40000)
+  --pipeline-proposals    as leader, append new writes while earlier ones are still uncommitted (default: they
+                          wait for those to commit and are appended together; docs/cluster.md)
   Every peer link is mutual TLS, with this node's peer certificate from the PKI directory (made by keel cluster
   init on the first node; a join bundle from keel pki issue-node, copied there, on the others): a cluster member
   does not start without one. --peer-tls (the default) is accepted for older scripts.
@@ -164,6 +166,7 @@ export async function clusterOptions(
     ...(values['snapshot-every']
       ? { snapshotEvery_entries: positiveInt(values['snapshot-every'] as string, '--snapshot-every') }
       : {}),
+    ...(values['pipeline-proposals'] === true ? { holdWhileCommitting: false } : {}),
   };
 }
 
@@ -237,6 +240,7 @@ async function run(argv: string[]): Promise<void> {
       join: { type: 'string' },
       'peer-tls': { type: 'boolean' },
       'snapshot-every': { type: 'string' },
+      'pipeline-proposals': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,

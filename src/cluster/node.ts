@@ -67,6 +67,11 @@ export interface ClusterOptions {
   snapshotEvery_entries?: number;
   /** Length of one Raft tick (default DEFAULT_TICK_MS); the election timeout is 10 ticks, randomized up to 2×. */
   tick_ms?: number;
+  /**
+   * As leader, hold the writes proposed while earlier ones are uncommitted and append them together once those
+   * commit (RaftNodeOptions.holdWhileCommitting). Default true; `--pipeline-proposals` turns it off.
+   */
+  holdWhileCommitting?: boolean;
 }
 
 /**
@@ -265,6 +270,8 @@ export class ClusterNode {
         snapshotEvery_entries: opts.snapshotEvery_entries ?? DEFAULT_SNAPSHOT_EVERY,
         // the store on disk is the snapshot: periodic snapshots copy nothing (bytes only for a follower needing them)
         snapshotDeferred: true,
+        // one batch in flight: fewer, larger batches under load (docs/cluster.md, "One batch in flight")
+        holdWhileCommitting: opts.holdWhileCommitting ?? true,
         // the members snapshot a third of an interval apart (3 voters), so two of them are always free of it
         snapshotStagger: true,
         snapshotKeep_entries: Math.min(
