@@ -421,7 +421,9 @@ export class RaftNode {
    * `leadership-lost`, `overwritten`, `stopped` or `fatal`. The entry is appended at the end of this turn of the
    * event loop, together with every other proposed in it (proposeBatched): a refusal (`not-leader`,
    * `too-many-pending`, `too-large`, `stopped`) is settled by then — in a setImmediate callback queued before any
-   * the caller queues after calling — and means nothing was appended.
+   * the caller queues after calling — and means nothing was appended. With holdWhileCommitting, a proposal made
+   * while this leader's appended entries are uncommitted is held instead, and appended (or refused) once they
+   * commit, or refused once the node stops leading or stops.
    *
    * `term` fences the proposal: when given, it is appended only if this node leads in exactly that term at the
    * moment the core takes it (checked here and again when the turn's proposals are handed to the core); otherwise
@@ -442,7 +444,8 @@ export class RaftNode {
    * Proposes each of `items` as leader of `term` (the fence, as in propose()), without following the entries to
    * their application: resolves, one slot per item in order, once the core has taken or refused them all (at the
    * end of this turn of the event loop, proposeBatched): null when the entry was appended, else the refusal
-   * (`not-leader`, `too-many-pending`, `too-large`, `stopped`; nothing appended). Whether an appended entry is
+   * (`not-leader`, `too-many-pending`, `too-large`, `stopped`; nothing appended); held items (holdWhileCommitting)
+   * are answered once taken or refused, as in propose(). Whether an appended entry is
    * then committed is for the caller to learn elsewhere (the state machine): nothing here waits for it, so an
    * offered entry costs no pending-proposal slot; the core's uncommitted-bytes bound still applies.
    */
