@@ -63,6 +63,17 @@ describe('keel run as a cluster member: peer links are mutual TLS by default, wi
     expect(await failure(clusterOptions({ 'peer-tls': true }, pki))).toContain('--peer-tls needs --node-id');
   });
 
+  it('--pipeline-proposals turns one batch in flight off (on by default), and needs --node-id', async () => {
+    const pki = s.path('n1-pipeline-pki');
+    await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    expect((await clusterOptions({ 'node-id': 'n1' }, pki))?.holdWhileCommitting).toBeUndefined();
+    const off = await clusterOptions({ 'node-id': 'n1', 'pipeline-proposals': true }, pki);
+    expect(off?.holdWhileCommitting).toBe(false);
+    expect(await failure(clusterOptions({ 'pipeline-proposals': true }, pki))).toContain(
+      '--pipeline-proposals needs --node-id',
+    );
+  });
+
   it('refuses to start a member without a certificate, or with one naming another node', async () => {
     const none = await failure(clusterOptions({ 'node-id': 'n2', join: '127.0.0.1:6262' }, s.path('empty')));
     expect(none).toContain('no valid peer certificate for n2');
