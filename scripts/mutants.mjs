@@ -779,6 +779,21 @@ export const MUTANTS = [
     replace: 'return;',
     tests: ['test/cluster/peer-listener.test.ts'],
   },
+  // cluster: a join asked again (its outcome unknown) finishes what the first request started, never redoes it
+  {
+    id: 'add-member-not-idempotent',
+    file: 'src/cluster/node.ts',
+    search: '        if (there && conf.voters.includes(id) && voter) return;\n',
+    replace: '',
+    tests: ['test/cluster/add-member.test.ts'],
+  },
+  {
+    id: 'join-not-retried',
+    file: 'src/cluster/join.ts',
+    search: 'if (code === null || !JOIN_RETRY_CODES.has(code) ||',
+    replace: 'if (true ||',
+    tests: ['test/cluster/join.test.ts'],
+  },
   {
     id: 'mtls-per-address-unbounded',
     file: 'src/util/mtls-server.ts',

@@ -21,6 +21,7 @@ import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
 import { FORWARD_PATH, MAX_FORWARD_FRAME_BYTES, serveForwards } from './forward-channel.js';
+import { askToJoin } from './join.js';
 import { MemberMonitor, type MemberView } from './members.js';
 import {
   type ForwardResult,
@@ -93,12 +94,8 @@ const RAFT_PATH = '/raft';
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string, extra?: Record<string, unknown>) => void;
 
+/** How long one attempt to join (or a membership call made on the leader for another member) may take. */
 const JOIN_TIMEOUT_MS = 30_000;
-/**
- * Entries between two snapshots (etcd's default). A snapshot costs time in proportion to the whole state (it is
- * encoded in the background, but every row is read and encoded), while the log between two snapshots is kept in
- * memory (about 0.3 KiB per entry here): rare snapshots keep that cost per write small.
- */
 /**
  * Deferred snapshots cost a store flush and one log batch whatever the state's size, so the log between two is kept
  * short: 40 000 entries, 20 000 kept behind (below), at most 60 000 in memory (about 0.3 KiB each).
@@ -155,7 +152,7 @@ export class ClusterNode {
     private readonly server: Server,
     readonly peerAddress: string,
     private readonly opts: ClusterOptions,
-    logger: Log,
+    private readonly logger: Log,
     /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
     private readonly refusals: RefusalLog,
   ) {
@@ -302,12 +299,15 @@ export class ClusterNode {
   private async requestJoin(address: string): Promise<void> {
     const c = peerClient(address, this.opts.tls);
     try {
-      await orRefusal(c, address, () =>
-        withTimeout(
-          c.api.addMember.mutate({ id: this.id, address: this.peerAddress, voter: true }),
-          JOIN_TIMEOUT_MS,
-          `joining through ${address}`,
-        ),
+      await askToJoin(
+        c,
+        address,
+        { id: this.id, address: this.peerAddress },
+        {
+          timeout_ms: JOIN_TIMEOUT_MS,
+          stopped: () => this.stopped,
+          onRetry: (attempt, code) => this.logger('info', 'joining again', { attempt, code }),
+        },
       );
     } finally {
       c.close();
@@ -322,7 +322,7 @@ export class ClusterNode {
       if (l !== null) return l;
       await new Promise((r) => setTimeout(r, 20));
     }
-    throw new Error(`no leader within ${timeout_ms} ms`);
+    throw new RaftError('not-leader', `no leader within ${timeout_ms} ms`);
   }
 
   /** Linearizable read barrier on this node (ReadIndex): resolves once this node has applied everything committed. */
@@ -418,10 +418,18 @@ export class ClusterNode {
     return withTimeout(there(this.peer(leader)), JOIN_TIMEOUT_MS, `call on leader ${leader}`);
   }
 
+  /**
+   * Adds member `id` at `address`: a learner, then a voter once caught up when `voter`. Asked again (a join retried
+   * after its outcome was unknown), it finishes what the first request started: a learner already there at that
+   * address is only promoted, a voter already there is left as it is.
+   */
   async addMember(id: string, address: string, voter: boolean): Promise<void> {
     await this.onLeader(
       async () => {
-        await this.raft.addLearner(id, address);
+        const { conf, addresses } = this.log.appliedConf();
+        const there = addresses[id] === address;
+        if (there && conf.voters.includes(id) && voter) return;
+        if (!(there && conf.learners.includes(id))) await this.raft.addLearner(id, address);
         if (voter) await this.raft.promote(id, address);
       },
       (c) => c.api.addMember.mutate({ id, address, voter }),

@@ -4,9 +4,10 @@
  */
 
 import type { PeerCertificate } from 'node:tls';
-import { createTRPCClient, createWSClient, type TRPCClient, wsLink } from '@trpc/client';
+import { createTRPCClient, createWSClient, type TRPCClient, TRPCClientError, wsLink } from '@trpc/client';
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
+import { RaftError, type RaftErrorCode } from '../../raft/index.js';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
 import { type DialRefusal, guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
@@ -67,7 +68,23 @@ function obj(v: unknown): Record<string, unknown> {
   return v as Record<string, unknown>;
 }
 
-const t = initTRPC.context<{ handlers: PeerHandlers }>().create();
+/**
+ * The Raft error code of `err`: a RaftError's own, or the one a member's peer API answered with (a call it made on
+ * the leader for the caller carries the leader's code on). Null for anything else.
+ */
+export function raftCodeOf(err: unknown): RaftErrorCode | null {
+  if (err instanceof RaftError) return err.code;
+  if (err instanceof TRPCClientError) {
+    const code = (err.data as { raftCode?: unknown } | undefined)?.raftCode;
+    return typeof code === 'string' ? (code as RaftErrorCode) : null;
+  }
+  return null;
+}
+
+const t = initTRPC.context<{ handlers: PeerHandlers }>().create({
+  // the caller branches on the code (e.g. a join retries after a lost leadership), never on the message
+  errorFormatter: ({ shape, error }) => ({ ...shape, data: { ...shape.data, raftCode: raftCodeOf(error.cause) } }),
+});
 
 export const peerRouter = t.router({
   readIndex: t.procedure.query(({ ctx }) => ctx.handlers.readIndex()),

@@ -1,0 +1,57 @@
+/**
+ * addMember asked again for a member already added (a join retried after its outcome was unknown) finishes what
+ * the first request started instead of changing the member: in-process, two controllers over mutual-TLS peer links.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { preparePeerPki } from '../../src/cluster/local.js';
+import type { ClusterNode } from '../../src/cluster/node.js';
+import { loadPeerTlsOptions } from '../../src/pki/index.js';
+import { startServer, type TestServer } from '../support/server.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-add-member-'));
+const ids = ['n1', 'n2'];
+const nodes: TestServer[] = [];
+
+async function member(i: number, start: { init: true } | { join: string }): Promise<TestServer> {
+  const id = ids[i]!;
+  const tls = await loadPeerTlsOptions(join(dir, id, 'pki'));
+  return startServer({
+    dataDir: join(dir, id),
+    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
+  });
+}
+
+beforeAll(async () => {
+  await preparePeerPki(ids, (id) => join(dir, id));
+  nodes.push(await member(0, { init: true }));
+  nodes.push(await member(1, { join: nodes[0]!.ctl.cluster!.peerAddress }));
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
+  await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('addMember asked again', () => {
+  it('leaves a voter already there at that address as it is, on the leader and through a follower', async () => {
+    const [a, b] = nodes.map((n) => n.ctl.cluster!) as [ClusterNode, ClusterNode];
+    const leader = a.raft.leaderId() === 'n1' ? a : b;
+    const follower = leader === a ? b : a;
+    const n2 = b.peerAddress;
+    const before = leader.raft.status();
+    expect(before.conf.voters.slice().sort()).toEqual(['n1', 'n2']);
+
+    await leader.addMember('n2', n2, true);
+    await follower.addMember('n2', n2, true);
+
+    const after = leader.raft.status();
+    expect(after.conf.voters.slice().sort()).toEqual(['n1', 'n2']);
+    expect(after.conf.learners).toEqual([]);
+    // no membership change proposed: the log did not grow
+    expect(after.lastIndex).toBe(before.lastIndex);
+  });
+});
