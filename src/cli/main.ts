@@ -145,7 +145,15 @@ export async function clusterOptions(
   pkiDir: string,
 ): Promise<ClusterOptions | undefined> {
   const id = values['node-id'] as string | undefined;
-  const clusterFlags = ['peer-listen', 'peer-advertise', 'cluster-init', 'join', 'peer-tls', 'pipeline-proposals'];
+  const clusterFlags = [
+    'peer-listen',
+    'peer-advertise',
+    'cluster-init',
+    'join',
+    'peer-tls',
+    'snapshot-every',
+    'pipeline-proposals',
+  ];
   if (id === undefined) {
     const stray = clusterFlags.find((f) => values[f] !== undefined);
     if (stray) throw new Error(`--${stray} needs --node-id (cluster mode)`);

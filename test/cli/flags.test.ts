@@ -74,6 +74,16 @@ describe('keel run as a cluster member: peer links are mutual TLS by default, wi
     );
   });
 
+  it('--snapshot-every sets the interval of a member, and needs --node-id (a single node keeps no Raft log)', async () => {
+    const pki = s.path('n1-snapshot-pki');
+    await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    const set = await clusterOptions({ 'node-id': 'n1', 'snapshot-every': '5000' }, pki);
+    expect(set?.snapshotEvery_entries).toBe(5000);
+    expect(await failure(clusterOptions({ 'snapshot-every': '5000' }, pki))).toContain(
+      '--snapshot-every needs --node-id',
+    );
+  });
+
   it('refuses to start a member without a certificate, or with one naming another node', async () => {
     const none = await failure(clusterOptions({ 'node-id': 'n2', join: '127.0.0.1:6262' }, s.path('empty')));
     expect(none).toContain('no valid peer certificate for n2');
