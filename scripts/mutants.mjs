@@ -779,6 +779,21 @@ export const MUTANTS = [
     replace: 'return;',
     tests: ['test/cluster/peer-listener.test.ts'],
   },
+  // storage: a scalar index's ids in order (appended only past the last id); a get past the newest id finds nothing
+  {
+    id: 'sorted-ids-append-unchecked',
+    file: 'storage/sorted-ids.ts',
+    search: 'if (tail === undefined || tail[tail.length - 1]! < id) {',
+    replace: 'if (tail === undefined || true) {',
+    tests: ['storage/sorted-ids.test.ts'],
+  },
+  {
+    id: 'collection-get-misses-newest',
+    file: 'storage/collection.ts',
+    search: 'if (last === undefined || id > last) return undefined;',
+    replace: 'if (last === undefined || id >= last) return undefined;',
+    tests: ['storage/sorted-ids.test.ts'],
+  },
   // cluster: a join asked again (its outcome unknown) finishes what the first request started, never redoes it
   {
     id: 'add-member-not-idempotent',

@@ -1,6 +1,7 @@
 import { addId, type IdSet, idSetOf, indexValues, removeId } from './collection.js';
 import type { Change, DerivedIndex, PublishedState } from './derived.js';
 import { ShardedMap, ShardedSet } from './sharded.js';
+import { SortedIds } from './sorted-ids.js';
 import { assert, type Row } from './types.js';
 
 /** A policy's role list, parsed: `#all`, `@id` entries and `#attr` entries, with its semantic. */
@@ -171,7 +172,7 @@ export class RoleIndex<E extends string = string> implements DerivedIndex {
     // an attribute no row holds looks up as an empty array, not a set
     const sets = p.attrs.map((a): ReadonlySet<string> => {
       const ids = c.lookup(field, a);
-      return ids instanceof Set || ids instanceof ShardedSet ? ids : new Set(ids ?? EMPTY);
+      return ids instanceof Set || ids instanceof ShardedSet || ids instanceof SortedIds ? ids : new Set(ids ?? EMPTY);
     });
     if (p.anyOf) {
       for (const set of sets) for (const id of set) out.add(id);

@@ -11,11 +11,38 @@ import { assert } from './types.js';
  * slower than the loop at this size (15 µs against 0.5 µs per insert into 150 000 ids), and `splice` allocates the
  * array of removed elements on every call.
  */
-const CHUNK_MAX = 256;
+export const CHUNK_MAX = 256;
 
 interface Chunk<R> {
   ids: string[];
   rows: R[];
+}
+
+/** The chunk that holds `id`, or would: the last whose first id is at most `id` (0 when none is). Chunks non-empty. */
+export function chunkFor(chunks: ReadonlyArray<{ readonly ids: readonly string[] }>, id: string): number {
+  let lo = 0;
+  let hi = chunks.length - 1;
+  let ans = 0;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (chunks[mid]!.ids[0]! <= id) {
+      ans = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return ans;
+}
+
+/** The position of `id` in ascending `ids`, or where it would go. */
+export function searchIds(ids: readonly string[], id: string): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ids[mid]! < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 export class SortedRows<R extends { readonly id: string }> {
@@ -39,32 +66,6 @@ export class SortedRows<R extends { readonly id: string }> {
     return s;
   }
 
-  private chunkFor(id: string): number {
-    // last chunk whose first id <= id
-    let lo = 0;
-    let hi = this.chunks.length - 1;
-    let ans = 0;
-    while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.chunks[mid]!.ids[0]! <= id) {
-        ans = mid;
-        lo = mid + 1;
-      } else hi = mid - 1;
-    }
-    return ans;
-  }
-
-  private static search(ids: string[], id: string): number {
-    let lo = 0;
-    let hi = ids.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (ids[mid]! < id) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
   /** Puts `row` in its place: replaces the row of the same id, or inserts it. True when the id is new. */
   set(row: R): boolean {
     const id = row.id;
@@ -73,10 +74,10 @@ export class SortedRows<R extends { readonly id: string }> {
       this.count = 1;
       return true;
     }
-    const ci = this.chunkFor(id);
+    const ci = chunkFor(this.chunks, id);
     const chunk = this.chunks[ci]!;
     const { ids, rows } = chunk;
-    const pos = SortedRows.search(ids, id);
+    const pos = searchIds(ids, id);
     if (ids[pos] === id) {
       rows[pos] = row;
       return false;
@@ -106,9 +107,9 @@ export class SortedRows<R extends { readonly id: string }> {
   /** Removes the row of that id. True when there was one. */
   delete(id: string): boolean {
     if (this.chunks.length === 0) return false;
-    const ci = this.chunkFor(id);
+    const ci = chunkFor(this.chunks, id);
     const { ids, rows } = this.chunks[ci]!;
-    const pos = SortedRows.search(ids, id);
+    const pos = searchIds(ids, id);
     if (ids[pos] !== id) return false;
     const last = ids.length - 1;
     for (let i = pos; i < last; i++) {
@@ -120,6 +121,12 @@ export class SortedRows<R extends { readonly id: string }> {
     this.count--;
     if (ids.length === 0) this.chunks.splice(ci, 1);
     return true;
+  }
+
+  /** The greatest id held, or undefined when empty. */
+  lastId(): string | undefined {
+    const ids = this.chunks[this.chunks.length - 1]?.ids;
+    return ids === undefined ? undefined : ids[ids.length - 1];
   }
 
   /** Every row in id order, as a new array (the rows by reference). */
