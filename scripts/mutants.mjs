@@ -803,6 +803,13 @@ export const MUTANTS = [
     tests: ['test/cluster/add-member.test.ts'],
   },
   {
+    id: 'leader-refusal-not-raft-error',
+    file: 'src/cluster/node.ts',
+    search: 'if (code === null || err instanceof RaftError) throw err;',
+    replace: 'throw err;',
+    tests: ['test/cluster/add-member.test.ts'],
+  },
+  {
     id: 'join-not-retried',
     file: 'src/cluster/join.ts',
     search: 'if (code === null || !JOIN_RETRY_CODES.has(code) ||',

@@ -34,6 +34,7 @@ import {
   type PeerTlsOptions,
   peerClient,
   peerRouter,
+  raftCodeOf,
 } from './peer-api.js';
 import {
   type DialRefusal,
@@ -411,11 +412,22 @@ export class ClusterNode {
     return (await client.forward.send(term, items, FORWARD_CONNECT_TIMEOUT_MS, FORWARD_TIMEOUT_MS)) ?? refused();
   }
 
-  /** Runs `fn` on the leader: here when this node leads, else through the leader's peer API. */
+  /**
+   * Runs `fn` on the leader: here when this node leads, else through the leader's peer API. A Raft refusal the
+   * leader answered with is thrown here as the RaftError it was, so callers (the REST cluster operations, a join)
+   * tell a lost leadership from a bad request the same way wherever the call ran.
+   */
   private async onLeader<T>(here: () => Promise<T>, there: (c: PeerClient) => Promise<T>): Promise<T> {
     const leader = this.raft.leaderId() ?? (await this.waitForLeader(3_000));
     if (leader === this.id) return here();
-    return withTimeout(there(this.peer(leader)), JOIN_TIMEOUT_MS, `call on leader ${leader}`);
+    try {
+      return await withTimeout(there(this.peer(leader)), JOIN_TIMEOUT_MS, `call on leader ${leader}`);
+    } catch (err) {
+      const code = raftCodeOf(err);
+      if (code === null || err instanceof RaftError) throw err;
+      // the leader's message already carries RaftError's prefix
+      throw new RaftError(code, (err as Error).message.replace(/^raft: /, ''), { cause: err });
+    }
   }
 
   /**

@@ -180,8 +180,16 @@ function clusterOf(svc: Services): ClusterView {
 }
 
 /** The HTTP face of a failed membership change. */
+/** Raft refusals a membership operation answers with 503 CLUSTER_NO_LEADER and Retry-After. */
+const RETRY_LATER: ReadonlySet<RaftError['code']> = new Set<RaftError['code']>([
+  'not-leader',
+  'stopped',
+  'leadership-lost',
+]);
+
 function membershipError(err: unknown): ApiError {
-  if (err instanceof RaftError && (err.code === 'not-leader' || err.code === 'stopped')) {
+  // no leader, or it changed while the change was being made (asking again is safe: an add finishes what it started)
+  if (err instanceof RaftError && RETRY_LATER.has(err.code)) {
     return Errors.CLUSTER_NO_LEADER(undefined, { headers: { 'retry-after': '2' } });
   }
   const reason = err instanceof Error ? err.message : String(err);

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RaftError } from '../../raft/index.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
 import type { ClusterNode } from '../../src/cluster/node.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
@@ -53,5 +54,19 @@ describe('addMember asked again', () => {
     expect(after.conf.learners).toEqual([]);
     // no membership change proposed: the log did not grow
     expect(after.lastIndex).toBe(before.lastIndex);
+  });
+});
+
+describe('a membership call made on the leader for a follower', () => {
+  it("throws the leader's Raft refusal as the RaftError it was, with its code", async () => {
+    const [a, b] = nodes.map((n) => n.ctl.cluster!) as [ClusterNode, ClusterNode];
+    const follower = a.raft.leaderId() === 'n1' ? b : a;
+    // three changes at once: the leader takes the first and refuses the others while it is pending
+    const outcomes = await Promise.allSettled(['ghost1', 'ghost2', 'ghost3'].map((id) => follower.removeMember(id)));
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    const err = refused[0]!.reason;
+    expect(err).toBeInstanceOf(RaftError);
+    expect((err as RaftError).code).toBe('conf-change-refused');
   });
 });
