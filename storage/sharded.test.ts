@@ -1,22 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { rng } from '../test/support/rng.js';
 import { SHARDS, ShardedMap, ShardedSet, SPLIT_AT, shardOf } from './sharded.js';
 
 /** An id of the API's shape: 9 random bytes, URL-safe base64. */
 const shortId = () => randomBytes(9).toString('base64url');
-
-/** A small deterministic generator (xorshift32), so a failure replays. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 describe('ShardedMap and ShardedSet', () => {
   it('behave as a native Map and Set through the split, under random sets, deletes and clears', () => {

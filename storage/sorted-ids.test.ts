@@ -1,22 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { rng } from '../test/support/rng.js';
 import { Collection } from './collection.js';
 import { ShardedSet, SPLIT_AT } from './sharded.js';
 import { SortedIds } from './sorted-ids.js';
 import { CHUNK_MAX } from './sorted-rows.js';
 import type { EntityDef, Row } from './types.js';
-
-/** A small deterministic generator (xorshift32), so a failure replays. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 const sorted = (ids: Iterable<string>) => [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 

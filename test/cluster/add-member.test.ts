@@ -9,21 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RaftError } from '../../raft/index.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
 import type { ClusterNode } from '../../src/cluster/node.js';
-import { loadPeerTlsOptions } from '../../src/pki/index.js';
-import { startServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
+import { inProcessMember } from './in-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-add-member-'));
 const ids = ['n1', 'n2'];
 const nodes: TestServer[] = [];
 
-async function member(i: number, start: { init: true } | { join: string }): Promise<TestServer> {
-  const id = ids[i]!;
-  const tls = await loadPeerTlsOptions(join(dir, id, 'pki'));
-  return startServer({
-    dataDir: join(dir, id),
-    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
-  });
-}
+const member = (i: number, start: { init: true } | { join: string }) => inProcessMember(dir, ids[i]!, start);
 
 beforeAll(async () => {
   await preparePeerPki(ids, (id) => join(dir, id));

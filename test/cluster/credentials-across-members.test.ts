@@ -14,8 +14,8 @@ import { preparePeerPki } from '../../src/cluster/local.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa } from '../../src/pki/ca.js';
-import { loadPeerTlsOptions } from '../../src/pki/index.js';
-import { call, login, startServer, type TestServer } from '../support/server.js';
+import { call, login, type TestServer } from '../support/server.js';
+import { inProcessMember } from './in-process.js';
 import { until } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-mfa-cluster-'));
@@ -24,15 +24,7 @@ const nodes: TestServer[] = [];
 /** How long followers may take to apply a committed write (generous: the machine is shared). */
 const SETTLE_MS = 10_000;
 
-async function member(i: number, start: { init: true } | { join: string }): Promise<TestServer> {
-  const id = ids[i]!;
-  const tls = await loadPeerTlsOptions(join(dir, id, 'pki'));
-  return startServer({
-    dataDir: join(dir, id),
-    // short ticks: elections and catching up in a fraction of the default time
-    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
-  });
-}
+const member = (i: number, start: { init: true } | { join: string }) => inProcessMember(dir, ids[i]!, start);
 
 beforeAll(async () => {
   await preparePeerPki(ids, (id) => join(dir, id));
