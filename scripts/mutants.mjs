@@ -817,6 +817,15 @@ export const MUTANTS = [
     tests: ['test/cluster/join.test.ts'],
   },
   {
+    // a follower leaving unanswered every append that repeats its last acknowledgement, not only commit notices:
+    // a leader that lost that acknowledgement would never learn the follower's index again
+    id: 'raft-repeat-ack-skipped-always',
+    file: 'raft/core/raft.ts',
+    search: 'if (repeat && m.entries.length === 0 && this.log.committed > committedBefore) return;',
+    replace: 'if (repeat && m.entries.length === 0) return;',
+    tests: ['raft/core/replication.test.ts'],
+  },
+  {
     id: 'mtls-per-address-unbounded',
     file: 'src/util/mtls-server.ts',
     search: 'pending.has(key) || (perAddress.get(address) ?? 0) >= max) {',

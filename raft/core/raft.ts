@@ -167,6 +167,11 @@ export class RaftCore {
   /** A follower needed a snapshot while the log's is deferred (takeSnapshotRequest). */
   private snapshotRequested = false;
 
+  /** The last acknowledgement of an append this follower sent: to whom, in which term, for which index. */
+  private ackedTo: NodeId | null = null;
+  private ackedTerm = 0;
+  private ackedIndex = -1;
+
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
   private prevSoft: SoftState;
@@ -970,8 +975,18 @@ export class RaftCore {
       this.send('appendResp', m.from, { index: this.log.committed });
       return;
     }
+    const committedBefore = this.log.committed;
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew >= 0) {
+      // A commit notice (no entries, a commit index that moved this log's) whose answer would repeat the last
+      // acknowledgement this follower sent this leader in this term tells the leader nothing new: not answered,
+      // one message less per batch. Every other append is answered, so a leader that lost that acknowledgement
+      // learns the index again from its next probe or heartbeat, which moves no commit index.
+      const repeat = this.ackedTo === m.from && this.ackedTerm === this.term && this.ackedIndex === lastNew;
+      if (repeat && m.entries.length === 0 && this.log.committed > committedBefore) return;
+      this.ackedTo = m.from;
+      this.ackedTerm = this.term;
+      this.ackedIndex = lastNew;
       this.send('appendResp', m.from, { index: lastNew });
       return;
     }

@@ -59,6 +59,70 @@ describe('follower append handling', () => {
   });
 });
 
+describe('acknowledging commit notices', () => {
+  it('leaves unanswered a commit notice that would repeat its last acknowledgement, answers every other append', () => {
+    const n = new Solo('b', ABC, {}, (log) => seedLog(log, entries(1, [1, 1]), 1, 0));
+    // entries 3 and 4: acknowledged
+    const ack = n.step({
+      type: 'append',
+      from: 'a',
+      term: 1,
+      index: 2,
+      logTerm: 1,
+      entries: entries(3, [1, 1]),
+      commit: 2,
+    });
+    expect(ack).toMatchObject([{ type: 'appendResp', to: 'a', index: 4, reject: false }]);
+    // the commit notice for them: nothing new to tell the leader
+    expect(n.step({ type: 'append', from: 'a', term: 1, index: 4, logTerm: 1, commit: 4 })).toEqual([]);
+    expect(n.core.status().commit).toBe(4);
+    // an empty append that moves no commit index (a probe after a heartbeat): answered, even though it repeats
+    expect(n.step({ type: 'append', from: 'a', term: 1, index: 4, logTerm: 1, commit: 4 })).toMatchObject([
+      { type: 'appendResp', to: 'a', index: 4, reject: false },
+    ]);
+    // new entries: answered
+    expect(
+      n.step({ type: 'append', from: 'a', term: 1, index: 4, logTerm: 1, entries: entries(5, [1]), commit: 4 }),
+    ).toMatchObject([{ type: 'appendResp', index: 5 }]);
+  });
+
+  it('answers a commit notice whose index it has not acknowledged to this leader in this term', () => {
+    const n = new Solo('b', ABC, {}, (log) => seedLog(log, entries(1, [1, 1, 1]), 1, 1));
+    // acknowledged 3 to a in term 1
+    n.step({ type: 'append', from: 'a', term: 1, index: 3, logTerm: 1, commit: 1 });
+    // term 2, leader c: its first commit notice is news to c
+    expect(n.step({ type: 'append', from: 'c', term: 2, index: 3, logTerm: 1, commit: 2 })).toMatchObject([
+      { type: 'appendResp', to: 'c', index: 3, reject: false },
+    ]);
+    // a different index than the last acknowledgement (a shorter append, below what it holds): answered
+    expect(n.step({ type: 'append', from: 'c', term: 2, index: 2, logTerm: 1, commit: 3 })).toMatchObject([
+      { type: 'appendResp', to: 'c', index: 2, reject: false },
+    ]);
+  });
+
+  it('a cluster sends one acknowledgement per follower per batch, and a lost one is learnt again from a heartbeat', () => {
+    const net = TestNet.create(['a', 'b', 'c']);
+    net.elect('a');
+    const before = net.delivered.length;
+    net.propose('a', 'x');
+    const acks = net.delivered.slice(before).filter((m) => m.type === 'appendResp');
+    // the append of x is acknowledged once by each follower; the commit notice that follows is not
+    expect(acks.map((m) => m.from).sort()).toEqual(['b', 'c']);
+    const index = net.core('a').status().lastIndex;
+    for (const id of ['a', 'b', 'c']) expect(net.core(id).status().commit).toBe(index);
+
+    // b's acknowledgement of y is lost; c's makes y committed, and b's commit notice goes unanswered
+    net.blocked.add('b>a');
+    net.propose('a', 'y');
+    net.heal();
+    const y = net.core('a').status().lastIndex;
+    expect(net.core('a').status().progress?.b?.match).toBe(y - 1);
+    // a heartbeat's answer makes the leader probe b again: an empty append that moves no commit, answered
+    net.tickAll(3);
+    expect(net.core('a').status().progress?.b?.match).toBe(y);
+  });
+});
+
 describe('fast backtracking (Figure 7)', () => {
   it('repairs a follower with a long divergent tail in two rejections, not fifty', () => {
     // Leader log: 1,1,1 then 50 x term 4 (it will be leader of term 5). Follower: 1,1,1 then 50 x term 3.
