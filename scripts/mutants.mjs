@@ -826,6 +826,15 @@ export const MUTANTS = [
     tests: ['raft/core/replication.test.ts'],
   },
   {
+    // the leader holding a forward's refusal like an acceptance: the follower would try the next leader, or answer
+    // 429, only after the hold
+    id: 'forward-refusal-held',
+    file: 'src/cluster/forward-channel.ts',
+    search: 'if (!holdable || this.hold_ms <= 0 ||',
+    replace: 'if (this.hold_ms <= 0 ||',
+    tests: ['test/cluster/forward-channel.test.ts'],
+  },
+  {
     id: 'mtls-per-address-unbounded',
     file: 'src/util/mtls-server.ts',
     search: 'pending.has(key) || (perAddress.get(address) ?? 0) >= max) {',

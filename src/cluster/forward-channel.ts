@@ -119,17 +119,30 @@ function isId(v: unknown): v is number {
 }
 
 /**
+ * How long the leader holds the answer of a forward whose commands it all accepted, so that the answers of
+ * several forwards leave together in one socket write. Nothing waits on such an answer: the follower's write
+ * completes when its entry is applied there. A refusal, or a failure to tell, leaves at once (with whatever is
+ * held), since the follower acts on it.
+ */
+export const FORWARD_ANSWER_HOLD_MS = 20;
+/** Answers held per connection; at this many they leave at once. */
+export const MAX_HELD_FORWARD_ANSWERS = 256;
+
+/**
  * Serves forwards on `wss` (upgrades routed to it by the caller, after its certificate and peer protocol checks;
  * the caller's `wss` answers with this member's peer protocol headers): each request is
- * handed to `handle` (with the term it is addressed to) and answered on the same connection; a malformed frame
- * closes the connection.
+ * handed to `handle` (with the term it is addressed to) and answered on the same connection, an answer that only
+ * accepts held up to FORWARD_ANSWER_HOLD_MS; a malformed frame closes the connection.
  */
 export function serveForwards(
   wss: WebSocketServer,
   handle: (term: number, items: Uint8Array[]) => Promise<ForwardResult[]>,
   onError: (err: Error) => void,
+  hold_ms: number = FORWARD_ANSWER_HOLD_MS,
 ): void {
   wss.on('connection', (ws) => {
+    const answers = new HeldAnswers(ws, hold_ms);
+    ws.on('close', () => answers.drop());
     ws.on('error', (err) => onError(err));
     ws.on('message', (data, isBinary) => {
       if (!isBinary) {
@@ -145,18 +158,58 @@ export function serveForwards(
         return;
       }
       handle(req.term, req.items).then(
-        (results) => answer(ws, req.id, results),
+        (results) => answers.add(encodeForwardAnswer(req.id, results), results.every(isAccepted)),
         (err: unknown) => {
           onError(err as Error);
-          answer(ws, req.id, null);
+          answers.add(encodeForwardAnswer(req.id, null), false);
         },
       );
     });
   });
 }
 
-function answer(ws: WebSocket, id: number, results: ForwardResult[] | null): void {
-  if (ws.readyState === WebSocket.OPEN) ws.send(encodeForwardAnswer(id, results), { binary: true });
+const isAccepted = (r: ForwardResult) => r.ok;
+
+/** The answers one connection holds (serveForwards): sent together, in one socket write where the socket allows. */
+class HeldAnswers {
+  private frames: Buffer[] = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly hold_ms: number,
+  ) {}
+
+  /** Holds `frame` (an answer that only accepts), or sends it now with everything held. */
+  add(frame: Buffer, holdable: boolean): void {
+    this.frames.push(frame);
+    if (!holdable || this.hold_ms <= 0 || this.frames.length >= MAX_HELD_FORWARD_ANSWERS) this.flush();
+    else if (this.timer === null) this.timer = setTimeout(() => this.flush(), this.hold_ms);
+  }
+
+  /** The connection closed: what it held goes nowhere (the follower's forwards on it end unanswered). */
+  drop(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.frames = [];
+  }
+
+  private flush(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    const frames = this.frames;
+    this.frames = [];
+    if (frames.length === 0 || this.ws.readyState !== WebSocket.OPEN) return;
+    // ws writes each frame to its socket on its own; corked, the frames leave in one write (one TLS write, one
+    // wake-up of the follower) instead of one each
+    const socket = (this.ws as unknown as { _socket?: { cork?: () => void; uncork?: () => void } })._socket;
+    socket?.cork?.();
+    try {
+      for (const f of frames) this.ws.send(f, { binary: true });
+    } finally {
+      socket?.uncork?.();
+    }
+  }
 }
 
 export interface ForwardTls {

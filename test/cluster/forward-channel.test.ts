@@ -28,6 +28,7 @@ afterEach(async () => {
 /** A peer listener serving the channel with `handle`; returns its address. */
 async function listener(
   handle: (items: Uint8Array[], term: number) => Promise<ForwardResult[]>,
+  hold_ms?: number,
 ): Promise<{ address: string; server: Server; wss: WebSocketServer }> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
@@ -36,6 +37,7 @@ async function listener(
     wss,
     (term, items) => handle(items, term),
     () => {},
+    hold_ms,
   );
   server.on('upgrade', (req, socket, head) => {
     if (req.url !== FORWARD_PATH) return socket.destroy();
@@ -83,6 +85,33 @@ describe('forward channel', () => {
     expect(b).toEqual([{ ok: true }]);
     expect(seen).toEqual([[1, 2], [3]]);
     expect(terms).toEqual([4, 5]); // each with the term of the leader it was addressed to
+  });
+
+  it('holds an answer that only accepts; a refusal leaves at once, with what was held', async () => {
+    const hold_ms = 400;
+    const { address } = await listener(
+      async (items) => items.map((i): ForwardResult => (i[0] === 9 ? { ok: false, code: 'overloaded' } : { ok: true })),
+      hold_ms,
+    );
+    const c = client(address);
+    await c.send(1, [bytes(0)], 2_000, 2_000); // connected
+    let t0 = Date.now();
+    expect(await c.send(1, [bytes(1)], 2_000, 2_000)).toEqual([{ ok: true }]);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(hold_ms - 50);
+
+    t0 = Date.now();
+    let acceptedAt = 0;
+    const accepted = c.send(1, [bytes(2)], 2_000, 2_000).then((r) => {
+      acceptedAt = Date.now() - t0;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 50)); // answered and held by now
+    const refused = await c.send(1, [bytes(9)], 2_000, 2_000);
+    const refusedAt = Date.now() - t0;
+    expect(refused).toEqual([{ ok: false, code: 'overloaded', leader: null }]);
+    expect(await accepted).toEqual([{ ok: true }]);
+    expect(refusedAt).toBeLessThan(hold_ms - 100);
+    expect(acceptedAt).toBeLessThanOrEqual(refusedAt);
   });
 
   it('not sent (nothing listens) is null, a definite refusal; sent and cut off is a rejection, never a refusal', async () => {
