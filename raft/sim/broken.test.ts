@@ -1,6 +1,6 @@
 /**
- * Proof that the checker works: each deliberately broken core (broken-cores.ts) or broken client behaviour
- * (SimOptions.brokenClient) must be caught within a fixed seed range by the check written for that property, as
+ * Proof that the checker works: each deliberately broken core (broken-cores.ts), broken client behaviour
+ * (SimOptions.brokenClient) or broken driver behaviour (SimOptions.brokenDriver) must be caught within a fixed seed range by the check written for that property, as
  * the first violation of the first failing seed. Every safety check has a case here or in checks.test.ts, so
  * turning any one of them off fails a test.
  */
@@ -44,6 +44,11 @@ describe('the simulator catches broken cores, each with the check for its proper
       'log-matching',
     ],
     ['a client re-proposing a proposal whose outcome is unknown', { brokenClient: 'blindRetry' }, 'exactly-once'],
+    [
+      'a leader that holds proposals (one batch in flight) and never releases them',
+      { brokenDriver: 'neverRelease' },
+      'liveness',
+    ],
   ];
   for (const [name, broken, kind] of cases) {
     it(`${name}: caught as ${kind}`, () => {

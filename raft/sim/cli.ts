@@ -72,7 +72,7 @@ function line(label: string, t: SimStats & { seeds: number }, ms: number): strin
     `acknowledged=${t.acked} crashes=${t.crashes} partitions=${t.partitions} ` +
     `snapshots=${t.snapshotsCreated}/${t.snapshotsInstalled} (created/installed) confChanges=${t.confChanges} ` +
     `transfers=${t.transfers} reads=${t.reads} singleVoter=${t.singleVoterCommits}/${t.singleVoterReads} (commits/reads) ` +
-    `commitsLost=${t.commitsLost} commitsRaised=${t.commitsRaised} appAheadRestarts=${t.appAheadRestarts} leaderWritesLost=${t.leaderWritesLost} ` +
+    `commitsLost=${t.commitsLost} commitsRaised=${t.commitsRaised} appAheadRestarts=${t.appAheadRestarts} leaderWritesLost=${t.leaderWritesLost} held=${t.held} ` +
     `maxRecovery=${t.recoveryElectionTimeouts.toFixed(1)} maxConvergence=${t.convergenceElectionTimeouts.toFixed(1)} election timeouts | ${(ms / 1000).toFixed(1)}s, ${perMin} seeds/min`
   );
 }

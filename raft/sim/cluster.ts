@@ -64,6 +64,11 @@ export interface SimOptions {
    * before applying it), as a client that retries a forward without knowing whether it committed would.
    */
   brokenClient?: 'blindRetry';
+  /**
+   * Deliberately broken driver behaviour, for the checker's proof (tests only): `neverRelease` holds proposals
+   * (holdWhileCommitting seeds) and never hands them to the core.
+   */
+  brokenDriver?: 'neverRelease';
 }
 
 export interface SimStats {
@@ -100,6 +105,8 @@ export interface SimStats {
   appAheadRestarts: number;
   /** Crashes of a leader whose own write was in flight after its appends had left (its unsynced entries lost). */
   leaderWritesLost: number;
+  /** Proposals held while the leader's appended entries committed (holdWhileCommitting seeds). */
+  held: number;
 }
 
 /** All counters at zero. */
@@ -120,6 +127,7 @@ export function emptyStats(): SimStats {
     transfers: 0,
     reads: 0,
     messages: 0,
+    held: 0,
     recoveryElectionTimeouts: 0,
     convergenceElectionTimeouts: 0,
     singleVoterCommits: 0,
@@ -145,6 +153,8 @@ const TRACE_LINES = 60;
 const MAX_EVENTS_QUEUED = 2_000_000;
 /** brokenClient 'blindRetry': bound on proposal ids waiting to be re-proposed. */
 const MAX_UNKNOWN_OUTCOMES = 1024;
+/** holdWhileCommitting: bound on the proposals one leader holds (the driver's bound on one turn's batch). */
+const MAX_HELD = 64;
 /**
  * After the chaos phase a fresh proposal must be acknowledged within this many election timeouts, plus the
  * worst-case time to re-replicate the whole log under the seed's flow control (see catchUpMs).
@@ -232,6 +242,8 @@ class SimNode {
   /** This node's clock: tick interval (clocks drift apart a little). */
   tickMs = 10;
   readonly proposals = new Map<number, PendingProposal>();
+  /** Proposals held while this leader's appended entries commit (holdWhileCommitting seeds); not in the core. */
+  held: Array<{ pid: number; data: Uint8Array }> = [];
 
   constructor(
     readonly id: NodeId,
@@ -536,6 +548,7 @@ class Simulation {
     n.leaderTerm = -1;
     n.lastRole = 'follower';
     n.proposals.clear();
+    n.held = [];
     // Desynchronise the nodes' tick phases.
     this.schedule({ kind: 'tick', node: n, inc: n.inc, time: this.now + 1 + this.rng.int(p.tickMs), seq: 0 });
   }
@@ -550,6 +563,7 @@ class Simulation {
     n.pending = null;
     n.pendingMessages = [];
     n.appliedEarly = 0;
+    this.refuseHeld(n, 'crash');
     n.inc++;
     this.stats.crashes++;
     // Like a transport whose connection to a killed process closes: its followers learn their leader is gone
@@ -617,6 +631,7 @@ class Simulation {
         for (const e of early) this.apply(n, core, e);
       }
     }
+    this.releaseHeld(n);
   }
 
   /**
@@ -927,6 +942,57 @@ class Simulation {
     else this.propose(target);
   }
 
+  /**
+   * holdWhileCommitting, as the driver decides it (RaftNode.proposeBatched): true when `n` leads with appended
+   * entries not yet committed, or holds proposals already (they go once it has applied everything it appended),
+   * so a new proposal waits in `held` (at most MAX_HELD) instead of reaching the core.
+   */
+  private holds(n: SimNode): boolean {
+    if (!this.p.holdWhileCommitting || n.core === null) return false;
+    if (n.held.length > 0) return true;
+    const s = n.core.basicStatus();
+    return s.role === 'leader' && s.lastIndex > s.commit;
+  }
+
+  private hold(n: SimNode, pid: number, data: Uint8Array): void {
+    if (n.held.length >= MAX_HELD) {
+      this.traceEvent(() => `${n.id} refuses #${pid}: ${MAX_HELD} held`);
+      return;
+    }
+    n.held.push({ pid, data });
+    this.stats.held++;
+    this.traceEvent(() => `${n.id} holds #${pid} (${n.held.length} held)`);
+  }
+
+  /**
+   * Like the driver (RaftNode.releaseHeld, proposeBatched): the held proposals go to the core together once this
+   * leader has applied everything it appended; they are refused, never proposed, once it no longer leads.
+   */
+  private releaseHeld(n: SimNode): void {
+    if (n.held.length === 0 || n.core === null || this.opts.brokenDriver === 'neverRelease') return;
+    const s = n.core.basicStatus();
+    if (s.role !== 'leader') {
+      this.refuseHeld(n, `now ${s.role}`);
+      return;
+    }
+    if (n.sm.index < s.lastIndex) return;
+    const held = n.held;
+    n.held = [];
+    this.traceEvent(() => `${n.id} releases ${held.length} held`);
+    this.proposeTogether(
+      n,
+      held.map((h) => h.pid),
+      held.map((h) => h.data),
+    );
+  }
+
+  private refuseHeld(n: SimNode, why: string): void {
+    if (n.held.length === 0) return;
+    const count = n.held.length;
+    n.held = [];
+    this.traceEvent(() => `${n.id} refuses ${count} held (${why})`);
+  }
+
   /** A proposal of `n` still pending is not known to have failed: a correct client never re-proposes it. */
   private outcomeUnknown(n: SimNode): void {
     if (this.opts.brokenClient !== 'blindRetry') return;
@@ -938,6 +1004,10 @@ class Simulation {
   private propose(n: SimNode): boolean {
     const pid = this.unknownOutcome.shift() ?? this.nextPid++;
     const data = encodeProposal(pid, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0);
+    if (this.holds(n)) {
+      this.hold(n, pid, data);
+      return true;
+    }
     try {
       const core = this.coreOf(n);
       const { index, term } = core.propose(data);
@@ -960,6 +1030,14 @@ class Simulation {
       pids.push(this.unknownOutcome.shift() ?? this.nextPid++);
       datas.push(encodeProposal(pids[i]!, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0));
     }
+    if (this.holds(n)) {
+      for (let i = 0; i < count; i++) this.hold(n, pids[i]!, datas[i]!);
+      return;
+    }
+    this.proposeTogether(n, pids, datas);
+  }
+
+  private proposeTogether(n: SimNode, pids: number[], datas: Uint8Array[]): void {
     try {
       const ats = this.coreOf(n).proposeMany(datas);
       for (const [i, { index, term }] of ats.entries()) {
@@ -1284,6 +1362,7 @@ class Simulation {
       let pendingInTerm = false;
       for (const pp of l.proposals.values())
         if (pp.term === term && pp.pid >= this.firstLivenessPid) pendingInTerm = true;
+      for (const h of l.held) if (h.pid >= this.firstLivenessPid) pendingInTerm = true;
       if (!pendingInTerm) this.propose(l);
     }
   }

@@ -37,6 +37,13 @@ export interface SimParams {
    * with recordConf (a restart resumes from the application's own state).
    */
   deferredSnapshots: boolean;
+  /**
+   * Driver model: one batch in flight (RaftNodeOptions.holdWhileCommitting). A proposal made to a leader whose
+   * appended entries are not all committed and applied waits, with the others made meanwhile, until they are,
+   * and they are then proposed together; held proposals are refused (never proposed) when the node stops leading
+   * or crashes.
+   */
+  holdWhileCommitting: boolean;
   electionTicks: number;
   heartbeatTicks: number;
   preVote: boolean;
@@ -129,6 +136,7 @@ export function deriveParams(rng: SeededRandom, chaosMs: number | undefined): Si
     pNewLeaderFault: rng.pick([0, 0.1, 0.3]),
     pNewCandidateFault: rng.pick([0, 0.05, 0.2]),
     deferredSnapshots: recordConf && rng.chance(0.5),
+    holdWhileCommitting: rng.chance(0.5),
   };
   if (!rng.chance(0.3)) return base;
   // Election storm: small clusters, small messages, leaders failing right after election, short stalls.

@@ -34,6 +34,7 @@ describe('raft simulation', () => {
         leaderWritesLost: 0,
         snapshotsDeferred: 0,
         snapshotsOnRequest: 0,
+        held: 0,
       };
       for (let seed = from; seed <= to; seed++) {
         const r = runSimulation({ seed });
