@@ -1001,12 +1001,12 @@ class Simulation {
     }
   }
 
-  private propose(n: SimNode): boolean {
+  private propose(n: SimNode): void {
     const pid = this.unknownOutcome.shift() ?? this.nextPid++;
     const data = encodeProposal(pid, this.p.proposalPadMax > 0 ? this.rng.int(this.p.proposalPadMax + 1) : 0);
     if (this.holds(n)) {
       this.hold(n, pid, data);
-      return true;
+      return;
     }
     try {
       const core = this.coreOf(n);
@@ -1015,10 +1015,8 @@ class Simulation {
       this.stats.proposals++;
       this.traceEvent(() => `${n.id} propose #${pid} -> index ${index} term ${term}`);
       this.afterStep(n);
-      return true;
     } catch (err) {
-      if (err instanceof ProposalDroppedError) return false;
-      throw err;
+      if (!(err instanceof ProposalDroppedError)) throw err;
     }
   }
 

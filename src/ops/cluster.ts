@@ -179,7 +179,6 @@ function clusterOf(svc: Services): ClusterView {
   return svc.cluster;
 }
 
-/** The HTTP face of a failed membership change. */
 /** Raft refusals a membership operation answers with 503 CLUSTER_NO_LEADER and Retry-After. */
 const RETRY_LATER: ReadonlySet<RaftError['code']> = new Set<RaftError['code']>([
   'not-leader',
@@ -187,6 +186,7 @@ const RETRY_LATER: ReadonlySet<RaftError['code']> = new Set<RaftError['code']>([
   'leadership-lost',
 ]);
 
+/** The HTTP face of a failed membership change. */
 function membershipError(err: unknown): ApiError {
   // no leader, or it changed while the change was being made (asking again is safe: an add finishes what it started)
   if (err instanceof RaftError && RETRY_LATER.has(err.code)) {

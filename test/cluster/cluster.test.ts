@@ -25,6 +25,7 @@ import {
   memberStatus,
   mgmt,
   namesOn,
+  postUntilNot503,
   startCluster,
   type TestCluster,
   until,
@@ -181,14 +182,10 @@ describe('a 3-node cluster of keel processes', () => {
     expect(ctrls).toEqual([observer.base, ...c.nodes.filter((n) => n !== observer).map((n) => n.base)]);
     // transfer-leadership through any member; asked again on 503 (the member just thawed may still be catching up,
     // and a transfer not done within its bound answers 503 with Retry-After), as a client told Retry-After would
-    const t = await until(
-      async () => {
-        const res = await call('POST', `${fabric(observer)}/transfer-leadership`, {
-          token,
-          body: { newLeaderId: down.spec.id },
-        });
-        return res.status === 503 ? null : res;
-      },
+    const t = await postUntilNot503(
+      `${fabric(observer)}/transfer-leadership`,
+      token,
+      { newLeaderId: down.spec.id },
       12_000,
       'the transfer to be taken',
     );
@@ -399,14 +396,10 @@ describe('a 3-node cluster of keel processes', () => {
       await until(() => load.acked.length >= acked + 20, 20_000, 'writes with four members');
       expect((await namesOn(fourth, token, 'member-')).length).toBeGreaterThan(0);
       // asked again on 503 (a leadership change under load), as a client told Retry-After would
-      const r = await until(
-        async () => {
-          const res = await call('POST', `${c.nodes[2]!.base}/fabric/v1/cluster/remove-member`, {
-            token,
-            body: { id: 'n4' },
-          });
-          return res.status === 503 ? null : res;
-        },
+      const r = await postUntilNot503(
+        `${c.nodes[2]!.base}/fabric/v1/cluster/remove-member`,
+        token,
+        { id: 'n4' },
         10_000,
         'the removal to be taken',
       );

@@ -89,6 +89,27 @@ export async function until<T>(fn: () => Promise<T> | T, timeout_ms: number, wha
   throw new Error(`timed out after ${timeout_ms} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
 }
 
+/**
+ * POSTs `body` to `url`, asking again while the answer is 503 (a leadership change under load, answered with
+ * Retry-After), as a client told Retry-After would, at most `timeout_ms`; resolves with the first other answer.
+ */
+export function postUntilNot503(
+  url: string,
+  token: string,
+  body: unknown,
+  timeout_ms: number,
+  what: string,
+): Promise<Awaited<ReturnType<typeof call>>> {
+  return until(
+    async () => {
+      const res = await call('POST', url, { token, body });
+      return res.status === 503 ? null : res;
+    },
+    timeout_ms,
+    what,
+  );
+}
+
 export const alive = (n: NodeProcess) => n.child.exitCode === null && n.child.signalCode === null;
 
 /** The index of the current leader among `nodes` (asking the first live one that knows it). */
