@@ -26,9 +26,17 @@ export class KeelBenchCluster {
     readonly nodes: NodeProcess[],
     /** The first member's peer certificate, which the harness presents to the peer API (maxTerm). */
     private readonly peerTls: PeerTlsOptions,
+    /** Flags every node gets besides the harness's own (e.g. `--raft-wal-mib 0`). */
+    private readonly nodeArgs: readonly string[],
   ) {}
 
-  private static spec(dir: string, i: number, start?: NodeSpec['start'], peerPort = 0): NodeSpec {
+  private static spec(
+    dir: string,
+    nodeArgs: readonly string[],
+    i: number,
+    start?: NodeSpec['start'],
+    peerPort = 0,
+  ): NodeSpec {
     return {
       id: `n${i + 1}`,
       dataDir: join(dir, `n${i + 1}`),
@@ -37,20 +45,24 @@ export class KeelBenchCluster {
       ...(start ? { start } : {}),
       ...(i === 0 && start ? { adminPassword: BENCH_ADMIN_PASSWORD } : {}),
       // plain HTTP on loopback (uWS engine), as etcd's JSON gateway is loaded over plain HTTP: the same scheme for both
-      extraArgs: ['--insecure-http'],
+      extraArgs: ['--insecure-http', ...nodeArgs],
     };
   }
 
   /** Starts n1 with `--cluster-init`, then n2 and n3 joining through it. */
-  static async start(dir: string, onStarted: (n: NodeProcess) => void): Promise<KeelBenchCluster> {
+  static async start(
+    dir: string,
+    onStarted: (n: NodeProcess) => void,
+    nodeArgs: readonly string[] = [],
+  ): Promise<KeelBenchCluster> {
     const ids = ['n1', 'n2', 'n3'];
     await preparePeerPki(ids, (id) => join(dir, id));
-    const c = new KeelBenchCluster(dir, [], await loadPeerTlsOptions(join(dir, 'n1', 'pki')));
-    const first = await startNode(KeelBenchCluster.spec(dir, 0, { init: true }));
+    const c = new KeelBenchCluster(dir, [], await loadPeerTlsOptions(join(dir, 'n1', 'pki')), nodeArgs);
+    const first = await startNode(KeelBenchCluster.spec(dir, nodeArgs, 0, { init: true }));
     onStarted(first);
     c.nodes.push(first);
     for (let i = 1; i < 3; i++) {
-      const n = await startNode(KeelBenchCluster.spec(dir, i, { join: first.peerAddress }));
+      const n = await startNode(KeelBenchCluster.spec(dir, nodeArgs, i, { join: first.peerAddress }));
       onStarted(n);
       c.nodes.push(n);
     }
@@ -65,7 +77,7 @@ export class KeelBenchCluster {
   async restart(i: number, onStarted: (n: NodeProcess) => void): Promise<void> {
     if (alive(this.nodes[i]!)) throw new Error(`node ${i} is still running`);
     const peerPort = Number(this.nodes[i]!.peerAddress.split(':').at(-1));
-    const n = await startNode(KeelBenchCluster.spec(this.dir, i, undefined, peerPort));
+    const n = await startNode(KeelBenchCluster.spec(this.dir, this.nodeArgs, i, undefined, peerPort));
     onStarted(n);
     this.nodes[i] = n;
   }

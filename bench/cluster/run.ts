@@ -6,7 +6,10 @@
  * Like Keel's, etcd's peer links are mutual TLS (`--etcd-peer-plain`: plain HTTP, as before 2026-11-26).
  *
  *   npm run bench -- cluster [--quick] [--trials 20] [--concurrency 16,64,256] [--via all|leader|followers]
- *                            [--etcd-peer-plain] [--warmup S] [--rounds R]
+ *                            [--etcd-peer-plain] [--warmup S] [--rounds R] [--raft-wal-mib N]
+ *
+ * `--raft-wal-mib N` starts Keel's nodes with that flag (0: no Raft write-ahead file, every Raft write a synced
+ * LevelDB batch), for comparing the two ways of writing the log.
  *
  * Both clusters are up together; each level runs once per round, Keel's and etcd's back to back (Keel first in odd
  * rounds, etcd first in even ones), so each ratio pairs two measurements taken seconds apart. With R > 1 the
@@ -38,6 +41,8 @@ export interface ClusterBenchOptions {
   warmup_s: number;
   /** Times each level runs on each system, Keel and etcd alternating (`--rounds R`, 1..MAX_ROUNDS; default 1). */
   rounds: number;
+  /** Keel nodes' `--raft-wal-mib` (undefined: the nodes' default). */
+  raftWal_mib?: number;
 }
 
 type Via = 'all' | 'leader' | 'followers';
@@ -78,6 +83,7 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
     else if (a === '--etcd-peer-plain') opts.etcdPeers = 'plain';
     else if (a === '--warmup') warmup_s = Number(argv[++i]);
     else if (a === '--rounds') opts.rounds = Number(argv[++i]);
+    else if (a === '--raft-wal-mib') opts.raftWal_mib = Number(argv[++i]);
     else if (a === '--via') {
       const v = argv[++i] as Via;
       if (!VIAS.includes(v)) throw new Error(`--via takes ${VIAS.join('|')}`);
@@ -91,6 +97,9 @@ export function parseClusterArgs(argv: string[]): ClusterBenchOptions {
   }
   if (!Number.isInteger(opts.rounds) || opts.rounds < 1 || opts.rounds > MAX_ROUNDS) {
     throw new Error(`--rounds must be an integer in 1..${MAX_ROUNDS}`);
+  }
+  if (opts.raftWal_mib !== undefined && !(Number.isInteger(opts.raftWal_mib) && opts.raftWal_mib >= 0)) {
+    throw new Error('--raft-wal-mib takes a non-negative integer (MiB; 0: no write-ahead file)');
   }
   if (!Number.isInteger(opts.trials) || opts.trials < 0 || opts.trials > MAX_TRIALS) {
     throw new Error(`--trials must be an integer in 0..${MAX_TRIALS}`);
@@ -344,7 +353,8 @@ export async function main(argv: string[]): Promise<void> {
     const levels: LevelRounds[] = opts.concurrencies.map((c) => ({ c, keel: [], etcd: [] }));
     const trials: Trial[] = [];
     try {
-      cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n));
+      const nodeArgs = opts.raftWal_mib === undefined ? [] : ['--raft-wal-mib', String(opts.raftWal_mib)];
+      cluster = await KeelBenchCluster.start(join(base, 'keel'), (n) => nodes.add(n), nodeArgs);
       const token = await cluster.login();
       const leader = await cluster.agreedLeader(token);
       const keelSystem: System = {

@@ -37,13 +37,13 @@ const packr = new Packr({ useRecords: false, moreTypes: false });
 const TYPE_CODES: Record<EntryType, number> = { normal: 0, conf: 1, noop: 2 };
 const CODE_TYPES: EntryType[] = ['normal', 'conf', 'noop'];
 
-function writeU64(buf: Buffer, offset: number, value: number): void {
+export function writeU64(buf: Buffer, offset: number, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`raft log: not a u64-safe integer: ${value}`);
   buf.writeUInt32BE(Math.floor(value / TWO_32), offset);
   buf.writeUInt32BE(value % TWO_32, offset + 4);
 }
 
-function readU64(buf: Buffer, offset: number): number {
+export function readU64(buf: Buffer, offset: number): number {
   return buf.readUInt32BE(offset) * TWO_32 + buf.readUInt32BE(offset + 4);
 }
 

@@ -24,6 +24,8 @@ const enc = new TextEncoder();
 /** Snapshot record size of the logs under test (the smallest allowed), so snapshots span several records. */
 const CHUNK_BYTES = 1024;
 const dec = new TextDecoder();
+/** The simulated write-ahead file's size. */
+const WAL_BYTES = 1024;
 
 /** What a log holds, as compared after a power loss. */
 interface Model {
@@ -203,18 +205,29 @@ describe('LevelLog across power losses', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const seed of [1, 2, 3]) {
-    it(`keeps every acknowledged write and recovers to a consistent prefix (seed ${seed})`, async () => {
+  const runs = [1, 2, 3].flatMap((seed) => [
+    { seed, wal: false },
+    { seed, wal: true },
+  ]);
+  for (const { seed, wal } of runs) {
+    const how = wal ? 'with a write-ahead file' : 'LevelDB only';
+    it(`keeps every acknowledged write and recovers to a consistent prefix (${how}, seed ${seed})`, async () => {
       const rnd = new SeededRandom(seed);
       const disk = new PowerLossDisk(join(dir, 'disk'), rnd, 1);
-      let log = await LevelLog.open(join(dir, 'log'), {
-        db: disk.db(),
-        maxSegment_bytes: 256,
-        snapshotChunk_bytes: CHUNK_BYTES,
-      });
+      // A small write-ahead file: it fills several times a run, so writes fall back to LevelDB and it starts over.
+      const open = (): Promise<LevelLog> =>
+        LevelLog.open(join(dir, 'log'), {
+          db: disk.db(),
+          maxSegment_bytes: 256,
+          snapshotChunk_bytes: CHUNK_BYTES,
+          ...(wal ? { wal: { file: disk.wal(WAL_BYTES) } } : {}),
+        });
+      let log = await open();
       let model: Model = await observe(log);
       let seq = 0;
       let lostInFlight = 0;
+      /** Writes that found the write-ahead file full, over the logs opened so far. */
+      let walFull = 0;
       for (let round = 0; round < 25; round++) {
         // states[i] = the model after write i of this round; acknowledged = how many resolved before the cut.
         const states: Model[] = [clone(model)];
@@ -244,6 +257,7 @@ describe('LevelLog across power losses', () => {
         for (let i = rnd.int(4); i > 0; i--) await new Promise((r) => setImmediate(r));
         // Every write acknowledged before the cut must survive; those in flight may or may not.
         const cutAt = acknowledged;
+        walFull += log.walFull;
         await disk.powerLoss();
         await Promise.all(inflight);
         if (acknowledged < writes) {
@@ -251,11 +265,7 @@ describe('LevelLog across power losses', () => {
           expect(failed, 'a write cut off by the power loss reports failure').not.toBeNull();
         }
 
-        log = await LevelLog.open(join(dir, 'log'), {
-          db: disk.db(),
-          maxSegment_bytes: 256,
-          snapshotChunk_bytes: CHUNK_BYTES,
-        });
+        log = await open();
         const got = await observe(log);
         const candidates = states.slice(cutAt);
         const match = candidates.findIndex((c) => matches(got, c));
@@ -269,8 +279,15 @@ describe('LevelLog across power losses', () => {
       await disk.close();
       // The premise: power was cut with writes in flight, and the losses did drop writes.
       expect(lostInFlight).toBeGreaterThan(3);
-      expect(disk.stats.syncedKept).toBeGreaterThan(100);
-      expect(disk.stats.uncertainLost).toBeGreaterThan(3);
+      if (wal) {
+        // Write-ahead records were cut short, and the file filled (writes went to LevelDB and it started over).
+        expect(disk.stats.walTorn).toBeGreaterThan(5);
+        expect(walFull).toBeGreaterThan(5);
+        expect(disk.stats.syncedKept).toBeGreaterThan(100);
+      } else {
+        expect(disk.stats.syncedKept).toBeGreaterThan(100);
+        expect(disk.stats.uncertainLost).toBeGreaterThan(3);
+      }
     }, 20_000);
   }
 

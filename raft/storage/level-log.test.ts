@@ -250,8 +250,8 @@ describe('LevelLog', () => {
     expect(await snapshotBytes(third)).toEqual([4, 5, 6]);
     await third.close();
     // a format this release does not know is refused
-    await raw(dir, (db) => db.put(KEY_FORMAT, encodeMeta({ name: 'keel-raft-log', version: 3 })));
-    await expectCorrupt(dir, /unsupported format keel-raft-log v3/);
+    await raw(dir, (db) => db.put(KEY_FORMAT, encodeMeta({ name: 'keel-raft-log', version: 4 })));
+    await expectCorrupt(dir, /unsupported format keel-raft-log v4/);
   });
 
   it('installs a received snapshot: entries dropped, conf taken from the snapshot', async () => {

@@ -56,6 +56,15 @@ import {
   storedOf,
 } from './level-snapshots.js';
 import { type LogDb, type LogDbOp, levelLogDb } from './log-db.js';
+import {
+  encodeWalRecord,
+  newWalSalt,
+  openWalFile,
+  recordSize_bytes,
+  scanWal,
+  type WalFile,
+  type WalRecord,
+} from './wal.js';
 
 export interface LevelLogOptions {
   /** Size of one stored snapshot chunk (LevelDB values stay bounded). Default 1 MiB. */
@@ -66,6 +75,14 @@ export interface LevelLogOptions {
   maxEntries?: number;
   /** Entries persisted together are stored in segments of at most this size (one LevelDB value). Default 1 MiB. */
   maxSegment_bytes?: number;
+  /**
+   * The write-ahead file (wal.ts). With it, persist() writes new entries and hard state as one O_DSYNC record in
+   * that file instead of a synced LevelDB batch, and LevelDB gets them at the next checkpoint (see the class
+   * comment). `size_bytes`: the file's size when it is created (default 64 MiB; an existing file keeps its size).
+   * `file`, tests only: a file to use instead of `${path}.wal`. Without this option every write goes to LevelDB;
+   * a log that was written with a write-ahead file is then folded back into LevelDB on open.
+   */
+  wal?: { size_bytes?: number; file?: WalFile };
   /**
    * Tests only: a database handle to use instead of opening a ClassicLevel at `path` (e.g. the power-loss
    * simulator of power-loss-testkit.ts). `compression` is then ignored. Production code never sets it.
@@ -94,7 +111,10 @@ interface StateRecord {
   commit: number;
   markerIndex: number;
   markerTerm: number;
+  /** The last index LevelDB's segments hold (the marker when none); the write-ahead records may hold more. */
   lastIndex: number;
+  /** Salt (hex) of the write-ahead records to replay over LevelDB's log; null or absent: none. */
+  wal?: string | null;
 }
 
 const FORMAT_NAME = 'keel-raft-log';
@@ -103,8 +123,11 @@ const FORMAT_NAME = 'keel-raft-log';
  * written as 1 and moves to 2 with its first deferred snapshot, so a release that knows only 1 refuses it instead
  * of restoring an empty state from it or streaming one to a follower.
  */
-const FORMAT_VERSIONS: readonly number[] = [1, 2];
+const FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
 const FORMAT_VERSION_DEFERRED = 2;
+/** 3: the state record may name write-ahead records (wal.ts) holding entries LevelDB lacks. */
+const FORMAT_VERSION_WAL = 3;
+const DEFAULT_WAL_BYTES = 64 * 1024 * 1024;
 const ITERATOR_BATCH = 1024;
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_ENTRIES = 10_000_000;
@@ -133,6 +156,16 @@ export class LevelLog extends CachedLog implements DurableLog {
   /** The in-memory hard state has a newer commit index than the stored state record. */
   private stateDirty = false;
   private closed = false;
+  /** The last index LevelDB's segments hold (the marker when none). marker ≤ ldbLast ≤ the cache's last index. */
+  private ldbLast = 0;
+  /** The write-ahead file, when the log uses one. */
+  private walFile: WalFile | null = null;
+  /** Salt of the records the state record names (null: none are replayed). */
+  private walSalt: Buffer | null = null;
+  /** Where the next record goes; 0: no record written under walSalt, LevelDB holds everything. */
+  private wal_bytes = 0;
+  /** Writes that found the write-ahead file full and went to LevelDB (which starts the file over). */
+  walFull = 0;
 
   private constructor(
     private readonly db: LogDb,
@@ -153,8 +186,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (!(maxSegment_bytes >= 64)) throw new RangeError('raft log: maxSegment_bytes must be ≥ 64');
     const log = new LevelLog(db, path, chunk_bytes, maxSegment_bytes);
     try {
-      await log.recover(opts.maxEntries ?? DEFAULT_MAX_ENTRIES);
+      await log.recover(opts.maxEntries ?? DEFAULT_MAX_ENTRIES, opts.wal);
     } catch (err) {
+      await log.walFile?.close().catch(() => undefined);
       await db.close();
       if ((err as { code?: string }).code === 'LEVEL_CORRUPTION') {
         throw new LogCorruptError('leveldb', null, (err as Error).message);
@@ -166,7 +200,22 @@ export class LevelLog extends CachedLog implements DurableLog {
 
   // ---- recovery -------------------------------------------------------------------------------------------
 
-  private async recover(maxEntries: number): Promise<void> {
+  private async recover(maxEntries: number, walOpts: LevelLogOptions['wal']): Promise<void> {
+    await this.recoverLevel(maxEntries, walOpts);
+    if (walOpts === undefined && this.walFile === null) return;
+    // Every open with a write-ahead file starts a new salt: records replayed are folded into LevelDB, and none of
+    // the file's old records (nor the tail of one cut short) can ever be read as current again.
+    this.walFile ??= walOpts?.file ?? (await this.openWal(walOpts, true));
+    const salt = walOpts === undefined ? null : newWalSalt();
+    await this.checkpoint(salt);
+    if (salt === null) {
+      // opened without the option: the log's records are in LevelDB now, and the file is left alone
+      await this.walFile.close();
+      this.walFile = null;
+    }
+  }
+
+  private async recoverLevel(maxEntries: number, walOpts: LevelLogOptions['wal']): Promise<void> {
     const [formatV, stateV, confV, snapV] = await this.db.getMany([KEY_FORMAT, KEY_STATE, KEY_CONF, KEY_SNAP_META]);
     if (formatV === undefined) {
       const any = await this.db.keys({ limit: 1 }).all();
@@ -175,7 +224,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       await this.db.batch(
         [
           { type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: this.formatVersion }) },
-          { type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, 0, 0, 0) },
+          { type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, 0, 0, 0, null) },
           { type: 'put', key: KEY_CONF, value: encodeMeta(this.conf) },
         ],
         { sync: true },
@@ -204,12 +253,27 @@ export class LevelLog extends CachedLog implements DurableLog {
     this.snap = snaps.stored?.info ?? null;
     this.nextGen = snaps.nextGen;
 
-    const ents = await this.recoverEntries(state, maxEntries);
+    let ents = await this.recoverEntries(state, maxEntries);
+    let hs: HardState = { term: state.term, vote: state.vote, commit: state.commit };
+    let lastIndex = state.lastIndex;
+    if (state.wal !== null && state.wal !== undefined) {
+      // The log was written with a write-ahead file: its records under the recorded salt come after LevelDB's.
+      this.walFile = walOpts?.file ?? (await this.openWal(walOpts, false));
+      const { records } = await scanWal(this.walFile, Buffer.from(state.wal, 'hex'));
+      ({ ents, hs } = replayWal(records, state.markerIndex, ents, hs, maxEntries));
+      lastIndex = state.markerIndex + ents.length;
+      let prevTerm = state.markerTerm;
+      for (const e of ents) {
+        if (e.term < prevTerm)
+          throw new LogCorruptError('wal', e.index, `term ${e.term} below previous term ${prevTerm}`);
+        prevTerm = e.term;
+      }
+    }
     const snapIndex = this.snap?.meta.index ?? 0;
     if (state.markerIndex > snapIndex) {
       throw new LogCorruptError('state', null, `log compacted to ${state.markerIndex} beyond snapshot ${snapIndex}`);
     }
-    if (this.snap !== null && this.snap.meta.index <= state.lastIndex && this.snap.meta.index >= state.markerIndex) {
+    if (this.snap !== null && this.snap.meta.index <= lastIndex && this.snap.meta.index >= state.markerIndex) {
       const t =
         this.snap.meta.index === state.markerIndex
           ? state.markerTerm
@@ -222,17 +286,22 @@ export class LevelLog extends CachedLog implements DurableLog {
         );
       }
     }
-    if (state.commit > state.lastIndex) {
-      throw new LogCorruptError('state', null, `commit ${state.commit} beyond last index ${state.lastIndex}`);
+    if (hs.commit > lastIndex) {
+      throw new LogCorruptError('state', null, `commit ${hs.commit} beyond last index ${lastIndex}`);
     }
     const lastTerm = ents.length > 0 ? ents[ents.length - 1]!.term : state.markerTerm;
-    if (lastTerm > state.term)
-      throw new LogCorruptError('state', null, `last entry term ${lastTerm} above current term ${state.term}`);
+    if (lastTerm > hs.term)
+      throw new LogCorruptError('state', null, `last entry term ${lastTerm} above current term ${hs.term}`);
 
     this.cache.reset(state.markerIndex, state.markerTerm, ents);
-    this.hs = { term: state.term, vote: state.vote, commit: state.commit };
+    this.hs = hs;
+    this.ldbLast = state.lastIndex;
     this.conf = { index: conf.index, conf: conf.conf, addresses: conf.addresses as Record<string, string> };
-    this.fresh = state.lastIndex === 0 && state.term === 0 && this.snap === null && conf.conf.voters.length === 0;
+    this.fresh = lastIndex === 0 && hs.term === 0 && this.snap === null && conf.conf.voters.length === 0;
+  }
+
+  private openWal(walOpts: LevelLogOptions['wal'], create: boolean): Promise<WalFile> {
+    return openWalFile(`${this.path}.wal`, walOpts?.size_bytes ?? DEFAULT_WAL_BYTES, create);
   }
 
   private parseState(v: unknown): StateRecord {
@@ -244,7 +313,8 @@ export class LevelLog extends CachedLog implements DurableLog {
       isNonNegInt(s.markerIndex) &&
       isNonNegInt(s.markerTerm) &&
       isNonNegInt(s.lastIndex) &&
-      s.lastIndex >= s.markerIndex;
+      s.lastIndex >= s.markerIndex &&
+      (s.wal === undefined || s.wal === null || (typeof s.wal === 'string' && /^[0-9a-f]{16}$/.test(s.wal)));
     if (!ok) throw new LogCorruptError('state', null, 'malformed state record');
     return s as StateRecord;
   }
@@ -402,7 +472,10 @@ export class LevelLog extends CachedLog implements DurableLog {
         this.segmentOps(this.cache.entries(index + 1, straddling.last + 1, Infinity), ops, rewritten);
         segs.splice(0, 1, ...rewritten);
       }
-      ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, this.cache.lastIndex()) });
+      // LevelDB's own last index: the write-ahead records (left as they are) may hold entries past it, or past the
+      // new marker when LevelDB held none beyond it; replay skips what they hold at or below the marker.
+      const ldbLast = Math.max(this.ldbLast, index);
+      ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, ldbLast, this.walSalt) });
       // Synced like every other write: LevelDB may lose an unsynced batch while keeping a later synced one, which
       // would leave segments below a newer marker (recoverEntries copes with logs written that way by earlier
       // versions, but a durable compaction is the contract).
@@ -410,6 +483,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.stateDirty = false;
       this.cache.compact(index);
       this.segs = segs;
+      this.ldbLast = ldbLast;
     });
   }
 
@@ -551,9 +625,11 @@ export class LevelLog extends CachedLog implements DurableLog {
     this.closed = true;
     await this.tail.catch(() => undefined);
     if (this.stateDirty && this.failure === null) {
-      const value = this.stateValue(this.hs, this.cache.markerIndex(), this.cache.markerTerm(), this.cache.lastIndex());
+      const m = this.cache;
+      const value = this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), this.ldbLast, this.walSalt);
       await this.db.put(KEY_STATE, value, { sync: true });
     }
+    await this.walFile?.close();
     await this.db.close();
   }
 
@@ -580,9 +656,45 @@ export class LevelLog extends CachedLog implements DurableLog {
     return result;
   }
 
-  private stateValue(hs: HardState, markerIndex: number, markerTerm: number, lastIndex: number): Buffer {
+  private stateValue(
+    hs: HardState,
+    markerIndex: number,
+    markerTerm: number,
+    lastIndex: number,
+    wal: Buffer | null,
+  ): Buffer {
     const rec: StateRecord = { term: hs.term, vote: hs.vote, commit: hs.commit, markerIndex, markerTerm, lastIndex };
+    if (wal !== null) rec.wal = wal.toString('hex');
     return encodeMeta(rec);
+  }
+
+  /**
+   * Folds the write-ahead records into LevelDB and names `salt` as the records' from now on (null: none), in one
+   * synced batch: the cache's entries past LevelDB's last index as segments (LevelDB's segments agree with the
+   * cache up to it), the hard state, and the format version that knows write-ahead records.
+   */
+  private async checkpoint(salt: Buffer | null): Promise<void> {
+    const ops: Op[] = [];
+    const added: Segment[] = [];
+    const last = this.cache.lastIndex();
+    if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);
+    const upgrade = salt !== null && this.formatVersion < FORMAT_VERSION_WAL;
+    if (upgrade) {
+      ops.push({ type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION_WAL }) });
+    }
+    const m = this.cache;
+    ops.push({
+      type: 'put',
+      key: KEY_STATE,
+      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), last, salt),
+    });
+    await this.db.batch(ops, { sync: true });
+    if (upgrade) this.formatVersion = FORMAT_VERSION_WAL;
+    for (const seg of added) this.segs.push(seg);
+    this.ldbLast = last;
+    this.walSalt = salt;
+    this.wal_bytes = 0;
+    this.stateDirty = false;
   }
 
   private async doPersist(batch: PersistBatch): Promise<void> {
@@ -594,9 +706,6 @@ export class LevelLog extends CachedLog implements DurableLog {
     let stored = this.stored;
     let conf = this.conf;
     let segs = this.segs;
-    /** With fresh entries: how many of `segs` stay, and the segments written after them. */
-    let kept = -1;
-    const added: Segment[] = [];
     if (snapshot !== null) {
       const snapIndex = this.snap?.meta.index ?? 0;
       if (snapshot.meta.index <= snapIndex) {
@@ -628,6 +737,39 @@ export class LevelLog extends CachedLog implements DurableLog {
         if (e.term < term) throw new LogStateError(`entry ${e.index} term ${e.term} below previous term ${term}`);
         term = e.term;
       }
+      lastIndex = first + fresh.length - 1;
+    }
+    const hs = batch.hardState ?? this.hs;
+    if (hs.term < this.hs.term) throw new LogStateError(`hard state term ${hs.term} below ${this.hs.term}`);
+    if (hs.commit > lastIndex) throw new LogStateError(`hard state commit ${hs.commit} beyond last index ${lastIndex}`);
+
+    // Like etcd's mustSync: a change of nothing but the commit index need not be durable (commit is
+    // recoverable; the driver raises it to the application's applied index on restart). It is not even
+    // written on its own: every later batch rewrites the state record with the current commit index.
+    const sync = snapshot !== null || fresh.length > 0 || hs.term !== this.hs.term || hs.vote !== this.hs.vote;
+    if (!sync) {
+      this.hs = { ...hs };
+      this.stateDirty = true;
+      return;
+    }
+    if (snapshot === null && (await this.appendRecord(fresh, hs))) return;
+
+    // To LevelDB, in one synced batch. Entries only the write-ahead records hold go with it (unless this batch
+    // overwrites them or a snapshot drops them), and the records' salt changes: none of them is replayed again.
+    let salt = this.walSalt;
+    if (this.wal_bytes > 0) {
+      salt = newWalSalt();
+      const until =
+        fresh.length > 0 ? Math.min(fresh[0]!.index, this.cache.lastIndex() + 1) : this.cache.lastIndex() + 1;
+      if (snapshot === null && until > this.ldbLast + 1) {
+        fresh = [...this.cache.entries(this.ldbLast + 1, until, Infinity), ...fresh];
+      }
+    }
+    /** With fresh entries: how many of `segs` stay, and the segments written after them. */
+    let kept = -1;
+    const added: Segment[] = [];
+    if (fresh.length > 0) {
+      const first = fresh[0]!.index;
       // Drop (or cut) the stored segments from `first` on: the new entries overwrite a conflicting tail. The list
       // changes only once the batch is durable (kept = the segments that stay, then `added`): no copy of it here.
       kept = segs.length;
@@ -641,22 +783,8 @@ export class LevelLog extends CachedLog implements DurableLog {
         }
       }
       this.segmentOps(fresh, ops, added);
-      lastIndex = first + fresh.length - 1;
     }
-    const hs = batch.hardState ?? this.hs;
-    if (hs.term < this.hs.term) throw new LogStateError(`hard state term ${hs.term} below ${this.hs.term}`);
-    if (hs.commit > lastIndex) throw new LogStateError(`hard state commit ${hs.commit} beyond last index ${lastIndex}`);
-    ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(hs, markerIndex, markerTerm, lastIndex) });
-
-    // Like etcd's mustSync: a change of nothing but the commit index need not be durable (commit is
-    // recoverable; the driver raises it to the application's applied index on restart). It is not even
-    // written on its own: every later batch rewrites the state record with the current commit index.
-    const sync = snapshot !== null || fresh.length > 0 || hs.term !== this.hs.term || hs.vote !== this.hs.vote;
-    if (!sync) {
-      this.hs = { ...hs };
-      this.stateDirty = true;
-      return;
-    }
+    ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(hs, markerIndex, markerTerm, lastIndex, salt) });
     await this.db.batch(ops, { sync: true });
     this.stateDirty = false;
 
@@ -673,8 +801,39 @@ export class LevelLog extends CachedLog implements DurableLog {
       for (const seg of added) segs.push(seg);
     }
     this.segs = segs;
+    this.ldbLast = lastIndex;
+    if (salt !== this.walSalt) {
+      this.walSalt = salt;
+      this.wal_bytes = 0;
+    }
     this.hs = { ...hs };
     this.fresh = false;
+  }
+
+  /**
+   * The hot path: `entries` (none at or below LevelDB's last index) and `hs` as one record in the write-ahead
+   * file, durable when it resolves. False, having written nothing, when the log has no such file, the entries
+   * overwrite entries LevelDB holds, or the record does not fit in what is left of the file: the caller then
+   * writes to LevelDB, which starts the file over.
+   */
+  private async appendRecord(entries: Entry[], hs: HardState): Promise<boolean> {
+    const file = this.walFile;
+    const salt = this.walSalt;
+    if (file === null || salt === null) return false;
+    if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;
+    const parts = encodeWalRecord(salt, hs, entries);
+    const size_bytes = recordSize_bytes(parts);
+    if (this.wal_bytes + size_bytes > file.size_bytes) {
+      this.walFull++;
+      return false;
+    }
+    await file.write(parts, this.wal_bytes);
+    this.wal_bytes += size_bytes;
+    if (entries.length > 0) this.cache.append(entries);
+    this.hs = { ...hs };
+    this.stateDirty = false;
+    this.fresh = false;
+    return true;
   }
 
   /**
@@ -711,4 +870,43 @@ export class LevelLog extends CachedLog implements DurableLog {
       start = end;
     }
   }
+}
+
+/**
+ * LevelDB's entries (marker, …] and hard state with the write-ahead records replayed over them in order: each
+ * record's entries overwrite the log from their first index (those at or below the marker skipped: a compaction
+ * recorded after the record), and its hard state replaces the one before unless that is newer (the commit index
+ * never goes back).
+ * Terms are checked by the caller on the result: an entry a later record overwrote may break them on the way.
+ */
+function replayWal(
+  records: readonly WalRecord[],
+  marker: number,
+  ents: Entry[],
+  hs: HardState,
+  maxEntries: number,
+): { ents: Entry[]; hs: HardState } {
+  let recordTerm = 0;
+  for (const r of records) {
+    if (r.hs.term < recordTerm) {
+      throw new LogCorruptError('wal', null, `record term ${r.hs.term} below the previous record's ${recordTerm}`);
+    }
+    recordTerm = r.hs.term;
+    // The state record may be newer than a record (a compaction rewrites it with the hard state of its time): a
+    // record's term and vote count only when they are not older. Within a term the vote never changes once cast.
+    if (r.hs.term > hs.term) hs = { term: r.hs.term, vote: r.hs.vote, commit: hs.commit };
+    else if (r.hs.term === hs.term && hs.vote === null) hs = { ...hs, vote: r.hs.vote };
+    hs.commit = Math.max(hs.commit, r.hs.commit);
+    let k = 0;
+    while (k < r.entries.length && r.entries[k]!.index <= marker) k++;
+    if (k === r.entries.length) continue;
+    const first = r.entries[k]!.index;
+    if (first > marker + ents.length + 1) {
+      throw new LogCorruptError('wal', first, `entry missing (the log ends at ${marker + ents.length})`);
+    }
+    ents.length = first - marker - 1;
+    for (; k < r.entries.length; k++) ents.push(r.entries[k]!);
+    if (ents.length > maxEntries) throw new LogStateError(`log holds more than maxEntries ${maxEntries}`);
+  }
+  return { ents, hs };
 }

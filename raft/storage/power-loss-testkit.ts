@@ -11,12 +11,17 @@
  *   - a random prefix of the batches issued after it.
  * The next db() handle is a fresh LevelDB holding exactly that image, which LevelLog.open then recovers from.
  * So a test that checks "everything acknowledged survives" fails if a write LevelLog relies on is not synced.
+ *
+ * The disk also holds one write-ahead file (wal(): LevelLogOptions.wal.file), whose writes are durable when they
+ * report success, as with O_DSYNC. A power loss keeps every completed write and of each write still in flight a
+ * random prefix of its bytes (none, some, or all): a record cut short.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import type { Random } from '../types.js';
 import type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './log-db.js';
+import { MIN_WAL_BYTES, type WalFile } from './wal.js';
 
 /** One batch as written through a handle. */
 export interface RecordedWrite {
@@ -42,8 +47,20 @@ export class PowerLossDisk {
   private writes: RecordedWrite[] = [];
   private generation = 0;
   private current: PowerLossDb | null = null;
+  /** The write-ahead file's durable bytes (null until wal() is first called). */
+  private walImage: Buffer | null = null;
+  private walWrites: WalWrite[] = [];
+  private walCurrent: PowerLossWal | null = null;
   /** What the power losses kept and lost, for tests that check their own premise. */
-  readonly stats = { powerLosses: 0, syncedKept: 0, uncertainKept: 0, uncertainLost: 0 };
+  readonly stats = {
+    powerLosses: 0,
+    syncedKept: 0,
+    uncertainKept: 0,
+    uncertainLost: 0,
+    walWrites: 0,
+    /** In-flight write-ahead writes a power loss cut: some of their bytes kept, not all. */
+    walTorn: 0,
+  };
 
   /** `syncDelay_ms`: latency added to every synced batch before it reports success (emulates fsync). */
   constructor(
@@ -70,8 +87,27 @@ export class PowerLossDisk {
     return this.current;
   }
 
+  /**
+   * A handle on the disk's write-ahead file (created with `size_bytes` of zeros on the first call), holding its
+   * durable bytes. Like db(), one live handle at a time; the power loss cuts both.
+   */
+  wal(size_bytes = MIN_WAL_BYTES): WalFile {
+    if (this.walCurrent !== null && !this.walCurrent.dead && !this.walCurrent.closed) {
+      throw new Error('power-loss disk: a wal handle is still live');
+    }
+    this.cutWal(); // a closed handle's writes are all on the disk
+    this.walImage ??= Buffer.alloc(size_bytes);
+    this.walCurrent = new PowerLossWal(Buffer.from(this.walImage), this.syncDelay_ms, (w) => {
+      if (this.walWrites.length >= MAX_RECORDED_WRITES) throw new Error('power-loss disk: too many writes recorded');
+      this.walWrites.push(w);
+      this.stats.walWrites++;
+    });
+    return this.walCurrent;
+  }
+
   /** Cuts the power now (see the module comment); resolves once the old handle's files are gone. */
   async powerLoss(opts: PowerLossOptions = {}): Promise<void> {
+    this.cutWal();
     const h = this.current;
     if (h === null || h.dead) return;
     h.dead = true;
@@ -99,6 +135,20 @@ export class PowerLossDisk {
       }
     }
     await h.shutdown();
+  }
+
+  /** The write-ahead file's part of a power loss: completed writes kept, those in flight cut at a random byte. */
+  private cutWal(): void {
+    const w = this.walCurrent;
+    if (w === null || w.dead) return;
+    w.dead = true; // the handle fails every later call
+    const image = this.walImage!;
+    for (const write of this.walWrites) {
+      const kept = write.done ? write.data.length : this.random.int(write.data.length + 1);
+      if (!write.done && kept > 0 && kept < write.data.length) this.stats.walTorn++;
+      write.data.copy(image, write.position, 0, kept);
+    }
+    this.walWrites = [];
   }
 
   /** Closes the live handle's files (end of a test). */
@@ -193,5 +243,54 @@ class PowerLossDb implements LogDb {
     };
     p.then(remove, remove);
     return p;
+  }
+}
+
+interface WalWrite {
+  position: number;
+  data: Buffer;
+  /** The write reported success before the power was cut. */
+  done: boolean;
+}
+
+/** A write-ahead file in memory: reads see every write issued; what survives a power loss is the disk's call. */
+class PowerLossWal implements WalFile {
+  /** Cut by a power loss (or retired by the next handle): every call fails. */
+  dead = false;
+  closed = false;
+  readonly size_bytes: number;
+
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly syncDelay_ms: number,
+    private readonly record: (w: WalWrite) => void,
+  ) {
+    this.size_bytes = bytes.length;
+  }
+
+  async read(position: number, length: number): Promise<Buffer> {
+    this.alive();
+    await Promise.resolve();
+    return Buffer.from(this.bytes.subarray(position, Math.min(this.size_bytes, position + length)));
+  }
+
+  async write(parts: readonly Buffer[], position: number): Promise<void> {
+    this.alive();
+    const data = Buffer.concat(parts);
+    if (position + data.length > this.size_bytes) throw new RangeError('power-loss disk: write past the end of the wal');
+    const w: WalWrite = { position, data, done: false };
+    this.record(w);
+    data.copy(this.bytes, position);
+    await new Promise((r) => setTimeout(r, this.syncDelay_ms));
+    this.alive(); // cut while in flight: never reported as written
+    w.done = true;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private alive(): void {
+    if (this.dead || this.closed) throw new Error('power-loss disk: the power was cut or the handle closed');
   }
 }

@@ -49,6 +49,8 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --snapshot-every N      flush the store, record a snapshot, compact the Raft log every N entries (default 40000)
   --pipeline-proposals    as leader, append new writes while earlier ones are still uncommitted (default: they
                           wait for those to commit and are appended together; docs/cluster.md)
+  --raft-wal-mib N        size of the Raft log's write-ahead file, made on first start (default 64); 0: none,
+                          every Raft write is a synced LevelDB batch (docs/raft.md)
   Every peer link is mutual TLS, with this node's peer certificate from the PKI directory (made by keel cluster
   init on the first node; a join bundle from keel pki issue-node, copied there, on the others): a cluster member
   does not start without one. --peer-tls (the default) is accepted for older scripts.
@@ -99,6 +101,13 @@ function positiveInt(text: string, flag: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new Error(`invalid ${flag} '${text}' (a positive integer)`);
   return n;
+}
+
+/** --raft-wal-mib: 0 (no write-ahead file) or 1 to 4096 MiB, as bytes. */
+function walMib(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 4096) throw new Error(`invalid --raft-wal-mib '${text}' (0 to 4096)`);
+  return n * 1024 * 1024;
 }
 
 export function parseListen(text: string, flag = '--listen'): { host: string; port: number } {
@@ -153,6 +162,7 @@ export async function clusterOptions(
     'peer-tls',
     'snapshot-every',
     'pipeline-proposals',
+    'raft-wal-mib',
   ];
   if (id === undefined) {
     const stray = clusterFlags.find((f) => values[f] !== undefined);
@@ -175,6 +185,7 @@ export async function clusterOptions(
       ? { snapshotEvery_entries: positiveInt(values['snapshot-every'] as string, '--snapshot-every') }
       : {}),
     ...(values['pipeline-proposals'] === true ? { holdWhileCommitting: false } : {}),
+    ...(values['raft-wal-mib'] !== undefined ? { raftWal_bytes: walMib(values['raft-wal-mib'] as string) } : {}),
   };
 }
 
@@ -249,6 +260,7 @@ async function run(argv: string[]): Promise<void> {
       'peer-tls': { type: 'boolean' },
       'snapshot-every': { type: 'string' },
       'pipeline-proposals': { type: 'boolean' },
+      'raft-wal-mib': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,

@@ -74,6 +74,12 @@ export interface ClusterOptions {
    * commit (RaftNodeOptions.holdWhileCommitting). Default true; `--pipeline-proposals` turns it off.
    */
   holdWhileCommitting?: boolean;
+  /**
+   * Size of the Raft log's write-ahead file (raft/storage/wal.ts), made on first start: new entries are written
+   * there, one O_DSYNC write per batch, and folded into the log's LevelDB at checkpoints. Default
+   * DEFAULT_RAFT_WAL_BYTES; 0: no such file, every batch is a synced LevelDB write.
+   */
+  raftWal_bytes?: number;
 }
 
 /**
@@ -82,6 +88,8 @@ export interface ClusterOptions {
  * followers (heartbeats every 50 ms, check-quorum's lease and pre-vote keep a slow leader from being deposed).
  */
 export const DEFAULT_TICK_MS = 50;
+/** The Raft log's write-ahead file: 64 MiB holds the entries between two compactions at the default interval. */
+export const DEFAULT_RAFT_WAL_BYTES = 64 * 1024 * 1024;
 /**
  * Bounds that are times to wait, not multiples of the election timeout (RaftNode derives its defaults from ticks):
  * they stay what they were with 100 ms ticks, so a loaded member catching up still gets its time.
@@ -214,7 +222,8 @@ export class ClusterNode {
     logger: Log,
     onFatal: (err: Error) => void,
   ): Promise<ClusterNode> {
-    const log = await LevelLog.open(join(dataDir, 'raft'));
+    const wal_bytes = opts.raftWal_bytes ?? DEFAULT_RAFT_WAL_BYTES;
+    const log = await LevelLog.open(join(dataDir, 'raft'), wal_bytes > 0 ? { wal: { size_bytes: wal_bytes } } : {});
     const tls = opts.tls;
     const server = createMutualTlsServer(tls, PEER_LISTENER_LIMITS);
     try {

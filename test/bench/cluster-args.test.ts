@@ -36,6 +36,10 @@ describe('cluster benchmark options', () => {
     for (const bad of ['0', '1.5', 'x', '601']) expect(() => parseClusterArgs(['--warmup', bad])).toThrow(/--warmup/);
     for (const bad of ['0', '2.5', 'x', '10']) expect(() => parseClusterArgs(['--rounds', bad])).toThrow(/--rounds/);
     expect(parseClusterArgs(['--rounds', '9']).rounds).toBe(9);
+    for (const bad of ['-1', '1.5', 'x']) {
+      expect(() => parseClusterArgs(['--raft-wal-mib', bad])).toThrow(/--raft-wal-mib/);
+    }
+    expect(parseClusterArgs(['--raft-wal-mib', '0']).raftWal_mib).toBe(0);
   });
 
   it('names every level of every round and system with a prefix of one length, distinct per level', () => {

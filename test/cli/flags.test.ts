@@ -84,6 +84,20 @@ describe('keel run as a cluster member: peer links are mutual TLS by default, wi
     );
   });
 
+  it('--raft-wal-mib sizes the Raft write-ahead file (0: none), within 0 to 4096, and needs --node-id', async () => {
+    const pki = s.path('n1-wal-pki');
+    await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    expect((await clusterOptions({ 'node-id': 'n1', 'raft-wal-mib': '16' }, pki))?.raftWal_bytes).toBe(16 << 20);
+    expect((await clusterOptions({ 'node-id': 'n1', 'raft-wal-mib': '0' }, pki))?.raftWal_bytes).toBe(0);
+    expect((await clusterOptions({ 'node-id': 'n1' }, pki))?.raftWal_bytes).toBeUndefined();
+    for (const bad of ['-1', '1.5', '4097', 'x']) {
+      expect(await failure(clusterOptions({ 'node-id': 'n1', 'raft-wal-mib': bad }, pki))).toContain(
+        `invalid --raft-wal-mib '${bad}'`,
+      );
+    }
+    expect(await failure(clusterOptions({ 'raft-wal-mib': '16' }, pki))).toContain('--raft-wal-mib needs --node-id');
+  });
+
   it('refuses to start a member without a certificate, or with one naming another node', async () => {
     const none = await failure(clusterOptions({ 'node-id': 'n2', join: '127.0.0.1:6262' }, s.path('empty')));
     expect(none).toContain('no valid peer certificate for n2');
