@@ -937,6 +937,63 @@ export const MUTANTS = [
     replace: "const id = claimString(payload, signer.claimsProperty || '/sub');",
     tests: ['test/api/token-enroll.test.ts'],
   },
+  {
+    // a persist acknowledged before its write-ahead record is durable (like a batch written without sync)
+    id: 'raft-wal-record-unawaited',
+    file: 'raft/storage/level-log.ts',
+    search: '    } else {\n      await record;\n    }',
+    replace: '    } else {\n      record.catch(() => undefined);\n    }',
+    tests: ['raft/storage/level-log.power-loss.test.ts'],
+    only: 'with a write-ahead file',
+  },
+  {
+    // write-ahead records not replayed on open: entries acknowledged through the file would be lost
+    id: 'raft-wal-not-replayed',
+    file: 'raft/storage/level-log.ts',
+    search: '({ ents, hs } = replayWal(records, state.markerIndex, ents, hs, maxEntries));',
+    replace: '({ ents, hs } = replayWal([], state.markerIndex, ents, hs, maxEntries));',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a checkpoint that starts a new salt without first storing the entries only the records hold
+    id: 'raft-wal-checkpoint-drops-entries',
+    file: 'raft/storage/level-log.ts',
+    search: 'if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);',
+    replace: '',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a write through LevelDB that starts the file over without carrying the entries only the records hold
+    id: 'raft-wal-fallback-drops-entries',
+    file: 'raft/storage/level-log.ts',
+    search: '      if (snapshot === null && until > this.ldbLast + 1) {',
+    replace: '      if (false && snapshot === null && until > this.ldbLast + 1) {',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a write through LevelDB that keeps the salt: the old records would be replayed over it again
+    id: 'raft-wal-salt-kept',
+    file: 'raft/storage/level-log.ts',
+    search: '      salt = newWalSalt();\n',
+    replace: '',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // compaction recording the cache's last index as LevelDB's: the entries only the records hold would look stored
+    id: 'raft-wal-compaction-last',
+    file: 'raft/storage/level-log.ts',
+    search: 'const ldbLast = Math.max(this.ldbLast, index);',
+    replace: 'const ldbLast = this.cache.lastIndex();',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a record overwriting entries LevelDB holds: LevelDB would keep the overwritten ones once the file starts over
+    id: 'raft-wal-overwrite-in-record',
+    file: 'raft/storage/level-log.ts',
+    search: '    if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;\n',
+    replace: '',
+    tests: ['raft/storage/wal.test.ts'],
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -228,6 +228,8 @@ describe('LevelLog across power losses', () => {
       let lostInFlight = 0;
       /** Writes that found the write-ahead file full, over the logs opened so far. */
       let walFull = 0;
+      /** Folds of committed entries into LevelDB beside a record, over the logs opened so far. */
+      let walFolds = 0;
       for (let round = 0; round < 25; round++) {
         // states[i] = the model after write i of this round; acknowledged = how many resolved before the cut.
         const states: Model[] = [clone(model)];
@@ -258,6 +260,7 @@ describe('LevelLog across power losses', () => {
         // Every write acknowledged before the cut must survive; those in flight may or may not.
         const cutAt = acknowledged;
         walFull += log.walFull;
+        walFolds += log.walFolds;
         await disk.powerLoss();
         await Promise.all(inflight);
         if (acknowledged < writes) {
@@ -280,9 +283,11 @@ describe('LevelLog across power losses', () => {
       // The premise: power was cut with writes in flight, and the losses did drop writes.
       expect(lostInFlight).toBeGreaterThan(3);
       if (wal) {
-        // Write-ahead records were cut short, and the file filled (writes went to LevelDB and it started over).
+        // Write-ahead records were cut short, committed entries were folded into LevelDB beside records, and the
+        // file filled (writes went to LevelDB and it started over).
         expect(disk.stats.walTorn).toBeGreaterThan(5);
         expect(walFull).toBeGreaterThan(5);
+        expect(walFolds).toBeGreaterThan(5);
         expect(disk.stats.syncedKept).toBeGreaterThan(100);
       } else {
         expect(disk.stats.syncedKept).toBeGreaterThan(100);

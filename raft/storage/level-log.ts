@@ -128,6 +128,8 @@ const FORMAT_VERSION_DEFERRED = 2;
 /** 3: the state record may name write-ahead records (wal.ts) holding entries LevelDB lacks. */
 const FORMAT_VERSION_WAL = 3;
 const DEFAULT_WAL_BYTES = 64 * 1024 * 1024;
+/** Records between two folds into LevelDB, at most (appendRecord). */
+const MAX_FOLD_BYTES = 4 * 1024 * 1024;
 const ITERATOR_BATCH = 1024;
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_ENTRIES = 10_000_000;
@@ -164,8 +166,12 @@ export class LevelLog extends CachedLog implements DurableLog {
   private walSalt: Buffer | null = null;
   /** Where the next record goes; 0: no record written under walSalt, LevelDB holds everything. */
   private wal_bytes = 0;
+  /** Where the records not yet folded into LevelDB start (appendRecord). */
+  private walFolded_bytes = 0;
   /** Writes that found the write-ahead file full and went to LevelDB (which starts the file over). */
   walFull = 0;
+  /** Folds of committed entries into LevelDB beside a record (appendRecord). */
+  walFolds = 0;
 
   private constructor(
     private readonly db: LogDb,
@@ -694,7 +700,31 @@ export class LevelLog extends CachedLog implements DurableLog {
     this.ldbLast = last;
     this.walSalt = salt;
     this.wal_bytes = 0;
+    this.walFolded_bytes = 0;
     this.stateDirty = false;
+  }
+
+  /** A quarter of the file, at most 4 MiB: the fold batches stay small, and a full file has been mostly folded. */
+  private foldEvery_bytes(file: WalFile): number {
+    return Math.min(MAX_FOLD_BYTES, Math.floor(file.size_bytes / 4));
+  }
+
+  /**
+   * The ops storing the cache's entries (ldbLast, to] as segments and the state record naming `to` as LevelDB's
+   * last index, under the same salt, with the hard state as it is durable now (the record being written beside
+   * these ops may not survive).
+   */
+  private foldOps(to: number, salt: Buffer): { ops: Op[]; added: Segment[] } {
+    const ops: Op[] = [];
+    const added: Segment[] = [];
+    this.segmentOps(this.cache.entries(this.ldbLast + 1, to + 1, Infinity), ops, added);
+    const m = this.cache;
+    ops.push({
+      type: 'put',
+      key: KEY_STATE,
+      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), to, salt),
+    });
+    return { ops, added };
   }
 
   private async doPersist(batch: PersistBatch): Promise<void> {
@@ -805,6 +835,7 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (salt !== this.walSalt) {
       this.walSalt = salt;
       this.wal_bytes = 0;
+      this.walFolded_bytes = 0;
     }
     this.hs = { ...hs };
     this.fresh = false;
@@ -815,6 +846,11 @@ export class LevelLog extends CachedLog implements DurableLog {
    * file, durable when it resolves. False, having written nothing, when the log has no such file, the entries
    * overwrite entries LevelDB holds, or the record does not fit in what is left of the file: the caller then
    * writes to LevelDB, which starts the file over.
+   *
+   * Every `foldEvery_bytes` of records, the committed entries only the records hold are folded into LevelDB, in a
+   * synced batch written beside the record (the same salt: replaying the records over them rebuilds the same
+   * log). So when the file fills, the batch that starts it over carries only the entries since the last fold,
+   * not the file's worth.
    */
   private async appendRecord(entries: Entry[], hs: HardState): Promise<boolean> {
     const file = this.walFile;
@@ -827,7 +863,29 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.walFull++;
       return false;
     }
-    await file.write(parts, this.wal_bytes);
+    // Entries committed before this batch and not overwritten by it: never to change, so LevelDB may take them.
+    const foldTo = Math.min(
+      hs.commit,
+      this.cache.lastIndex(),
+      entries.length > 0 ? entries[0]!.index - 1 : Number.POSITIVE_INFINITY,
+    );
+    const fold =
+      this.wal_bytes - this.walFolded_bytes >= this.foldEvery_bytes(file) && foldTo > this.ldbLast
+        ? this.foldOps(foldTo, salt)
+        : null;
+    const record = file.write(parts, this.wal_bytes);
+    if (fold !== null) {
+      // both settle before the next mutation starts (the first failure is reported, the other is awaited too)
+      const [r, f] = await Promise.allSettled([record, this.db.batch(fold.ops, { sync: true })]);
+      if (r.status === 'rejected') throw r.reason;
+      if (f.status === 'rejected') throw f.reason;
+      for (const seg of fold.added) this.segs.push(seg);
+      this.ldbLast = foldTo;
+      this.walFolded_bytes = this.wal_bytes + size_bytes;
+      this.walFolds++;
+    } else {
+      await record;
+    }
     this.wal_bytes += size_bytes;
     if (entries.length > 0) this.cache.append(entries);
     this.hs = { ...hs };

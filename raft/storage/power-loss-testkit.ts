@@ -277,7 +277,8 @@ class PowerLossWal implements WalFile {
   async write(parts: readonly Buffer[], position: number): Promise<void> {
     this.alive();
     const data = Buffer.concat(parts);
-    if (position + data.length > this.size_bytes) throw new RangeError('power-loss disk: write past the end of the wal');
+    if (position + data.length > this.size_bytes)
+      throw new RangeError('power-loss disk: write past the end of the wal');
     const w: WalWrite = { position, data, done: false };
     this.record(w);
     data.copy(this.bytes, position);

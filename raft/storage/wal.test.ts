@@ -1,0 +1,263 @@
+/**
+ * The Raft log's write-ahead file (wal.ts) and LevelLog's use of it: records read back in order; a record cut short
+ * ends the scan, damage in the middle is reported; records of another salt never read; and LevelLog's writes through
+ * the file survive a reopen, a compaction, a full file, a conflicting overwrite, and a reopen without the file.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ConfState, Entry, HardState } from '../types.js';
+import { decodeMeta, KEY_FORMAT, KEY_STATE } from './codec.js';
+import { LogCorruptError } from './errors.js';
+import { LevelLog } from './level-log.js';
+import { encodeWalRecord, MIN_WAL_BYTES, newWalSalt, openWalFile, scanWal, type WalFile } from './wal.js';
+
+const conf3: ConfState = {
+  voters: ['a', 'b', 'c'],
+  learners: [],
+  votersOutgoing: [],
+  learnersNext: [],
+  autoLeave: false,
+};
+const text = new TextDecoder();
+
+function ents(from: number, to: number, term: number, tag = 'e'): Entry[] {
+  const out: Entry[] = [];
+  for (let i = from; i <= to; i++) out.push({ index: i, term, type: 'normal', data: Buffer.from(`${tag}${i}`) });
+  return out;
+}
+
+function shown(log: LevelLog): string[] {
+  const first = log.firstIndex();
+  return log.entries(first, log.lastIndex() + 1, Infinity).map((e) => `${e.term}:${text.decode(e.data)}`);
+}
+
+/** A write-ahead file in memory (writes are "durable" at once). */
+function memoryWal(size_bytes = MIN_WAL_BYTES): WalFile & { bytes: Buffer } {
+  const bytes = Buffer.alloc(size_bytes);
+  return {
+    bytes,
+    size_bytes,
+    read: async (position, length) => Buffer.from(bytes.subarray(position, position + length)),
+    write: async (parts, position) => {
+      Buffer.concat(parts).copy(bytes, position);
+    },
+    close: async () => undefined,
+  };
+}
+
+async function writeAll(file: WalFile, salt: Buffer, records: Array<[HardState, Entry[]]>): Promise<number[]> {
+  const offsets: number[] = [];
+  let at = 0;
+  for (const [hs, es] of records) {
+    const parts = encodeWalRecord(salt, hs, es);
+    offsets.push(at);
+    await file.write(parts, at);
+    at += Buffer.concat(parts).length;
+  }
+  offsets.push(at);
+  return offsets;
+}
+
+const hs = (term: number, commit: number, vote: string | null = 'a'): HardState => ({ term, vote, commit });
+
+describe('write-ahead records', () => {
+  it('reads back every record of its salt in order, with hard state, vote and entries', async () => {
+    const file = memoryWal();
+    const salt = newWalSalt();
+    const offsets = await writeAll(file, salt, [
+      [hs(1, 0), ents(1, 3, 1)],
+      [hs(2, 3, null), []],
+      [hs(2, 4, 'ü-node'), ents(4, 4, 2)],
+    ]);
+    const { records, end_bytes } = await scanWal(file, salt);
+    expect(end_bytes).toBe(offsets[3]);
+    expect(records.map((r) => r.hs)).toEqual([hs(1, 0), hs(2, 3, null), hs(2, 4, 'ü-node')]);
+    expect(records.map((r) => r.entries.map((e) => `${e.index}/${e.term}/${text.decode(e.data)}`))).toEqual([
+      ['1/1/e1', '2/1/e2', '3/1/e3'],
+      [],
+      ['4/2/e4'],
+    ]);
+    // another salt reads nothing: an older generation of the file
+    expect((await scanWal(file, newWalSalt())).records).toEqual([]);
+  });
+
+  it('ends at a record cut short at any byte, and keeps the ones before it', async () => {
+    const salt = newWalSalt();
+    const whole = memoryWal();
+    const offsets = await writeAll(whole, salt, [
+      [hs(1, 0), ents(1, 2, 1)],
+      [hs(1, 2), ents(3, 5, 1)],
+    ]);
+    for (let cut = offsets[1]!; cut < offsets[2]!; cut++) {
+      const file = memoryWal();
+      whole.bytes.copy(file.bytes, 0, 0, cut);
+      const { records, end_bytes } = await scanWal(file, salt);
+      expect(records.length, `cut at byte ${cut}`).toBe(1);
+      expect(end_bytes).toBe(offsets[1]);
+    }
+  });
+
+  it('reports a damaged record followed by a good one instead of dropping the rest', async () => {
+    const salt = newWalSalt();
+    const file = memoryWal();
+    const offsets = await writeAll(file, salt, [
+      [hs(1, 0), ents(1, 2, 1)],
+      [hs(1, 2), ents(3, 5, 1)],
+      [hs(1, 5), ents(6, 6, 1)],
+    ]);
+    file.bytes[offsets[1]! + 30]! ^= 0x40; // inside the second record's body
+    await expect(scanWal(file, salt)).rejects.toThrow(LogCorruptError);
+    // the same damage in the last record is a write cut short: the records before it are the log
+    const last = memoryWal();
+    await writeAll(last, salt, [
+      [hs(1, 0), ents(1, 2, 1)],
+      [hs(1, 2), ents(3, 5, 1)],
+    ]);
+    last.bytes[offsets[1]! + 30]! ^= 0x40;
+    expect((await scanWal(last, salt)).records.length).toBe(1);
+  });
+
+  it('creates the file pre-allocated with zeros, keeps an existing one, and never invents a missing one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-wal-'));
+    try {
+      const path = join(dir, 'log.wal');
+      await expect(openWalFile(path, MIN_WAL_BYTES, false)).rejects.toThrow(LogCorruptError);
+      await expect(openWalFile(path, MIN_WAL_BYTES - 1, true)).rejects.toThrow(RangeError);
+      const file = await openWalFile(path, 2 * MIN_WAL_BYTES, true);
+      expect(file.size_bytes).toBe(2 * MIN_WAL_BYTES);
+      expect(statSync(path).size).toBe(2 * MIN_WAL_BYTES);
+      expect(readFileSync(path).every((b) => b === 0)).toBe(true);
+      const salt = newWalSalt();
+      await writeAll(file, salt, [[hs(3, 1), ents(1, 1, 3)]]);
+      await expect(file.write([Buffer.alloc(16)], file.size_bytes - 8)).rejects.toThrow(RangeError);
+      await file.close();
+      const again = await openWalFile(path, MIN_WAL_BYTES, false); // its size, not the one asked for
+      expect(again.size_bytes).toBe(2 * MIN_WAL_BYTES);
+      expect((await scanWal(again, salt)).records.map((r) => r.hs)).toEqual([hs(3, 1)]);
+      await again.close();
+      writeFileSync(path, Buffer.alloc(100));
+      await expect(openWalFile(path, MIN_WAL_BYTES, false)).rejects.toThrow(/holds 100 bytes/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('LevelLog with a write-ahead file', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'keel-level-wal-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const open = (size_bytes = MIN_WAL_BYTES): Promise<LevelLog> =>
+    LevelLog.open(join(dir, 'log'), { wal: { size_bytes } });
+
+  it('writes entries to the file, not LevelDB, and recovers them on reopen (then folded into LevelDB)', async () => {
+    const log = await open();
+    const segments = log.segmentCount();
+    await log.persist({ snapshot: null, entries: ents(1, 5, 1), hardState: hs(1, 0) });
+    await log.persist({ snapshot: null, entries: ents(6, 7, 1), hardState: hs(1, 5) });
+    await log.setHardState(hs(2, 5, null)); // a new term: a record without entries
+    expect(log.segmentCount()).toBe(segments);
+    await log.close();
+    const again = await open();
+    expect(shown(again)).toEqual(ents(1, 7, 1).map((e) => `1:e${e.index}`));
+    expect(again.initialState().hardState).toEqual(hs(2, 5, null));
+    expect(again.segmentCount()).toBeGreaterThan(segments);
+    await again.close();
+  });
+
+  it('replays records over a compaction recorded after them, also past what LevelDB held', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: hs(1, 9) });
+    await log.createSnapshot(8, conf3, Buffer.from('s8'));
+    await log.compact(8); // LevelDB held no entry: its last index becomes the marker
+    await log.persist({ snapshot: null, entries: ents(11, 12, 2), hardState: hs(2, 10) });
+    await log.close();
+    const again = await open();
+    expect(again.firstIndex()).toBe(9);
+    expect(shown(again)).toEqual(['1:e9', '1:e10', '2:e11', '2:e12']);
+    expect(again.initialState().hardState).toEqual(hs(2, 10));
+    await again.close();
+  });
+
+  it('replays a conflicting tail overwritten inside the file, with the newer term', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 6, 1), hardState: hs(1, 3) });
+    await log.persist({ snapshot: null, entries: ents(5, 5, 2, 'x'), hardState: hs(2, 3, 'b') });
+    await log.close();
+    const again = await open();
+    expect(shown(again)).toEqual(['1:e1', '1:e2', '1:e3', '1:e4', '2:x5']);
+    expect(again.initialState().hardState).toEqual(hs(2, 3, 'b'));
+    await again.close();
+  });
+
+  it('overwrites entries LevelDB holds through LevelDB, and starts the file over', async () => {
+    let log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 6, 1), hardState: hs(1, 3) });
+    await log.close();
+    log = await open(); // entries 1..6 folded into LevelDB on open
+    await log.persist({ snapshot: null, entries: ents(7, 8, 1), hardState: hs(1, 3) });
+    await log.persist({ snapshot: null, entries: ents(5, 5, 2, 'x'), hardState: hs(2, 3, 'b') });
+    await log.persist({ snapshot: null, entries: ents(6, 6, 2, 'x'), hardState: hs(2, 4, 'b') });
+    // larger than the file: through LevelDB, which then holds everything and starts the file over
+    const huge: Entry = { index: 7, term: 2, type: 'normal', data: Buffer.alloc(MIN_WAL_BYTES, 7) };
+    await log.persist({ snapshot: null, entries: [huge], hardState: hs(2, 4, 'b') });
+    expect(log.walFull).toBe(1);
+    await log.close();
+    const again = await open();
+    expect(shown(again).slice(0, 6)).toEqual(['1:e1', '1:e2', '1:e3', '1:e4', '2:x5', '2:x6']);
+    expect(again.lastIndex()).toBe(7);
+    await again.close();
+  });
+
+  it('goes to LevelDB when the file is full and starts it over; folds committed entries on the way', async () => {
+    const log = await open();
+    const big = (i: number, term: number): Entry => ({ index: i, term, type: 'normal', data: Buffer.alloc(3000, i) });
+    for (let i = 1; i <= 60; i++) await log.persist({ snapshot: null, entries: [big(i, 1)], hardState: hs(1, i - 1) });
+    expect(log.walFull).toBeGreaterThan(0);
+    expect(log.walFolds).toBeGreaterThan(0);
+    await log.close();
+    const again = await open();
+    expect(again.lastIndex()).toBe(60);
+    expect(
+      again.entries(1, 61, Infinity).every((e, i) => e.data.length === 3000 && e.data[0] === ((i + 1) & 0xff)),
+    ).toBe(true);
+    await again.close();
+  });
+
+  it('marks the log as needing the file (format 3), and folds it back into LevelDB when opened without it', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });
+    await log.close();
+    const plain = await LevelLog.open(join(dir, 'log')); // no option: the records are folded into LevelDB
+    expect(shown(plain)).toEqual(['1:e1', '1:e2', '1:e3']);
+    await plain.persist({ snapshot: null, entries: ents(4, 4, 1), hardState: hs(1, 3) });
+    await plain.close();
+    rmSync(join(dir, 'log.wal')); // no longer needed
+    const again = await LevelLog.open(join(dir, 'log'));
+    expect(shown(again)).toEqual(['1:e1', '1:e2', '1:e3', '1:e4']);
+    await again.close();
+    // the format record says 3: a release that does not know the file refuses the log instead of losing entries
+    const { ClassicLevel } = await import('classic-level');
+    const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open();
+    const format = decodeMeta((await db.get(KEY_FORMAT))!, 'format') as { version: number };
+    const state = decodeMeta((await db.get(KEY_STATE))!, 'state') as { wal?: string | null };
+    await db.close();
+    expect(format.version).toBe(3);
+    expect(state.wal ?? null).toBeNull();
+  });
+
+  it('refuses to open a log whose write-ahead file is missing', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });
+    await log.close();
+    rmSync(join(dir, 'log.wal'));
+    await expect(open()).rejects.toThrow(/log\.wal is missing/);
+  });
+});
