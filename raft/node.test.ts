@@ -1234,81 +1234,97 @@ describe('RaftNode snapshots in the background', () => {
 });
 
 describe('RaftNode with LevelDB logs across power losses', () => {
-  it('loses no acknowledged entry when nodes, or the whole cluster, lose power at arbitrary instants', async () => {
-    const base = mkdtempSync(join(tmpdir(), 'keel-raft-power-'));
-    const ids = ['a', 'b', 'c'];
-    const rnd = new SeededRandom(2024);
-    // Each node's LevelDB on a simulated disk: a power loss keeps every synced batch and a random part of the
-    // rest (power-loss-testkit.ts). 2 ms per synced batch, so the power is often cut mid-fsync.
-    const disks = new Map(ids.map((id) => [id, new PowerLossDisk(join(base, id), rnd, 2)]));
-    const open = (id: NodeId): Promise<LevelLog> =>
-      LevelLog.open(join(base, id, 'log'), { db: disks.get(id)!.db(), maxSegment_bytes: 4096 });
-    const c = new MemCluster(ids, { snapshotEvery_entries: 30, snapshotKeep_entries: 5 });
-    let jitter = 0;
-    c.net.filter = () => jitter++ % 3;
-    cleanup.push(async () => {
-      await c.stopAll();
-      for (const d of disks.values()) await d.close();
-      rmSync(base, { recursive: true, force: true });
-    });
-    for (const id of ids) await c.start(id, { log: await open(id) });
-    await c.waitLeader();
-    const acked = new Map<number, { term: number; data: string }>();
-    let stop = false;
-    let seq = 0;
-    const load = Promise.all(
-      Array.from({ length: 6 }, async () => {
-        while (!stop) {
-          const leader = c.leader();
-          if (leader === null) {
-            await sleep(3);
-            continue;
+  // With a write-ahead file too: 4 KiB, so it folds into LevelDB and fills many times a run.
+  it.each([
+    { how: 'LevelDB only', wal_bytes: 0 },
+    { how: 'with a write-ahead file', wal_bytes: 4096 },
+  ])(
+    'loses no acknowledged entry when nodes, or the whole cluster, lose power at arbitrary instants ($how)',
+    async ({ wal_bytes }) => {
+      const base = mkdtempSync(join(tmpdir(), 'keel-raft-power-'));
+      const ids = ['a', 'b', 'c'];
+      const rnd = new SeededRandom(2024);
+      // Each node's LevelDB on a simulated disk: a power loss keeps every synced batch and a random part of the
+      // rest (power-loss-testkit.ts). 2 ms per synced batch, so the power is often cut mid-fsync.
+      const disks = new Map(ids.map((id) => [id, new PowerLossDisk(join(base, id), rnd, 2)]));
+      const open = (id: NodeId): Promise<LevelLog> =>
+        LevelLog.open(join(base, id, 'log'), {
+          db: disks.get(id)!.db(),
+          maxSegment_bytes: 4096,
+          ...(wal_bytes > 0 ? { wal: { file: disks.get(id)!.wal(wal_bytes) } } : {}),
+        });
+      const c = new MemCluster(ids, { snapshotEvery_entries: 30, snapshotKeep_entries: 5 });
+      let jitter = 0;
+      c.net.filter = () => jitter++ % 3;
+      cleanup.push(async () => {
+        await c.stopAll();
+        for (const d of disks.values()) await d.close();
+        rmSync(base, { recursive: true, force: true });
+      });
+      for (const id of ids) await c.start(id, { log: await open(id) });
+      await c.waitLeader();
+      const acked = new Map<number, { term: number; data: string }>();
+      let stop = false;
+      let seq = 0;
+      const load = Promise.all(
+        Array.from({ length: 6 }, async () => {
+          while (!stop) {
+            const leader = c.leader();
+            if (leader === null) {
+              await sleep(3);
+              continue;
+            }
+            const data = `disk-${seq++}`;
+            try {
+              const r = await leader.propose(enc.encode(data));
+              acked.set(r.index, { term: r.term, data });
+            } catch {
+              await sleep(1);
+            }
           }
-          const data = `disk-${seq++}`;
-          try {
-            const r = await leader.propose(enc.encode(data));
-            acked.set(r.index, { term: r.term, data });
-          } catch {
-            await sleep(1);
-          }
+        }),
+      );
+      // Who loses power in each round: the leader, a follower, two nodes at once, the whole cluster.
+      const plans: Array<(leader: NodeId | null) => NodeId[]> = [
+        (l) => [l ?? 'a'],
+        (l) => [ids.find((id) => id !== l)!],
+        (l) => [l ?? 'a', ids.find((id) => id !== l)!],
+        () => ids,
+      ];
+      for (let round = 0; round < 12; round++) {
+        await c.waitLeader(); // cut the power under load
+        await sleep(10 + rnd.int(30));
+        const leader = c.leader()?.id ?? null;
+        const victims = [...new Set(plans[round % plans.length]!(leader))].filter((id) => c.members.has(id));
+        // The same instant for all of them: stop each process, then cut the power of its disk.
+        for (const v of victims) {
+          void c.get(v).node.kill();
+          c.members.delete(v);
         }
-      }),
-    );
-    // Who loses power in each round: the leader, a follower, two nodes at once, the whole cluster.
-    const plans: Array<(leader: NodeId | null) => NodeId[]> = [
-      (l) => [l ?? 'a'],
-      (l) => [ids.find((id) => id !== l)!],
-      (l) => [l ?? 'a', ids.find((id) => id !== l)!],
-      () => ids,
-    ];
-    for (let round = 0; round < 12; round++) {
-      await c.waitLeader(); // cut the power under load
-      await sleep(10 + rnd.int(30));
-      const leader = c.leader()?.id ?? null;
-      const victims = [...new Set(plans[round % plans.length]!(leader))].filter((id) => c.members.has(id));
-      // The same instant for all of them: stop each process, then cut the power of its disk.
-      for (const v of victims) {
-        void c.get(v).node.kill();
-        c.members.delete(v);
+        await Promise.all(victims.map((v) => disks.get(v)!.powerLoss()));
+        await sleep(rnd.int(20));
+        for (const v of victims) await c.start(v, { log: await open(v) });
       }
-      await Promise.all(victims.map((v) => disks.get(v)!.powerLoss()));
-      await sleep(rnd.int(20));
-      for (const v of victims) await c.start(v, { log: await open(v) });
-    }
-    await c.waitLeader();
-    const before = acked.size;
-    await waitFor(() => acked.size > Math.max(before + 10, 60), 20_000, 'progress after the last restart');
-    stop = true;
-    await load;
-    const members = [...c.members.values()];
-    await converge(members);
-    expect(acked.size).toBeGreaterThan(60);
-    expectAllApplied(members, acked);
-    expectSameHistory(members);
-    // The premise: the power was cut while writes were in flight.
-    const uncertain = [...disks.values()].reduce((n, d) => n + d.stats.uncertainLost + d.stats.uncertainKept, 0);
-    expect(uncertain).toBeGreaterThan(0);
-  }, 40_000);
+      await c.waitLeader();
+      const before = acked.size;
+      await waitFor(() => acked.size > Math.max(before + 10, 60), 20_000, 'progress after the last restart');
+      stop = true;
+      await load;
+      const members = [...c.members.values()];
+      await converge(members);
+      expect(acked.size).toBeGreaterThan(60);
+      expectAllApplied(members, acked);
+      expectSameHistory(members);
+      // The premise: the power was cut while writes were in flight (with the file: while records were written).
+      const uncertain = [...disks.values()].reduce(
+        (n, d) => n + d.stats.uncertainLost + d.stats.uncertainKept + d.stats.walTorn,
+        0,
+      );
+      expect(uncertain).toBeGreaterThan(0);
+      if (wal_bytes > 0) expect(Math.min(...[...disks.values()].map((d) => d.stats.walWrites))).toBeGreaterThan(30);
+    },
+    40_000,
+  );
 });
 
 describe('RaftNode message-size limits over WebSockets', () => {
