@@ -941,8 +941,8 @@ export const MUTANTS = [
     // a persist acknowledged before its write-ahead record is durable (like a batch written without sync)
     id: 'raft-wal-record-unawaited',
     file: 'raft/storage/level-log.ts',
-    search: '    } else {\n      await record;\n    }',
-    replace: '    } else {\n      record.catch(() => undefined);\n    }',
+    search: '    await file.write(parts, this.wal_bytes);',
+    replace: '    file.write(parts, this.wal_bytes).catch(() => undefined);',
     tests: ['raft/storage/level-log.power-loss.test.ts'],
     only: 'with a write-ahead file',
   },
@@ -950,20 +950,36 @@ export const MUTANTS = [
     // write-ahead records not replayed on open: entries acknowledged through the file would be lost
     id: 'raft-wal-not-replayed',
     file: 'raft/storage/level-log.ts',
-    search: '({ ents, hs } = replayWal(records, state.markerIndex, ents, hs, maxEntries));',
-    replace: '({ ents, hs } = replayWal([], state.markerIndex, ents, hs, maxEntries));',
+    search: 'for (const r of records) replay.apply(r);',
+    replace: 'for (const r of records.slice(0, 0)) replay.apply(r);',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
-    // a checkpoint that starts a new salt without first storing the entries only the records hold
-    id: 'raft-wal-checkpoint-drops-entries',
+    // a generation's half taken back without first storing the entries only its records held
+    id: 'raft-wal-dropped-unfolded',
+    file: 'raft/storage/level-log.ts',
+    search: '      if (to > ldbLast) {',
+    replace: '      if (false && to > ldbLast) {',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a new generation written over the current one's records instead of into the other half
+    id: 'raft-wal-same-half',
+    file: 'raft/storage/level-log.ts',
+    search: 'start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : half,',
+    replace: 'start_bytes: current === undefined ? 0 : current.start_bytes,',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // opened without the file, a log folded back into LevelDB without the entries only the records held
+    id: 'raft-wal-fold-all-drops-entries',
     file: 'raft/storage/level-log.ts',
     search: 'if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);',
     replace: '',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
-    // a write through LevelDB that starts the file over without carrying the entries only the records hold
+    // a write through LevelDB that names no new generation without carrying the entries only the records hold
     id: 'raft-wal-fallback-drops-entries',
     file: 'raft/storage/level-log.ts',
     search: '      if (snapshot === null && until > this.ldbLast + 1) {',
@@ -971,11 +987,11 @@ export const MUTANTS = [
     tests: ['raft/storage/wal.test.ts'],
   },
   {
-    // a write through LevelDB that keeps the salt: the old records would be replayed over it again
-    id: 'raft-wal-salt-kept',
+    // a write through LevelDB that keeps the generations: their records would be replayed over it again
+    id: 'raft-wal-generations-kept',
     file: 'raft/storage/level-log.ts',
-    search: '      salt = newWalSalt();\n',
-    replace: '',
+    search: '    if (gens.some((g) => g.records > 0)) {',
+    replace: '    if (false) {',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
@@ -994,6 +1010,15 @@ export const MUTANTS = [
     replace: '',
     tests: ['raft/storage/wal.test.ts'],
   },
+  {
+    // replayed records leaving an entry missing accepted (the log would have a hole)
+    id: 'raft-wal-hole-accepted',
+    file: 'raft/storage/level-log.ts',
+    search: "      if (e === undefined) throw new LogCorruptError('wal', index, 'entry missing');\n",
+    replace: '',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -214,7 +214,7 @@ describe('LevelLog across power losses', () => {
     it(`keeps every acknowledged write and recovers to a consistent prefix (${how}, seed ${seed})`, async () => {
       const rnd = new SeededRandom(seed);
       const disk = new PowerLossDisk(join(dir, 'disk'), rnd, 1);
-      // A small write-ahead file: it fills several times a run, so writes fall back to LevelDB and it starts over.
+      // A small write-ahead file: its halves fill many times a run, and generations are dropped with entries to fold.
       const open = (): Promise<LevelLog> =>
         LevelLog.open(join(dir, 'log'), {
           db: disk.db(),
@@ -226,9 +226,8 @@ describe('LevelLog across power losses', () => {
       let model: Model = await observe(log);
       let seq = 0;
       let lostInFlight = 0;
-      /** Writes that found the write-ahead file full, over the logs opened so far. */
-      let walFull = 0;
-      /** Folds of committed entries into LevelDB beside a record, over the logs opened so far. */
+      /** Generations started on a full half, and folds of a dropped one, over the logs opened so far. */
+      let walSwitches = 0;
       let walFolds = 0;
       for (let round = 0; round < 25; round++) {
         // states[i] = the model after write i of this round; acknowledged = how many resolved before the cut.
@@ -259,7 +258,7 @@ describe('LevelLog across power losses', () => {
         for (let i = rnd.int(4); i > 0; i--) await new Promise((r) => setImmediate(r));
         // Every write acknowledged before the cut must survive; those in flight may or may not.
         const cutAt = acknowledged;
-        walFull += log.walFull;
+        walSwitches += log.walSwitches;
         walFolds += log.walFolds;
         await disk.powerLoss();
         await Promise.all(inflight);
@@ -283,10 +282,10 @@ describe('LevelLog across power losses', () => {
       // The premise: power was cut with writes in flight, and the losses did drop writes.
       expect(lostInFlight).toBeGreaterThan(3);
       if (wal) {
-        // Write-ahead records were cut short, committed entries were folded into LevelDB beside records, and the
-        // file filled (writes went to LevelDB and it started over).
+        // Write-ahead records were cut short, halves filled (new generations in the other half), and dropped
+        // generations' entries were folded into LevelDB.
         expect(disk.stats.walTorn).toBeGreaterThan(5);
-        expect(walFull).toBeGreaterThan(5);
+        expect(walSwitches).toBeGreaterThan(5);
         expect(walFolds).toBeGreaterThan(5);
         expect(disk.stats.syncedKept).toBeGreaterThan(100);
       } else {

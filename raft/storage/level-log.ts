@@ -113,8 +113,21 @@ interface StateRecord {
   markerTerm: number;
   /** The last index LevelDB's segments hold (the marker when none); the write-ahead records may hold more. */
   lastIndex: number;
-  /** Salt (hex) of the write-ahead records to replay over LevelDB's log; null or absent: none. */
-  wal?: string | null;
+  /**
+   * The generations of write-ahead records to replay over it, in order (at most two): each a salt (hex) and the
+   * offset of the half of the file its records fill. Null or absent: none.
+   */
+  wal?: Array<{ salt: string; at: number }> | null;
+}
+
+/** One generation of write-ahead records: those written under one salt, from the start of one half of the file. */
+interface WalGen {
+  salt: Buffer;
+  start_bytes: number;
+  /** Records written (or replayed) under it. */
+  records: number;
+  /** The log's last index once its records were written (set when the next generation starts). */
+  last: number;
 }
 
 const FORMAT_NAME = 'keel-raft-log';
@@ -128,8 +141,6 @@ const FORMAT_VERSION_DEFERRED = 2;
 /** 3: the state record may name write-ahead records (wal.ts) holding entries LevelDB lacks. */
 const FORMAT_VERSION_WAL = 3;
 const DEFAULT_WAL_BYTES = 64 * 1024 * 1024;
-/** Records between two folds into LevelDB, at most (appendRecord). */
-const MAX_FOLD_BYTES = 4 * 1024 * 1024;
 const ITERATOR_BATCH = 1024;
 const DEFAULT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_MAX_ENTRIES = 10_000_000;
@@ -162,16 +173,16 @@ export class LevelLog extends CachedLog implements DurableLog {
   private ldbLast = 0;
   /** The write-ahead file, when the log uses one. */
   private walFile: WalFile | null = null;
-  /** Salt of the records the state record names (null: none are replayed). */
-  private walSalt: Buffer | null = null;
-  /** Where the next record goes; 0: no record written under walSalt, LevelDB holds everything. */
+  /** The generations the state record names, oldest first; the last one takes the records (see startGen). */
+  private walGens: WalGen[] = [];
+  /** Where the next record goes. */
   private wal_bytes = 0;
-  /** Where the records not yet folded into LevelDB start (appendRecord). */
-  private walFolded_bytes = 0;
-  /** Writes that found the write-ahead file full and went to LevelDB (which starts the file over). */
-  walFull = 0;
-  /** Folds of committed entries into LevelDB beside a record (appendRecord). */
+  /** Generations started because the current half was full (startGen). */
+  walSwitches = 0;
+  /** Entries folded into LevelDB when a generation's half was taken back (startGen). */
   walFolds = 0;
+  /** Writes too large for half the file, which went to LevelDB. */
+  walFull = 0;
 
   private constructor(
     private readonly db: LogDb,
@@ -208,17 +219,19 @@ export class LevelLog extends CachedLog implements DurableLog {
 
   private async recover(maxEntries: number, walOpts: LevelLogOptions['wal']): Promise<void> {
     await this.recoverLevel(maxEntries, walOpts);
-    if (walOpts === undefined && this.walFile === null) return;
-    // Every open with a write-ahead file starts a new salt: records replayed are folded into LevelDB, and none of
-    // the file's old records (nor the tail of one cut short) can ever be read as current again.
-    this.walFile ??= walOpts?.file ?? (await this.openWal(walOpts, true));
-    const salt = walOpts === undefined ? null : newWalSalt();
-    await this.checkpoint(salt);
-    if (salt === null) {
-      // opened without the option: the log's records are in LevelDB now, and the file is left alone
+    if (walOpts === undefined) {
+      if (this.walFile === null) return;
+      // Opened without the option, a log that names records: they go into LevelDB, the log names none, and the
+      // file is left alone (it may be deleted).
+      await this.foldAll();
       await this.walFile.close();
       this.walFile = null;
+      return;
     }
+    // Every open starts a new generation in the half the last one did not write: the tail of a record cut short
+    // is never written over, nor read as current again.
+    this.walFile ??= walOpts.file ?? (await this.openWal(walOpts, true));
+    await this.startGen();
   }
 
   private async recoverLevel(maxEntries: number, walOpts: LevelLogOptions['wal']): Promise<void> {
@@ -260,20 +273,25 @@ export class LevelLog extends CachedLog implements DurableLog {
     this.nextGen = snaps.nextGen;
 
     let ents = await this.recoverEntries(state, maxEntries);
+    const ldbLast = state.markerIndex + ents.length;
     let hs: HardState = { term: state.term, vote: state.vote, commit: state.commit };
     let lastIndex = state.lastIndex;
-    if (state.wal !== null && state.wal !== undefined) {
-      // The log was written with a write-ahead file: its records under the recorded salt come after LevelDB's.
-      this.walFile = walOpts?.file ?? (await this.openWal(walOpts, false));
-      const { records } = await scanWal(this.walFile, Buffer.from(state.wal, 'hex'));
-      ({ ents, hs } = replayWal(records, state.markerIndex, ents, hs, maxEntries));
-      lastIndex = state.markerIndex + ents.length;
-      let prevTerm = state.markerTerm;
-      for (const e of ents) {
-        if (e.term < prevTerm)
-          throw new LogCorruptError('wal', e.index, `term ${e.term} below previous term ${prevTerm}`);
-        prevTerm = e.term;
+    if (state.wal !== null && state.wal !== undefined && state.wal.length > 0) {
+      // The log was written with a write-ahead file: the records of its generations come after LevelDB's entries.
+      const file = walOpts?.file ?? (await this.openWal(walOpts, false));
+      this.walFile = file;
+      const half = halfOf(file);
+      const replay = new WalReplay(state.markerIndex, ents, hs, maxEntries);
+      for (const g of state.wal) {
+        if (g.at !== 0 && g.at !== half)
+          throw new LogCorruptError('wal', null, `no half of the file starts at ${g.at}`);
+        const salt = Buffer.from(g.salt, 'hex');
+        const { records } = await scanWal(file, salt, g.at, g.at + half);
+        for (const r of records) replay.apply(r);
+        this.walGens.push({ salt, start_bytes: g.at, records: records.length, last: replay.lastIndex() });
       }
+      ({ ents, hs } = replay.finish(state.markerTerm));
+      lastIndex = state.markerIndex + ents.length;
     }
     const snapIndex = this.snap?.meta.index ?? 0;
     if (state.markerIndex > snapIndex) {
@@ -301,7 +319,7 @@ export class LevelLog extends CachedLog implements DurableLog {
 
     this.cache.reset(state.markerIndex, state.markerTerm, ents);
     this.hs = hs;
-    this.ldbLast = state.lastIndex;
+    this.ldbLast = ldbLast;
     this.conf = { index: conf.index, conf: conf.conf, addresses: conf.addresses as Record<string, string> };
     this.fresh = lastIndex === 0 && hs.term === 0 && this.snap === null && conf.conf.voters.length === 0;
   }
@@ -320,7 +338,18 @@ export class LevelLog extends CachedLog implements DurableLog {
       isNonNegInt(s.markerTerm) &&
       isNonNegInt(s.lastIndex) &&
       s.lastIndex >= s.markerIndex &&
-      (s.wal === undefined || s.wal === null || (typeof s.wal === 'string' && /^[0-9a-f]{16}$/.test(s.wal)));
+      (s.wal === undefined ||
+        s.wal === null ||
+        (Array.isArray(s.wal) &&
+          s.wal.length <= 2 &&
+          s.wal.every(
+            (g: unknown) =>
+              typeof g === 'object' &&
+              g !== null &&
+              typeof (g as { salt?: unknown }).salt === 'string' &&
+              /^[0-9a-f]{16}$/.test((g as { salt: string }).salt) &&
+              isNonNegInt((g as { at?: unknown }).at),
+          )));
     if (!ok) throw new LogCorruptError('state', null, 'malformed state record');
     return s as StateRecord;
   }
@@ -481,7 +510,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       // LevelDB's own last index: the write-ahead records (left as they are) may hold entries past it, or past the
       // new marker when LevelDB held none beyond it; replay skips what they hold at or below the marker.
       const ldbLast = Math.max(this.ldbLast, index);
-      ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, ldbLast, this.walSalt) });
+      ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(this.hs, index, term, ldbLast, this.walGens) });
       // Synced like every other write: LevelDB may lose an unsynced batch while keeping a later synced one, which
       // would leave segments below a newer marker (recoverEntries copes with logs written that way by earlier
       // versions, but a durable compaction is the contract).
@@ -632,7 +661,7 @@ export class LevelLog extends CachedLog implements DurableLog {
     await this.tail.catch(() => undefined);
     if (this.stateDirty && this.failure === null) {
       const m = this.cache;
-      const value = this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), this.ldbLast, this.walSalt);
+      const value = this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), this.ldbLast, this.walGens);
       await this.db.put(KEY_STATE, value, { sync: true });
     }
     await this.walFile?.close();
@@ -667,24 +696,67 @@ export class LevelLog extends CachedLog implements DurableLog {
     markerIndex: number,
     markerTerm: number,
     lastIndex: number,
-    wal: Buffer | null,
+    gens: readonly WalGen[] | null,
   ): Buffer {
     const rec: StateRecord = { term: hs.term, vote: hs.vote, commit: hs.commit, markerIndex, markerTerm, lastIndex };
-    if (wal !== null) rec.wal = wal.toString('hex');
+    if (gens !== null && gens.length > 0)
+      rec.wal = gens.map((g) => ({ salt: g.salt.toString('hex'), at: g.start_bytes }));
     return encodeMeta(rec);
   }
 
   /**
-   * Folds the write-ahead records into LevelDB and names `salt` as the records' from now on (null: none), in one
-   * synced batch: the cache's entries past LevelDB's last index as segments (LevelDB's segments agree with the
-   * cache up to it), the hard state, and the format version that knows write-ahead records.
+   * Folds everything the write-ahead records hold into LevelDB and names no generation, in one synced batch: the
+   * cache's entries past LevelDB's last index as segments (LevelDB's segments agree with the cache up to it) and the
+   * hard state.
    */
-  private async checkpoint(salt: Buffer | null): Promise<void> {
+  private async foldAll(): Promise<void> {
     const ops: Op[] = [];
     const added: Segment[] = [];
     const last = this.cache.lastIndex();
     if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);
-    const upgrade = salt !== null && this.formatVersion < FORMAT_VERSION_WAL;
+    const m = this.cache;
+    ops.push({
+      type: 'put',
+      key: KEY_STATE,
+      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), last, null),
+    });
+    await this.db.batch(ops, { sync: true });
+    for (const seg of added) this.segs.push(seg);
+    this.ldbLast = last;
+    this.walGens = [];
+    this.stateDirty = false;
+  }
+
+  /**
+   * Starts a generation of records in the half of the file the current one does not use, named in one synced
+   * batch before any record is written under it. The generation that used that half before is dropped: the
+   * entries only its records held (up to its last index, past LevelDB's) go into LevelDB in the same batch. With the
+   * file at least twice the log between two compactions, those were compacted away already and the batch is the
+   * state record alone. Also moves the format to the version that knows write-ahead records.
+   */
+  private async startGen(): Promise<void> {
+    const file = this.walFile!;
+    const half = halfOf(file);
+    const current = this.walGens[this.walGens.length - 1];
+    const dropped = this.walGens.length === 2 ? this.walGens[0]! : undefined;
+    const ops: Op[] = [];
+    const added: Segment[] = [];
+    let ldbLast = this.ldbLast;
+    if (dropped !== undefined) {
+      const to = Math.min(dropped.last, this.cache.lastIndex());
+      if (to > ldbLast) {
+        this.segmentOps(this.cache.entries(ldbLast + 1, to + 1, Infinity), ops, added);
+        ldbLast = to;
+      }
+    }
+    const gen: WalGen = {
+      salt: newWalSalt(),
+      start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : half,
+      records: 0,
+      last: 0,
+    };
+    const gens = current === undefined ? [gen] : [{ ...current, last: this.cache.lastIndex() }, gen];
+    const upgrade = this.formatVersion < FORMAT_VERSION_WAL;
     if (upgrade) {
       ops.push({ type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION_WAL }) });
     }
@@ -692,39 +764,16 @@ export class LevelLog extends CachedLog implements DurableLog {
     ops.push({
       type: 'put',
       key: KEY_STATE,
-      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), last, salt),
+      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), ldbLast, gens),
     });
     await this.db.batch(ops, { sync: true });
     if (upgrade) this.formatVersion = FORMAT_VERSION_WAL;
     for (const seg of added) this.segs.push(seg);
-    this.ldbLast = last;
-    this.walSalt = salt;
-    this.wal_bytes = 0;
-    this.walFolded_bytes = 0;
+    if (ldbLast > this.ldbLast) this.walFolds++;
+    this.ldbLast = ldbLast;
+    this.walGens = gens;
+    this.wal_bytes = gen.start_bytes;
     this.stateDirty = false;
-  }
-
-  /** A quarter of the file, at most 4 MiB: the fold batches stay small, and a full file has been mostly folded. */
-  private foldEvery_bytes(file: WalFile): number {
-    return Math.min(MAX_FOLD_BYTES, Math.floor(file.size_bytes / 4));
-  }
-
-  /**
-   * The ops storing the cache's entries (ldbLast, to] as segments and the state record naming `to` as LevelDB's
-   * last index, under the same salt, with the hard state as it is durable now (the record being written beside
-   * these ops may not survive).
-   */
-  private foldOps(to: number, salt: Buffer): { ops: Op[]; added: Segment[] } {
-    const ops: Op[] = [];
-    const added: Segment[] = [];
-    this.segmentOps(this.cache.entries(this.ldbLast + 1, to + 1, Infinity), ops, added);
-    const m = this.cache;
-    ops.push({
-      type: 'put',
-      key: KEY_STATE,
-      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), to, salt),
-    });
-    return { ops, added };
   }
 
   private async doPersist(batch: PersistBatch): Promise<void> {
@@ -785,10 +834,14 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (snapshot === null && (await this.appendRecord(fresh, hs))) return;
 
     // To LevelDB, in one synced batch. Entries only the write-ahead records hold go with it (unless this batch
-    // overwrites them or a snapshot drops them), and the records' salt changes: none of them is replayed again.
-    let salt = this.walSalt;
-    if (this.wal_bytes > 0) {
-      salt = newWalSalt();
+    // overwrites them or a snapshot drops them), and a new generation replaces the ones named: none of their
+    // records is replayed again.
+    let gens = this.walGens;
+    if (gens.some((g) => g.records > 0)) {
+      const current = gens[gens.length - 1]!;
+      gens = [
+        { salt: newWalSalt(), start_bytes: current.start_bytes === 0 ? halfOf(this.walFile!) : 0, records: 0, last: 0 },
+      ];
       const until =
         fresh.length > 0 ? Math.min(fresh[0]!.index, this.cache.lastIndex() + 1) : this.cache.lastIndex() + 1;
       if (snapshot === null && until > this.ldbLast + 1) {
@@ -814,7 +867,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       }
       this.segmentOps(fresh, ops, added);
     }
-    ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(hs, markerIndex, markerTerm, lastIndex, salt) });
+    ops.push({ type: 'put', key: KEY_STATE, value: this.stateValue(hs, markerIndex, markerTerm, lastIndex, gens) });
     await this.db.batch(ops, { sync: true });
     this.stateDirty = false;
 
@@ -832,10 +885,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     }
     this.segs = segs;
     this.ldbLast = lastIndex;
-    if (salt !== this.walSalt) {
-      this.walSalt = salt;
-      this.wal_bytes = 0;
-      this.walFolded_bytes = 0;
+    if (gens !== this.walGens) {
+      this.walGens = gens;
+      this.wal_bytes = gens[0]!.start_bytes;
     }
     this.hs = { ...hs };
     this.fresh = false;
@@ -843,50 +895,31 @@ export class LevelLog extends CachedLog implements DurableLog {
 
   /**
    * The hot path: `entries` (none at or below LevelDB's last index) and `hs` as one record in the write-ahead
-   * file, durable when it resolves. False, having written nothing, when the log has no such file, the entries
-   * overwrite entries LevelDB holds, or the record does not fit in what is left of the file: the caller then
-   * writes to LevelDB, which starts the file over.
-   *
-   * Every `foldEvery_bytes` of records, the committed entries only the records hold are folded into LevelDB, in a
-   * synced batch written beside the record (the same salt: replaying the records over them rebuilds the same
-   * log). So when the file fills, the batch that starts it over carries only the entries since the last fold,
-   * not the file's worth.
+   * file, durable when it resolves; a full half first starts a new generation in the other (startGen). False,
+   * having written nothing, when the log has no such file, the entries overwrite entries LevelDB holds, or the
+   * record is larger than half the file: the caller then writes to LevelDB.
    */
   private async appendRecord(entries: Entry[], hs: HardState): Promise<boolean> {
     const file = this.walFile;
-    const salt = this.walSalt;
-    if (file === null || salt === null) return false;
+    if (file === null || this.walGens.length === 0) return false;
     if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;
-    const parts = encodeWalRecord(salt, hs, entries);
+    const half = halfOf(file);
+    let gen = this.walGens[this.walGens.length - 1]!;
+    let parts = encodeWalRecord(gen.salt, hs, entries);
     const size_bytes = recordSize_bytes(parts);
-    if (this.wal_bytes + size_bytes > file.size_bytes) {
+    if (size_bytes > half) {
       this.walFull++;
       return false;
     }
-    // Entries committed before this batch and not overwritten by it: never to change, so LevelDB may take them.
-    const foldTo = Math.min(
-      hs.commit,
-      this.cache.lastIndex(),
-      entries.length > 0 ? entries[0]!.index - 1 : Number.POSITIVE_INFINITY,
-    );
-    const fold =
-      this.wal_bytes - this.walFolded_bytes >= this.foldEvery_bytes(file) && foldTo > this.ldbLast
-        ? this.foldOps(foldTo, salt)
-        : null;
-    const record = file.write(parts, this.wal_bytes);
-    if (fold !== null) {
-      // both settle before the next mutation starts (the first failure is reported, the other is awaited too)
-      const [r, f] = await Promise.allSettled([record, this.db.batch(fold.ops, { sync: true })]);
-      if (r.status === 'rejected') throw r.reason;
-      if (f.status === 'rejected') throw f.reason;
-      for (const seg of fold.added) this.segs.push(seg);
-      this.ldbLast = foldTo;
-      this.walFolded_bytes = this.wal_bytes + size_bytes;
-      this.walFolds++;
-    } else {
-      await record;
+    if (this.wal_bytes + size_bytes > gen.start_bytes + half) {
+      await this.startGen();
+      this.walSwitches++;
+      gen = this.walGens[this.walGens.length - 1]!;
+      parts = encodeWalRecord(gen.salt, hs, entries);
     }
+    await file.write(parts, this.wal_bytes);
     this.wal_bytes += size_bytes;
+    gen.records++;
     if (entries.length > 0) this.cache.append(entries);
     this.hs = { ...hs };
     this.stateDirty = false;
@@ -930,41 +963,64 @@ export class LevelLog extends CachedLog implements DurableLog {
   }
 }
 
+/** Half of a write-ahead file: the records of one generation fill one half from its start. */
+function halfOf(file: WalFile): number {
+  return Math.floor(file.size_bytes / 2);
+}
+
 /**
  * LevelDB's entries (marker, …] and hard state with the write-ahead records replayed over them in order: each
  * record's entries overwrite the log from their first index (those at or below the marker skipped: a compaction
- * recorded after the record), and its hard state replaces the one before unless that is newer (the commit index
- * never goes back).
- * Terms are checked by the caller on the result: an entry a later record overwrote may break them on the way.
+ * may be recorded after the record), and its hard state replaces the one before unless that is newer (the commit
+ * index never goes back). A record may start past the end for a while: the base it was written over (entries a
+ * later generation's fold took from a newer record) is rebuilt by later records cutting below it; finish() checks
+ * that no entry is missing in the end, and the terms.
  */
-function replayWal(
-  records: readonly WalRecord[],
-  marker: number,
-  ents: Entry[],
-  hs: HardState,
-  maxEntries: number,
-): { ents: Entry[]; hs: HardState } {
-  let recordTerm = 0;
-  for (const r of records) {
-    if (r.hs.term < recordTerm) {
-      throw new LogCorruptError('wal', null, `record term ${r.hs.term} below the previous record's ${recordTerm}`);
+class WalReplay {
+  private recordTerm = 0;
+
+  constructor(
+    private readonly marker: number,
+    private readonly ents: Array<Entry | undefined>,
+    private hs: HardState,
+    private readonly maxEntries: number,
+  ) {}
+
+  lastIndex(): number {
+    return this.marker + this.ents.length;
+  }
+
+  apply(r: WalRecord): void {
+    if (r.hs.term < this.recordTerm) {
+      throw new LogCorruptError('wal', null, `record term ${r.hs.term} below the previous record's ${this.recordTerm}`);
     }
-    recordTerm = r.hs.term;
+    this.recordTerm = r.hs.term;
     // The state record may be newer than a record (a compaction rewrites it with the hard state of its time): a
     // record's term and vote count only when they are not older. Within a term the vote never changes once cast.
-    if (r.hs.term > hs.term) hs = { term: r.hs.term, vote: r.hs.vote, commit: hs.commit };
-    else if (r.hs.term === hs.term && hs.vote === null) hs = { ...hs, vote: r.hs.vote };
-    hs.commit = Math.max(hs.commit, r.hs.commit);
+    const hs = this.hs;
+    if (r.hs.term > hs.term) this.hs = { term: r.hs.term, vote: r.hs.vote, commit: hs.commit };
+    else if (r.hs.term === hs.term && hs.vote === null) this.hs = { ...hs, vote: r.hs.vote };
+    this.hs.commit = Math.max(this.hs.commit, r.hs.commit);
     let k = 0;
-    while (k < r.entries.length && r.entries[k]!.index <= marker) k++;
-    if (k === r.entries.length) continue;
-    const first = r.entries[k]!.index;
-    if (first > marker + ents.length + 1) {
-      throw new LogCorruptError('wal', first, `entry missing (the log ends at ${marker + ents.length})`);
+    while (k < r.entries.length && r.entries[k]!.index <= this.marker) k++;
+    if (k === r.entries.length) return;
+    const at = r.entries[k]!.index - this.marker - 1;
+    if (at + r.entries.length - k > this.maxEntries) {
+      throw new LogStateError(`log holds more than maxEntries ${this.maxEntries}`);
     }
-    ents.length = first - marker - 1;
-    for (; k < r.entries.length; k++) ents.push(r.entries[k]!);
-    if (ents.length > maxEntries) throw new LogStateError(`log holds more than maxEntries ${maxEntries}`);
+    this.ents.length = at; // may leave holes (see the class comment)
+    for (; k < r.entries.length; k++) this.ents.push(r.entries[k]!);
   }
-  return { ents, hs };
+
+  finish(markerTerm: number): { ents: Entry[]; hs: HardState } {
+    let prevTerm = markerTerm;
+    for (let i = 0; i < this.ents.length; i++) {
+      const e = this.ents[i];
+      const index = this.marker + 1 + i;
+      if (e === undefined) throw new LogCorruptError('wal', index, 'entry missing');
+      if (e.term < prevTerm) throw new LogCorruptError('wal', index, `term ${e.term} below previous term ${prevTerm}`);
+      prevTerm = e.term;
+    }
+    return { ents: this.ents as Entry[], hs: this.hs };
+  }
 }

@@ -156,7 +156,7 @@ describe('LevelLog with a write-ahead file', () => {
   const open = (size_bytes = MIN_WAL_BYTES): Promise<LevelLog> =>
     LevelLog.open(join(dir, 'log'), { wal: { size_bytes } });
 
-  it('writes entries to the file, not LevelDB, and recovers them on reopen (then folded into LevelDB)', async () => {
+  it('writes entries to the file, not LevelDB, and recovers them on reopen (folded once their half is reused)', async () => {
     const log = await open();
     const segments = log.segmentCount();
     await log.persist({ snapshot: null, entries: ents(1, 5, 1), hardState: hs(1, 0) });
@@ -164,11 +164,16 @@ describe('LevelLog with a write-ahead file', () => {
     await log.setHardState(hs(2, 5, null)); // a new term: a record without entries
     expect(log.segmentCount()).toBe(segments);
     await log.close();
-    const again = await open();
+    const again = await open(); // a new generation in the other half: the records stay where they are
     expect(shown(again)).toEqual(ents(1, 7, 1).map((e) => `1:e${e.index}`));
     expect(again.initialState().hardState).toEqual(hs(2, 5, null));
-    expect(again.segmentCount()).toBeGreaterThan(segments);
+    expect(again.segmentCount()).toBe(segments);
     await again.close();
+    const third = await open(); // takes the first half back: its entries go into LevelDB first
+    expect(shown(third)).toEqual(ents(1, 7, 1).map((e) => `1:e${e.index}`));
+    expect(third.segmentCount()).toBeGreaterThan(segments);
+    expect(third.walFolds).toBe(1);
+    await third.close();
   });
 
   it('replays records over a compaction recorded after them, also past what LevelDB held', async () => {
@@ -200,7 +205,9 @@ describe('LevelLog with a write-ahead file', () => {
     let log = await open();
     await log.persist({ snapshot: null, entries: ents(1, 6, 1), hardState: hs(1, 3) });
     await log.close();
-    log = await open(); // entries 1..6 folded into LevelDB on open
+    await (await open()).close(); // a second generation
+    log = await open(); // a third takes the first one's half back: entries 1..6 folded into LevelDB
+    expect(log.walFolds).toBe(1);
     await log.persist({ snapshot: null, entries: ents(7, 8, 1), hardState: hs(1, 3) });
     await log.persist({ snapshot: null, entries: ents(5, 5, 2, 'x'), hardState: hs(2, 3, 'b') });
     await log.persist({ snapshot: null, entries: ents(6, 6, 2, 'x'), hardState: hs(2, 4, 'b') });
@@ -215,12 +222,13 @@ describe('LevelLog with a write-ahead file', () => {
     await again.close();
   });
 
-  it('goes to LevelDB when the file is full and starts it over; folds committed entries on the way', async () => {
+  it('starts a generation in the other half when one is full, folding the entries of the one it drops', async () => {
     const log = await open();
     const big = (i: number, term: number): Entry => ({ index: i, term, type: 'normal', data: Buffer.alloc(3000, i) });
     for (let i = 1; i <= 60; i++) await log.persist({ snapshot: null, entries: [big(i, 1)], hardState: hs(1, i - 1) });
-    expect(log.walFull).toBeGreaterThan(0);
+    expect(log.walSwitches).toBeGreaterThan(2); // 32 KiB halves: about 10 records each
     expect(log.walFolds).toBeGreaterThan(0);
+    expect(log.walFull).toBe(0);
     await log.close();
     const again = await open();
     expect(again.lastIndex()).toBe(60);
@@ -251,6 +259,35 @@ describe('LevelLog with a write-ahead file', () => {
     await db.close();
     expect(format.version).toBe(3);
     expect(state.wal ?? null).toBeNull();
+  });
+
+  it('refuses a log whose records leave an entry missing, or damaged in the middle of a generation', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });
+    await log.persist({ snapshot: null, entries: ents(4, 4, 1), hardState: hs(1, 3) });
+    await log.close();
+    // the generation the state record names, and where its records end
+    const { ClassicLevel } = await import('classic-level');
+    const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open();
+    const state = decodeMeta((await db.get(KEY_STATE))!, 'state') as { wal: Array<{ salt: string; at: number }> };
+    await db.close();
+    expect(state.wal.length).toBe(1);
+    const gen = state.wal[0]!;
+    const salt = Buffer.from(gen.salt, 'hex');
+    const path = join(dir, 'log.wal');
+    const file = await openWalFile(path, MIN_WAL_BYTES, false);
+    const { records, end_bytes } = await scanWal(file, salt, gen.at, gen.at + MIN_WAL_BYTES / 2);
+    expect(records.length).toBe(2);
+    // a record past the end of the log, as if the ones between were lost: entry 5 is missing
+    await file.write(encodeWalRecord(salt, hs(1, 3), ents(6, 6, 1)), end_bytes);
+    await file.close();
+    await expect(open()).rejects.toThrow(/entry 5 .*entry missing/);
+    // a flipped byte in the first record, with a good one after it
+    const bytes = readFileSync(path);
+    bytes[gen.at + 30]! ^= 1;
+    writeFileSync(path, bytes);
+    await expect(open()).rejects.toThrow(/damaged record at offset/);
   });
 
   it('refuses to open a log whose write-ahead file is missing', async () => {

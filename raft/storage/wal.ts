@@ -85,16 +85,24 @@ export function recordSize_bytes(parts: readonly Buffer[]): number {
 }
 
 /**
- * The records of `salt` from offset 0, in order, and the offset after the last. Stops at the first position that
- * does not hold a whole record of that salt with a good CRC (zeros, an older generation, a record cut short).
- * Throws LogCorruptError when a damaged record is followed by a good one of the same salt: that is not a write cut
- * short (only the last write can be) but damage in the middle, and carrying on would drop acknowledged records.
- * Bounded by the file's size: at most size ÷ header records.
+ * The records of `salt` in the file's bytes [start_bytes, end_bytes) from its start, in order, and the offset after
+ * the last. Stops at the first position that does not hold a whole record of that salt with a good CRC (zeros, an
+ * older generation, a record cut short). Throws LogCorruptError when a damaged record is followed by a good one of
+ * the same salt: that is not a write cut short (only the last write can be) but damage in the middle, and carrying
+ * on would drop acknowledged records. Bounded by the range: at most its size ÷ header records.
  */
-export async function scanWal(file: WalFile, salt: Buffer): Promise<{ records: WalRecord[]; end_bytes: number }> {
-  const reader = new Reader(file);
+export async function scanWal(
+  file: WalFile,
+  salt: Buffer,
+  start_bytes = 0,
+  end_bytes = file.size_bytes,
+): Promise<{ records: WalRecord[]; end_bytes: number }> {
+  if (!(start_bytes >= 0 && start_bytes <= end_bytes && end_bytes <= file.size_bytes)) {
+    throw new RangeError(`raft log: no range [${start_bytes}, ${end_bytes}) in a file of ${file.size_bytes} bytes`);
+  }
+  const reader = new Reader(file, end_bytes);
   const records: WalRecord[] = [];
-  let pos = 0;
+  let pos = start_bytes;
   for (;;) {
     const found = await readRecordAt(reader, pos, salt);
     if (found.kind === 'end') break;
@@ -117,7 +125,7 @@ type Found =
   | { kind: 'end' };
 
 async function readRecordAt(reader: Reader, pos: number, salt: Buffer): Promise<Found> {
-  const size = reader.file.size_bytes;
+  const size = reader.end_bytes;
   if (pos + WAL_HEADER_BYTES + BODY_FIXED_BYTES > size) return { kind: 'end' };
   const head = await reader.bytes(pos, WAL_HEADER_BYTES);
   if (head.readUInt32BE(0) !== WAL_MAGIC) return { kind: 'end' };
@@ -160,11 +168,15 @@ class Reader {
   private window: Buffer = Buffer.alloc(0);
   private window_at = 0;
 
-  constructor(readonly file: WalFile) {}
+  constructor(
+    readonly file: WalFile,
+    /** Reads stop here. */
+    readonly end_bytes: number,
+  ) {}
 
   async bytes(pos: number, length: number): Promise<Buffer> {
     if (pos < this.window_at || pos + length > this.window_at + this.window.length) {
-      this.window = await this.file.read(pos, Math.max(length, SCAN_READ_BYTES));
+      this.window = await this.file.read(pos, Math.min(Math.max(length, SCAN_READ_BYTES), this.end_bytes - pos));
       this.window_at = pos;
       if (this.window.length < length) throw new LogCorruptError('wal', null, `short read at offset ${pos}`);
     }
