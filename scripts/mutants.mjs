@@ -974,7 +974,8 @@ export const MUTANTS = [
     // opened without the file, a log folded back into LevelDB without the entries only the records held
     id: 'raft-wal-fold-all-drops-entries',
     file: 'raft/storage/level-log.ts',
-    search: 'if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);',
+    search:
+      'if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);',
     replace: '',
     tests: ['raft/storage/wal.test.ts'],
   },
@@ -1006,8 +1007,18 @@ export const MUTANTS = [
     // a record overwriting entries LevelDB holds: LevelDB would keep the overwritten ones once the file starts over
     id: 'raft-wal-overwrite-in-record',
     file: 'raft/storage/level-log.ts',
-    search: '    if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;\n',
-    replace: '',
+    search:
+      '    if (file === null || this.walGens.length === 0) return false;\n    if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;\n',
+    replace: '    if (file === null || this.walGens.length === 0) return false;\n',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // after starting a generation, a record written over entries the dropped generation's fold just gave LevelDB
+    id: 'raft-wal-switch-overwrite',
+    file: 'raft/storage/level-log.ts',
+    search:
+      '      if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;\n      gen = this.walGens',
+    replace: '      gen = this.walGens',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
@@ -1018,7 +1029,6 @@ export const MUTANTS = [
     replace: '',
     tests: ['raft/storage/wal.test.ts'],
   },
-
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -9,6 +9,16 @@
  * across a power loss (it switches log files without fsync), so "the next synced batch makes it durable" is
  * false.
  *
+ * With a write-ahead file (LevelLogOptions.wal, wal.ts) the hot path is different: a persist of new entries and
+ * hard state (no snapshot) is one O_DSYNC record in that file, not a LevelDB batch. The file has two halves; each
+ * generation of records (one random salt) fills one half from its start, and the state record names the
+ * generations to replay over LevelDB's entries (at most two, oldest first). A full half starts a generation in
+ * the other (startGen), dropping the one that was there: the entries only its records held go into LevelDB in the
+ * same synced batch that names the new generation (usually none: compaction has passed them). LevelDB's segments
+ * hold the log up to ldbLast and agree with memory there; records only ever hold entries past it. A write the file
+ * cannot take (an overwrite of what LevelDB holds, a snapshot, a record larger than half the file) goes to LevelDB
+ * with every entry only the records held, and names a single new generation.
+ *
  * Keys: format, state (hard state + log bounds), conf (applied membership), snapshot-meta, snapshot-chunk/GEN/N
  * (level-snapshots.ts: a snapshot's bytes, written and read chunk by chunk, never held whole in memory),
  * entry/INDEX. Each value carries a CRC32; open() verifies every record and the log's continuity and throws
@@ -77,10 +87,10 @@ export interface LevelLogOptions {
   maxSegment_bytes?: number;
   /**
    * The write-ahead file (wal.ts). With it, persist() writes new entries and hard state as one O_DSYNC record in
-   * that file instead of a synced LevelDB batch, and LevelDB gets them at the next checkpoint (see the class
-   * comment). `size_bytes`: the file's size when it is created (default 64 MiB; an existing file keeps its size).
-   * `file`, tests only: a file to use instead of `${path}.wal`. Without this option every write goes to LevelDB;
-   * a log that was written with a write-ahead file is then folded back into LevelDB on open.
+   * that file instead of a synced LevelDB batch (see the module comment). `size_bytes`: the file's size when it is
+   * created (default 64 MiB; an existing file keeps its size). `file`, tests only: a file to use instead of
+   * `${path}.wal`. Without this option every write goes to LevelDB; a log that was written with a write-ahead file
+   * is then folded back into LevelDB on open.
    */
   wal?: { size_bytes?: number; file?: WalFile };
   /**
@@ -664,8 +674,11 @@ export class LevelLog extends CachedLog implements DurableLog {
       const value = this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), this.ldbLast, this.walGens);
       await this.db.put(KEY_STATE, value, { sync: true });
     }
-    await this.walFile?.close();
-    await this.db.close();
+    try {
+      await this.walFile?.close();
+    } finally {
+      await this.db.close();
+    }
   }
 
   // ---- internals ------------------------------------------------------------------------------------------
@@ -914,6 +927,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (this.wal_bytes + size_bytes > gen.start_bytes + half) {
       await this.startGen();
       this.walSwitches++;
+      // The generation dropped may have taken LevelDB's last index past where these entries start (a new leader
+      // overwriting entries of that generation): then they go to LevelDB.
+      if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;
       gen = this.walGens[this.walGens.length - 1]!;
       parts = encodeWalRecord(gen.salt, hs, entries);
     }
@@ -978,6 +994,8 @@ function halfOf(file: WalFile): number {
  */
 class WalReplay {
   private recordTerm = 0;
+  /** A record started past the end (a hole was made): finish() hands out a packed copy. */
+  private holey = false;
 
   constructor(
     private readonly marker: number,
@@ -1008,6 +1026,7 @@ class WalReplay {
     if (at + r.entries.length - k > this.maxEntries) {
       throw new LogStateError(`log holds more than maxEntries ${this.maxEntries}`);
     }
+    if (at > this.ents.length) this.holey = true;
     this.ents.length = at; // may leave holes (see the class comment)
     for (; k < r.entries.length; k++) this.ents.push(r.entries[k]!);
   }
@@ -1021,6 +1040,7 @@ class WalReplay {
       if (e.term < prevTerm) throw new LogCorruptError('wal', index, `term ${e.term} below previous term ${prevTerm}`);
       prevTerm = e.term;
     }
-    return { ents: this.ents as Entry[], hs: this.hs };
+    // The cache keeps the array: a packed one, never one V8 stores with holes (or as a dictionary)
+    return { ents: this.holey ? Array.from(this.ents as Entry[]) : (this.ents as Entry[]), hs: this.hs };
   }
 }

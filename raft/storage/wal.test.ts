@@ -238,6 +238,29 @@ describe('LevelLog with a write-ahead file', () => {
     await again.close();
   });
 
+  it("sends a new leader's overwrite to LevelDB when starting a generation folded the entries it overwrites", async () => {
+    const file = memoryWal(4096); // halves of 2 KiB: 7 records of one 200-byte entry each
+    const log = await LevelLog.open(join(dir, 'log'), { wal: { file } });
+    const one = (i: number, term: number): Entry[] => [{ index: i, term, type: 'normal', data: Buffer.alloc(200, i) }];
+    for (let i = 1; i <= 14; i++)
+      await log.persist({ snapshot: null, entries: one(i, 1), hardState: hs(1, Math.min(i, 2)) });
+    expect(log.walSwitches).toBe(1); // entries 1-7 in the first half, 8-14 in the second
+    // Overwriting 5-9: the second half is full, and the generation taking the first back folds entries 1-7
+    const overwrite = [5, 6, 7, 8, 9].flatMap((i) => one(i, 2));
+    await log.persist({ snapshot: null, entries: overwrite, hardState: hs(2, 2, 'b') });
+    expect(log.walSwitches).toBe(2);
+    expect(log.walFolds).toBe(1);
+    // more generations come and go: LevelDB must never keep entries 5-7 of term 1
+    for (let i = 10; i <= 40; i++) await log.persist({ snapshot: null, entries: one(i, 2), hardState: hs(2, 2, 'b') });
+    expect(log.walSwitches).toBeGreaterThan(5);
+    await log.close();
+    const again = await LevelLog.open(join(dir, 'log'), { wal: { file } });
+    expect(again.entries(1, 41, Infinity).map((e) => `${e.index}:${e.term}`)).toEqual(
+      Array.from({ length: 40 }, (_, k) => `${k + 1}:${k + 1 < 5 ? 1 : 2}`),
+    );
+    await again.close();
+  });
+
   it('marks the log as needing the file (format 3), and folds it back into LevelDB when opened without it', async () => {
     const log = await open();
     await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });
