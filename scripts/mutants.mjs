@@ -1022,6 +1022,22 @@ export const MUTANTS = [
     tests: ['raft/storage/wal.test.ts'],
   },
   {
+    // a record whose entries compaction dropped all skipped on replay, cut and all: entries it cut come back
+    id: 'raft-wal-replay-cut-skipped',
+    file: 'raft/storage/level-log.ts',
+    search: '      this.ents.length = 0;\n      return;',
+    replace: '      return;',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // a scan that stops at a damaged header without looking for good records after it: acknowledged ones dropped
+    id: 'raft-wal-scan-stops-silently',
+    file: 'raft/storage/wal.ts',
+    search: '  const later = await goodRecordAfter(reader, pos, salt);',
+    replace: '  const later = null as number | null;',
+    tests: ['raft/storage/wal.test.ts'],
+  },
+  {
     // replayed records leaving an entry missing accepted (the log would have a hole)
     id: 'raft-wal-hole-accepted',
     file: 'raft/storage/level-log.ts',

@@ -15,7 +15,8 @@
  * generations to replay over LevelDB's entries (at most two, oldest first). A full half starts a generation in
  * the other (startGen), dropping the one that was there: the entries only its records held go into LevelDB in the
  * same synced batch that names the new generation (usually none: compaction has passed them). LevelDB's segments
- * hold the log up to ldbLast and agree with memory there; records only ever hold entries past it. A write the file
+ * hold the log up to ldbLast and agree with memory there; a record is only written for entries past it (older
+ * records may hold entries at or below it, after a fold: replay rebuilds the same log over them). A write the file
  * cannot take (an overwrite of what LevelDB holds, a snapshot, a record larger than half the file) goes to LevelDB
  * with every entry only the records held, and names a single new generation.
  *
@@ -68,6 +69,7 @@ import {
 import { type LogDb, type LogDbOp, levelLogDb } from './log-db.js';
 import {
   encodeWalRecord,
+  MAX_VOTE_BYTES,
   newWalSalt,
   openWalFile,
   recordSize_bytes,
@@ -238,8 +240,8 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.walFile = null;
       return;
     }
-    // Every open starts a new generation in the half the last one did not write: the tail of a record cut short
-    // is never written over, nor read as current again.
+    // Every open starts a new generation in the half the last one did not write: no record goes after the tail of
+    // one a crash cut short, and that tail (of an older salt) is never read as current again.
     this.walFile ??= walOpts.file ?? (await this.openWal(walOpts, true));
     await this.startGen();
   }
@@ -591,7 +593,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       ops.push(...deleteOps(this.stored));
       ops.push({ type: 'put', key: KEY_SNAP_META, value: encodeMeta(record) });
       await this.db.batch(ops, { sync: true });
-      if (data === null) this.formatVersion = FORMAT_VERSION_DEFERRED;
+      if (data === null) this.formatVersion = Math.max(this.formatVersion, FORMAT_VERSION_DEFERRED);
       this.stored = storedOf(record, this.chunk_bytes);
       this.snap = this.stored.info;
       return this.snap;
@@ -834,6 +836,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     const hs = batch.hardState ?? this.hs;
     if (hs.term < this.hs.term) throw new LogStateError(`hard state term ${hs.term} below ${this.hs.term}`);
     if (hs.commit > lastIndex) throw new LogStateError(`hard state commit ${hs.commit} beyond last index ${lastIndex}`);
+    if (hs.vote !== this.hs.vote && hs.vote !== null && Buffer.byteLength(hs.vote) > MAX_VOTE_BYTES) {
+      throw new LogStateError(`vote id longer than ${MAX_VOTE_BYTES} bytes`);
+    }
 
     // Like etcd's mustSync: a change of nothing but the commit index need not be durable (commit is
     // recoverable; the driver raises it to the application's applied index on restart). It is not even
@@ -986,9 +991,9 @@ function halfOf(file: WalFile): number {
 
 /**
  * LevelDB's entries (marker, …] and hard state with the write-ahead records replayed over them in order: each
- * record's entries overwrite the log from their first index (those at or below the marker skipped: a compaction
- * may be recorded after the record), and its hard state replaces the one before unless that is newer (the commit
- * index never goes back). A record may start past the end for a while: the base it was written over (entries a
+ * record's entries overwrite the log from their first index, and so cut what followed (those at or below the
+ * marker are dropped, as a compaction recorded after the record did; the cut still applies, even when all of them
+ * are), and its hard state replaces the one before unless that is newer (the commit index never goes back). A record may start past the end for a while: the base it was written over (entries a
  * later generation's fold took from a newer record) is rebuilt by later records cutting below it; finish() checks
  * that no entry is missing in the end, and the terms.
  */
@@ -1019,9 +1024,15 @@ class WalReplay {
     if (r.hs.term > hs.term) this.hs = { term: r.hs.term, vote: r.hs.vote, commit: hs.commit };
     else if (r.hs.term === hs.term && hs.vote === null) this.hs = { ...hs, vote: r.hs.vote };
     this.hs.commit = Math.max(this.hs.commit, r.hs.commit);
+    if (r.entries.length === 0) return;
     let k = 0;
     while (k < r.entries.length && r.entries[k]!.index <= this.marker) k++;
-    if (k === r.entries.length) return;
+    if (k === r.entries.length) {
+      // Every entry at or below the marker, yet the record still cut the log there: after it the log ended at or
+      // below the marker (later records, or LevelDB's compaction, say what follows).
+      this.ents.length = 0;
+      return;
+    }
     const at = r.entries[k]!.index - this.marker - 1;
     if (at + r.entries.length - k > this.maxEntries) {
       throw new LogStateError(`log holds more than maxEntries ${this.maxEntries}`);

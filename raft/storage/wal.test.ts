@@ -313,6 +313,57 @@ describe('LevelLog with a write-ahead file', () => {
     await expect(open()).rejects.toThrow(/damaged record at offset/);
   });
 
+  for (const [part, offset] of [
+    ['magic', 0],
+    ['body length', 4],
+    ['checksum', 8],
+    ['salt', 12],
+    ['body', 30],
+  ] as const) {
+    it(`refuses a log whose first record's ${part} is damaged, with good records after it`, async () => {
+      const file = memoryWal();
+      const log = await LevelLog.open(join(dir, 'log'), { wal: { file } });
+      for (let i = 1; i <= 5; i++) {
+        await log.persist({ snapshot: null, entries: ents(i, i, 1), hardState: hs(1, i - 1) });
+      }
+      await log.close();
+      file.bytes[offset]! ^= 0x40; // the generation of that open starts at offset 0
+      await expect(LevelLog.open(join(dir, 'log'), { wal: { file } })).rejects.toThrow(/damaged record at offset 0/);
+    });
+  }
+
+  it('keeps the log when the last record alone is damaged: a write cut short', async () => {
+    const file = memoryWal();
+    const log = await LevelLog.open(join(dir, 'log'), { wal: { file } });
+    for (let i = 1; i <= 3; i++) {
+      await log.persist({ snapshot: null, entries: ents(i, i, 1), hardState: hs(1, i - 1) });
+    }
+    await log.close();
+    const { records, end_bytes } = await scanWal(file, file.bytes.subarray(12, 20), 0, file.size_bytes / 2);
+    expect(records.length).toBe(3);
+    // the last record's second half zeroed, as a write cut short leaves it
+    const lastStart = end_bytes - Buffer.concat(encodeWalRecord(newWalSalt(), hs(1, 2), ents(3, 3, 1))).length;
+    file.bytes.fill(0, lastStart + 25, end_bytes);
+    const again = await LevelLog.open(join(dir, 'log'), { wal: { file } });
+    expect(shown(again)).toEqual(['1:e1', '1:e2']);
+    await again.close();
+  });
+
+  it("replays a record's cut of the log even when compaction dropped all its entries", async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 4, 1), hardState: hs(1, 0) });
+    await log.persist({ snapshot: null, entries: [...ents(5, 5, 1), ...ents(6, 10, 3)], hardState: hs(3, 4) });
+    // a leader of term 4 overwrites from 5: the log ends at 5 now
+    await log.persist({ snapshot: null, entries: ents(5, 5, 4, 'x'), hardState: hs(4, 5, null) });
+    await log.createSnapshot(5, conf3, Buffer.from('s5'));
+    await log.compact(5);
+    await log.close();
+    const again = await open();
+    expect(again.firstIndex()).toBe(6);
+    expect(again.lastIndex()).toBe(5); // not 6-10 of term 3 back from the second record
+    await again.close();
+  });
+
   it('refuses to open a log whose write-ahead file is missing', async () => {
     const log = await open();
     await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });

@@ -14,7 +14,7 @@
  * the salt). A record cut short by a crash fails its CRC and ends the scan: it was never acknowledged.
  */
 import { randomBytes } from 'node:crypto';
-import { constants, type FileHandle, open, rename, stat } from 'node:fs/promises';
+import { constants, type FileHandle, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Entry, HardState } from '../types.js';
@@ -39,8 +39,12 @@ const BODY_VERSION = 1;
 /** version, term, commit, vote length. */
 const BODY_FIXED_BYTES = 1 + 8 + 8 + 2;
 const NO_VOTE = 0xffff;
+/** The longest vote (member id) a record holds, in UTF-8 bytes. */
+export const MAX_VOTE_BYTES = NO_VOTE - 1;
 /** The smallest write-ahead file accepted. */
 export const MIN_WAL_BYTES = 64 * 1024;
+/** The largest: a record's body length is a u32, and a record fits in half the file. */
+export const MAX_WAL_BYTES = 2 ** 32;
 /** Bytes read from the file at a time while scanning. */
 const SCAN_READ_BYTES = 1 << 20;
 const ZERO_CHUNK_BYTES = 1 << 20;
@@ -58,7 +62,7 @@ export function newWalSalt(): Buffer {
 /** Encodes a record: its parts, to be written back to back (the header and fixed body, then the segment). */
 export function encodeWalRecord(salt: Buffer, hs: HardState, entries: readonly Entry[]): Buffer[] {
   const vote = hs.vote === null ? null : Buffer.from(hs.vote, 'utf8');
-  if (vote !== null && vote.length >= NO_VOTE) throw new RangeError('raft log: vote id too long');
+  if (vote !== null && vote.length > MAX_VOTE_BYTES) throw new RangeError('raft log: vote id too long');
   const head = Buffer.allocUnsafe(WAL_HEADER_BYTES + BODY_FIXED_BYTES + (vote?.length ?? 0));
   let at = WAL_HEADER_BYTES;
   head[at] = BODY_VERSION;
@@ -87,9 +91,11 @@ export function recordSize_bytes(parts: readonly Buffer[]): number {
 /**
  * The records of `salt` in the file's bytes [start_bytes, end_bytes) from its start, in order, and the offset after
  * the last. Stops at the first position that does not hold a whole record of that salt with a good CRC (zeros, an
- * older generation, a record cut short). Throws LogCorruptError when a damaged record is followed by a good one of
- * the same salt: that is not a write cut short (only the last write can be) but damage in the middle, and carrying
- * on would drop acknowledged records. Bounded by the range: at most its size ÷ header records.
+ * older generation, a record cut short). Then searches the rest of the range for a good record of the salt (its
+ * bytes found by the salt, which is random, then checked like any record): there is none after a write cut short,
+ * which can only be the last, so one found means damage in the middle (to a header or a body), and the scan throws
+ * LogCorruptError rather than drop acknowledged records. Bounded by the range: at most its size ÷ header records,
+ * and one pass over the rest.
  */
 export async function scanWal(
   file: WalFile,
@@ -105,24 +111,36 @@ export async function scanWal(
   let pos = start_bytes;
   for (;;) {
     const found = await readRecordAt(reader, pos, salt);
-    if (found.kind === 'end') break;
-    if (found.kind === 'damaged') {
-      const next = await readRecordAt(reader, found.next_bytes, salt);
-      if (next.kind === 'record') {
-        throw new LogCorruptError('wal', null, `damaged record at offset ${pos} followed by a good one`);
-      }
-      break;
-    }
+    if (found.kind !== 'record') break;
     records.push(found.record);
     pos = found.next_bytes;
+  }
+  const later = await goodRecordAfter(reader, pos, salt);
+  if (later !== null) {
+    throw new LogCorruptError('wal', null, `damaged record at offset ${pos}: a good one follows at ${later}`);
   }
   return { records, end_bytes: pos };
 }
 
-type Found =
-  | { kind: 'record'; record: WalRecord; next_bytes: number }
-  | { kind: 'damaged'; next_bytes: number }
-  | { kind: 'end' };
+/** The offset of a whole record of `salt` with a good CRC starting after `pos` in the reader's range, or null. */
+async function goodRecordAfter(reader: Reader, pos: number, salt: Buffer): Promise<number | null> {
+  // Windows overlap by a header so a salt across their boundary is seen; each candidate is checked in full.
+  for (let at = pos + 1; at + WAL_HEADER_BYTES <= reader.end_bytes; at += SCAN_READ_BYTES - WAL_HEADER_BYTES) {
+    const window = await reader.file.read(at, Math.min(SCAN_READ_BYTES, reader.end_bytes - at));
+    let i = window.indexOf(salt, 12);
+    while (i >= 0) {
+      const start = at + i - 12;
+      if (start > pos && window.readUInt32BE(i - 12) === WAL_MAGIC) {
+        const found = await readRecordAt(reader, start, salt);
+        if (found.kind === 'record') return start;
+      }
+      i = window.indexOf(salt, i + 1);
+    }
+  }
+  return null;
+}
+
+type Found = { kind: 'record'; record: WalRecord; next_bytes: number } | { kind: 'end' };
 
 async function readRecordAt(reader: Reader, pos: number, salt: Buffer): Promise<Found> {
   const size = reader.end_bytes;
@@ -135,7 +153,7 @@ async function readRecordAt(reader: Reader, pos: number, salt: Buffer): Promise<
   if (!head.subarray(12, WAL_HEADER_BYTES).equals(salt)) return { kind: 'end' };
   const body = await reader.bytes(pos + WAL_HEADER_BYTES, body_bytes);
   const crc = crc32(body, crc32(salt));
-  if (crc !== head.readUInt32BE(8)) return { kind: 'damaged', next_bytes };
+  if (crc !== head.readUInt32BE(8)) return { kind: 'end' };
   return { kind: 'record', record: decodeBody(body, pos), next_bytes };
 }
 
@@ -192,8 +210,8 @@ class Reader {
  * in it, and a new empty file would lose them silently.
  */
 export async function openWalFile(path: string, size_bytes: number, create: boolean): Promise<WalFile> {
-  if (!(Number.isSafeInteger(size_bytes) && size_bytes >= MIN_WAL_BYTES)) {
-    throw new RangeError(`raft log: the write-ahead file must be at least ${MIN_WAL_BYTES} bytes`);
+  if (!(Number.isSafeInteger(size_bytes) && size_bytes >= MIN_WAL_BYTES && size_bytes <= MAX_WAL_BYTES)) {
+    throw new RangeError(`raft log: the write-ahead file must be ${MIN_WAL_BYTES} to ${MAX_WAL_BYTES} bytes`);
   }
   const exists = await stat(path).then(
     () => true,
@@ -209,7 +227,8 @@ export async function openWalFile(path: string, size_bytes: number, create: bool
   const fh = await open(path, constants.O_RDWR | constants.O_DSYNC);
   try {
     const { size } = await fh.stat();
-    if (size < MIN_WAL_BYTES) throw new LogCorruptError('wal', null, `file holds ${size} bytes`);
+    if (size < MIN_WAL_BYTES || size > MAX_WAL_BYTES)
+      throw new LogCorruptError('wal', null, `file holds ${size} bytes`);
     return fileWal(fh, size);
   } catch (err) {
     await fh.close();
@@ -221,15 +240,20 @@ async function createZeroed(path: string, size_bytes: number): Promise<void> {
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w');
   try {
-    const zeros = Buffer.alloc(Math.min(ZERO_CHUNK_BYTES, size_bytes));
-    for (let at = 0; at < size_bytes; at += zeros.length) {
-      await fh.write(zeros, 0, Math.min(zeros.length, size_bytes - at), at);
+    try {
+      const zeros = Buffer.alloc(Math.min(ZERO_CHUNK_BYTES, size_bytes));
+      for (let at = 0; at < size_bytes; at += zeros.length) {
+        await fh.write(zeros, 0, Math.min(zeros.length, size_bytes - at), at);
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
     }
-    await fh.sync();
-  } finally {
-    await fh.close();
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw err;
   }
-  await rename(tmp, path);
   const dir = await open(dirname(path), 'r');
   try {
     await dir.sync();
