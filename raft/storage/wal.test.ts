@@ -261,6 +261,31 @@ describe('LevelLog with a write-ahead file', () => {
     await again.close();
   });
 
+  it('takes over a log written without the file (format 2, with a deferred snapshot) and keeps it whole', async () => {
+    const plain = await LevelLog.open(join(dir, 'log'));
+    await plain.persist({ snapshot: null, entries: ents(1, 10, 1), hardState: hs(1, 10) });
+    await plain.createSnapshot(8, conf3, null); // a deferred snapshot: format 2
+    await plain.compact(6);
+    await plain.close();
+    const log = await open();
+    expect(log.firstIndex()).toBe(7);
+    expect(shown(log)).toEqual(['1:e7', '1:e8', '1:e9', '1:e10']);
+    expect(log.snapshot()?.deferred).toBe(true);
+    await log.persist({ snapshot: null, entries: ents(11, 12, 2), hardState: hs(2, 11, 'b') });
+    await log.close();
+    const again = await open();
+    expect(shown(again)).toEqual(['1:e7', '1:e8', '1:e9', '1:e10', '2:e11', '2:e12']);
+    expect(again.initialState().hardState).toEqual(hs(2, 11, 'b'));
+    expect(again.snapshot()?.meta.index).toBe(8);
+    await again.close();
+    const { ClassicLevel } = await import('classic-level');
+    const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'log'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    await db.open();
+    const format = decodeMeta((await db.get(KEY_FORMAT))!, 'format') as { version: number };
+    await db.close();
+    expect(format.version).toBe(3);
+  });
+
   it('marks the log as needing the file (format 3), and folds it back into LevelDB when opened without it', async () => {
     const log = await open();
     await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 2) });
