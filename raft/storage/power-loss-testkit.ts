@@ -14,7 +14,7 @@
  *
  * The disk also holds one write-ahead file (wal(): LevelLogOptions.wal.file), whose writes are durable when they
  * report success, as with O_DSYNC. A power loss keeps every completed write and of each write still in flight a
- * random prefix of its bytes (none, some, or all): a record cut short.
+ * random prefix of its bytes (none, some, or all) or a random subset of its 512-byte sectors: a record torn.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -39,6 +39,8 @@ export interface PowerLossOptions {
   keep?: (w: RecordedWrite, i: number) => boolean;
 }
 
+/** A write-ahead write in flight is torn at this granularity when not at a random byte. */
+const SECTOR_BYTES = 512;
 /** Bound on writes recorded between two power losses (a test writing more is told so). */
 const MAX_RECORDED_WRITES = 1_000_000;
 
@@ -144,9 +146,26 @@ export class PowerLossDisk {
     w.dead = true; // the handle fails every later call
     const image = this.walImage!;
     for (const write of this.walWrites) {
-      const kept = write.done ? write.data.length : this.random.int(write.data.length + 1);
-      if (!write.done && kept > 0 && kept < write.data.length) this.stats.walTorn++;
-      write.data.copy(image, write.position, 0, kept);
+      if (write.done) {
+        write.data.copy(image, write.position);
+        continue;
+      }
+      // A write in flight: a random prefix of its bytes, or (half the time) a random subset of its 512-byte
+      // sectors, as a device may persist them in any order.
+      const { data, position } = write;
+      let kept = 0;
+      if (this.random.int(2) === 0) {
+        kept = this.random.int(data.length + 1);
+        data.copy(image, position, 0, kept);
+      } else {
+        for (let at = 0; at < data.length; at += SECTOR_BYTES) {
+          if (this.random.int(2) === 0) continue;
+          const end = Math.min(data.length, at + SECTOR_BYTES);
+          data.copy(image, position + at, at, end);
+          kept += end - at;
+        }
+      }
+      if (kept > 0 && kept < data.length) this.stats.walTorn++;
     }
     this.walWrites = [];
   }

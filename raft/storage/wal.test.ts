@@ -99,6 +99,22 @@ describe('write-ahead records', () => {
     }
   });
 
+  it('ends at a last record torn by sectors (any of its 512-byte sectors lost), keeping the ones before it', async () => {
+    const salt = newWalSalt();
+    const big: Entry[] = [{ index: 3, term: 1, type: 'normal', data: Buffer.alloc(2000, 7) }];
+    for (const lost of [[0], [1], [2, 3], [0, 2]]) {
+      const file = memoryWal();
+      const offsets = await writeAll(file, salt, [
+        [hs(1, 0), ents(1, 2, 1)],
+        [hs(1, 2), big],
+      ]);
+      for (const sector of lost) file.bytes.fill(0, offsets[1]! + sector * 512, offsets[1]! + (sector + 1) * 512);
+      const { records, end_bytes } = await scanWal(file, salt);
+      expect(records.length, `sectors ${lost.join(', ')} lost`).toBe(1);
+      expect(end_bytes).toBe(offsets[1]);
+    }
+  });
+
   it('reports a damaged record followed by a good one instead of dropping the rest', async () => {
     const salt = newWalSalt();
     const file = memoryWal();
