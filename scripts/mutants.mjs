@@ -958,20 +958,22 @@ export const MUTANTS = [
     // a generation's half taken back without first storing the entries only its records held
     id: 'raft-wal-dropped-unfolded',
     file: 'raft/storage/level-log.ts',
-    search: '      if (to > ldbLast) {',
-    replace: '      if (false && to > ldbLast) {',
+    search:
+      'await this.fold(dropped === undefined ? before : Math.min(dropped.last, this.cache.lastIndex()), gens, format);',
+    replace: 'await this.fold(before, gens, format);',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
     // a new generation written over the current one's records instead of into the other half
     id: 'raft-wal-same-half',
     file: 'raft/storage/level-log.ts',
-    search: 'start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : half,',
+    search: 'start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : halfOf(this.walFile!),',
     replace: 'start_bytes: current === undefined ? 0 : current.start_bytes,',
     tests: ['raft/storage/wal.test.ts'],
   },
   {
-    // opened without the file, a log folded back into LevelDB without the entries only the records held
+    // a fold (opened without the file, or a generation's half taken back) that names LevelDB's new last index
+    // without storing the entries only the records held
     id: 'raft-wal-fold-all-drops-entries',
     file: 'raft/storage/level-log.ts',
     search:

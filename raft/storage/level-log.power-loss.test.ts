@@ -9,17 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../random.js';
-import type { ConfState, Entry, HardState, SnapshotInfo } from '../types.js';
+import type { Entry, HardState, SnapshotInfo } from '../types.js';
 import { LevelLog } from './level-log.js';
+import { conf3 } from './log-testkit.js';
 import { PowerLossDisk } from './power-loss-testkit.js';
 
-const conf3: ConfState = {
-  voters: ['a', 'b', 'c'],
-  learners: [],
-  votersOutgoing: [],
-  learnersNext: [],
-  autoLeave: false,
-};
 const enc = new TextEncoder();
 /** Snapshot record size of the logs under test (the smallest allowed), so snapshots span several records. */
 const CHUNK_BYTES = 1024;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CompactedError, type ConfState, type Entry, UnavailableError } from '../types.js';
+import { CompactedError, type Entry, UnavailableError } from '../types.js';
 import {
   CHUNK_RANGE,
   chunkKey,
@@ -17,14 +17,7 @@ import {
 } from './codec.js';
 import { LogCorruptError, LogStateError } from './errors.js';
 import { LevelLog } from './level-log.js';
-
-const conf3: ConfState = {
-  voters: ['a', 'b', 'c'],
-  learners: [],
-  votersOutgoing: [],
-  learnersNext: [],
-  autoLeave: false,
-};
+import { conf3 } from './log-testkit.js';
 
 function ent(index: number, term: number, text = `e${index}`): Entry {
   return { index, term, type: 'normal', data: new TextEncoder().encode(text) };

@@ -719,27 +719,9 @@ export class LevelLog extends CachedLog implements DurableLog {
     return encodeMeta(rec);
   }
 
-  /**
-   * Folds everything the write-ahead records hold into LevelDB and names no generation, in one synced batch: the
-   * cache's entries past LevelDB's last index as segments (LevelDB's segments agree with the cache up to it) and the
-   * hard state.
-   */
-  private async foldAll(): Promise<void> {
-    const ops: Op[] = [];
-    const added: Segment[] = [];
-    const last = this.cache.lastIndex();
-    if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);
-    const m = this.cache;
-    ops.push({
-      type: 'put',
-      key: KEY_STATE,
-      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), last, null),
-    });
-    await this.db.batch(ops, { sync: true });
-    for (const seg of added) this.segs.push(seg);
-    this.ldbLast = last;
-    this.walGens = [];
-    this.stateDirty = false;
+  /** Folds everything the write-ahead records hold into LevelDB and names no generation (see fold). */
+  private foldAll(): Promise<void> {
+    return this.fold(this.cache.lastIndex(), [], []);
   }
 
   /**
@@ -750,44 +732,46 @@ export class LevelLog extends CachedLog implements DurableLog {
    * state record alone. Also moves the format to the version that knows write-ahead records.
    */
   private async startGen(): Promise<void> {
-    const file = this.walFile!;
-    const half = halfOf(file);
     const current = this.walGens[this.walGens.length - 1];
     const dropped = this.walGens.length === 2 ? this.walGens[0]! : undefined;
-    const ops: Op[] = [];
-    const added: Segment[] = [];
-    let ldbLast = this.ldbLast;
-    if (dropped !== undefined) {
-      const to = Math.min(dropped.last, this.cache.lastIndex());
-      if (to > ldbLast) {
-        this.segmentOps(this.cache.entries(ldbLast + 1, to + 1, Infinity), ops, added);
-        ldbLast = to;
-      }
-    }
     const gen: WalGen = {
       salt: newWalSalt(),
-      start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : half,
+      start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : halfOf(this.walFile!),
       records: 0,
       last: 0,
     };
     const gens = current === undefined ? [gen] : [{ ...current, last: this.cache.lastIndex() }, gen];
     const upgrade = this.formatVersion < FORMAT_VERSION_WAL;
-    if (upgrade) {
-      ops.push({ type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION_WAL }) });
-    }
+    const format: Op[] = upgrade
+      ? [{ type: 'put', key: KEY_FORMAT, value: encodeMeta({ name: FORMAT_NAME, version: FORMAT_VERSION_WAL }) }]
+      : [];
+    const before = this.ldbLast;
+    await this.fold(dropped === undefined ? before : Math.min(dropped.last, this.cache.lastIndex()), gens, format);
+    if (upgrade) this.formatVersion = FORMAT_VERSION_WAL;
+    if (this.ldbLast > before) this.walFolds++;
+    this.wal_bytes = gen.start_bytes;
+  }
+
+  /**
+   * One synced batch: `first` ops, the cache's entries (ldbLast, to] as segments (LevelDB's segments agree with the
+   * cache up to ldbLast, so nothing below is rewritten), and the state record naming `to` (at least ldbLast) as
+   * LevelDB's last index and `gens` as the generations to replay.
+   */
+  private async fold(to: number, gens: WalGen[], first: Op[]): Promise<void> {
+    const ops = first;
+    const added: Segment[] = [];
+    const last = Math.max(to, this.ldbLast);
+    if (last > this.ldbLast) this.segmentOps(this.cache.entries(this.ldbLast + 1, last + 1, Infinity), ops, added);
     const m = this.cache;
     ops.push({
       type: 'put',
       key: KEY_STATE,
-      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), ldbLast, gens),
+      value: this.stateValue(this.hs, m.markerIndex(), m.markerTerm(), last, gens),
     });
     await this.db.batch(ops, { sync: true });
-    if (upgrade) this.formatVersion = FORMAT_VERSION_WAL;
     for (const seg of added) this.segs.push(seg);
-    if (ldbLast > this.ldbLast) this.walFolds++;
-    this.ldbLast = ldbLast;
+    this.ldbLast = last;
     this.walGens = gens;
-    this.wal_bytes = gen.start_bytes;
     this.stateDirty = false;
   }
 

@@ -10,31 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { SeededRandom } from '../random.js';
-import type { ConfState, Entry, HardState, SnapshotInfo } from '../types.js';
+import type { Entry, HardState, SnapshotInfo } from '../types.js';
 import { LevelLog } from './level-log.js';
-import type { WalFile } from './wal.js';
+import { conf3, memoryWal } from './log-testkit.js';
 
 const SEEDS = Number(process.env.WAL_MODEL_SEEDS ?? 60);
 const STEPS = 300;
-const conf3: ConfState = {
-  voters: ['a', 'b', 'c'],
-  learners: [],
-  votersOutgoing: [],
-  learnersNext: [],
-  autoLeave: false,
-};
-
-function memoryWal(size_bytes: number): WalFile {
-  const bytes = Buffer.alloc(size_bytes);
-  return {
-    size_bytes,
-    read: async (position, length) => Buffer.from(bytes.subarray(position, position + length)),
-    write: async (parts, position) => {
-      Buffer.concat(parts).copy(bytes, position);
-    },
-    close: async () => undefined,
-  };
-}
 
 interface Model {
   marker: number;

@@ -7,19 +7,13 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ConfState, Entry, HardState } from '../types.js';
+import type { Entry, HardState } from '../types.js';
 import { decodeMeta, KEY_FORMAT, KEY_STATE } from './codec.js';
 import { LogCorruptError } from './errors.js';
 import { LevelLog } from './level-log.js';
+import { conf3, memoryWal } from './log-testkit.js';
 import { encodeWalRecord, MIN_WAL_BYTES, newWalSalt, openWalFile, scanWal, type WalFile } from './wal.js';
 
-const conf3: ConfState = {
-  voters: ['a', 'b', 'c'],
-  learners: [],
-  votersOutgoing: [],
-  learnersNext: [],
-  autoLeave: false,
-};
 const text = new TextDecoder();
 
 function ents(from: number, to: number, term: number, tag = 'e'): Entry[] {
@@ -31,20 +25,6 @@ function ents(from: number, to: number, term: number, tag = 'e'): Entry[] {
 function shown(log: LevelLog): string[] {
   const first = log.firstIndex();
   return log.entries(first, log.lastIndex() + 1, Infinity).map((e) => `${e.term}:${text.decode(e.data)}`);
-}
-
-/** A write-ahead file in memory (writes are "durable" at once). */
-function memoryWal(size_bytes = MIN_WAL_BYTES): WalFile & { bytes: Buffer } {
-  const bytes = Buffer.alloc(size_bytes);
-  return {
-    bytes,
-    size_bytes,
-    read: async (position, length) => Buffer.from(bytes.subarray(position, position + length)),
-    write: async (parts, position) => {
-      Buffer.concat(parts).copy(bytes, position);
-    },
-    close: async () => undefined,
-  };
 }
 
 async function writeAll(file: WalFile, salt: Buffer, records: Array<[HardState, Entry[]]>): Promise<number[]> {
