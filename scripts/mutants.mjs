@@ -972,6 +972,14 @@ export const MUTANTS = [
     tests: ['raft/storage/wal.test.ts'],
   },
   {
+    // equal shard shares: every shard of a collection's maps doubles on about the same write
+    id: 'sharded-equal-shares',
+    file: 'storage/sharded.ts',
+    search: 'table[s] = Math.floor(SHARDS * Math.log2(1 + (s + 0.5) / slots));',
+    replace: 'table[s] = Math.floor((s * SHARDS) / slots);',
+    tests: ['storage/sharded.test.ts'],
+  },
+  {
     // a fold (opened without the file, or a generation's half taken back) that names LevelDB's new last index
     // without storing the entries only the records held
     id: 'raft-wal-fold-all-drops-entries',

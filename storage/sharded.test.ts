@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { rng } from '../test/support/rng.js';
-import { SHARDS, ShardedMap, ShardedSet, SPLIT_AT, shardOf } from './sharded.js';
+import { SHARDS, ShardedMap, ShardedSet, SPLIT_AT, shardOf, shardShare } from './sharded.js';
 
 /** An id of the API's shape: 9 random bytes, URL-safe base64. */
 const shortId = () => randomBytes(9).toString('base64url');
@@ -77,18 +77,53 @@ describe('ShardedMap and ShardedSet', () => {
     expect(new Set(big)).toEqual(new Set(ids));
   });
 
-  it('spreads the API’s ids and names sharing a prefix or a suffix over every shard', () => {
-    const spread = (keys: string[]) => {
+  it('gives each shard its share of the API’s ids, of names sharing a prefix or a suffix, and of integers', () => {
+    // the worst shard's count against the count its share stands for, both ways (1 is exact)
+    const skew = (keys: unknown[]) => {
       const counts = new Array<number>(SHARDS).fill(0);
       for (const k of keys) counts[shardOf(k)]!++;
-      return Math.max(...counts) / (keys.length / SHARDS);
+      const r = counts.map((c, i) => c / (shardShare(i) * keys.length));
+      return Math.max(...r.map((x) => Math.max(x, 1 / x)));
     };
     const n = 64 * SHARDS * 10;
-    expect(spread(Array.from({ length: n }, () => shortId()))).toBeLessThan(1.5);
-    expect(spread(Array.from({ length: n }, (_, i) => `bench-0016-${String(i).padStart(9, '0')}`))).toBeLessThan(1.5);
-    expect(spread(Array.from({ length: n }, (_, i) => `user${i}@example.com`))).toBeLessThan(1.5);
-    for (const k of ['', 'a', 'ab', 'abc', 'abcd', 'abcde', 0, 63, 64, -1, 1.5, true, null, {}])
+    expect(skew(Array.from({ length: n }, () => shortId()))).toBeLessThan(1.25);
+    expect(skew(Array.from({ length: n }, (_, i) => `bench-0016-${String(i).padStart(9, '0')}`))).toBeLessThan(1.25);
+    expect(skew(Array.from({ length: n }, (_, i) => `user${i}@example.com`))).toBeLessThan(1.25);
+    expect(skew(Array.from({ length: n }, (_, i) => i))).toBeLessThan(1.25);
+    for (const k of ['', 'a', 'ab', 'abc', 'abcd', 'abcde', 0, 63, 64, -1, 2 ** 31, 1.5, true, null, {}]) {
       expect(shardOf(k)).toBeGreaterThanOrEqual(0);
-    expect(shardOf(65)).toBe(1);
+      expect(shardOf(k)).toBeLessThan(SHARDS);
+    }
+  });
+
+  it('spreads the shards’ shares over one doubling, so that they do not all double on the same write', () => {
+    const shares = Array.from({ length: SHARDS }, (_, i) => shardShare(i));
+    expect(shares.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 12);
+    // shard i's share is 2^((i+1)/SHARDS) − 2^(i/SHARDS), to within one of the 4 096 slots
+    for (let i = 0; i < SHARDS; i++)
+      expect(Math.abs(shares[i]! - (2 ** ((i + 1) / SHARDS) - 2 ** (i / SHARDS)))).toBeLessThanOrEqual(1 / 4096);
+    expect(shares[SHARDS - 1]! / shares[0]!).toBeGreaterThan(1.9);
+    expect(shares[SHARDS - 1]! / shares[0]!).toBeLessThanOrEqual(2);
+
+    // Insert ids one by one and note when each shard reaches 2 048 keys (a native map's table doubles there). With
+    // equal shares all 64 would reach it within a few hundred inserts of 131 072; here they are spread over the octave.
+    const AT = 2048;
+    const sizes = new Array<number>(SHARDS).fill(0);
+    const reached: number[] = [];
+    for (let i = 0; reached.length < SHARDS && i < 4 * AT * SHARDS; i++) {
+      const s = shardOf(shortId());
+      sizes[s] = sizes[s]! + 1;
+      if (sizes[s] === AT) reached.push(i);
+    }
+    expect(reached).toHaveLength(SHARDS);
+    const first = reached[0]!;
+    const last = reached[SHARDS - 1]!;
+    expect(last / first).toBeGreaterThan(1.7);
+    // no stretch of 1/16 of the spread holds more than a quarter of the doublings
+    const width = (last - first) / 16;
+    for (const start of reached) {
+      const inWindow = reached.filter((r) => r >= start && r < start + width).length;
+      expect(inWindow).toBeLessThanOrEqual(SHARDS / 4);
+    }
   });
 });

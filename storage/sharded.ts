@@ -7,7 +7,14 @@
  * the same moment: one stall of every member, 50 ms and more, at each doubling.
  *
  * Both start as one native Map/Set and, once they hold SPLIT_AT keys, split into SHARDS of them by a hash of the key,
- * so that a later growth rehashes 1/SHARDS of the keys. They never merge back. Iteration visits the shards in turn:
+ * so that a later growth rehashes 1/SHARDS of the keys. They never merge back.
+ *
+ * The shards' shares of the keys are unequal on purpose: shard i gets a share proportional to 2^(i/SHARDS), so the
+ * largest is about twice the smallest and the shards' sizes are spread evenly over one doubling. Equal shares would
+ * make every shard cross a power of two on about the same write (at SHARDS × 2^k keys: 524 288, 1 048 576, …): 64
+ * rehashes of every structure of a collection in a burst, each moving its keys into a freshly allocated table, on
+ * every member at once. Spread shares make one shard double every 1/SHARDS of a doubling instead, so the same work
+ * (it is the same: each key moves once per doubling) comes as a trickle (docs/benchmarks.md, "Shard doublings"). Iteration visits the shards in turn:
  * the order is the insertion order until the split and unspecified after it (no caller may rely on it; the store's
  * ordered reads come from SortedRows). An iteration must not outlive a change (as no caller does: the store changes
  * them only when it publishes, synchronously): one begun before the split keeps walking the single map.
@@ -22,25 +29,51 @@ export const SHARDS = 64;
 const HASH_HEAD = 16;
 const HASH_TAIL = 32;
 
+/** Bits of a key's hash that pick its slot; each of the 2^SLOT_BITS slots belongs to one shard (SHARD_OF_SLOT). */
+const SLOT_BITS = 12;
+
+/**
+ * Slot → shard, so that shard i holds a share 2^((i+1)/SHARDS) − 2^(i/SHARDS) of the slots (∝ 2^(i/SHARDS)): slot s
+ * goes to floor(SHARDS × log2(1 + (s + ½) / 2^SLOT_BITS)). Every shard gets 45 to 88 of the 4 096 slots.
+ */
+const SHARD_OF_SLOT: Uint8Array = (() => {
+  const slots = 1 << SLOT_BITS;
+  const table = new Uint8Array(slots);
+  for (let s = 0; s < slots; s++) table[s] = Math.floor(SHARDS * Math.log2(1 + (s + 0.5) / slots));
+  return table;
+})();
+
+/** The share of the keys shard `i` is meant to hold (its slots ÷ all slots); for tests and the benchmark. */
+export function shardShare(i: number): number {
+  let n = 0;
+  for (let s = 0; s < SHARD_OF_SLOT.length; s++) if (SHARD_OF_SLOT[s] === i) n++;
+  return n / SHARD_OF_SLOT.length;
+}
+
 /**
  * The shard of a key: a hash of a string's characters (of a long one, the first HASH_HEAD and the last HASH_TAIL:
- * ids are random, names often share a prefix or a suffix); an integer's low bits; anything else shard 0. A poor
- * spread costs only speed (at worst one shard holds everything, which is the native map's behaviour).
+ * ids are random, names often share a prefix or a suffix) or of an integer, whose top SLOT_BITS bits pick a slot;
+ * anything else shard 0. A poor spread costs only speed (at worst one shard holds everything, which is the native
+ * map's behaviour).
  */
 export function shardOf(key: unknown): number {
+  let h: number;
   if (typeof key === 'string') {
     const n = key.length;
-    let h = n;
+    h = n;
     const head = n <= HASH_HEAD + HASH_TAIL ? n : HASH_HEAD;
     for (let i = 0; i < head; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
     for (let i = Math.max(head, n - HASH_TAIL); i < n; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-    h ^= h >>> 16;
-    h = Math.imul(h, 0x85ebca6b);
-    h ^= h >>> 13;
-    return (h ^ (h >>> 16)) & (SHARDS - 1);
+  } else if (typeof key === 'number' && Number.isInteger(key)) {
+    h = key | 0;
+  } else {
+    return 0;
   }
-  if (typeof key === 'number' && Number.isInteger(key)) return key & (SHARDS - 1);
-  return 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return SHARD_OF_SLOT[(h ^ (h >>> 16)) >>> (32 - SLOT_BITS)]!;
 }
 
 /** What ShardedMap and ShardedSet share: one native collection, split into SHARDS of them at SPLIT_AT keys. */
