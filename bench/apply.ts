@@ -279,7 +279,8 @@ for (const [kind, native, sharded] of growth) {
  * own sizes do. With equal shares (the baseline: the shard layout before storage/sharded.ts spread them), all 64
  * shards cross a power of two within a few hundred inserts of SHARDS × 2^k keys, a burst of rehashes on the same
  * writes; with the shares spread over one doubling, one shard doubles at a time. Printed: the busiest window of
- * BURST_WINDOW inserts ÷ the median window while 1.25 × 2^19 ids go in (least of 3 fills: a GC lands anywhere).
+ * BURST_WINDOW inserts ÷ the median window while 1.25 × 2^19 ids go in (2^18 with --quick; least of 3 fills: a GC lands
+ * anywhere).
  */
 const BURST_WINDOW = 16_384;
 function burstRatio(fill: () => (id: string) => void, ids: readonly string[]): number {

@@ -7,17 +7,19 @@
  * the same moment: one stall of every member, 50 ms and more, at each doubling.
  *
  * Both start as one native Map/Set and, once they hold SPLIT_AT keys, split into SHARDS of them by a hash of the key,
- * so that a later growth rehashes 1/SHARDS of the keys. They never merge back.
+ * so that a later growth rehashes about 1/SHARDS of the keys. They never merge back.
  *
  * The shards' shares of the keys are unequal on purpose: shard i gets a share proportional to 2^(i/SHARDS), so the
  * largest is about twice the smallest and the shards' sizes are spread evenly over one doubling. Equal shares would
  * make every shard cross a power of two on about the same write (at SHARDS × 2^k keys: 524 288, 1 048 576, …): 64
  * rehashes of every structure of a collection in a burst, each moving its keys into a freshly allocated table, on
  * every member at once. Spread shares make one shard double every 1/SHARDS of a doubling instead, so the same work
- * (it is the same: each key moves once per doubling) comes as a trickle (docs/benchmarks.md, "Shard doublings"). Iteration visits the shards in turn:
- * the order is the insertion order until the split and unspecified after it (no caller may rely on it; the store's
- * ordered reads come from SortedRows). An iteration must not outlive a change (as no caller does: the store changes
- * them only when it publishes, synchronously): one begun before the split keeps walking the single map.
+ * (each key moves once per doubling either way) comes as a trickle (docs/benchmarks.md, "Shard doublings").
+ *
+ * Iteration visits the shards in turn: the order is the insertion order until the split and unspecified after it (no
+ * caller may rely on it; the store's ordered reads come from SortedRows). An iteration must not outlive a change (as
+ * no caller does: the store changes them only when it publishes, synchronously): one begun before the split keeps
+ * walking the single map.
  */
 
 /** Keys held before the split into shards (small maps stay one native map: no hashing, no extra objects). */
@@ -43,7 +45,7 @@ const SHARD_OF_SLOT: Uint8Array = (() => {
   return table;
 })();
 
-/** The share of the keys shard `i` is meant to hold (its slots ÷ all slots); for tests and the benchmark. */
+/** The share of the keys shard `i` is meant to hold (its slots ÷ all slots); for tests. */
 export function shardShare(i: number): number {
   let n = 0;
   for (let s = 0; s < SHARD_OF_SLOT.length; s++) if (SHARD_OF_SLOT[s] === i) n++;
