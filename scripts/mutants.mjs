@@ -798,7 +798,7 @@ export const MUTANTS = [
   {
     id: 'add-member-not-idempotent',
     file: 'src/cluster/node.ts',
-    search: '        if (there && conf.voters.includes(id) && voter) return;\n',
+    search: '          if (there) return;\n',
     replace: '',
     tests: ['test/cluster/add-member.test.ts'],
   },
@@ -970,6 +970,14 @@ export const MUTANTS = [
     search: 'start_bytes: current === undefined || current.start_bytes !== 0 ? 0 : halfOf(this.walFile!),',
     replace: 'start_bytes: current === undefined ? 0 : current.start_bytes,',
     tests: ['raft/storage/wal.test.ts'],
+  },
+  {
+    // add-member with isVoter false turns a voter already there into a learner
+    id: 'cluster-add-member-demotes',
+    file: 'src/cluster/node.ts',
+    search: 'if (conf.voters.includes(id)) {',
+    replace: 'if (conf.voters.includes(id) && voter) {',
+    tests: ['test/cluster/add-member.test.ts'],
   },
   {
     // equal shard shares: every shard of a collection's maps doubles on about the same write

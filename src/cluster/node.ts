@@ -140,6 +140,18 @@ function memberSets(
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
  * proposer the controller writes through.
  */
+/** addMember for an id that is a voter at another address: add-member never moves or demotes a voter. */
+export class MemberConflictError extends Error {
+  constructor(
+    readonly id: string,
+    readonly heldAt: string,
+    readonly askedAt: string,
+  ) {
+    super(`member ${id} is a voter at ${heldAt}: remove it before adding it at ${askedAt}`);
+    this.name = 'MemberConflictError';
+  }
+}
+
 export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();
@@ -442,14 +454,19 @@ export class ClusterNode {
   /**
    * Adds member `id` at `address`: a learner, then a voter once caught up when `voter`. Asked again (a join retried
    * after its outcome was unknown), it finishes what the first request started: a learner already there at that
-   * address is only promoted, a voter already there is left as it is.
+   * address is only promoted. It never demotes: a voter already there at that address is left as it is even when
+   * `voter` is false (as OpenZiti's add of a non-voter that is already a voter), and a voter at another address is
+   * refused (MemberConflictError: remove it first), not turned into a learner at the new one.
    */
   async addMember(id: string, address: string, voter: boolean): Promise<void> {
     await this.onLeader(
       async () => {
         const { conf, addresses } = this.log.appliedConf();
         const there = addresses[id] === address;
-        if (there && conf.voters.includes(id) && voter) return;
+        if (conf.voters.includes(id)) {
+          if (there) return;
+          throw new MemberConflictError(id, addresses[id] ?? '', address);
+        }
         if (!(there && conf.learners.includes(id))) await this.raft.addLearner(id, address);
         if (voter) await this.raft.promote(id, address);
       },

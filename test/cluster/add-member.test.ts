@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RaftError } from '../../raft/index.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import type { ClusterNode } from '../../src/cluster/node.js';
+import { type ClusterNode, MemberConflictError } from '../../src/cluster/node.js';
 import type { TestServer } from '../support/server.js';
 import { inProcessMember } from './in-process.js';
 
@@ -46,6 +46,40 @@ describe('addMember asked again', () => {
     expect(after.conf.voters.slice().sort()).toEqual(['n1', 'n2']);
     expect(after.conf.learners).toEqual([]);
     // no membership change proposed: the log did not grow
+    expect(after.lastIndex).toBe(before.lastIndex);
+  });
+
+  it('never demotes: a voter asked for as a non-voter stays a voter, the leader included', async () => {
+    const [a, b] = nodes.map((n) => n.ctl.cluster!) as [ClusterNode, ClusterNode];
+    const leader = a.raft.leaderId() === 'n1' ? a : b;
+    const follower = leader === a ? b : a;
+    const before = leader.raft.status();
+
+    await leader.addMember(follower.id, follower.peerAddress, false);
+    await follower.addMember(follower.id, follower.peerAddress, false);
+    await follower.addMember(leader.id, leader.peerAddress, false);
+
+    const after = leader.raft.status();
+    expect(after.conf.voters.slice().sort()).toEqual(['n1', 'n2']);
+    expect(after.conf.learners).toEqual([]);
+    expect(after.lastIndex).toBe(before.lastIndex);
+    expect(leader.raft.leaderId()).toBe(leader.id);
+  });
+
+  it('refuses a voter at another address (MemberConflictError on the leader, its message through a follower)', async () => {
+    const [a, b] = nodes.map((n) => n.ctl.cluster!) as [ClusterNode, ClusterNode];
+    const leader = a.raft.leaderId() === 'n1' ? a : b;
+    const follower = leader === a ? b : a;
+    const before = leader.raft.status();
+
+    await expect(leader.addMember(follower.id, '127.0.0.1:1', true)).rejects.toBeInstanceOf(MemberConflictError);
+    await expect(follower.addMember(follower.id, '127.0.0.1:1', false)).rejects.toThrow(
+      `member ${follower.id} is a voter at ${follower.peerAddress}: remove it before adding it at 127.0.0.1:1`,
+    );
+
+    const after = leader.raft.status();
+    expect(after.conf.voters.slice().sort()).toEqual(['n1', 'n2']);
+    expect(after.conf.learners).toEqual([]);
     expect(after.lastIndex).toBe(before.lastIndex);
   });
 });
