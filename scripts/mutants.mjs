@@ -972,6 +972,22 @@ export const MUTANTS = [
     tests: ['raft/storage/wal.test.ts'],
   },
   {
+    // the leader proposes what a removed member forwards (its state stale: a revoked session still passes there)
+    id: 'forward-from-non-member',
+    file: 'src/cluster/node.ts',
+    search: 'if (from !== null && !this.isMember(from)) {',
+    replace: 'if (from === "nobody") {',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
+    // a removed member may still change the membership through the peer API
+    id: 'peer-api-non-member-changes',
+    file: 'src/cluster/peer-api.ts',
+    search: 'if (ctx.from !== null && !ctx.handlers.isMember(ctx.from)) {',
+    replace: 'if (ctx.from === "nobody") {',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
     // add-member with isVoter false turns a voter already there into a learner
     id: 'cluster-add-member-demotes',
     file: 'src/cluster/node.ts',

@@ -136,11 +136,12 @@ export const MAX_HELD_FORWARD_ANSWERS = 256;
  */
 export function serveForwards(
   wss: WebSocketServer,
-  handle: (term: number, items: Uint8Array[]) => Promise<ForwardResult[]>,
+  handle: (term: number, items: Uint8Array[], from: string | null) => Promise<ForwardResult[]>,
   onError: (err: Error) => void,
   hold_ms: number = FORWARD_ANSWER_HOLD_MS,
 ): void {
-  wss.on('connection', (ws) => {
+  // `from`: the member id the connection's certificate vouches for, as the upgrade emitted it (null without TLS)
+  wss.on('connection', (ws: WebSocket, _req: unknown, from?: string) => {
     const answers = new HeldAnswers(ws, hold_ms);
     ws.on('close', () => answers.drop());
     ws.on('error', (err) => onError(err));
@@ -157,7 +158,7 @@ export function serveForwards(
         ws.close(1007, 'bad frame');
         return;
       }
-      handle(req.term, req.items).then(
+      handle(req.term, req.items, from ?? null).then(
         (results) => answers.add(encodeForwardAnswer(req.id, results), results.every(isAccepted)),
         (err: unknown) => {
           onError(err as Error);

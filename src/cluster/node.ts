@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -160,6 +160,8 @@ export class ClusterNode {
   private readonly forwardWss: WebSocketServer;
   private readonly monitor: MemberMonitor;
   private stopped = false;
+  /** The member id each peer upgrade request's certificate vouches for, for the peer API's context (by request). */
+  private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
@@ -193,7 +195,11 @@ export class ClusterNode {
     answerWithLinkHeaders(this.wss, PEER_LINK);
     answerWithLinkHeaders(this.forwardWss, PEER_LINK);
     const handlers = this.handlers();
-    applyWSSHandler({ wss: this.wss, router: peerRouter, createContext: () => ({ handlers }) });
+    applyWSSHandler({
+      wss: this.wss,
+      router: peerRouter,
+      createContext: ({ req }) => ({ handlers, from: this.peerOfRequest.get(req) ?? null }),
+    });
     serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
@@ -219,7 +225,8 @@ export class ClusterNode {
         return;
       }
       this.refusals.accepted(path ?? '', peer);
-      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+      this.peerOfRequest.set(req, peer);
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req, peer));
     });
   }
 
@@ -526,12 +533,23 @@ export class ClusterNode {
     await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
   }
 
+  /** Whether `id` is a voter or learner of the configuration this node has applied. */
+  private isMember(id: string): boolean {
+    const { conf } = this.log.appliedConf();
+    return conf.voters.includes(id) || conf.learners.includes(id);
+  }
+
   private handlers(): PeerHandlers {
     return {
-      forward: async (term, items) => {
+      forward: async (term, items, from) => {
         // Once stopping, refuse outright (nothing proposed, so the sender may send it to the next leader): an
         // answer lost to the closing socket would leave the sender not knowing whether the write happened.
         if (this.stopped) return items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
+        // A sender that is no longer a member (removed while its process runs on) has stale state: a session
+        // revoked since would still pass its checks. Refused as "no leader here" (nothing proposed).
+        if (from !== null && !this.isMember(from)) {
+          return items.map(() => ({ ok: false, code: 'not-leader', leader: null }));
+        }
         this.forwarding++;
         try {
           // fenced on the term the sender addressed: led in another term, this node refuses (definitely)
@@ -540,6 +558,7 @@ export class ClusterNode {
           this.forwarding--;
         }
       },
+      isMember: (id) => this.isMember(id),
       readIndex: () => this.raft.readIndex(),
       status: () => this.status(),
       members: () => this.members(),

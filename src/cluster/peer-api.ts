@@ -44,7 +44,13 @@ export interface PeerHandlers {
    * Proposes each command on the leader, in order, only while it leads in `term` (the term the sender addressed);
    * one result per command (served on the forward channel).
    */
-  forward(term: number, items: Uint8Array[]): Promise<ForwardResult[]>;
+  forward(term: number, items: Uint8Array[], from: string | null): Promise<ForwardResult[]>;
+  /**
+   * Whether `id` is a member (voter or learner) of the configuration this node has applied. A caller that is not
+   * (a member removed while its process still runs, its state no longer updated) may not forward writes nor change
+   * the membership: only ask about it, or add itself (a join).
+   */
+  isMember(id: string): boolean;
   readIndex(): Promise<number>;
   status(): MemberStatus;
   members(): { leader: string | null; members: MemberInfo[] };
@@ -81,7 +87,20 @@ export function raftCodeOf(err: unknown): RaftErrorCode | null {
   return null;
 }
 
-const t = initTRPC.context<{ handlers: PeerHandlers }>().create({
+/** A call's context: the handlers, and the member id the caller's certificate vouches for (null without TLS). */
+export interface PeerContext {
+  handlers: PeerHandlers;
+  from: string | null;
+}
+
+/** Refuses a membership change asked by a caller that is not a member (see PeerHandlers.isMember). */
+function requireMember(ctx: PeerContext): void {
+  if (ctx.from !== null && !ctx.handlers.isMember(ctx.from)) {
+    throw new TRPCError({ code: 'FORBIDDEN', message: `${ctx.from} is not a member of this cluster` });
+  }
+}
+
+const t = initTRPC.context<PeerContext>().create({
   // the caller branches on the code (e.g. a join retries after a lost leadership), never on the message
   errorFormatter: ({ shape, error }) => ({ ...shape, data: { ...shape.data, raftCode: raftCodeOf(error.cause) } }),
 });
@@ -99,13 +118,22 @@ export const peerRouter = t.router({
         voter: o.voter !== false,
       };
     })
-    .mutation(({ ctx, input }) => ctx.handlers.addMember(input.id, input.address, input.voter)),
+    .mutation(({ ctx, input }) => {
+      if (input.id !== ctx.from) requireMember(ctx); // a node joining adds itself
+      return ctx.handlers.addMember(input.id, input.address, input.voter);
+    }),
   removeMember: t.procedure
     .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
-    .mutation(({ ctx, input }) => ctx.handlers.removeMember(input.id)),
+    .mutation(({ ctx, input }) => {
+      requireMember(ctx);
+      return ctx.handlers.removeMember(input.id);
+    }),
   transferLeadership: t.procedure
     .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
-    .mutation(({ ctx, input }) => ctx.handlers.transferLeadership(input.to)),
+    .mutation(({ ctx, input }) => {
+      requireMember(ctx);
+      return ctx.handlers.transferLeadership(input.to);
+    }),
 });
 
 export type PeerRouter = typeof peerRouter;

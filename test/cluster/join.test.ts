@@ -30,7 +30,7 @@ async function member(add: PeerHandlers['addMember']): Promise<string> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
   answerWithLinkHeaders(wss, PEER_LINK);
-  const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers }) });
+  const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers, from: null }) });
   server.on('upgrade', (req, socket, head) => {
     if (req.url !== PEER_API_PATH) return socket.destroy();
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));

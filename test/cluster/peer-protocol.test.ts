@@ -106,7 +106,7 @@ async function member(check: LinkCheck): Promise<{ address: string; forwards: ()
   const api = new WebSocketServer({ noServer: true });
   answerWithLinkHeaders(api, check);
   const handlers = { status: () => ({ id: 'm1' }) } as unknown as PeerHandlers;
-  const trpc = applyWSSHandler({ wss: api, router: peerRouter, createContext: () => ({ handlers }) });
+  const trpc = applyWSSHandler({ wss: api, router: peerRouter, createContext: () => ({ handlers, from: null }) });
   server.on('upgrade', (req, socket, head) => {
     const wss = req.url === FORWARD_PATH ? fwd : req.url === PEER_API_PATH ? api : null;
     if (wss === null) return socket.destroy();
