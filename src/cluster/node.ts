@@ -135,11 +135,6 @@ function memberSets(
   return [conf.voters, conf.votersOutgoing, conf.learners, conf.learnersNext];
 }
 
-/**
- * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
- * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
- * proposer the controller writes through.
- */
 /** addMember for an id that is a voter at another address: add-member never moves or demotes a voter. */
 export class MemberConflictError extends Error {
   constructor(
@@ -152,6 +147,11 @@ export class MemberConflictError extends Error {
   }
 }
 
+/**
+ * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
+ * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
+ * proposer the controller writes through.
+ */
 export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();
@@ -533,10 +533,9 @@ export class ClusterNode {
     await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
   }
 
-  /** Whether `id` is a voter or learner of the configuration this node has applied. */
+  /** Whether `id` is a voter or learner of the configuration this node has applied (either side of a joint one). */
   private isMember(id: string): boolean {
-    const { conf } = this.log.appliedConf();
-    return conf.voters.includes(id) || conf.learners.includes(id);
+    return memberSets(this.log.appliedConf().conf).some((ids) => ids.includes(id));
   }
 
   private handlers(): PeerHandlers {
