@@ -34,7 +34,11 @@ export interface WalFile {
 
 export const WAL_MAGIC = 0x4b57414c; // "KWAL"
 export const WAL_SALT_BYTES = 8;
-export const WAL_HEADER_BYTES = 12 + WAL_SALT_BYTES;
+/** Header layout: magic, body length, CRC (of salt and body), salt. */
+const LENGTH_AT = 4;
+const CRC_AT = 8;
+const SALT_AT = 12;
+export const WAL_HEADER_BYTES = SALT_AT + WAL_SALT_BYTES;
 const BODY_VERSION = 1;
 /** version, term, commit, vote length. */
 const BODY_FIXED_BYTES = 1 + 8 + 8 + 2;
@@ -74,11 +78,11 @@ export function encodeWalRecord(salt: Buffer, hs: HardState, entries: readonly E
   const segment = entries.length > 0 ? encodeSegment(entries) : null;
   const body_bytes = head.length - WAL_HEADER_BYTES + (segment?.length ?? 0);
   head.writeUInt32BE(WAL_MAGIC, 0);
-  head.writeUInt32BE(body_bytes, 4);
-  salt.copy(head, 12);
-  let crc = crc32(head.subarray(12));
+  head.writeUInt32BE(body_bytes, LENGTH_AT);
+  salt.copy(head, SALT_AT);
+  let crc = crc32(head.subarray(SALT_AT));
   if (segment !== null) crc = crc32(segment, crc);
-  head.writeUInt32BE(crc, 8);
+  head.writeUInt32BE(crc, CRC_AT);
   return segment === null ? [head] : [head, segment];
 }
 
@@ -127,10 +131,10 @@ async function goodRecordAfter(reader: Reader, pos: number, salt: Buffer): Promi
   // Windows overlap by a header so a salt across their boundary is seen; each candidate is checked in full.
   for (let at = pos + 1; at + WAL_HEADER_BYTES <= reader.end_bytes; at += SCAN_READ_BYTES - WAL_HEADER_BYTES) {
     const window = await reader.file.read(at, Math.min(SCAN_READ_BYTES, reader.end_bytes - at));
-    let i = window.indexOf(salt, 12);
+    let i = window.indexOf(salt, SALT_AT);
     while (i >= 0) {
-      const start = at + i - 12;
-      if (start > pos && window.readUInt32BE(i - 12) === WAL_MAGIC) {
+      const start = at + i - SALT_AT;
+      if (start > pos && window.readUInt32BE(i - SALT_AT) === WAL_MAGIC) {
         const found = await readRecordAt(reader, start, salt);
         if (found.kind === 'record') return start;
       }
@@ -147,13 +151,13 @@ async function readRecordAt(reader: Reader, pos: number, salt: Buffer): Promise<
   if (pos + WAL_HEADER_BYTES + BODY_FIXED_BYTES > size) return { kind: 'end' };
   const head = await reader.bytes(pos, WAL_HEADER_BYTES);
   if (head.readUInt32BE(0) !== WAL_MAGIC) return { kind: 'end' };
-  const body_bytes = head.readUInt32BE(4);
+  const body_bytes = head.readUInt32BE(LENGTH_AT);
   const next_bytes = pos + WAL_HEADER_BYTES + body_bytes;
   if (body_bytes < BODY_FIXED_BYTES || next_bytes > size) return { kind: 'end' };
-  if (!head.subarray(12, WAL_HEADER_BYTES).equals(salt)) return { kind: 'end' };
+  if (!head.subarray(SALT_AT, WAL_HEADER_BYTES).equals(salt)) return { kind: 'end' };
   const body = await reader.bytes(pos + WAL_HEADER_BYTES, body_bytes);
   const crc = crc32(body, crc32(salt));
-  if (crc !== head.readUInt32BE(8)) return { kind: 'end' };
+  if (crc !== head.readUInt32BE(CRC_AT)) return { kind: 'end' };
   return { kind: 'record', record: decodeBody(body, pos), next_bytes };
 }
 
