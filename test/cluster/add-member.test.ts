@@ -2,33 +2,16 @@
  * addMember asked again for a member already added (a join retried after its outcome was unknown) finishes what
  * the first request started instead of changing the member: in-process, two controllers over mutual-TLS peer links.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RaftError } from '../../raft/index.js';
-import { preparePeerPki } from '../../src/cluster/local.js';
 import { type ClusterNode, MemberConflictError } from '../../src/cluster/node.js';
-import type { TestServer } from '../support/server.js';
-import { inProcessMember } from './in-process.js';
+import { inProcessCluster } from './in-process.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'keel-add-member-'));
-const ids = ['n1', 'n2'];
-const nodes: TestServer[] = [];
+const setup = inProcessCluster('keel-add-member-', ['n1', 'n2']);
+const nodes = setup.nodes;
 
-const member = (i: number, start: { init: true } | { join: string }) => inProcessMember(dir, ids[i]!, start);
-
-beforeAll(async () => {
-  await preparePeerPki(ids, (id) => join(dir, id));
-  nodes.push(await member(0, { init: true }));
-  nodes.push(await member(1, { join: nodes[0]!.ctl.cluster!.peerAddress }));
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
-  await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => setup.start(), 60_000);
+afterAll(() => setup.stop());
 
 describe('addMember asked again', () => {
   it('leaves a voter already there at that address as it is, on the leader and through a follower', async () => {

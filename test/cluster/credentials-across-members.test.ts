@@ -4,41 +4,23 @@
  * them spread over the members end it on every member, not MAX_MFA_FAILURES per member. And a login on a member that
  * has not applied the credential yet waits for it to catch up instead of failing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { importPKCS8, SignJWT } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preparePeerPki } from '../../src/cluster/local.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa } from '../../src/pki/ca.js';
 import { call, login, type TestServer } from '../support/server.js';
-import { inProcessMember } from './in-process.js';
+import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'keel-mfa-cluster-'));
-const ids = ['n1', 'n2', 'n3'];
-const nodes: TestServer[] = [];
+const setup = inProcessCluster('keel-mfa-cluster-', ['n1', 'n2', 'n3']);
+const nodes = setup.nodes;
 /** How long followers may take to apply a committed write (generous: the machine is shared). */
 const SETTLE_MS = 10_000;
 
-const member = (i: number, start: { init: true } | { join: string }) => inProcessMember(dir, ids[i]!, start);
-
-beforeAll(async () => {
-  await preparePeerPki(ids, (id) => join(dir, id));
-  nodes.push(await member(0, { init: true }));
-  const peer = nodes[0]!.ctl.cluster!.peerAddress;
-  for (let i = 1; i < ids.length; i++) nodes.push(await member(i, { join: peer }));
-}, 120_000);
-
-afterAll(async () => {
-  // the whole cluster goes: no member hands leadership over (Controller.stop would, and wait for it)
-  await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
-  await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => setup.start(), 120_000);
+afterAll(() => setup.stop());
 
 /** Waits (at most SETTLE_MS) until `ok()` holds on the members: followers apply what the leader committed shortly after. */
 const settled = (ok: () => boolean) => until(() => ok() || null, SETTLE_MS, 'the members to apply it');

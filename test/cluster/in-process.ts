@@ -1,5 +1,8 @@
 /** Cluster members in this process: Controllers with Raft over their mutual-TLS peer listeners (no child process). */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { preparePeerPki } from '../../src/cluster/local.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -17,4 +20,29 @@ export async function inProcessMember(
     dataDir: join(dir, id),
     cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
   });
+}
+
+/**
+ * Members `ids` in a temporary directory (prefix `prefix`): start() makes their PKI, founds the cluster with the
+ * first and joins the others through it, in order; stop() stops them all (none hands leadership over: the whole
+ * cluster goes) and removes the directory. `nodes` fills as they start.
+ */
+export function inProcessCluster(prefix: string, ids: readonly string[]) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const nodes: TestServer[] = [];
+  return {
+    dir,
+    nodes,
+    async start(): Promise<void> {
+      await preparePeerPki([...ids], (id) => join(dir, id));
+      nodes.push(await inProcessMember(dir, ids[0]!, { init: true }));
+      const peer = nodes[0]!.ctl.cluster!.peerAddress;
+      for (const id of ids.slice(1)) nodes.push(await inProcessMember(dir, id, { join: peer }));
+    },
+    async stop(): Promise<void> {
+      await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
+      await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -4,34 +4,21 @@
  * membership changes it asks for; it may still ask about the cluster. In-process, three controllers over mutual-TLS
  * peer links.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { preparePeerPki } from '../../src/cluster/local.js';
 import type { ClusterNode } from '../../src/cluster/node.js';
 import { peerClient } from '../../src/cluster/peer-api.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
-import { call, login, type TestServer } from '../support/server.js';
-import { inProcessMember } from './in-process.js';
+import { call, login } from '../support/server.js';
+import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'keel-removed-member-'));
-const ids = ['n1', 'n2', 'n3'];
-const nodes: TestServer[] = [];
+const setup = inProcessCluster('keel-removed-member-', ['n1', 'n2', 'n3']);
+const nodes = setup.nodes;
 const cluster = (i: number) => nodes[i]!.ctl.cluster! as ClusterNode;
 
-beforeAll(async () => {
-  await preparePeerPki(ids, (id) => join(dir, id));
-  nodes.push(await inProcessMember(dir, 'n1', { init: true }));
-  for (const id of ['n2', 'n3']) nodes.push(await inProcessMember(dir, id, { join: cluster(0).peerAddress }));
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
-  await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
-  rmSync(dir, { recursive: true, force: true });
-});
+beforeAll(() => setup.start(), 60_000);
+afterAll(() => setup.stop());
 
 describe('a member removed while its process runs on', () => {
   it('cannot write through the cluster, nor change its membership; it can still ask about it', async () => {
@@ -65,7 +52,7 @@ describe('a member removed while its process runs on', () => {
     }
 
     // its membership changes: refused (FORBIDDEN) by a member, the configuration unchanged
-    const n3 = peerClient(cluster(0).peerAddress, await loadPeerTlsOptions(join(dir, 'n3', 'pki')));
+    const n3 = peerClient(cluster(0).peerAddress, await loadPeerTlsOptions(join(setup.dir, 'n3', 'pki')));
     try {
       await expect(n3.api.removeMember.mutate({ id: 'n2' })).rejects.toThrow(/n3 is not a member of this cluster/);
       await expect(n3.api.transferLeadership.mutate({ to: 'n2' })).rejects.toThrow(/not a member/);
