@@ -996,6 +996,14 @@ export const MUTANTS = [
     tests: ['test/cluster/add-member.test.ts'],
   },
   {
+    // an append that rewrites entries a snapshot covers is written, leaving a log its next open finds corrupt
+    id: 'raft-log-rewrites-snapshotted',
+    file: 'raft/storage/level-log.ts',
+    search: 'if (snapshot === null && this.snap !== null && first <= this.snap.meta.index) {',
+    replace: 'if (snapshot === null && this.snap !== null && first < 0) {',
+    tests: ['raft/storage/level-log.test.ts'],
+  },
+  {
     // equal shard shares: every shard of a collection's maps doubles on about the same write
     id: 'sharded-equal-shares',
     file: 'storage/sharded.ts',

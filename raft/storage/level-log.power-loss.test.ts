@@ -120,9 +120,12 @@ function nextWrite(m: Model, rnd: SeededRandom, seq: number): Write {
     m.syncedCommit = commit;
     return (log) => log.persist({ snapshot: null, entries: es, hardState: hs });
   }
-  if (r < 50 && last > m.hs.commit && last > m.markerIndex) {
+  // The first index a new leader may overwrite. Entries up to the snapshot were applied, so committed, even when
+  // the commit index recovered after a power loss is lower (the driver raises it to them on restart).
+  const committed = Math.max(m.hs.commit, m.markerIndex, snapIndex);
+  if (r < 50 && last > committed) {
     // A new leader overwrites an uncommitted tail.
-    const from = Math.max(m.hs.commit, m.markerIndex) + 1 + rnd.int(last - Math.max(m.hs.commit, m.markerIndex));
+    const from = committed + 1 + rnd.int(last - committed);
     const term = m.hs.term + 1;
     const es = Array.from({ length: 1 + rnd.int(3) }, (_, i) => ent(from + i, term, i));
     const hs = { term, vote: null, commit: m.hs.commit };

@@ -18,6 +18,7 @@ import {
 import { LogCorruptError, LogStateError } from './errors.js';
 import { LevelLog } from './level-log.js';
 import { conf3 } from './log-testkit.js';
+import { MemoryDurableLog } from './memory-durable-log.js';
 
 function ent(index: number, term: number, text = `e${index}`): Entry {
   return { index, term, type: 'normal', data: new TextEncoder().encode(text) };
@@ -181,6 +182,38 @@ describe('LevelLog', () => {
     await log.append([ent(4, 2)]);
     expect(log.lastIndex()).toBe(4);
     await log.close();
+  });
+
+  it('refuses to rewrite entries a snapshot covers, in both durable logs', async () => {
+    const logs: Array<[string, LevelLog | MemoryDurableLog]> = [
+      ['level', await LevelLog.open(dir)],
+      ['memory', new MemoryDurableLog()],
+    ];
+    for (const [name, log] of logs) {
+      await log.persist({ snapshot: null, entries: ents(1, 8, 1), hardState: { term: 1, vote: 'a', commit: 6 } });
+      await log.createSnapshot(5, conf3, new Uint8Array([5]));
+      // A new leader's entries from 5 (covered) are refused; from 6 (above the snapshot) they are written.
+      await expect(
+        log.persist({ snapshot: null, entries: ents(5, 6, 2), hardState: { term: 2, vote: null, commit: 6 } }),
+        name,
+      ).rejects.toThrow(/rewrite entries covered by snapshot 5/);
+      expect(
+        log.entries(5, 9, Infinity).map((e) => e.term),
+        name,
+      ).toEqual([1, 1, 1, 1]);
+      await log.persist({ snapshot: null, entries: ents(6, 6, 2), hardState: { term: 2, vote: null, commit: 6 } });
+      expect(
+        log.entries(5, 7, Infinity).map((e) => e.term),
+        name,
+      ).toEqual([1, 2]);
+      expect(log.lastIndex(), name).toBe(6);
+      await log.close();
+    }
+    // The LevelDB log reopens cleanly: the refused write left nothing behind.
+    const again = await LevelLog.open(dir);
+    expect(again.entries(1, 7, Infinity).map((e) => e.term)).toEqual([1, 1, 1, 1, 1, 2]);
+    expect(again.snapshot()?.meta).toEqual({ index: 5, term: 1, conf: conf3 });
+    await again.close();
   });
 
   it('creates a multi-chunk snapshot, compacts, and recovers both', async () => {

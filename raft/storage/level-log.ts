@@ -807,6 +807,13 @@ export class LevelLog extends CachedLog implements DurableLog {
     if (fresh.length > 0) {
       const first = fresh[0]!.index;
       if (first > lastIndex + 1) throw new LogStateError(`gap: appending ${first} after last index ${lastIndex}`);
+      // Entries up to the snapshot were applied, so committed: Raft never rewrites them. A write that would is
+      // refused here, before it reaches the disk, instead of leaving a log whose next open finds it corrupt.
+      if (snapshot === null && this.snap !== null && first <= this.snap.meta.index) {
+        throw new LogStateError(
+          `appending at ${first} would rewrite entries covered by snapshot ${this.snap.meta.index}`,
+        );
+      }
       const prevTerm = first - 1 === markerIndex ? markerTerm : this.cache.term(first - 1);
       let term = prevTerm;
       for (let i = 0; i < fresh.length; i++) {

@@ -47,6 +47,13 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
           };
         }
       }
+      const first = batch.entries[0]?.index;
+      if (snapshot === null && first !== undefined && this.snap !== null && first <= this.snap.meta.index) {
+        // Same rule as the LevelDB log: entries a snapshot covers were committed and are never rewritten.
+        throw new LogStateError(
+          `appending at ${first} would rewrite entries covered by snapshot ${this.snap.meta.index}`,
+        );
+      }
       if (batch.entries.length > 0) this.cache.append(batch.entries);
       const hs = batch.hardState ?? this.hs;
       if (hs.commit > this.cache.lastIndex()) {
