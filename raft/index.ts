@@ -15,6 +15,7 @@ export {
   type StateMachine,
 } from './node.js';
 export type { AppliedConf, DurableLog, PersistBatch } from './storage/durable-log.js';
+export { confMembers } from './storage/durable-log.js';
 export { LogCorruptError, LogStateError, SnapshotSupersededError } from './storage/errors.js';
 export { LevelLog, type LevelLogOptions } from './storage/level-log.js';
 export type { LogDb, LogDbIterator, LogDbOp, LogDbRange } from './storage/log-db.js';

@@ -817,6 +817,23 @@ describe('RaftNode over the in-memory transport', () => {
       await c.leader()!.removeNode('d');
       expect(c.leader()!.status().conf.voters.sort()).toEqual(['a', 'b', 'c']);
     }, 20_000);
+
+  it('tells a member that applies its own removal (onRemoved), and no other member', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    for (const id of ['a', 'b', 'c']) await c.start(id);
+    const leader = await c.waitLeader();
+    const told = new Map<string, number>();
+    for (const m of c.members.values()) m.node.onRemoved((index) => told.set(m.node.id, index));
+    await proposeMany(c, 'pre', 5, 2);
+    // the leader removes itself: it applies the change (then steps down), so it learns it for certain
+    const at = await leader.removeNode(leader.id);
+    await waitFor(() => told.has(leader.id), 5_000, 'the leader told of its removal');
+    expect(told.get(leader.id)).toBe(at.index);
+    const rest = [...c.members.values()].filter((m) => m.node.id !== leader.id);
+    await waitFor(() => rest.every((m) => m.sm.applied >= at.index), 5_000, 'the others apply the removal');
+    expect([...told.keys()]).toEqual([leader.id]);
+  }, 20_000);
 });
 
 /**

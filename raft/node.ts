@@ -34,7 +34,7 @@ import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
-import { type DurableLog, supersedes } from './storage/durable-log.js';
+import { confMembers, type DurableLog, supersedes } from './storage/durable-log.js';
 import { SnapshotSupersededError } from './storage/errors.js';
 import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
@@ -298,6 +298,7 @@ export class RaftNode {
   private readonly leaderChange = new Listeners<[leader: NodeId | null, term: number]>();
   private readonly applyListeners = new Listeners<[entries: Entry[]]>();
   private readonly fatalListeners = new Listeners<[err: Error]>();
+  private readonly removedListeners = new Listeners<[index: number]>();
   private readonly errorListeners = new Listeners<[err: Error]>();
 
   private constructor(opts: RaftNodeOptions, applied: number) {
@@ -676,6 +677,15 @@ export class RaftNode {
   /** The node stopped itself because the log or the state machine failed. */
   onFatal(fn: (err: Error) => void): () => void {
     return this.fatalListeners.add(fn);
+  }
+
+  /**
+   * This node applied a membership change (at `index`) that leaves it out of the configuration: it was a member
+   * and is no longer one. Raft goes on (a removed node is not sent the log any more); what to do is the
+   * application's choice (etcd's server stops).
+   */
+  onRemoved(fn: (index: number) => void): () => void {
+    return this.removedListeners.add(fn);
   }
 
   /** Non-fatal problems (a malformed message dropped, a skipped snapshot). */
@@ -1062,12 +1072,13 @@ export class RaftNode {
     }
     await this.log.setConf({ index: e.index, conf, addresses });
     this.snapshotAt = -1; // a staggered snapshot's phase follows the voters
-    const members = new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]);
+    const members = confMembers(conf);
     for (const ch of cc.changes) {
       if (ch.node === this.id) continue;
       if (ch.type === 'removeNode' && !members.has(ch.node)) this.transport.removePeer(ch.node);
       else if (addresses[ch.node] !== undefined) this.transport.addPeer(ch.node, addresses[ch.node]!);
     }
+    if (confMembers(recorded.conf).has(this.id) && !members.has(this.id)) this.removedListeners.emit(e.index);
   }
 
   private addPeersOf(addresses: Record<string, string>): void {

@@ -1004,6 +1004,39 @@ export const MUTANTS = [
     tests: ['raft/storage/level-log.test.ts'],
   },
   {
+    // a member's status poll answers are not looked at: a node removed while down starts again on its stale data
+    id: 'removal-not-observed',
+    file: 'src/cluster/members.ts',
+    search: 'if (status !== null) this.source.observed?.(m.id, status);',
+    replace: '',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
+    // a node applying its own removal is not told: it goes on serving its state, which no longer follows the log
+    id: 'raft-removal-not-told',
+    file: 'raft/node.ts',
+    search: 'if (confMembers(recorded.conf).has(this.id) && !members.has(this.id)) this.removedListeners.emit(e.index);',
+    replace: '',
+    tests: ['raft/node.test.ts'],
+    only: 'onRemoved',
+  },
+  {
+    // a node restarted on the data of its own removal starts (and waits for a leader it will never have)
+    id: 'removed-node-starts',
+    file: 'src/cluster/node.ts',
+    search: 'if (!fresh && recordedMembers.size > 0 && !recordedMembers.has(opts.nodeId)) {',
+    replace: 'if (false) {',
+    tests: ['test/cluster/left-out.test.ts'],
+  },
+  {
+    // a member behind this one (its configuration no newer) is taken as proof of a removal
+    id: 'removal-judged-by-older-conf',
+    file: 'src/cluster/node.ts',
+    search: 'if (theirs === undefined || theirs.index <= mine.index) return false;',
+    replace: 'if (theirs === undefined) return false;',
+    tests: ['test/cluster/left-out.test.ts'],
+  },
+  {
     // equal shard shares: every shard of a collection's maps doubles on about the same write
     id: 'sharded-equal-shares',
     file: 'storage/sharded.ts',

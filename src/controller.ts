@@ -17,7 +17,7 @@ import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/registe
 import { type Clock, type Logger, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
-import { ClusterNode, type ClusterOptions } from './cluster/node.js';
+import { ClusterNode, type ClusterOptions, RemovedFromClusterError } from './cluster/node.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { migrateRouterRows } from './model/router-rows.js';
 import { onChanges } from './model/rows.js';
@@ -80,7 +80,10 @@ export interface ControllerOptions {
   sessionSweep_ms?: number;
   /** Run as a member of a Raft cluster (absent: a single node). */
   cluster?: ClusterOptions;
-  /** The cluster member stopped itself (a broken Raft invariant or a failing Raft log): the process should exit. */
+  /**
+   * The cluster member stopped itself (a broken Raft invariant or a failing Raft log) or learnt it was removed from
+   * the cluster (RemovedFromClusterError): the process should exit.
+   */
   onClusterFatal?: (err: Error) => void;
   /** Serve the router control listener (routers connect and go online: docs/routers.md); absent: none. */
   routerControl?: RouterControlOptions;
@@ -179,7 +182,10 @@ export class Controller {
     if (opts.cluster) {
       try {
         cluster = await ClusterNode.start(opts.dataDir, store, opts.cluster, log, (err) => {
-          log('error', 'cluster member stopped itself', { err: String(err.stack ?? err) });
+          // a removal is logged by the node itself, without a stack: nothing failed
+          if (!(err instanceof RemovedFromClusterError)) {
+            log('error', 'cluster member stopped itself', { err: String(err.stack ?? err) });
+          }
           opts.onClusterFatal?.(err);
         });
       } catch (err) {
@@ -237,7 +243,7 @@ export class Controller {
     const ctl = new Controller(svc, app, ops, proposer, opts, cluster);
     try {
       if (cluster) {
-        await cluster.waitForLeader(CLUSTER_READY_TIMEOUT_MS);
+        await cluster.waitForLeader(opts.cluster?.readyTimeout_ms ?? CLUSTER_READY_TIMEOUT_MS);
         // A member answers only once it has caught up with what the cluster committed (its own writes and reads
         // are then as fresh as the leader's), and only the founding member initialises the state.
         await cluster.readBarrier();

@@ -18,7 +18,7 @@ import { durableCommitted, splitMessages } from '../core/early-send.js';
 import { RaftCore } from '../core/raft.js';
 import { copyConfState, emptyConfState, MemoryLog, withChunkData } from '../memory-log.js';
 import { SeededRandom } from '../random.js';
-import { supersedes } from '../storage/durable-log.js';
+import { confMembers, supersedes } from '../storage/durable-log.js';
 import {
   type ConfChange,
   type ConfChangeSingle,
@@ -258,10 +258,6 @@ class SimNode {
 
 function copySm(st: SmState): SmState {
   return { index: st.index, hash: st.hash, count: st.count, conf: copyConfState(st.conf) };
-}
-
-function confMembers(conf: ConfState): Set<NodeId> {
-  return new Set([...conf.voters, ...conf.learners, ...conf.votersOutgoing, ...conf.learnersNext]);
 }
 
 function isSingleVoter(conf: ConfState): boolean {

@@ -4,6 +4,7 @@ import {
   entrySizeBytes,
   type HardState,
   type LogView,
+  type NodeId,
   type SnapshotChunk,
   type SnapshotInfo,
   type SnapshotMeta,
@@ -86,6 +87,11 @@ export function emptyConf(): ConfState {
 /** Bytes an entry is counted for in LogView.entries(maxBytes) (the core's own measure). */
 export function entrySize_bytes(e: Entry): number {
   return entrySizeBytes(e);
+}
+
+/** Every member of configuration `conf`: voters (incoming and outgoing) and learners (now and once joint is left). */
+export function confMembers(conf: ConfState): Set<NodeId> {
+  return new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners, ...conf.learnersNext]);
 }
 
 export function cloneConf(c: ConfState): ConfState {

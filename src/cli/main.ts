@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
-import type { ClusterOptions } from '../cluster/node.js';
+import { type ClusterOptions, RemovedFromClusterError } from '../cluster/node.js';
 import type { PeerTlsOptions } from '../cluster/peer-api.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { importRootCa, isLoopbackHost, loadPeerTlsOptions, PKI_FILES, PkiError } from '../pki/index.js';
@@ -58,13 +58,16 @@ Cluster options of run (without --node-id the node runs alone, as above):
 
 Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
 data store write (restart it: the data on disk is recovered), 70 after a cluster member stopped itself
-(a broken Raft invariant or a failing Raft log: restart it).
+(a broken Raft invariant or a failing Raft log: restart it), 78 when the node was removed from the cluster
+(at start or while running: do not restart it on that data; delete its data directory and join again).
 `;
 
 /** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */
 export const EXIT_STORE_FAILED = 74;
 /** Exit status after a cluster member stopped itself (a broken Raft invariant, a failing Raft log). */
 export const EXIT_CLUSTER_FATAL = 70;
+/** Exit status of a node removed from the cluster (sysexits EX_CONFIG): restarting it on that data cannot help. */
+export const EXIT_REMOVED = 78;
 /** After a store failure: time for the answers already decided (503s) to be written before stopping. */
 const FATAL_GRACE_MS = 100;
 /** After a store failure the process is gone by then, whatever a stop still waits for. */
@@ -304,6 +307,11 @@ async function run(argv: string[]): Promise<void> {
   ctl = await Controller.start({
     cluster,
     onClusterFatal: (err) => {
+      if (err instanceof RemovedFromClusterError) {
+        logger.fatal({ err: err.message, exitCode: EXIT_REMOVED }, 'exiting: this node was removed from the cluster');
+        logger.flush();
+        process.exit(EXIT_REMOVED);
+      }
       logger.fatal({ err: err.message, exitCode: EXIT_CLUSTER_FATAL }, 'exiting: this cluster member stopped itself');
       logger.flush();
       process.exit(EXIT_CLUSTER_FATAL);
@@ -379,6 +387,6 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   } catch (err) {
     process.stderr.write(`keel: ${(err as Error).message}\n`);
-    return 1;
+    return err instanceof RemovedFromClusterError ? EXIT_REMOVED : 1;
   }
 }

@@ -21,6 +21,8 @@ export interface MemberSource {
   members(): { leader: string | null; members: MemberInfo[] };
   status(): MemberStatus;
   peer(id: string): PeerClient;
+  /** Each answered status poll of member `id`. */
+  observed?(id: string, status: MemberStatus): void;
 }
 
 /** Bound on one status poll of a member; a member that does not answer in time counts as offline. */
@@ -73,6 +75,7 @@ export class MemberMonitor {
             } catch {
               status = null;
             }
+            if (status !== null) this.source.observed?.(m.id, status);
             const before = this.seen.get(m.id);
             const online = status !== null;
             this.seen.set(m.id, {

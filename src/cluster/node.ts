@@ -7,6 +7,7 @@ import { WebSocketServer } from 'ws';
 import {
   answerWithLinkHeaders,
   type ConfState,
+  confMembers,
   LevelLog,
   type NodeId,
   RaftError,
@@ -69,6 +70,8 @@ export interface ClusterOptions {
   snapshotEvery_entries?: number;
   /** Length of one Raft tick (default DEFAULT_TICK_MS); the election timeout is 10 ticks, randomized up to 2×. */
   tick_ms?: number;
+  /** How long a starting member waits for a leader before its start fails (default 30 s). */
+  readyTimeout_ms?: number;
   /**
    * As leader, hold the writes proposed while earlier ones are uncommitted and append them together once those
    * commit (RaftNodeOptions.holdWhileCommitting). Default true; `--pipeline-proposals` turns it off.
@@ -148,6 +151,43 @@ export class MemberConflictError extends Error {
 }
 
 /**
+ * This node is no longer a member of the cluster: it applied its own removal, a member answered with a newer
+ * configuration that leaves it out, or (at start) its last applied configuration leaves it out. Its log no longer
+ * grows and its state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data
+ * directory and join again.
+ */
+export class RemovedFromClusterError extends Error {
+  readonly code = 'KEEL_REMOVED_FROM_CLUSTER';
+  constructor(
+    readonly nodeId: string,
+    /** The index of the configuration that leaves it out. */
+    readonly confIndex: number,
+    how: string,
+  ) {
+    super(
+      `node ${nodeId} was removed from the cluster (${how}: the configuration at index ${confIndex} leaves it out); ` +
+        'to bring it back, delete its data directory and join again with --join',
+    );
+    this.name = 'RemovedFromClusterError';
+  }
+}
+
+/**
+ * Whether member `self`, whose applied configuration is `mine`, was removed, judged by a member's applied one
+ * (`theirs`, from its status; undefined from an older release). Applied configurations are committed, so a newer
+ * one that leaves `self` out while `mine` has it means `self` was removed since. A node not yet in its own (one
+ * joining) or a member behind this one (an older or the same index) proves nothing.
+ */
+export function leftOutBy(
+  self: NodeId,
+  mine: { index: number; conf: ConfState },
+  theirs: { index: number; members: readonly NodeId[] } | undefined,
+): boolean {
+  if (theirs === undefined || theirs.index <= mine.index) return false;
+  return !theirs.members.includes(self) && confMembers(mine.conf).has(self);
+}
+
+/**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
  * proposer the controller writes through.
@@ -160,6 +200,8 @@ export class ClusterNode {
   private readonly forwardWss: WebSocketServer;
   private readonly monitor: MemberMonitor;
   private stopped = false;
+  /** Set once this node learnt it was removed from the cluster (RemovedFromClusterError). */
+  private removal: RemovedFromClusterError | null = null;
   /** The member id each peer upgrade request's certificate vouches for, for the peer API's context (by request). */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Forwarded proposals being handed to Raft right now. */
@@ -178,6 +220,8 @@ export class ClusterNode {
     private readonly logger: Log,
     /** Peer links refused for their peer protocol version, as logged (peer-protocol.ts). */
     private readonly refusals: RefusalLog,
+    /** The member stopped itself, or learnt it was removed: the process should exit. */
+    private readonly onFatal: (err: Error) => void,
   ) {
     this.proposer = new RaftProposer(
       raft,
@@ -260,6 +304,11 @@ export class ClusterNode {
       });
       transport.attach(server);
       const fresh = log.isEmpty();
+      const recorded = log.appliedConf();
+      const recordedMembers = confMembers(recorded.conf);
+      if (!fresh && recordedMembers.size > 0 && !recordedMembers.has(opts.nodeId)) {
+        throw new RemovedFromClusterError(opts.nodeId, recorded.index, 'its last applied configuration');
+      }
       let peers: Record<string, string> = { [opts.nodeId]: peerAddress };
       if (fresh && !opts.init && !opts.join) {
         throw new Error('a new cluster member needs --cluster-init (first node) or --join ADDR (a member)');
@@ -307,7 +356,8 @@ export class ClusterNode {
       });
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
-      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals);
+      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals, onFatal);
+      raft.onRemoved((index) => node.removedAt(index, 'it applied its own removal'));
       logger('info', 'peer protocol', { version: PEER_PROTOCOL_VERSION });
       node.monitor.start();
       try {
@@ -347,6 +397,8 @@ export class ClusterNode {
   async waitForLeader(timeout_ms: number): Promise<string> {
     const deadline = Date.now() + timeout_ms;
     while (Date.now() < deadline) {
+      // a removed node never gets a leader again: said at once (a restarted one learns it from a member's status)
+      if (this.removal !== null) throw this.removal;
       const l = this.raft.leaderId();
       if (l !== null) return l;
       await new Promise((r) => setTimeout(r, 20));
@@ -385,6 +437,7 @@ export class ClusterNode {
 
   status(): MemberStatus {
     const s = this.raft.status();
+    const conf = this.log.appliedConf();
     return {
       id: this.id,
       role: s.role,
@@ -398,6 +451,7 @@ export class ClusterNode {
       apiAddresses: this.apiAddresses,
       peerAddress: this.peerAddress,
       readOnly: false,
+      conf: { index: conf.index, members: [...confMembers(conf.conf)] },
     };
   }
 
@@ -535,7 +589,31 @@ export class ClusterNode {
 
   /** Whether `id` is a voter or learner of the configuration this node has applied (either side of a joint one). */
   private isMember(id: string): boolean {
-    return memberSets(this.log.appliedConf().conf).some((ids) => ids.includes(id));
+    return confMembers(this.log.appliedConf().conf).has(id);
+  }
+
+  /**
+   * A member's status poll answer (MemberMonitor). Applied configurations are committed ones, so a member's newer
+   * configuration that leaves this node out, while this node's own still has it, means it was removed meanwhile:
+   * the members no longer send it the log, and it may never apply the removal itself.
+   */
+  observed(from: string, status: MemberStatus): void {
+    if (leftOutBy(this.id, this.log.appliedConf(), status.conf)) {
+      this.removedAt(status.conf!.index, `member ${from} applied a newer configuration`);
+    }
+  }
+
+  /** This node learnt it was removed: said once, then the process is asked to stop (onFatal). */
+  removedAt(confIndex: number, how: string): void {
+    if (this.removal !== null || this.stopped) return;
+    this.removal = new RemovedFromClusterError(this.id, confIndex, how);
+    this.logger('error', 'removed from the cluster', { err: this.removal.message });
+    this.onFatal(this.removal);
+  }
+
+  /** Why this node stopped being a member, once it learnt it (null while it is one). */
+  get removed(): RemovedFromClusterError | null {
+    return this.removal;
   }
 
   private handlers(): PeerHandlers {

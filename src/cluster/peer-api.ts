@@ -28,6 +28,11 @@ export interface MemberStatus {
   apiAddresses: string[];
   peerAddress: string;
   readOnly: boolean;
+  /**
+   * The membership it has applied: its index and every member (voters and learners). Absent from members of older
+   * releases. A node that finds itself left out of a newer one than its own was removed (ClusterNode.observed).
+   */
+  conf?: { index: number; members: string[] };
 }
 
 export interface MemberInfo {

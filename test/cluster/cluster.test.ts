@@ -14,6 +14,7 @@ import { LOCAL_HOSTS, preparePeerPki } from '../../src/cluster/local.js';
 import { PEER_LINK, PEER_PROTOCOL_HEADER, PEER_REFUSAL_HEADER } from '../../src/cluster/peer-protocol.js';
 import { type NodeProcess, startNode, stopNode } from '../../src/cluster/processes.js';
 import { issueNodeBundle, loadPeerTlsOptions } from '../../src/pki/index.js';
+import { withTimeout } from '../../src/util/timeout.js';
 import { openssl, opensslCsr, Scratch } from '../pki/helpers.js';
 import { tlsCall } from '../support/tls-call.js';
 import {
@@ -414,6 +415,19 @@ describe('a 3-node cluster of keel processes', () => {
       );
       const acked2 = load.acked.length;
       await until(() => load.acked.length >= acked2 + 20, 20_000, 'writes after the removal');
+      // n4 learns it was removed (it applies its removal, or a member's status shows a newer configuration
+      // without it) and exits 78 instead of serving its stale state; restarted on its data, it exits 78 again
+      const removedLine = /node n4 was removed from the cluster \(.*: the configuration at index \d+ leaves it out\)/;
+      expect(await withTimeout(fourth.exited, 10_000, 'n4 exits')).toEqual({ code: 78, signal: null });
+      expect(fourth.stderr()).toMatch(removedLine);
+      const again = startNode({
+        ...fourth.spec,
+        start: undefined,
+        peerPort: Number(fourth.peerAddress.split(':').at(-1)),
+      });
+      void again.then(stopNode, () => {}); // (it must not start; if it did, it is stopped)
+      await expect(again).rejects.toThrow(/exited \(78\) before it started/);
+      await expect(again).rejects.toThrow(removedLine);
     } finally {
       await load.stop();
       await stopNode(fourth);

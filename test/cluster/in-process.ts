@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { preparePeerPki } from '../../src/cluster/local.js';
+import type { ClusterOptions } from '../../src/cluster/node.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { startServer, type TestServer } from '../support/server.js';
 
@@ -14,11 +15,12 @@ export async function inProcessMember(
   dir: string,
   id: string,
   start: { init: true } | { join: string },
+  extra: Partial<ClusterOptions> = {},
 ): Promise<TestServer> {
   const tls = await loadPeerTlsOptions(join(dir, id, 'pki'));
   return startServer({
     dataDir: join(dir, id),
-    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start },
+    cluster: { nodeId: id, peerListen: { host: '127.0.0.1', port: 0 }, tls, tick_ms: 10, ...start, ...extra },
   });
 }
 

@@ -6,14 +6,14 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterNode } from '../../src/cluster/node.js';
+import { type ClusterNode, RemovedFromClusterError } from '../../src/cluster/node.js';
 import { peerClient } from '../../src/cluster/peer-api.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { call, login } from '../support/server.js';
-import { inProcessCluster } from './in-process.js';
+import { inProcessCluster, inProcessMember } from './in-process.js';
 import { until } from './support.js';
 
-const setup = inProcessCluster('keel-removed-member-', ['n1', 'n2', 'n3']);
+const setup = inProcessCluster('keel-removed-member-', ['n1', 'n2', 'n3', 'n4']);
 const nodes = setup.nodes;
 const cluster = (i: number) => nodes[i]!.ctl.cluster! as ClusterNode;
 
@@ -22,7 +22,7 @@ afterAll(() => setup.stop());
 
 describe('a member removed while its process runs on', () => {
   it('cannot write through the cluster, nor change its membership; it can still ask about it', async () => {
-    await until(() => cluster(0).raft.status().conf.voters.length === 3, 10_000, 'three voters');
+    await until(() => cluster(0).raft.status().conf.voters.length === 4, 10_000, 'four voters');
     // a session made before the removal, valid on every member
     const token = await login(nodes[2]!.base);
     const before = await call('POST', `${nodes[2]!.mgmt}/identities`, {
@@ -34,9 +34,9 @@ describe('a member removed while its process runs on', () => {
     // through n1, whichever member leads (a leader removed hands leadership over first)
     await cluster(0).removeMember('n3');
     await until(
-      () => [0, 1].every((i) => !cluster(i).raft.status().conf.voters.includes('n3')),
+      () => [0, 1, 3].every((i) => !cluster(i).raft.status().conf.voters.includes('n3')),
       10_000,
-      'n3 out of the applied configuration of n1 and n2',
+      'n3 out of the applied configuration of n1, n2 and n4',
     );
 
     // its writes: refused by the leader, never applied on the members
@@ -46,7 +46,7 @@ describe('a member removed while its process runs on', () => {
     });
     expect(after.status).not.toBe(201);
     expect([429, 503]).toContain(after.status);
-    for (const i of [0, 1]) {
+    for (const i of [0, 1, 3]) {
       expect(nodes[i]!.ctl.svc.store.lookup('identities', 'name', 'after-removal')).toEqual([]);
       expect(nodes[i]!.ctl.svc.store.lookup('identities', 'name', 'before-removal')).toHaveLength(1);
     }
@@ -61,10 +61,34 @@ describe('a member removed while its process runs on', () => {
       );
       // asking about the cluster is still answered
       const members = await n3.api.members.query();
-      expect(members.members.map((m) => m.id).sort()).toEqual(['n1', 'n2']);
+      expect(members.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n4']);
     } finally {
       n3.close();
     }
-    expect(cluster(0).raft.status().conf.voters.slice().sort()).toEqual(['n1', 'n2']);
+    expect(cluster(0).raft.status().conf.voters.slice().sort()).toEqual(['n1', 'n2', 'n4']);
+
+    // and it learns it was removed (its own apply, or a member's newer configuration in a status poll), so that
+    // `keel run` stops it instead of serving its stale state
+    const removal = await until(() => cluster(2).removed, 10_000, 'n3 learns it was removed');
+    expect(removal.message).toMatch(
+      /^node n3 was removed from the cluster \(.*: the configuration at index \d+ leaves/,
+    );
+    expect(removal.confIndex).toBe(cluster(0).status().conf!.index);
+    for (const i of [0, 1, 3]) expect(cluster(i).removed).toBeNull();
+  }, 60_000);
+
+  it('a member removed while it was down learns it from a member once restarted, and does not start', async () => {
+    // n4 stopped first, so it never has the removal in its log
+    await nodes[3]!.ctl.cluster!.stop({ transferLeadership: true });
+    await nodes[3]!.stop({ keepData: true });
+    await cluster(0).removeMember('n4');
+    await until(() => !cluster(1).raft.status().conf.voters.includes('n4'), 10_000, 'n4 out of the configuration');
+    // (a start that waited for a leader would fail after 5 s: a removed node never gets one)
+    const restarted = inProcessMember(setup.dir, 'n4', { join: cluster(0).peerAddress }, { readyTimeout_ms: 5_000 });
+    await expect(restarted).rejects.toThrow(RemovedFromClusterError);
+    await expect(restarted).rejects.toThrow(
+      /^node n4 was removed from the cluster \(member n[12] applied a newer configuration: the configuration at index \d+ leaves it out\)/,
+    );
+    nodes.splice(3, 1); // stopped: the suite's stop() skips it
   }, 60_000);
 });
