@@ -1015,7 +1015,8 @@ export const MUTANTS = [
     // a node applying its own removal is not told: it goes on serving its state, which no longer follows the log
     id: 'raft-removal-not-told',
     file: 'raft/node.ts',
-    search: 'if (confMembers(recorded.conf).has(this.id) && !members.has(this.id)) this.removedListeners.emit(e.index);',
+    search:
+      'if (confMembers(recorded.conf).has(this.id) && !members.has(this.id)) this.removedListeners.emit(e.index);',
     replace: '',
     tests: ['raft/node.test.ts'],
     only: 'onRemoved',
