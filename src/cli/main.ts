@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
-import { type ClusterOptions, RemovedFromClusterError } from '../cluster/node.js';
+import { type ClusterOptions, EXIT_REMOVED, RemovedFromClusterError } from '../cluster/node.js';
 import type { PeerTlsOptions } from '../cluster/peer-api.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { importRootCa, isLoopbackHost, loadPeerTlsOptions, PKI_FILES, PkiError } from '../pki/index.js';
@@ -66,8 +66,6 @@ data store write (restart it: the data on disk is recovered), 70 after a cluster
 export const EXIT_STORE_FAILED = 74;
 /** Exit status after a cluster member stopped itself (a broken Raft invariant, a failing Raft log). */
 export const EXIT_CLUSTER_FATAL = 70;
-/** Exit status of a node removed from the cluster (sysexits EX_CONFIG): restarting it on that data cannot help. */
-export const EXIT_REMOVED = 78;
 /** After a store failure: time for the answers already decided (503s) to be written before stopping. */
 const FATAL_GRACE_MS = 100;
 /** After a store failure the process is gone by then, whatever a stop still waits for. */

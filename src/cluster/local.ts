@@ -3,7 +3,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generatePassword } from '../bootstrap.js';
 import { initClusterPki, issueNodeBundle, shareSigningCa } from '../pki/index.js';
-import { type NodeProcess, type NodeSpec, startNode, stopNode } from './processes.js';
+import { EXIT_REMOVED } from './node.js';
+import { NodeExitedError, type NodeProcess, type NodeSpec, startNode, stopNode } from './processes.js';
 
 export interface LocalClusterOptions {
   basePort: number;
@@ -61,8 +62,18 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
       // a restarting member answers once there is a leader, which takes a majority: start them all at once
       const settled = await Promise.allSettled(ids.map((_, i) => startNode(spec(i))));
       for (const r of settled) if (r.status === 'fulfilled') started(r.value);
-      const failed = settled.find((r) => r.status === 'rejected');
-      if (failed) throw failed.reason;
+      // a node removed from the cluster (`keel cluster remove`) stops for good: the others run without it
+      const removedIds: string[] = [];
+      for (const r of settled) {
+        if (r.status !== 'rejected') continue;
+        if (!(r.reason instanceof NodeExitedError && r.reason.code === EXIT_REMOVED)) throw r.reason;
+        removedIds.push(r.reason.nodeId);
+      }
+      if (nodes.length === 0)
+        throw new Error(`every node was removed from the cluster: delete ${root} to start afresh`);
+      for (const id of removedIds) {
+        out(`  ${id}: removed from the cluster, not started (delete ${join(root, id)} and join it again to reuse it)`);
+      }
       nodes.sort((a, b) => ids.indexOf(a.spec.id) - ids.indexOf(b.spec.id));
     }
   } catch (err) {

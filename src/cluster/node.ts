@@ -156,6 +156,9 @@ export class MemberConflictError extends Error {
  * grows and its state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data
  * directory and join again.
  */
+/** Exit status of `keel run` for a node removed from the cluster (sysexits EX_CONFIG): a restart cannot help. */
+export const EXIT_REMOVED = 78;
+
 export class RemovedFromClusterError extends Error {
   readonly code = 'KEEL_REMOVED_FROM_CLUSTER';
   constructor(

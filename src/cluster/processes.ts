@@ -95,6 +95,19 @@ export function nodeArgs(spec: NodeSpec): string[] {
   return [...args, ...(spec.extraArgs ?? [])];
 }
 
+/** A node's process exited before it started (its exit status says why: e.g. EXIT_REMOVED). */
+export class NodeExitedError extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly code: number | null,
+    readonly signal: string | null,
+    output: string,
+  ) {
+    super(`node ${nodeId} exited (${code ?? signal}) before it started:\n${output}`);
+    this.name = 'NodeExitedError';
+  }
+}
+
 /** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
 export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
   const child = spawn(process.execPath, nodeCommand(spec), {
@@ -128,7 +141,7 @@ export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProc
     });
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`node ${spec.id} exited (${code ?? signal}) before it started:\n${stdout}\n${stderr}`));
+      reject(new NodeExitedError(spec.id, code, signal, `${stdout}\n${stderr}`));
     });
   });
 }

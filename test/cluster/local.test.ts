@@ -67,5 +67,21 @@ describe('keel cluster local', () => {
     expect(again.join('\n')).toContain('as set when this cluster was created');
     expect(nodes.map((n) => n.spec.id)).toEqual(['n1', 'n2', 'n3']);
     for (const n of nodes) expect((await login(n)).status).toBe(200);
+
+    // n3 removed: it stops itself (exit 78), and the next run starts the other two and says why n3 is not there
+    const token = (await login(nodes[0]!)).body.data.token as string;
+    const removed = await tlsCall('POST', `${nodes[0]!.base}/fabric/v1/cluster/remove-member`, {
+      ca,
+      token,
+      body: { id: 'n3' },
+    });
+    expect(removed.status, removed.text).toBe(200);
+    expect((await nodes[2]!.exited).code).toBe(78);
+    await Promise.all(nodes.map((n) => stopNode(n)));
+    const third: string[] = [];
+    nodes = await runLocalCluster(opts, (l) => third.push(l));
+    expect(nodes.map((n) => n.spec.id)).toEqual(['n1', 'n2']);
+    expect(third.join('\n')).toContain(`n3: removed from the cluster, not started (delete ${join(dir, 'n3')}`);
+    for (const n of nodes) expect((await login(n)).status).toBe(200);
   }, 180_000);
 });
