@@ -1,3 +1,4 @@
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -150,22 +151,30 @@ export class MemberConflictError extends Error {
   }
 }
 
-/**
- * This node is no longer a member of the cluster: it applied its own removal, a member answered with a newer
- * configuration that leaves it out, or (at start) its last applied configuration leaves it out. Its log no longer
- * grows and its state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data
- * directory and join again.
- */
 /** Exit status of `keel run` for a node removed from the cluster (sysexits EX_CONFIG): a restart cannot help. */
 export const EXIT_REMOVED = 78;
 
+/**
+ * Where a node records, in its data directory, that it learnt it was removed: it refuses to start on that data.
+ * (Not judged from its last applied configuration alone: a learner that installed a snapshot taken before its
+ * addition holds one without itself until it applies the addition.)
+ */
+export const REMOVED_FILE = 'removed.json';
+
+/**
+ * This node is no longer a member of the cluster: it applied its own removal, or a member answered with a newer
+ * configuration that leaves it out; at start, it had recorded either (REMOVED_FILE). Its log no longer grows and its
+ * state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data directory and
+ * join again.
+ */
 export class RemovedFromClusterError extends Error {
   readonly code = 'KEEL_REMOVED_FROM_CLUSTER';
   constructor(
     readonly nodeId: string,
     /** The index of the configuration that leaves it out. */
     readonly confIndex: number,
-    how: string,
+    /** How this node learnt it. */
+    readonly how: string,
   ) {
     super(
       `node ${nodeId} was removed from the cluster (${how}: the configuration at index ${confIndex} leaves it out); ` +
@@ -173,6 +182,52 @@ export class RemovedFromClusterError extends Error {
     );
     this.name = 'RemovedFromClusterError';
   }
+}
+
+/** Records a removal in `dataDir` durably (written aside, synced, renamed into place, the directory synced). */
+function recordRemoval(dataDir: string, removal: RemovedFromClusterError): void {
+  const path = join(dataDir, REMOVED_FILE);
+  const record = {
+    nodeId: removal.nodeId,
+    confIndex: removal.confIndex,
+    how: removal.how,
+    at: new Date().toISOString(),
+  };
+  const fd = openSync(`${path}.tmp`, 'w', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(record)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(`${path}.tmp`, path);
+  const dir = openSync(dataDir, 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/** The removal recorded in `dataDir` (REMOVED_FILE), null when none. A record it cannot read still counts. */
+function readRemoval(dataDir: string, nodeId: string): RemovedFromClusterError | null {
+  let text: string;
+  try {
+    text = readFileSync(join(dataDir, REMOVED_FILE), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  let record: { confIndex?: unknown; how?: unknown; at?: unknown } = {};
+  try {
+    record = JSON.parse(text) as typeof record;
+  } catch {
+    // unreadable: the file's presence is what counts
+  }
+  const confIndex = typeof record.confIndex === 'number' ? record.confIndex : 0;
+  const how = typeof record.how === 'string' ? record.how : 'recorded';
+  const at = typeof record.at === 'string' ? `, learnt ${record.at}` : '';
+  return new RemovedFromClusterError(nodeId, confIndex, `${how}${at}`);
 }
 
 /**
@@ -225,6 +280,8 @@ export class ClusterNode {
     private readonly refusals: RefusalLog,
     /** The member stopped itself, or learnt it was removed: the process should exit. */
     private readonly onFatal: (err: Error) => void,
+    /** Its data directory (REMOVED_FILE goes there). */
+    private readonly dataDir: string,
   ) {
     this.proposer = new RaftProposer(
       raft,
@@ -306,12 +363,9 @@ export class ClusterNode {
         ...raftLinkOptions(refusals, (err, peer) => logger('info', 'raft transport', { err: err.message, peer })),
       });
       transport.attach(server);
+      const removal = readRemoval(dataDir, opts.nodeId);
+      if (removal !== null) throw removal;
       const fresh = log.isEmpty();
-      const recorded = log.appliedConf();
-      const recordedMembers = confMembers(recorded.conf);
-      if (!fresh && recordedMembers.size > 0 && !recordedMembers.has(opts.nodeId)) {
-        throw new RemovedFromClusterError(opts.nodeId, recorded.index, 'its last applied configuration');
-      }
       let peers: Record<string, string> = { [opts.nodeId]: peerAddress };
       if (fresh && !opts.init && !opts.join) {
         throw new Error('a new cluster member needs --cluster-init (first node) or --join ADDR (a member)');
@@ -359,7 +413,7 @@ export class ClusterNode {
       });
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
-      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals, onFatal);
+      const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals, onFatal, dataDir);
       raft.onRemoved((index) => node.removedAt(index, 'it applied its own removal'));
       logger('info', 'peer protocol', { version: PEER_PROTOCOL_VERSION });
       node.monitor.start();
@@ -606,10 +660,16 @@ export class ClusterNode {
     }
   }
 
-  /** This node learnt it was removed: said once, then the process is asked to stop (onFatal). */
+  /** This node learnt it was removed: recorded (REMOVED_FILE), said once, then the process is asked to stop. */
   removedAt(confIndex: number, how: string): void {
     if (this.removal !== null || this.stopped) return;
     this.removal = new RemovedFromClusterError(this.id, confIndex, how);
+    try {
+      recordRemoval(this.dataDir, this.removal);
+    } catch (err) {
+      // it still stops; restarted, it learns it again from a member (or, if it applied its removal, finds no leader)
+      this.logger('warn', 'could not record the removal', { err: (err as Error).message });
+    }
     this.logger('error', 'removed from the cluster', { err: this.removal.message });
     this.onFatal(this.removal);
   }

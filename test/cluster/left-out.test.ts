@@ -1,14 +1,14 @@
 /**
- * A removed member stops: how it judges, from another member's status, that it was removed (leftOutBy), and a
- * restart on data whose last applied configuration leaves it out is refused.
+ * A removed member stops: how it judges, from another member's status, that it was removed (leftOutBy); a restart
+ * on data where it recorded its removal is refused, one where only its last configuration leaves it out is not.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ConfState, LevelLog } from '../../raft/index.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import { leftOutBy, RemovedFromClusterError } from '../../src/cluster/node.js';
+import { leftOutBy, REMOVED_FILE, RemovedFromClusterError } from '../../src/cluster/node.js';
 import { inProcessMember } from './in-process.js';
 
 const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({
@@ -50,30 +50,50 @@ describe('leftOutBy', () => {
 });
 
 describe('a member restarted on the data of a removed node', () => {
-  it('refuses to start, naming the removal and what to do (RemovedFromClusterError)', async () => {
+  const recordedConfOf = async (dir: string, id: string, voters: string[]) => {
+    // a Raft log whose last applied configuration (index 7) is `voters`
+    const log = await LevelLog.open(join(dir, id, 'raft'));
+    const enc = new TextEncoder();
+    await log.persist({
+      snapshot: null,
+      entries: Array.from({ length: 7 }, (_, i) => ({
+        index: i + 1,
+        term: 1,
+        type: 'normal' as const,
+        data: enc.encode('x'),
+      })),
+      hardState: { term: 1, vote: 'n1', commit: 7 },
+    });
+    await log.setConf({ index: 7, conf: conf(voters), addresses: { n1: '127.0.0.1:1', n2: '127.0.0.1:2' } });
+    await log.close();
+  };
+
+  it('refuses to start once it recorded its removal, naming it and what to do (RemovedFromClusterError)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-left-out-'));
     try {
       await preparePeerPki(['n1', 'n3'], (id) => join(dir, id));
-      // n3's Raft log as it is once n3 applied its own removal at index 7: a configuration of n1 and n2
-      const log = await LevelLog.open(join(dir, 'n3', 'raft'));
-      const enc = new TextEncoder();
-      await log.persist({
-        snapshot: null,
-        entries: Array.from({ length: 7 }, (_, i) => ({
-          index: i + 1,
-          term: 1,
-          type: 'normal' as const,
-          data: enc.encode('x'),
-        })),
-        hardState: { term: 1, vote: 'n1', commit: 7 },
-      });
-      await log.setConf({ index: 7, conf: conf(['n1', 'n2']), addresses: { n1: '127.0.0.1:1', n2: '127.0.0.1:2' } });
-      await log.close();
+      await recordedConfOf(dir, 'n3', ['n1', 'n2', 'n3']);
+      const record = { nodeId: 'n3', confIndex: 9, how: 'it applied its own removal', at: '2026-11-27T10:00:00.000Z' };
+      writeFileSync(join(dir, 'n3', REMOVED_FILE), JSON.stringify(record));
       const started = inProcessMember(dir, 'n3', { join: '127.0.0.1:1' }, { readyTimeout_ms: 2_000 });
       await expect(started).rejects.toThrow(RemovedFromClusterError);
       await expect(started).rejects.toThrow(
-        /^node n3 was removed from the cluster \(its last applied configuration: the configuration at index 7 leaves it out\); to bring it back, delete its data directory and join again with --join$/,
+        /^node n3 was removed from the cluster \(it applied its own removal, learnt 2026-11-27T10:00:00.000Z: the configuration at index 9 leaves it out\); to bring it back, delete its data directory and join again with --join$/,
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('is not judged removed from its last applied configuration alone (a learner installed an older snapshot)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-left-out-'));
+    try {
+      await preparePeerPki(['n1', 'n3'], (id) => join(dir, id));
+      await recordedConfOf(dir, 'n3', ['n1', 'n2']);
+      // it starts and waits for a leader (none here: its start fails for that, not as removed)
+      const started = inProcessMember(dir, 'n3', { join: '127.0.0.1:1' }, { readyTimeout_ms: 1_000 });
+      await expect(started).rejects.toThrow(/no leader within 1000 ms/);
+      await expect(started).rejects.not.toThrow(RemovedFromClusterError);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -75,6 +75,15 @@ describe('a member removed while its process runs on', () => {
     );
     expect(removal.confIndex).toBe(cluster(0).status().conf!.index);
     for (const i of [0, 1, 3]) expect(cluster(i).removed).toBeNull();
+
+    // stopped and started again on its data, it refuses at once: it recorded its removal
+    await cluster(2).stop({ transferLeadership: false });
+    await nodes[2]!.stop({ keepData: true });
+    const restarted = inProcessMember(setup.dir, 'n3', { join: cluster(0).peerAddress }, { readyTimeout_ms: 5_000 });
+    await expect(restarted).rejects.toThrow(RemovedFromClusterError);
+    await expect(restarted).rejects.toThrow(
+      /^node n3 was removed from the cluster \(.*, learnt \d{4}-.*: the configuration at/,
+    );
   }, 60_000);
 
   it('a member removed while it was down learns it from a member once restarted, and does not start', async () => {
@@ -89,6 +98,11 @@ describe('a member removed while its process runs on', () => {
     await expect(restarted).rejects.toThrow(
       /^node n4 was removed from the cluster \(member n[12] applied a newer configuration: the configuration at index \d+ leaves it out\)/,
     );
-    nodes.splice(3, 1); // stopped: the suite's stop() skips it
+    // it recorded what it learnt: the next start refuses at once, without asking anyone
+    const again = inProcessMember(setup.dir, 'n4', { join: cluster(0).peerAddress }, { readyTimeout_ms: 5_000 });
+    await expect(again).rejects.toThrow(
+      /^node n4 was removed from the cluster \(member n[12] applied a newer configuration, learnt /,
+    );
+    nodes.splice(2, 2); // n3 and n4 stopped: the suite's stop() skips them
   }, 60_000);
 });
