@@ -1032,7 +1032,7 @@ export const MUTANTS = [
   {
     // a member behind this one (its configuration no newer) is taken as proof of a removal
     id: 'removal-judged-by-older-conf',
-    file: 'src/cluster/node.ts',
+    file: 'src/cluster/removal.ts',
     search: 'if (theirs === undefined || theirs.index <= mine.index) return false;',
     replace: 'if (theirs === undefined) return false;',
     tests: ['test/cluster/left-out.test.ts'],

@@ -17,7 +17,8 @@ import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/registe
 import { type Clock, type Logger, Services, systemClock } from './api/services.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
-import { ClusterNode, type ClusterOptions, RemovedFromClusterError } from './cluster/node.js';
+import { ClusterNode, type ClusterOptions } from './cluster/node.js';
+import { RemovedFromClusterError } from './cluster/removal.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { migrateRouterRows } from './model/router-rows.js';
 import { onChanges } from './model/rows.js';

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { generatePassword } from '../bootstrap.js';
 import { initClusterPki, issueNodeBundle, shareSigningCa } from '../pki/index.js';
-import { EXIT_REMOVED } from './node.js';
 import { NodeExitedError, type NodeProcess, type NodeSpec, startNode, stopNode } from './processes.js';
+import { EXIT_REMOVED } from './removal.js';
 
 export interface LocalClusterOptions {
   basePort: number;

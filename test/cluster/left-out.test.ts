@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type ConfState, LevelLog } from '../../raft/index.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import { leftOutBy, REMOVED_FILE, RemovedFromClusterError } from '../../src/cluster/node.js';
+import { leftOutBy, REMOVED_FILE, RemovedFromClusterError } from '../../src/cluster/removal.js';
 import { inProcessMember } from './in-process.js';
 
 const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({

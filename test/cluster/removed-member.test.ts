@@ -6,8 +6,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ClusterNode, RemovedFromClusterError } from '../../src/cluster/node.js';
+import type { ClusterNode } from '../../src/cluster/node.js';
 import { peerClient } from '../../src/cluster/peer-api.js';
+import { RemovedFromClusterError } from '../../src/cluster/removal.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { call, login } from '../support/server.js';
 import { inProcessCluster, inProcessMember } from './in-process.js';

@@ -1,0 +1,102 @@
+/**
+ * A member removed from the cluster stops (docs/cluster.md, "A removed member stops"): the error that says so, how a
+ * member judges from another's status that it was removed, and the record it keeps in its data directory so that
+ * it does not start again on that data.
+ */
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { type ConfState, confMembers, type NodeId } from '../../raft/index.js';
+
+/** Exit status of `keel run` for a node removed from the cluster (sysexits EX_CONFIG): a restart cannot help. */
+export const EXIT_REMOVED = 78;
+
+/**
+ * Where a node records, in its data directory, that it learnt it was removed: it refuses to start on that data.
+ * (Not judged from its last applied configuration alone: a learner that installed a snapshot taken before its
+ * addition holds one without itself until it applies the addition.)
+ */
+export const REMOVED_FILE = 'removed.json';
+
+/**
+ * This node is no longer a member of the cluster: it applied its own removal, or a member answered with a newer
+ * configuration that leaves it out; at start, it had recorded either (REMOVED_FILE). Its log no longer grows and its
+ * state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data directory and
+ * join again.
+ */
+export class RemovedFromClusterError extends Error {
+  readonly code = 'KEEL_REMOVED_FROM_CLUSTER';
+  constructor(
+    readonly nodeId: string,
+    /** The index of the configuration that leaves it out. */
+    readonly confIndex: number,
+    /** How this node learnt it. */
+    readonly how: string,
+  ) {
+    super(
+      `node ${nodeId} was removed from the cluster (${how}: the configuration at index ${confIndex} leaves it out); ` +
+        'to bring it back, delete its data directory and join again with --join',
+    );
+    this.name = 'RemovedFromClusterError';
+  }
+}
+
+/** Records a removal in `dataDir` durably (written aside, synced, renamed into place, the directory synced). */
+export function recordRemoval(dataDir: string, removal: RemovedFromClusterError): void {
+  const path = join(dataDir, REMOVED_FILE);
+  const record = {
+    nodeId: removal.nodeId,
+    confIndex: removal.confIndex,
+    how: removal.how,
+    at: new Date().toISOString(),
+  };
+  const fd = openSync(`${path}.tmp`, 'w', 0o600);
+  try {
+    writeSync(fd, `${JSON.stringify(record)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(`${path}.tmp`, path);
+  const dir = openSync(dataDir, 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+}
+
+/** The removal recorded in `dataDir` (REMOVED_FILE), null when none. A record it cannot read still counts. */
+export function readRemoval(dataDir: string, nodeId: string): RemovedFromClusterError | null {
+  let text: string;
+  try {
+    text = readFileSync(join(dataDir, REMOVED_FILE), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  let record: { confIndex?: unknown; how?: unknown; at?: unknown } = {};
+  try {
+    record = JSON.parse(text) as typeof record;
+  } catch {
+    // unreadable: the file's presence is what counts
+  }
+  const confIndex = typeof record.confIndex === 'number' ? record.confIndex : 0;
+  const how = typeof record.how === 'string' ? record.how : 'recorded';
+  const at = typeof record.at === 'string' ? `, learnt ${record.at}` : '';
+  return new RemovedFromClusterError(nodeId, confIndex, `${how}${at}`);
+}
+
+/**
+ * Whether member `self`, whose applied configuration is `mine`, was removed, judged by a member's applied one
+ * (`theirs`, from its status; undefined from an older release). Applied configurations are committed, so a newer
+ * one that leaves `self` out while `mine` has it means `self` was removed since. A node not yet in its own (one
+ * joining) or a member behind this one (an older or the same index) proves nothing.
+ */
+export function leftOutBy(
+  self: NodeId,
+  mine: { index: number; conf: ConfState },
+  theirs: { index: number; members: readonly NodeId[] } | undefined,
+): boolean {
+  if (theirs === undefined || theirs.index <= mine.index) return false;
+  return !theirs.members.includes(self) && confMembers(mine.conf).has(self);
+}
