@@ -164,8 +164,10 @@ export class ClusterNode {
   private readonly forwardWss: WebSocketServer;
   private readonly monitor: MemberMonitor;
   private stopped = false;
-  /** Set once this node learnt it was removed from the cluster (RemovedFromClusterError). */
+  /** Set once this node learnt it was removed from the cluster and recorded it (RemovedFromClusterError). */
   private removal: RemovedFromClusterError | null = null;
+  /** removedAt was called (the record may still be being written). */
+  private learntRemoval = false;
   /** The member id each peer upgrade request's certificate vouches for, for the peer API's context (by request). */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Forwarded proposals being handed to Raft right now. */
@@ -566,18 +568,25 @@ export class ClusterNode {
     }
   }
 
-  /** This node learnt it was removed: recorded (REMOVED_FILE), said once, then the process is asked to stop. */
+  /**
+   * This node learnt it was removed: recorded (REMOVED_FILE) first, since the process is then asked to stop
+   * (onFatal); said once.
+   */
   removedAt(confIndex: number, how: string): void {
-    if (this.removal !== null || this.stopped) return;
-    this.removal = new RemovedFromClusterError(this.id, confIndex, how);
-    try {
-      recordRemoval(this.dataDir, this.removal);
-    } catch (err) {
-      // it still stops; restarted, it learns it again from a member (or, if it applied its removal, finds no leader)
-      this.logger('warn', 'could not record the removal', { err: (err as Error).message });
-    }
-    this.logger('error', 'removed from the cluster', { err: this.removal.message });
-    this.onFatal(this.removal);
+    if (this.learntRemoval || this.stopped) return;
+    this.learntRemoval = true;
+    const removal = new RemovedFromClusterError(this.id, confIndex, how);
+    void recordRemoval(this.dataDir, removal)
+      .catch((err: Error) => {
+        // it stops all the same; restarted, it learns it again from a member (or, if it applied its removal, finds
+        // no leader)
+        this.logger('warn', 'could not record the removal', { err: err.message });
+      })
+      .then(() => {
+        this.removal = removal;
+        this.logger('error', 'removed from the cluster', { err: removal.message });
+        this.onFatal(removal);
+      });
   }
 
   /** Why this node stopped being a member, once it learnt it (null while it is one). */

@@ -3,9 +3,10 @@
  * member judges from another's status that it was removed, and the record it keeps in its data directory so that
  * it does not start again on that data.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ConfState, confMembers, type NodeId } from '../../raft/index.js';
+import { writeFileDurably } from '../util/durable-file.js';
 
 /** Exit status of `keel run` for a node removed from the cluster (sysexits EX_CONFIG): a restart cannot help. */
 export const EXIT_REMOVED = 78;
@@ -16,6 +17,8 @@ export const EXIT_REMOVED = 78;
  * addition holds one without itself until it applies the addition.)
  */
 export const REMOVED_FILE = 'removed.json';
+/** Bound on the recorded text a message repeats (the record is this node's own, but a file may be anything). */
+const MAX_HOW_CHARS = 200;
 
 /**
  * This node is no longer a member of the cluster: it applied its own removal, or a member answered with a newer
@@ -40,29 +43,15 @@ export class RemovedFromClusterError extends Error {
   }
 }
 
-/** Records a removal in `dataDir` durably (written aside, synced, renamed into place, the directory synced). */
-export function recordRemoval(dataDir: string, removal: RemovedFromClusterError): void {
-  const path = join(dataDir, REMOVED_FILE);
+/** Records a removal in `dataDir` (REMOVED_FILE), durably. */
+export async function recordRemoval(dataDir: string, removal: RemovedFromClusterError): Promise<void> {
   const record = {
     nodeId: removal.nodeId,
     confIndex: removal.confIndex,
     how: removal.how,
     at: new Date().toISOString(),
   };
-  const fd = openSync(`${path}.tmp`, 'w', 0o600);
-  try {
-    writeSync(fd, `${JSON.stringify(record)}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(`${path}.tmp`, path);
-  const dir = openSync(dataDir, 'r');
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
+  await writeFileDurably(join(dataDir, REMOVED_FILE), `${JSON.stringify(record)}\n`, { mode: 0o600 });
 }
 
 /** The removal recorded in `dataDir` (REMOVED_FILE), null when none. A record it cannot read still counts. */
@@ -76,13 +65,14 @@ export function readRemoval(dataDir: string, nodeId: string): RemovedFromCluster
   }
   let record: { confIndex?: unknown; how?: unknown; at?: unknown } = {};
   try {
-    record = JSON.parse(text) as typeof record;
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null) record = parsed;
   } catch {
     // unreadable: the file's presence is what counts
   }
-  const confIndex = typeof record.confIndex === 'number' ? record.confIndex : 0;
-  const how = typeof record.how === 'string' ? record.how : 'recorded';
-  const at = typeof record.at === 'string' ? `, learnt ${record.at}` : '';
+  const confIndex = Number.isSafeInteger(record.confIndex) ? (record.confIndex as number) : 0;
+  const how = typeof record.how === 'string' ? record.how.slice(0, MAX_HOW_CHARS) : 'recorded';
+  const at = typeof record.at === 'string' ? `, learnt ${record.at.slice(0, MAX_HOW_CHARS)}` : '';
   return new RemovedFromClusterError(nodeId, confIndex, `${how}${at}`);
 }
 

@@ -3,8 +3,7 @@
  * directory, and the data integrity check (storage/integrity.ts), run in the background with its results polled.
  * Both act on the node that takes the request: on a cluster, each member has its own store, files and results.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dataEnvelope } from '../../http/errors.js';
 import { checkIntegrity, type IntegrityFinding } from '../../storage/integrity.js';
@@ -14,6 +13,7 @@ import { okEmpty } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { detailEnvelope, empty } from '../model/common.js';
 import { s } from '../schema/s.js';
+import { writeFileDurably } from '../util/durable-file.js';
 
 /** Results kept from one check, as OpenZiti keeps them; beyond, `tooManyErrors`. */
 export const MAX_INTEGRITY_RESULTS = 1000;
@@ -57,7 +57,7 @@ interface CheckState {
   tooManyErrors: boolean;
 }
 
-/** Writes the store's snapshot to `<dataDir>/snapshots/<time>.keel-snapshot` (synced, then renamed into place). */
+/** Writes the store's snapshot to `<dataDir>/snapshots/<time>.keel-snapshot` (durably: writeFileDurably). */
 async function writeSnapshot(svc: Services): Promise<string> {
   const dataDir = svc.config.dataDir;
   if (dataDir === undefined) throw Errors.UNHANDLED();
@@ -66,15 +66,7 @@ async function writeSnapshot(svc: Services): Promise<string> {
   const dir = join(dataDir, SNAPSHOT_DIR);
   await mkdir(dir, { recursive: true });
   const name = `${new Date(svc.clock.now()).toISOString().replace(/[:.]/g, '-')}${SNAPSHOT_SUFFIX}`;
-  const tmp = join(dir, `.${name}.${randomBytes(4).toString('hex')}.tmp`);
-  const file = await open(tmp, 'w');
-  try {
-    for (const chunk of chunks) await file.write(chunk);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(tmp, join(dir, name));
+  await writeFileDurably(join(dir, name), chunks);
   const kept = (await readdir(dir)).filter((f) => f.endsWith(SNAPSHOT_SUFFIX)).sort();
   for (const old of kept.slice(0, Math.max(0, kept.length - MAX_SNAPSHOT_FILES))) await rm(join(dir, old));
   return name;
