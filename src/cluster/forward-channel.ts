@@ -15,6 +15,7 @@
  * answered (the connection closed, the answer did not come in time, the leader failed) is unknown, never retried
  * blindly.
  */
+import type { IncomingMessage } from 'node:http';
 import { Packr } from 'msgpackr';
 import WebSocket, { type WebSocketServer } from 'ws';
 import { MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
@@ -138,10 +139,16 @@ export function serveForwards(
   wss: WebSocketServer,
   handle: (term: number, items: Uint8Array[], from: string | null) => Promise<ForwardResult[]>,
   onError: (err: Error) => void,
-  hold_ms: number = FORWARD_ANSWER_HOLD_MS,
+  opts: {
+    hold_ms?: number;
+    /** The member id the upgrade request's certificate vouches for (null: none, e.g. without TLS). */
+    peerOf?: (req: IncomingMessage) => string | null;
+  } = {},
 ): void {
-  // `from`: the member id the connection's certificate vouches for, as the upgrade emitted it (null without TLS)
-  wss.on('connection', (ws: WebSocket, _req: unknown, from?: string) => {
+  const hold_ms = opts.hold_ms ?? FORWARD_ANSWER_HOLD_MS;
+  const peerOf = opts.peerOf ?? (() => null);
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    const from = peerOf(req);
     const answers = new HeldAnswers(ws, hold_ms);
     ws.on('close', () => answers.drop());
     ws.on('error', (err) => onError(err));
@@ -158,7 +165,7 @@ export function serveForwards(
         ws.close(1007, 'bad frame');
         return;
       }
-      handle(req.term, req.items, from ?? null).then(
+      handle(req.term, req.items, from).then(
         (results) => answers.add(encodeForwardAnswer(req.id, results), results.every(isAccepted)),
         (err: unknown) => {
           onError(err as Error);

@@ -168,7 +168,7 @@ export class ClusterNode {
   private removal: RemovedFromClusterError | null = null;
   /** removedAt was called (the record may still be being written). */
   private learntRemoval = false;
-  /** The member id each peer upgrade request's certificate vouches for, for the peer API's context (by request). */
+  /** The member id each peer upgrade request's certificate vouches for (by request), for the peer API and forwards. */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
@@ -212,7 +212,9 @@ export class ClusterNode {
       router: peerRouter,
       createContext: ({ req }) => ({ handlers, from: this.peerOfRequest.get(req) ?? null }),
     });
-    serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }));
+    serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }), {
+      peerOf: (req) => this.peerOfRequest.get(req) ?? null,
+    });
     server.on('upgrade', (req, socket, head) => {
       const path = (req.url ?? '').split('?')[0];
       if (path === RAFT_PATH) return; // the Raft transport's listener takes it
@@ -238,7 +240,7 @@ export class ClusterNode {
       }
       this.refusals.accepted(path ?? '', peer);
       this.peerOfRequest.set(req, peer);
-      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req, peer));
+      wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     });
   }
 

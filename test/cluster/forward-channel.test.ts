@@ -37,7 +37,7 @@ async function listener(
     wss,
     (term, items) => handle(items, term),
     () => {},
-    hold_ms,
+    { hold_ms },
   );
   server.on('upgrade', (req, socket, head) => {
     if (req.url !== FORWARD_PATH) return socket.destroy();
