@@ -3,7 +3,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
-import { orRefusal, peerClient } from '../cluster/peer-api.js';
+import { type MemberStatus, orRefusal, type PeerTlsOptions, peerClient } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
 import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
 import { withTimeout } from '../util/timeout.js';
@@ -23,6 +23,7 @@ export const CLUSTER_USAGE = `Usage:
         adds a member (a learner, promoted to voter once caught up unless --learner); the new node is started
         with --join instead when it can reach a member itself
   keel cluster remove --peer ADDR --pki-dir DIR --id ID
+        removes a member; once it learns of it, it stops (exit status 78) and does not start again on its data
   keel cluster transfer-leadership --peer ADDR --pki-dir DIR --to ID
   ADDR is any member's peer address (host:port of its --peer-listen); DIR a member's PKI directory
   (<data-dir>/pki), whose peer certificate the command presents (peer links are mutual TLS).
@@ -35,6 +36,21 @@ function port(text: string | undefined, flag: string, dflt: number): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1 || n > 65533) throw new Error(`invalid ${flag} '${text}' (1..65533)`);
   return n;
+}
+
+/** How long `list` waits for each member's own status before it calls the member unreachable. */
+const STATUS_TIMEOUT_MS = 3_000;
+
+/** Member `address`'s status over the peer API, null when it does not answer (or refuses) in time. */
+async function memberStatus(address: string, tls: PeerTlsOptions): Promise<MemberStatus | null> {
+  const c = peerClient(address, tls);
+  try {
+    return await withTimeout(c.api.status.query(), STATUS_TIMEOUT_MS, `status of ${address}`);
+  } catch {
+    return null;
+  } finally {
+    c.close();
+  }
 }
 
 export async function clusterCommand(argv: string[], out: (s: string) => void): Promise<number> {
@@ -90,14 +106,22 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     throw new Error("--pki-dir DIR (a member's PKI directory, <data-dir>/pki) is required: peer links are mutual TLS");
   }
   const peer = values.peer;
-  const c = peerClient(peer, await loadPeerTlsOptions(resolve(values['pki-dir'])));
+  const tls = await loadPeerTlsOptions(resolve(values['pki-dir']));
+  const c = peerClient(peer, tls);
   // a member that refuses this build's peer protocol: its reason is the error
   const timed = <T>(p: Promise<T>) => orRefusal(c, peer, () => withTimeout(p, CALL_TIMEOUT_MS, 'the member'));
   try {
     if (sub === 'list') {
       const m = await timed(c.api.members.query());
-      out('id\taddress\tvoter\tleader');
-      for (const x of m.members) out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}`);
+      // each member asked for its own status, all at once: one that does not answer in time is unreachable
+      const statuses = await Promise.all(m.members.map((x) => memberStatus(x.address, tls)));
+      out('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses');
+      m.members.forEach((x, i) => {
+        const st = statuses[i];
+        const applied = st ? String(st.applied) : '-';
+        const apis = st && st.apiAddresses.length > 0 ? st.apiAddresses.join(',') : '-';
+        out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}\t${st !== null}\t${applied}\t${apis}`);
+      });
     } else if (sub === 'add') {
       if (!values.id || !values.address) throw new Error('add needs --id and --address');
       await timed(c.api.addMember.mutate({ id: values.id, address: values.address, voter: !values.learner }));
@@ -105,7 +129,7 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     } else if (sub === 'remove') {
       if (!values.id) throw new Error('remove needs --id');
       await timed(c.api.removeMember.mutate({ id: values.id }));
-      out(`removed ${values.id}`);
+      out(`removed ${values.id} (it stops once it learns of it; to bring it back, delete its data directory and join)`);
     } else {
       if (!values.to) throw new Error('transfer-leadership needs --to');
       await timed(c.api.transferLeadership.mutate({ to: values.to }));
