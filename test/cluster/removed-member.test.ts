@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ForwardClient } from '../../src/cluster/forward-channel.js';
 import type { ClusterNode } from '../../src/cluster/node.js';
 import { peerClient } from '../../src/cluster/peer-api.js';
 import { RemovedFromClusterError } from '../../src/cluster/removal.js';
@@ -40,6 +41,23 @@ describe('a member removed while its process runs on', () => {
       'n3 out of the applied configuration of n1, n2 and n4',
     );
 
+    // what it forwards, sent straight to the leader in the leader's own term (whatever n3 itself still believes
+    // about the leader): refused as "no leader here", nothing proposed
+    const n3Tls = await loadPeerTlsOptions(join(setup.dir, 'n3', 'pki'));
+    const leader = await until(
+      () => [0, 1, 3].map(cluster).find((c) => c.raft.status().role === 'leader'),
+      10_000,
+      'a leader among n1, n2, n4',
+    );
+    const forward = new ForwardClient(leader.peerAddress, n3Tls);
+    try {
+      const term = leader.raft.status().term;
+      const answered = await forward.send(term, [new Uint8Array([1, 2, 3])], 5_000, 5_000);
+      expect(answered).toEqual([{ ok: false, code: 'not-leader', leader: null }]);
+    } finally {
+      forward.close();
+    }
+
     // its writes: refused by the leader, never applied on the members
     const after = await call('POST', `${nodes[2]!.mgmt}/identities`, {
       token,
@@ -53,7 +71,7 @@ describe('a member removed while its process runs on', () => {
     }
 
     // its membership changes: refused (FORBIDDEN) by a member, the configuration unchanged
-    const n3 = peerClient(cluster(0).peerAddress, await loadPeerTlsOptions(join(setup.dir, 'n3', 'pki')));
+    const n3 = peerClient(cluster(0).peerAddress, n3Tls);
     try {
       await expect(n3.api.removeMember.mutate({ id: 'n2' })).rejects.toThrow(/n3 is not a member of this cluster/);
       await expect(n3.api.transferLeadership.mutate({ to: 'n2' })).rejects.toThrow(/not a member/);
