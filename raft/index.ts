@@ -3,6 +3,7 @@
 /** To read membership changes (and their context) from `conf` entries handed to StateMachine.apply. */
 export { decodeConfChange } from './core/raft.js';
 export { decodeAddresses as decodeConfAddresses } from './node/conf-context.js';
+export { forceNewCluster } from './node/force-new-cluster.js';
 export { checkedChunks, joinChunks } from './node/snapshot-stream.js';
 export {
   type NodeStatus,

@@ -1038,6 +1038,14 @@ export const MUTANTS = [
     tests: ['test/cluster/left-out.test.ts'],
   },
   {
+    // --force-new-cluster leaves the removals it writes uncommitted: the survivor never becomes the only voter
+    id: 'force-new-cluster-uncommitted',
+    file: 'raft/node/force-new-cluster.ts',
+    search: 'hardState: { term, vote: self, commit: last + others.length }',
+    replace: 'hardState: { term, vote: self, commit: hs.commit }',
+    tests: ['test/cluster/force-new-cluster.test.ts'],
+  },
+  {
     // equal shard shares: every shard of a collection's maps doubles on about the same write
     id: 'sharded-equal-shares',
     file: 'storage/sharded.ts',

@@ -47,6 +47,8 @@ Cluster options of run (without --node-id the node runs alone, as above):
   --peer-advertise H:P    address other members dial (default: the peer listener's)
   --cluster-init          first start of a new cluster, this node its first voter (initialises the state)
   --join ADDR             first start of a new member: join through the member at peer address ADDR
+  --force-new-cluster     quorum lost for good: restart this member as the only voter, with its data; the
+                          others are removed (docs/cluster.md, "Quorum lost for good"). Unsafe if they come back
   --snapshot-every N      flush the store, record a snapshot, compact the Raft log every N entries (default 40000)
   --pipeline-proposals    as leader, append new writes while earlier ones are still uncommitted (default: they
                           wait for those to commit and are appended together; docs/cluster.md)
@@ -165,6 +167,7 @@ export async function clusterOptions(
     'snapshot-every',
     'pipeline-proposals',
     'raft-wal-mib',
+    'force-new-cluster',
   ];
   if (id === undefined) {
     const stray = clusterFlags.find((f) => values[f] !== undefined);
@@ -173,6 +176,9 @@ export async function clusterOptions(
   }
   if (!NODE_ID.test(id)) throw new Error(`invalid --node-id '${id}' (1-64 of letters, digits, '.', '_', '-')`);
   if (values['cluster-init'] && values.join) throw new Error('--cluster-init and --join exclude each other');
+  if (values['force-new-cluster'] && (values['cluster-init'] || values.join)) {
+    throw new Error('--force-new-cluster restarts a member on its data: not with --cluster-init or --join');
+  }
   const tls = await peerTlsOf(pkiDir, id);
   return {
     nodeId: id,
@@ -188,6 +194,7 @@ export async function clusterOptions(
       : {}),
     ...(values['pipeline-proposals'] === true ? { holdWhileCommitting: false } : {}),
     ...(values['raft-wal-mib'] !== undefined ? { raftWal_bytes: walMib(values['raft-wal-mib'] as string) } : {}),
+    ...(values['force-new-cluster'] === true ? { forceNewCluster: true } : {}),
   };
 }
 
@@ -263,6 +270,7 @@ async function run(argv: string[]): Promise<void> {
       'snapshot-every': { type: 'string' },
       'pipeline-proposals': { type: 'boolean' },
       'raft-wal-mib': { type: 'string' },
+      'force-new-cluster': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,

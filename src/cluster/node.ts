@@ -8,6 +8,7 @@ import {
   answerWithLinkHeaders,
   type ConfState,
   confMembers,
+  forceNewCluster,
   LevelLog,
   type NodeId,
   RaftError,
@@ -73,6 +74,11 @@ export interface ClusterOptions {
   tick_ms?: number;
   /** How long a starting member waits for a leader before its start fails (default 30 s). */
   readyTimeout_ms?: number;
+  /**
+   * Quorum lost for good: start as the only voter, with this member's data, the other members removed
+   * (raft forceNewCluster; `--force-new-cluster`). Unsafe if they come back.
+   */
+  forceNewCluster?: boolean;
   /**
    * As leader, hold the writes proposed while earlier ones are uncommitted and append them together once those
    * commit (RaftNodeOptions.holdWhileCommitting). Default true; `--pipeline-proposals` turns it off.
@@ -276,6 +282,11 @@ export class ClusterNode {
       const removal = readRemoval(dataDir, opts.nodeId);
       if (removal !== null) throw removal;
       const fresh = log.isEmpty();
+      if (opts.forceNewCluster === true) {
+        if (fresh) throw new Error("--force-new-cluster needs a member's data: this data directory has no Raft log");
+        const removed = await forceNewCluster(log, opts.nodeId);
+        logger('warn', 'forced a new cluster: this member is its only voter', { removed });
+      }
       let peers: Record<string, string> = { [opts.nodeId]: peerAddress };
       if (fresh && !opts.init && !opts.join) {
         throw new Error('a new cluster member needs --cluster-init (first node) or --join ADDR (a member)');

@@ -84,6 +84,21 @@ describe('keel run as a cluster member: peer links are mutual TLS by default, wi
     );
   });
 
+  it('--force-new-cluster: a member restarted on its data only (not with --cluster-init or --join), needs --node-id', async () => {
+    const pki = s.path('n1-force-pki');
+    await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });
+    expect((await clusterOptions({ 'node-id': 'n1', 'force-new-cluster': true }, pki))?.forceNewCluster).toBe(true);
+    expect((await clusterOptions({ 'node-id': 'n1' }, pki))?.forceNewCluster).toBeUndefined();
+    for (const other of [{ 'cluster-init': true }, { join: '127.0.0.1:6262' }]) {
+      expect(await failure(clusterOptions({ 'node-id': 'n1', 'force-new-cluster': true, ...other }, pki))).toContain(
+        '--force-new-cluster restarts a member on its data: not with --cluster-init or --join',
+      );
+    }
+    expect(await failure(clusterOptions({ 'force-new-cluster': true }, pki))).toContain(
+      '--force-new-cluster needs --node-id',
+    );
+  });
+
   it('--raft-wal-mib sizes the Raft write-ahead file (0: none), within 0 to 4096, and needs --node-id', async () => {
     const pki = s.path('n1-wal-pki');
     await initClusterPki(pki, { nodeId: 'n1', hosts: ['127.0.0.1'] });

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { decodeConfChange } from '../core/codec.js';
+import { MemoryDurableLog } from '../storage/memory-durable-log.js';
+import type { ConfState, Entry } from '../types.js';
+import { forceNewCluster } from './force-new-cluster.js';
+
+const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({
+  voters,
+  learners,
+  votersOutgoing,
+  learnersNext: [],
+  autoLeave: false,
+});
+const ents = (from: number, to: number, term: number): Entry[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({
+    index: from + i,
+    term,
+    type: 'normal' as const,
+    data: new Uint8Array([from + i]),
+  }));
+
+async function logWith(c: ConfState): Promise<MemoryDurableLog> {
+  const log = new MemoryDurableLog();
+  await log.persist({ snapshot: null, entries: ents(1, 5, 2), hardState: { term: 3, vote: 'b', commit: 3 } });
+  await log.setConf({ index: 2, conf: c, addresses: {} });
+  return log;
+}
+
+describe('forceNewCluster', () => {
+  it('removes every other member (voters and learners) by committed changes after the last entry', async () => {
+    const log = await logWith(conf(['a', 'b', 'c'], ['d']));
+    expect(await forceNewCluster(log, 'a')).toEqual(['b', 'c', 'd']);
+    const added = log.entries(6, 9, Infinity);
+    expect(added.map((e) => [e.index, e.term, e.type])).toEqual([
+      [6, 3, 'conf'],
+      [7, 3, 'conf'],
+      [8, 3, 'conf'],
+    ]);
+    expect(added.map((e) => decodeConfChange(e.data).changes)).toEqual([
+      [{ type: 'removeNode', node: 'b' }],
+      [{ type: 'removeNode', node: 'c' }],
+      [{ type: 'removeNode', node: 'd' }],
+    ]);
+    // everything the log held is committed with them (entries 4 and 5 were not), and the vote is its own
+    expect(log.initialState().hardState).toEqual({ term: 3, vote: 'a', commit: 8 });
+    expect(log.entries(1, 6, Infinity).map((e) => e.data[0])).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('a member alone already: nothing written', async () => {
+    const log = await logWith(conf(['a']));
+    expect(await forceNewCluster(log, 'a')).toEqual([]);
+    expect(log.lastIndex()).toBe(5);
+    expect(log.initialState().hardState.commit).toBe(3);
+  });
+
+  it('refuses a node its own configuration does not hold, and a joint configuration', async () => {
+    await expect(forceNewCluster(await logWith(conf(['b', 'c'])), 'a')).rejects.toThrow(/not a member/);
+    await expect(forceNewCluster(await logWith(conf(['a', 'b'], [], ['a', 'b', 'c'])), 'a')).rejects.toThrow(/joint/);
+  });
+});
