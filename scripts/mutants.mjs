@@ -1041,9 +1041,17 @@ export const MUTANTS = [
     // --force-new-cluster leaves the removals it writes uncommitted: the survivor never becomes the only voter
     id: 'force-new-cluster-uncommitted',
     file: 'raft/node/force-new-cluster.ts',
-    search: 'hardState: { term, vote: self, commit: last + others.length }',
+    search: 'hardState: { term, vote: self, commit: last + entries.length }',
     replace: 'hardState: { term, vote: self, commit: hs.commit }',
     tests: ['test/cluster/force-new-cluster.test.ts'],
+  },
+  {
+    // --force-new-cluster on a learner removes every voter (a configuration without one: refused when applied)
+    id: 'force-new-cluster-learner-not-promoted',
+    file: 'raft/node/force-new-cluster.ts',
+    search: 'const promote = conf.learners.includes(self);',
+    replace: 'const promote = false;',
+    tests: ['raft/node/force-new-cluster.test.ts'],
   },
   {
     // equal shard shares: every shard of a collection's maps doubles on about the same write

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeConfChange } from '../core/codec.js';
+import { computeConfChange, restoreTracker } from '../core/confchange.js';
+import { ProgressTracker } from '../core/tracker.js';
 import { MemoryDurableLog } from '../storage/memory-durable-log.js';
 import type { ConfState, Entry } from '../types.js';
 import { forceNewCluster } from './force-new-cluster.js';
@@ -44,6 +46,31 @@ describe('forceNewCluster', () => {
     // everything the log held is committed with them (entries 4 and 5 were not), and the vote is its own
     expect(log.initialState().hardState).toEqual({ term: 3, vote: 'a', commit: 8 });
     expect(log.entries(1, 6, Infinity).map((e) => e.data[0])).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  /** The configuration after applying, in order, the changes written after entry 5 (the core's own rules). */
+  function applied(log: MemoryDurableLog, from: ConfState): ConfState {
+    let tracker = restoreTracker(from, 5, 16);
+    for (const e of log.entries(6, log.lastIndex() + 1, Infinity)) {
+      const r = computeConfChange(tracker, decodeConfChange(e.data), e.index);
+      tracker = new ProgressTracker(r.config, r.progress, 16);
+    }
+    return tracker.confState();
+  }
+
+  it('leaves exactly one voter, itself, under the conf-change rules; a learner is made a voter first', async () => {
+    for (const [self, c] of [
+      ['a', conf(['a', 'b', 'c'], ['d'])],
+      ['d', conf(['a', 'b', 'c'], ['d'])],
+      ['c', conf(['a', 'b', 'c'])],
+    ] as const) {
+      const log = await logWith(c);
+      await forceNewCluster(log, self);
+      expect(applied(log, c), self).toMatchObject({ voters: [self], learners: [], votersOutgoing: [] });
+    }
+    const log = await logWith(conf(['a', 'b'], ['d']));
+    expect(await forceNewCluster(log, 'd')).toEqual(['a', 'b']);
+    expect(decodeConfChange(log.entries(6, 7, Infinity)[0]!.data).changes).toEqual([{ type: 'addVoter', node: 'd' }]);
   });
 
   it('a member alone already: nothing written', async () => {

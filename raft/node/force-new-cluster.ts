@@ -5,11 +5,11 @@
  */
 import { encodeConfChange } from '../core/codec.js';
 import { confMembers, type DurableLog } from '../storage/durable-log.js';
-import type { Entry, NodeId } from '../types.js';
+import type { ConfChangeSingle, Entry, NodeId } from '../types.js';
 
 /**
- * Appends, after the last entry of `log`, one committed membership change per other member removing it (voters
- * and learners, one at a time: simple changes), and commits every entry the log holds: what this member has is
+ * Appends, after the last entry of `log`, committed membership changes, one at a time (simple changes): `self`
+ * made a voter if it is a learner, then every other member (voter or learner) removed; and commits every entry the log holds: what this member has is
  * what the new cluster starts from (nothing it holds is dropped, committed elsewhere or not). The driver applies
  * them on start like any committed entries. Returns the ids removed (empty: `self` was already alone).
  */
@@ -21,16 +21,22 @@ export async function forceNewCluster(log: DurableLog, self: NodeId): Promise<No
     throw new Error('raft: the configuration is joint (a membership change was under way): not forced');
   }
   const others = [...members].filter((id) => id !== self).sort();
-  if (others.length === 0) return [];
+  const promote = conf.learners.includes(self);
+  if (others.length === 0 && !promote) return [];
+  // a learner first becomes a voter: removing the voters before would leave a configuration without any
+  const changes: ConfChangeSingle[] = [
+    ...(promote ? [{ type: 'addVoter' as const, node: self }] : []),
+    ...others.map((node) => ({ type: 'removeNode' as const, node })),
+  ];
   const hs = log.initialState().hardState;
   const last = log.lastIndex();
   const term = Math.max(hs.term, log.term(last), 1);
-  const entries: Entry[] = others.map((node, i) => ({
+  const entries: Entry[] = changes.map((change, i) => ({
     index: last + 1 + i,
     term,
     type: 'conf',
-    data: encodeConfChange({ changes: [{ type: 'removeNode', node }] }),
+    data: encodeConfChange({ changes: [change] }),
   }));
-  await log.persist({ snapshot: null, entries, hardState: { term, vote: self, commit: last + others.length } });
+  await log.persist({ snapshot: null, entries, hardState: { term, vote: self, commit: last + entries.length } });
   return others;
 }
