@@ -1046,6 +1046,14 @@ export const MUTANTS = [
     tests: ['test/cluster/force-new-cluster.test.ts'],
   },
   {
+    // --force-new-cluster forces a member whose cluster still has a quorum (its healthy members then stop, removed)
+    id: 'force-new-cluster-no-interlock',
+    file: 'src/cluster/node.ts',
+    search: 'if (alive !== null) {',
+    replace: 'if (alive === undefined) {',
+    tests: ['test/cluster/force-new-cluster.test.ts'],
+  },
+  {
     // --force-new-cluster on a learner removes every voter (a configuration without one: refused when applied)
     id: 'force-new-cluster-learner-not-promoted',
     file: 'raft/node/force-new-cluster.ts',

@@ -157,6 +157,33 @@ export class MemberConflictError extends Error {
   }
 }
 
+/** How long --force-new-cluster's interlock waits for each other member's status. */
+const FORCE_CHECK_TIMEOUT_MS = 2_000;
+
+/** The first other member (of `addresses`) that answers its status and knows a leader; null when none does. */
+async function memberWithLeader(
+  addresses: Record<string, string>,
+  self: string,
+  tls: PeerTlsOptions,
+): Promise<{ id: string; leader: string } | null> {
+  const answers = await Promise.all(
+    Object.entries(addresses)
+      .filter(([id]) => id !== self)
+      .map(async ([id, address]) => {
+        const c = peerClient(address, tls);
+        try {
+          const st = await withTimeout(c.api.status.query(), FORCE_CHECK_TIMEOUT_MS, `status of ${id}`);
+          return st.leader !== null ? { id, leader: st.leader } : null;
+        } catch {
+          return null; // gone, or not answering: what the flag is for
+        } finally {
+          c.close();
+        }
+      }),
+  );
+  return answers.find((a) => a !== null) ?? null;
+}
+
 /**
  * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
@@ -284,6 +311,14 @@ export class ClusterNode {
       const fresh = log.isEmpty();
       if (opts.forceNewCluster === true) {
         if (fresh) throw new Error("--force-new-cluster needs a member's data: this data directory has no Raft log");
+        // the interlock: a member that answers and knows a leader means the cluster still has a quorum
+        const alive = await memberWithLeader(log.appliedConf().addresses, opts.nodeId, tls);
+        if (alive !== null) {
+          throw new Error(
+            `--force-new-cluster refused: member ${alive.id} answers and follows leader ${alive.leader}: ` +
+              'the cluster still has a quorum (start this node without the flag)',
+          );
+        }
         const removed = await forceNewCluster(log, opts.nodeId);
         logger('warn', 'forced a new cluster: this member is its only voter', { removed });
       }

@@ -25,25 +25,31 @@ describe('--force-new-cluster', () => {
       call('POST', `${nodes[0]!.mgmt}/identities`, { token, body: { name, type: 'User', isAdmin: false } });
     expect((await create('before-the-loss')).status).toBe(201);
 
-    // the majority goes for good (n2 and n3, their data kept for the end); then n1 is restarted, forced
     const n1Port = Number(cluster(0).peerAddress.split(':').at(-1)); // where the others know n1
-    const stopped = nodes.splice(0, 3);
-    for (const n of stopped) {
-      await n.ctl.cluster!.stop({ transferLeadership: false });
-      await n.stop({ keepData: true });
-    }
-    nodes.push(
-      await inProcessMember(
+    const forcedN1 = () =>
+      inProcessMember(
         setup.dir,
         'n1',
         { join: '127.0.0.1:1' },
-        {
-          forceNewCluster: true,
-          peerListen: { host: '127.0.0.1', port: n1Port },
-          readyTimeout_ms: 10_000,
-        },
-      ),
+        { forceNewCluster: true, peerListen: { host: '127.0.0.1', port: n1Port }, readyTimeout_ms: 10_000 },
+      );
+    const stop = async (n: (typeof nodes)[number]) => {
+      await n.ctl.cluster!.stop({ transferLeadership: false });
+      await n.stop({ keepData: true });
+    };
+
+    // n1 stopped while n2 and n3 still make a quorum: the interlock refuses to force it
+    const [n1, n2, n3] = nodes.splice(0, 3) as [(typeof nodes)[number], (typeof nodes)[number], (typeof nodes)[number]];
+    await stop(n1);
+    await until(() => n2.ctl.cluster!.raft.leaderId(), 10_000, 'a leader among n2 and n3');
+    await expect(forcedN1()).rejects.toThrow(
+      /^--force-new-cluster refused: member n[23] answers and follows leader n[23]: the cluster still has a quorum/,
     );
+
+    // the majority goes for good (n2 and n3, their data kept for the end); n1 is restarted, forced
+    await stop(n2);
+    await stop(n3);
+    nodes.push(await forcedN1());
     const conf = cluster(0).raft.status().conf;
     expect(conf.voters).toEqual(['n1']);
     expect(conf.learners).toEqual([]);
