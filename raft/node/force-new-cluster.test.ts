@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { decodeConfChange } from '../core/codec.js';
+import { decodeConfChange, encodeConfChange } from '../core/codec.js';
 import { computeConfChange, restoreTracker } from '../core/confchange.js';
 import { ProgressTracker } from '../core/tracker.js';
 import { MemoryDurableLog } from '../storage/memory-durable-log.js';
-import type { ConfState, Entry } from '../types.js';
+import type { ConfChangeSingle, ConfState, Entry } from '../types.js';
 import { forceNewCluster } from './force-new-cluster.js';
 
 const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({
@@ -71,6 +71,21 @@ describe('forceNewCluster', () => {
     const log = await logWith(conf(['a', 'b'], ['d']));
     expect(await forceNewCluster(log, 'd')).toEqual(['a', 'b']);
     expect(decodeConfChange(log.entries(6, 7, Infinity)[0]!.data).changes).toEqual([{ type: 'addVoter', node: 'd' }]);
+  });
+
+  it('takes the membership changes of the log tail (not applied yet) into account', async () => {
+    const tail = async (change: ConfChangeSingle) => {
+      const log = await logWith(conf(['a', 'b', 'c']));
+      const data = encodeConfChange({ changes: [change] });
+      await log.persist({ snapshot: null, entries: [{ index: 6, term: 3, type: 'conf', data }], hardState: null });
+      return log;
+    };
+    // a learner added in the tail is removed too
+    const added = await tail({ type: 'addLearner', node: 'e' });
+    expect(await forceNewCluster(added, 'a')).toEqual(['b', 'c', 'e']);
+    expect(added.initialState().hardState.commit).toBe(9);
+    // a tail that removes this member: it is not a member of where its log leads
+    await expect(forceNewCluster(await tail({ type: 'removeNode', node: 'a' }), 'a')).rejects.toThrow(/not a member/);
   });
 
   it('a member alone already: nothing written', async () => {
