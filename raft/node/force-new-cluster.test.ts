@@ -2,17 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { decodeConfChange, encodeConfChange } from '../core/codec.js';
 import { computeConfChange, restoreTracker } from '../core/confchange.js';
 import { ProgressTracker } from '../core/tracker.js';
+import { confOf } from '../storage/log-testkit.js';
 import { MemoryDurableLog } from '../storage/memory-durable-log.js';
 import type { ConfChangeSingle, ConfState, Entry } from '../types.js';
 import { forceNewCluster } from './force-new-cluster.js';
 
-const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({
-  voters,
-  learners,
-  votersOutgoing,
-  learnersNext: [],
-  autoLeave: false,
-});
+const conf = confOf;
 const ents = (from: number, to: number, term: number): Entry[] =>
   Array.from({ length: to - from + 1 }, (_, i) => ({
     index: from + i,

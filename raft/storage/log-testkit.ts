@@ -14,6 +14,11 @@ export const conf3: ConfState = {
   autoLeave: false,
 };
 
+/** A (non-joint unless `votersOutgoing`) configuration of these voters and learners. */
+export function confOf(voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState {
+  return { voters, learners, votersOutgoing, learnersNext: [], autoLeave: false };
+}
+
 /**
  * A write-ahead file in memory: every write is "durable" at once, and `bytes` is the file, for tests that damage
  * or inspect it. (power-loss-testkit.ts simulates one that power losses tear.)

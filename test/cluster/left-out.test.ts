@@ -6,18 +6,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type ConfState, LevelLog } from '../../raft/index.js';
+import { LevelLog } from '../../raft/index.js';
+import { confOf } from '../../raft/storage/log-testkit.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
 import { leftOutBy, REMOVED_FILE, RemovedFromClusterError } from '../../src/cluster/removal.js';
 import { inProcessMember } from './in-process.js';
 
-const conf = (voters: string[], learners: string[] = [], votersOutgoing: string[] = []): ConfState => ({
-  voters,
-  learners,
-  votersOutgoing,
-  learnersNext: [],
-  autoLeave: false,
-});
+const conf = confOf;
 
 describe('leftOutBy', () => {
   const mine = { index: 10, conf: conf(['n1', 'n2', 'n3']) };
