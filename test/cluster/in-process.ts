@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import type { ClusterOptions } from '../../src/cluster/node.js';
+import type { ClusterNode, ClusterOptions } from '../../src/cluster/node.js';
 import { loadPeerTlsOptions } from '../../src/pki/index.js';
 import { startServer, type TestServer } from '../support/server.js';
+import { until } from './support.js';
 
 /**
  * Starts member `id` with its data and PKI under `dir/id` (preparePeerPki made the PKI), founding the cluster or
@@ -26,7 +27,8 @@ export async function inProcessMember(
 
 /**
  * Members `ids` in a temporary directory (prefix `prefix`): start() makes their PKI, founds the cluster with the
- * first and joins the others through it, in order; stop() stops them all (none hands leadership over: the whole
+ * first, joins the others through it, in order, and waits until all are voters; member(i) is nodes[i]'s cluster
+ * node; stop() stops them all (none hands leadership over: the whole
  * cluster goes) and removes the directory. `nodes` fills as they start.
  */
 export function inProcessCluster(prefix: string, ids: readonly string[]) {
@@ -40,7 +42,10 @@ export function inProcessCluster(prefix: string, ids: readonly string[]) {
       nodes.push(await inProcessMember(dir, ids[0]!, { init: true }));
       const peer = nodes[0]!.ctl.cluster!.peerAddress;
       for (const id of ids.slice(1)) nodes.push(await inProcessMember(dir, id, { join: peer }));
+      const voters = () => nodes[0]!.ctl.cluster!.raft.status().conf.voters.length;
+      await until(() => voters() === ids.length, 10_000, `${ids.length} voters`);
     },
+    member: (i: number): ClusterNode => nodes[i]!.ctl.cluster!,
     async stop(): Promise<void> {
       await Promise.all(nodes.map((n) => n.ctl.cluster?.stop({ transferLeadership: false })));
       await Promise.all(nodes.map((n) => n.stop({ keepData: true })));
