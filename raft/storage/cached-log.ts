@@ -3,7 +3,7 @@
  * last compaction in a LogCache, the hard state, the applied membership, the snapshot) and the read side of
  * `LogView`/`DurableLog` over it. Subclasses own persistence.
  */
-import type { ConfState, Entry, HardState, SnapshotInfo } from '../types.js';
+import type { ConfState, Entry, HardState, NodeId, SnapshotInfo } from '../types.js';
 import { type AppliedConf, cloneConf, emptyConf, type PersistBatch } from './durable-log.js';
 import { LogCache } from './log-cache.js';
 
@@ -41,6 +41,14 @@ export abstract class CachedLog {
 
   hardState(): HardState {
     return { ...this.hs };
+  }
+
+  /** Whether `id` is a member (voter or learner, either side of a joint one) of the applied conf; copies nothing. */
+  confHas(id: NodeId): boolean {
+    const c = this.conf.conf;
+    return (
+      c.voters.includes(id) || c.votersOutgoing.includes(id) || c.learners.includes(id) || c.learnersNext.includes(id)
+    );
   }
 
   appliedConf(): AppliedConf {

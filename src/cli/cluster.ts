@@ -3,7 +3,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
-import { type MemberStatus, orRefusal, type PeerTlsOptions, peerClient } from '../cluster/peer-api.js';
+import { orRefusal, peerClient, statusOf } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
 import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
 import { withTimeout } from '../util/timeout.js';
@@ -40,18 +40,6 @@ function port(text: string | undefined, flag: string, dflt: number): number {
 
 /** How long `list` waits for each member's own status before it calls the member unreachable. */
 const STATUS_TIMEOUT_MS = 3_000;
-
-/** Member `address`'s status over the peer API, null when it does not answer (or refuses) in time. */
-async function memberStatus(address: string, tls: PeerTlsOptions): Promise<MemberStatus | null> {
-  const c = peerClient(address, tls);
-  try {
-    return await withTimeout(c.api.status.query(), STATUS_TIMEOUT_MS, `status of ${address}`);
-  } catch {
-    return null;
-  } finally {
-    c.close();
-  }
-}
 
 export async function clusterCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const [sub, ...rest] = argv;
@@ -114,7 +102,7 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     if (sub === 'list') {
       const m = await timed(c.api.members.query());
       // each member asked for its own status, all at once: one that does not answer in time is unreachable
-      const statuses = await Promise.all(m.members.map((x) => memberStatus(x.address, tls)));
+      const statuses = await Promise.all(m.members.map((x) => statusOf(x.address, tls, STATUS_TIMEOUT_MS)));
       out('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses');
       m.members.forEach((x, i) => {
         const st = statuses[i];

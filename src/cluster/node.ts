@@ -37,6 +37,7 @@ import {
   peerClient,
   peerRouter,
   raftCodeOf,
+  statusOf,
 } from './peer-api.js';
 import {
   type DialRefusal,
@@ -170,15 +171,9 @@ async function memberWithLeader(
     Object.entries(addresses)
       .filter(([id]) => id !== self)
       .map(async ([id, address]) => {
-        const c = peerClient(address, tls);
-        try {
-          const st = await withTimeout(c.api.status.query(), FORCE_CHECK_TIMEOUT_MS, `status of ${id}`);
-          return st.leader !== null ? { id, leader: st.leader } : null;
-        } catch {
-          return null; // gone, or not answering: what the flag is for
-        } finally {
-          c.close();
-        }
+        // not answering (gone): what the flag is for
+        const st = await statusOf(address, tls, FORCE_CHECK_TIMEOUT_MS);
+        return st !== null && st.leader !== null ? { id, leader: st.leader } : null;
       }),
   );
   return answers.find((a) => a !== null) ?? null;
@@ -602,7 +597,7 @@ export class ClusterNode {
 
   /** Whether `id` is a voter or learner of the configuration this node has applied (either side of a joint one). */
   private isMember(id: string): boolean {
-    return confMembers(this.log.appliedConf().conf).has(id);
+    return this.log.confHas(id); // asked for every forward message: no copy of the configuration
   }
 
   /**

@@ -8,6 +8,7 @@ import { createTRPCClient, createWSClient, type TRPCClient, TRPCClientError, wsL
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
 import { RaftError, type RaftErrorCode } from '../../raft/index.js';
+import { withTimeout } from '../util/timeout.js';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
 import { type DialRefusal, guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
@@ -225,5 +226,20 @@ export async function orRefusal<T>(c: PeerClient, address: string, call: () => P
     const refusal = c.refusal();
     if (refusal === null) throw err;
     throw new Error(`the member at ${address} refused this one: ${refusal.reason}`);
+  }
+}
+
+/**
+ * The status of the member at `address`, asked once over a connection of its own (closed after), or null when it
+ * does not answer within `timeout_ms` (gone, unreachable, refusing this one).
+ */
+export async function statusOf(address: string, tls: PeerTlsOptions, timeout_ms: number): Promise<MemberStatus | null> {
+  const c = peerClient(address, tls);
+  try {
+    return await withTimeout(c.api.status.query(), timeout_ms, `status of ${address}`);
+  } catch {
+    return null;
+  } finally {
+    c.close();
   }
 }
