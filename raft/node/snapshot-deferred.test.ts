@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RaftNode } from '../node.js';
 import { MemoryDurableLog } from '../storage/memory-durable-log.js';
 import { MemoryNetwork } from '../transport/memory.js';
-import type { Entry, NodeId, Snapshot, SnapshotMeta } from '../types.js';
+import type { Entry, Message, NodeId, Snapshot, SnapshotMeta } from '../types.js';
 import type { SnapshotChunks, StateMachine } from './state-machine.js';
 import { waitFor } from './wait-testkit.js';
 
@@ -24,6 +24,8 @@ class ListMachine implements StateMachine {
   applied = 0;
   durable = 0;
   snapshotsWithBytes = 0;
+  /** The index of the last snapshot with bytes. */
+  snapshotIndex = 0;
   checkpoints = 0;
 
   apply(entries: Entry[]): void {
@@ -39,6 +41,7 @@ class ListMachine implements StateMachine {
   }
   async snapshot(): Promise<{ index: number; data: Uint8Array }> {
     this.snapshotsWithBytes++;
+    this.snapshotIndex = this.applied;
     return { index: this.applied, data: new Uint8Array(Buffer.from(JSON.stringify(this.values))) };
   }
   async snapshotStream(): Promise<SnapshotChunks> {
@@ -144,8 +147,17 @@ describe('deferred snapshots', () => {
     await waitFor(() => nodes.some((n) => n.isLeader()), 10_000, 'a leader');
     const leader = nodes.find((n) => n.isLeader())!;
     const lagging = IDS.find((id) => id !== leader.id)!;
-    // the follower's answers arrive late: a stream starts a while after the snapshot for it is taken
-    net.filter = (m) => (m.from === lagging && m.type.endsWith('Resp') ? 40 : 'deliver');
+    // The follower's answers arrive late, and the snapshot's chunks to it are held back (below): the stream to it
+    // stays open while writes go on.
+    const held: Message[] = [];
+    let holding = true;
+    net.filter = (m) => {
+      if (holding && m.to === lagging && m.type === 'snapshot') {
+        held.push(m);
+        return 'drop';
+      }
+      return m.from === lagging && m.type.endsWith('Resp') ? 40 : 'deliver';
+    };
     net.isolate(lagging, IDS);
     for (let i = 0; i < 5 * EVERY; i++) await leader.propose(new Uint8Array([i & 0xff]));
     await waitFor(() => logs.get(leader.id)!.firstIndex() > sms.get(lagging)!.applied + 1, 10_000, 'compacted');
@@ -156,6 +168,15 @@ describe('deferred snapshots', () => {
     });
     net.heal();
     const leaderSm = sms.get(leader.id)!;
+    // Deterministically, not by the writers' luck: the stream has started (its first chunk was sent), and the
+    // leader applies more than EVERY entries past the snapshot taken for it before the stream may finish,
+    // so a deferred snapshot falls due while it streams.
+    await waitFor(() => held.length > 0, 5_000, 'the stream started');
+    expect(leaderSm.snapshotsWithBytes).toBe(1);
+    const dueBy = leaderSm.snapshotIndex + EVERY + 2;
+    await waitFor(() => leaderSm.applied >= dueBy, 5_000, 'a deferred snapshot due during the stream');
+    holding = false;
+    net.deliver(held[0]!); // the leader resends any chunk after it, as it does after a loss
     await waitFor(() => sms.get(lagging)!.values.length >= 6 * EVERY, 5_000, 'the follower caught up under writes');
     writing = false;
     await Promise.all(writers);
