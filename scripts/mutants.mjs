@@ -988,6 +988,30 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // a removed member's id is answered like any other caller's: its old certificate joins it again by itself
+    id: 'removed-id-rejoins',
+    file: 'src/cluster/peer-api.ts',
+    search: '  const at = ctx.handlers.removedAt(ctx.from);',
+    replace: '  const at = null as number | null;',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
+    // the membership entries leave no record of the removed ids in the replicated state
+    id: 'removal-not-recorded',
+    file: 'src/cluster/state-machine.ts',
+    search: '        const recorded = removalCommands(decodeConfChange(e.data), e.index);',
+    replace: '        const recorded: Command[] = [];',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
+    // an operator's add of a removed id leaves its record: the id stays refused
+    id: 'removal-record-kept-on-add',
+    file: 'src/model/cluster-removal.ts',
+    search: "    if (c.type !== 'removeNode') {\n      out.push(forget);",
+    replace: "    if (c.type !== 'removeNode') {",
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
     // add-member with isVoter false turns a voter already there into a learner
     id: 'cluster-add-member-demotes',
     file: 'src/cluster/node.ts',

@@ -21,7 +21,8 @@ export const CLUSTER_USAGE = `Usage:
         the members (id, peer address, voter, leader, reachable, applied index, API addresses)
   keel cluster add --peer ADDR --pki-dir DIR --id ID --address HOST:PORT [--learner]
         adds a member (a learner, promoted to voter once caught up unless --learner); the new node is started
-        with --join instead when it can reach a member itself
+        with --join instead when it can reach a member itself; a removed id comes back only this way
+        (--learner, then the node joins with fresh data)
   keel cluster remove --peer ADDR --pki-dir DIR --id ID
         removes a member; once it learns of it, it stops (exit status 78) and does not start again on its data
   keel cluster transfer-leadership --peer ADDR --pki-dir DIR --to ID

@@ -62,7 +62,8 @@ Cluster options of run (without --node-id the node runs alone, as above):
 Exit status of run: 0 after SIGTERM/SIGINT, 1 on bad options or a failed start, 74 after a failed
 data store write (restart it: the data on disk is recovered), 70 after a cluster member stopped itself
 (a broken Raft invariant or a failing Raft log: restart it), 78 when the node was removed from the cluster
-(at start or while running: do not restart it on that data; delete its data directory and join again).
+(at start or while running, or its --join refused as removed: do not restart it on that data; add
+it again with keel cluster add --learner, delete its data directory and join again).
 `;
 
 /** Exit status after the data store failed (sysexits EX_IOERR): a supervisor restarts Keel, LevelDB recovers. */

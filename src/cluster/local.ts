@@ -72,7 +72,10 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
       if (nodes.length === 0)
         throw new Error(`every node was removed from the cluster: delete ${root} to start afresh`);
       for (const id of removedIds) {
-        out(`  ${id}: removed from the cluster, not started (delete ${join(root, id)} and join it again to reuse it)`);
+        out(
+          `  ${id}: removed from the cluster, not started (add it again with keel cluster add, delete ` +
+            `${join(root, id)} and join it again to reuse it)`,
+        );
       }
       nodes.sort((a, b) => ids.indexOf(a.spec.id) - ids.indexOf(b.spec.id));
     }

@@ -37,6 +37,7 @@ import {
   peerClient,
   peerRouter,
   raftCodeOf,
+  removedAtOf,
   statusOf,
 } from './peer-api.js';
 import {
@@ -326,9 +327,14 @@ export class ClusterNode {
         try {
           const m = await orRefusal(c, opts.join, () =>
             withTimeout(c.api.members.query(), PEER_CALL_TIMEOUT_MS, `members of ${opts.join}`),
-          );
+          ).catch((err: unknown) => {
+            throw asRemoval(err, opts.nodeId, opts.join!);
+          });
           for (const x of m.members) peers[x.id] = x.address;
-          if (m.members.some((x) => x.id === opts.nodeId)) {
+          // a learner at this node's own address was added for it by an operator (keel cluster add --learner, the
+          // way back for a removed id): it joins as that learner; any other member of that id is another node
+          const me = m.members.find((x) => x.id === opts.nodeId);
+          if (me !== undefined && (me.voter || me.address !== peerAddress)) {
             throw new Error(`node id ${opts.nodeId} is already a member of the cluster at ${opts.join}`);
           }
         } finally {
@@ -372,7 +378,7 @@ export class ClusterNode {
         if (fresh && opts.join) await node.requestJoin(opts.join);
       } catch (err) {
         await node.stop({ transferLeadership: false });
-        throw err;
+        throw asRemoval(err, opts.nodeId, opts.join ?? '');
       }
       return node;
     } catch (err) {
@@ -601,6 +607,16 @@ export class ClusterNode {
   }
 
   /**
+   * The index of the membership change that removed `id`, while no later one added it again (the replicated record,
+   * src/model/cluster-removal.ts); null for any other id.
+   */
+  removalOf(id: string): number | null {
+    if (this.isMember(id)) return null;
+    const row = this.sm.store.collection('cluster-removals').get(id);
+    return row === undefined ? null : (row.confIndex as number);
+  }
+
+  /**
    * A member's status poll answer (MemberMonitor). Applied configurations are committed ones, so a member's newer
    * configuration that leaves this node out, while this node's own still has it, means it was removed meanwhile:
    * the members no longer send it the log, and it may never apply the removal itself.
@@ -657,6 +673,7 @@ export class ClusterNode {
         }
       },
       isMember: (id) => this.isMember(id),
+      removedAt: (id) => this.removalOf(id),
       readIndex: () => this.raft.readIndex(),
       status: () => this.status(),
       members: () => this.members(),
@@ -696,4 +713,13 @@ export class ClusterNode {
       this.server.closeAllConnections?.();
     });
   }
+}
+
+/**
+ * A join refused because this node's id was removed from the cluster (the member's PeerRemovedError) as the
+ * RemovedFromClusterError `keel run` exits with status 78 for; any other error as it is.
+ */
+function asRemoval(err: unknown, nodeId: string, address: string): unknown {
+  const at = removedAtOf(err);
+  return at === null ? err : new RemovedFromClusterError(nodeId, at, `member ${address} refuses it as removed`);
 }

@@ -57,6 +57,12 @@ export interface PeerHandlers {
    * the membership: only ask about it, or add itself (a join).
    */
   isMember(id: string): boolean;
+  /**
+   * The index of the membership change that removed `id`, when it was removed and not added again since
+   * (src/model/cluster-removal.ts); else null. Such a caller may only ask for this member's status (which tells it
+   * it was removed): its certificate stays valid, but it can no longer join by itself.
+   */
+  removedAt(id: string): number | null;
   readIndex(): Promise<number>;
   status(): MemberStatus;
   members(): { leader: string | null; members: MemberInfo[] };
@@ -99,6 +105,40 @@ export interface PeerContext {
   from: string | null;
 }
 
+/** A caller whose id was removed from the cluster (PeerHandlers.removedAt): the cause of its FORBIDDEN answer. */
+export class PeerRemovedError extends Error {
+  constructor(
+    readonly id: string,
+    readonly confIndex: number,
+  ) {
+    super(
+      `${id} was removed from this cluster (the membership change at index ${confIndex}); an operator adds it again ` +
+        `with keel cluster add --id ${id} --address ADDR --learner, then it joins with fresh data`,
+    );
+    this.name = 'PeerRemovedError';
+  }
+}
+
+/** Refuses a caller removed from the cluster: everything but `status`, which tells it so. */
+function refuseRemoved(ctx: PeerContext): void {
+  if (ctx.from === null) return;
+  const at = ctx.handlers.removedAt(ctx.from);
+  if (at !== null) {
+    const cause = new PeerRemovedError(ctx.from, at);
+    throw new TRPCError({ code: 'FORBIDDEN', message: cause.message, cause });
+  }
+}
+
+/**
+ * The index of the removal a member's peer API answered with (PeerRemovedError, carried as `removedAt` in the
+ * error's data), or null for any other error.
+ */
+export function removedAtOf(err: unknown): number | null {
+  if (!(err instanceof TRPCClientError)) return null;
+  const at = (err.data as { removedAt?: unknown } | undefined)?.removedAt;
+  return typeof at === 'number' && Number.isSafeInteger(at) ? at : null;
+}
+
 /** Refuses a membership change asked by a caller that is not a member (see PeerHandlers.isMember). */
 function requireMember(ctx: PeerContext): void {
   if (ctx.from !== null && !ctx.handlers.isMember(ctx.from)) {
@@ -108,13 +148,28 @@ function requireMember(ctx: PeerContext): void {
 
 const t = initTRPC.context<PeerContext>().create({
   // the caller branches on the code (e.g. a join retries after a lost leadership), never on the message
-  errorFormatter: ({ shape, error }) => ({ ...shape, data: { ...shape.data, raftCode: raftCodeOf(error.cause) } }),
+  // (and a removed caller on `removedAt`)
+  errorFormatter: ({ shape, error }) => ({
+    ...shape,
+    data: {
+      ...shape.data,
+      raftCode: raftCodeOf(error.cause),
+      removedAt: error.cause instanceof PeerRemovedError ? error.cause.confIndex : null,
+    },
+  }),
 });
 
 export const peerRouter = t.router({
-  readIndex: t.procedure.query(({ ctx }) => ctx.handlers.readIndex()),
+  readIndex: t.procedure.query(({ ctx }) => {
+    refuseRemoved(ctx);
+    return ctx.handlers.readIndex();
+  }),
+  // answered to a removed caller too: the status is how it learns its removal (ClusterNode.observed)
   status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
-  members: t.procedure.query(({ ctx }) => ctx.handlers.members()),
+  members: t.procedure.query(({ ctx }) => {
+    refuseRemoved(ctx);
+    return ctx.handlers.members();
+  }),
   addMember: t.procedure
     .input((v) => {
       const o = obj(v);
@@ -125,18 +180,21 @@ export const peerRouter = t.router({
       };
     })
     .mutation(({ ctx, input }) => {
+      refuseRemoved(ctx); // a removed node's own request to join again, above all
       if (input.id !== ctx.from) requireMember(ctx); // a node joining adds itself
       return ctx.handlers.addMember(input.id, input.address, input.voter);
     }),
   removeMember: t.procedure
     .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
+      refuseRemoved(ctx);
       requireMember(ctx);
       return ctx.handlers.removeMember(input.id);
     }),
   transferLeadership: t.procedure
     .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
+      refuseRemoved(ctx);
       requireMember(ctx);
       return ctx.handlers.transferLeadership(input.to);
     }),

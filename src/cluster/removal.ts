@@ -23,8 +23,9 @@ const MAX_HOW_CHARS = 200;
 /**
  * This node is no longer a member of the cluster: it applied its own removal, or a member answered with a newer
  * configuration that leaves it out; at start, it had recorded either (REMOVED_FILE). Its log no longer grows and its
- * state goes stale, so it stops (`keel run` exits with status 78); to bring it back, delete its data directory and
- * join again.
+ * state goes stale, so it stops (`keel run` exits with status 78). Its id stays refused (src/model/cluster-removal.ts)
+ * until an operator adds it again; then it joins again with a fresh data directory. Also the error of a join that a
+ * member refuses because the id was removed.
  */
 export class RemovedFromClusterError extends Error {
   readonly code = 'KEEL_REMOVED_FROM_CLUSTER';
@@ -37,7 +38,8 @@ export class RemovedFromClusterError extends Error {
   ) {
     super(
       `node ${nodeId} was removed from the cluster (${how}: the configuration at index ${confIndex} leaves it out); ` +
-        'to bring it back, delete its data directory and join again with --join',
+        `to bring it back, add it again from a member (keel cluster add --id ${nodeId} --address ADDR --learner), ` +
+        'delete its data directory and start it with --join',
     );
     this.name = 'RemovedFromClusterError';
   }

@@ -1,6 +1,14 @@
-import type { Entry, Snapshot, SnapshotChunks, SnapshotMeta, StateMachine } from '../../raft/index.js';
+import {
+  decodeConfChange,
+  type Entry,
+  type Snapshot,
+  type SnapshotChunks,
+  type SnapshotMeta,
+  type StateMachine,
+} from '../../raft/index.js';
 import { MAX_GROUP_COMMANDS, type Store } from '../../storage/store.js';
 import type { Command, CommandResult } from '../../storage/types.js';
+import { removalCommands } from '../model/cluster-removal.js';
 import { decodeLogged } from './codec.js';
 
 /** Bound on proposals of this node waiting for their entry to be applied here. */
@@ -14,8 +22,8 @@ export interface Waiter {
 /**
  * The store as Raft's state machine. Committed entries are applied in log order through `Store.applyGroupBehind`,
  * in groups of at most MAX_GROUP_COMMANDS, published at once and written behind: the store writes what was applied
- * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop and membership entries
- * only advance the index). The Raft log already holds every applied entry durably, so nothing acknowledged depends
+ * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop entries only advance
+ * the index; a membership entry records or forgets the removed members' ids, src/model/cluster-removal.ts). The Raft log already holds every applied entry durably, so nothing acknowledged depends
  * on the store's write; after a crash the store reopens at its durable index and Raft replays the entries above
  * it. Entries at or below the store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots
  * are deferred (checkpoint): the store on disk is the snapshot, so Raft records only the index it is durable at and
@@ -74,9 +82,17 @@ export class StoreStateMachine implements StateMachine {
           cmds.push(logged.cmd);
           rids.push(logged.rid);
         }
+      } else if (e.type === 'conf') {
+        // the removed members' ids follow the membership changes, in log order (src/model/cluster-removal.ts)
+        const recorded = removalCommands(decodeConfChange(e.data), e.index);
+        if (cmds.length + recorded.length > MAX_GROUP_COMMANDS) await flush();
+        for (const cmd of recorded) {
+          cmds.push(cmd);
+          rids.push('');
+        }
       }
       last = e.index;
-      if (cmds.length === MAX_GROUP_COMMANDS) await flush();
+      if (cmds.length >= MAX_GROUP_COMMANDS) await flush();
     }
     await flush();
   }

@@ -7,6 +7,7 @@ import { apiSessionCertificates, createSessionCertificate } from './api-session-
 import { authPolicies, patchAuthPolicy } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
+import { clusterRemovals } from './cluster-removal.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerSettingsEntity } from './controller-setting.js';
@@ -58,6 +59,7 @@ export const ENTITIES = [
   controllerSettingsEntity,
   identityTraces,
   apiSessionCertificates,
+  clusterRemovals,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */

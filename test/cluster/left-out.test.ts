@@ -73,7 +73,7 @@ describe('a member restarted on the data of a removed node', () => {
       const started = inProcessMember(dir, 'n3', { join: '127.0.0.1:1' }, { readyTimeout_ms: 2_000 });
       await expect(started).rejects.toThrow(RemovedFromClusterError);
       await expect(started).rejects.toThrow(
-        /^node n3 was removed from the cluster \(it applied its own removal, learnt 2026-11-27T10:00:00.000Z: the configuration at index 9 leaves it out\); to bring it back, delete its data directory and join again with --join$/,
+        /^node n3 was removed from the cluster \(it applied its own removal, learnt 2026-11-27T10:00:00.000Z: the configuration at index 9 leaves it out\); to bring it back, add it again from a member \(keel cluster add --id n3 --address ADDR --learner\), delete its data directory and start it with --join$/,
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

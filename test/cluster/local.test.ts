@@ -81,7 +81,9 @@ describe('keel cluster local', () => {
     const third: string[] = [];
     nodes = await runLocalCluster(opts, (l) => third.push(l));
     expect(nodes.map((n) => n.spec.id)).toEqual(['n1', 'n2']);
-    expect(third.join('\n')).toContain(`n3: removed from the cluster, not started (delete ${join(dir, 'n3')}`);
+    expect(third.join('\n')).toContain(
+      `n3: removed from the cluster, not started (add it again with keel cluster add, delete ${join(dir, 'n3')}`,
+    );
     for (const n of nodes) expect((await login(n)).status).toBe(200);
   }, 180_000);
 });

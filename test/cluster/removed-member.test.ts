@@ -4,12 +4,15 @@
  * membership changes it asks for; it may still ask about the cluster. In-process, three controllers over mutual-TLS
  * peer links.
  */
+import { readdirSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ForwardClient } from '../../src/cluster/forward-channel.js';
-import { peerClient } from '../../src/cluster/peer-api.js';
+import { LOCAL_HOSTS } from '../../src/cluster/local.js';
+import { peerClient, removedAtOf } from '../../src/cluster/peer-api.js';
 import { RemovedFromClusterError } from '../../src/cluster/removal.js';
-import { loadPeerTlsOptions } from '../../src/pki/index.js';
+import { issueNodeBundle, loadPeerTlsOptions } from '../../src/pki/index.js';
 import { call, login } from '../support/server.js';
 import { inProcessCluster, inProcessMember } from './in-process.js';
 import { until } from './support.js';
@@ -68,21 +71,50 @@ describe('a member removed while its process runs on', () => {
       expect(nodes[i]!.ctl.svc.store.lookup('identities', 'name', 'before-removal')).toHaveLength(1);
     }
 
-    // its membership changes: refused (FORBIDDEN) by a member, the configuration unchanged
+    // its id is recorded as removed, on every member, from the membership change itself
+    await until(() => [0, 1, 3].every((i) => cluster(i).removalOf('n3') !== null), 10_000, 'n3 recorded as removed');
+    const removedAt = cluster(0).removalOf('n3')!;
+    for (const i of [1, 3]) expect(cluster(i).removalOf('n3')).toBe(removedAt);
+
+    // its certificate still verifies, but a member answers it nothing but its status: no membership change, no
+    // join of itself (FORBIDDEN, the removal's index in the error's data), no members list, no read index
     const n3 = peerClient(cluster(0).peerAddress, n3Tls);
     try {
-      await expect(n3.api.removeMember.mutate({ id: 'n2' })).rejects.toThrow(/n3 is not a member of this cluster/);
-      await expect(n3.api.transferLeadership.mutate({ to: 'n2' })).rejects.toThrow(/not a member/);
-      await expect(n3.api.addMember.mutate({ id: 'n9', address: '127.0.0.1:1', voter: true })).rejects.toThrow(
-        /not a member/,
+      const removed = /n3 was removed from this cluster \(the membership change at index \d+\)/;
+      await expect(n3.api.removeMember.mutate({ id: 'n2' })).rejects.toThrow(removed);
+      await expect(n3.api.transferLeadership.mutate({ to: 'n2' })).rejects.toThrow(removed);
+      await expect(n3.api.addMember.mutate({ id: 'n9', address: '127.0.0.1:1', voter: true })).rejects.toThrow(removed);
+      const join = await n3.api.addMember.mutate({ id: 'n3', address: cluster(2).peerAddress, voter: true }).then(
+        () => null,
+        (err: unknown) => err,
       );
-      // asking about the cluster is still answered
-      const members = await n3.api.members.query();
-      expect(members.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n4']);
+      expect(removedAtOf(join)).toBe(removedAt);
+      await expect(n3.api.members.query()).rejects.toThrow(removed);
+      await expect(n3.api.readIndex.query()).rejects.toThrow(removed);
+      // its status question is answered: that is how it learns its removal
+      const status = await n3.api.status.query();
+      expect(status.conf?.members.slice().sort()).toEqual(['n1', 'n2', 'n4']);
     } finally {
       n3.close();
     }
     expect(cluster(0).raft.status().conf.voters.slice().sort()).toEqual(['n1', 'n2', 'n4']);
+
+    // a node that never was a member (a peer certificate from the cluster's CA): it may ask about the cluster and
+    // join by itself, but not change the membership of others
+    const n9Pki = join(setup.dir, 'n9', 'pki');
+    await issueNodeBundle(join(setup.dir, 'n1', 'pki'), n9Pki, { nodeId: 'n9', hosts: LOCAL_HOSTS });
+    const n9 = peerClient(cluster(0).peerAddress, await loadPeerTlsOptions(n9Pki));
+    try {
+      await expect(n9.api.removeMember.mutate({ id: 'n2' })).rejects.toThrow(/n9 is not a member of this cluster/);
+      await expect(n9.api.transferLeadership.mutate({ to: 'n2' })).rejects.toThrow(/not a member/);
+      await expect(n9.api.addMember.mutate({ id: 'n8', address: '127.0.0.1:1', voter: true })).rejects.toThrow(
+        /not a member/,
+      );
+      const members = await n9.api.members.query();
+      expect(members.members.map((m) => m.id).sort()).toEqual(['n1', 'n2', 'n4']);
+    } finally {
+      n9.close();
+    }
 
     // and it learns it was removed (its own apply, or a member's newer configuration in a status poll), so that
     // `keel run` stops it instead of serving its stale state
@@ -122,4 +154,46 @@ describe('a member removed while its process runs on', () => {
     );
     nodes.splice(2, 2); // n3 and n4 stopped: the suite's stop() skips them
   }, 60_000);
+
+  it('its id stays out: a fresh start under it is refused until an operator adds it again, then it joins', async () => {
+    // n3's data directory emptied (its certificate kept): what an operator does to reuse the machine
+    const n3Dir = join(setup.dir, 'n3');
+    for (const f of readdirSync(n3Dir)) if (f !== 'pki') rmSync(join(n3Dir, f), { recursive: true, force: true });
+    const port = await freePort();
+    const start = () =>
+      inProcessMember(
+        setup.dir,
+        'n3',
+        { join: cluster(0).peerAddress },
+        { peerListen: { host: '127.0.0.1', port }, readyTimeout_ms: 10_000 },
+      );
+    // its old certificate is still from the cluster's CA: refused all the same, as removed (keel run: exit 78)
+    const refused = start();
+    await expect(refused).rejects.toThrow(RemovedFromClusterError);
+    await expect(refused).rejects.toThrow(/^node n3 was removed from the cluster \(member .* refuses it as removed/);
+    expect(cluster(0).raft.status().conf.learners).toEqual([]);
+
+    // an operator adds it again (keel cluster add --learner): the record goes, on every member
+    await cluster(1).addMember('n3', `127.0.0.1:${port}`, false);
+    await until(() => [0, 1].every((i) => cluster(i).removalOf('n3') === null), 10_000, 'the record of n3 gone');
+    expect(cluster(0).sm.store.collection('cluster-removals').get('n3')).toBeUndefined();
+
+    // then it joins as that learner with fresh data, is promoted, and serves the cluster's state
+    nodes.push(await start());
+    await until(() => cluster(0).raft.status().conf.voters.includes('n3'), 10_000, 'n3 a voter again');
+    await until(
+      () => nodes[2]!.ctl.svc.store.lookup('identities', 'name', 'before-removal').length === 1,
+      10_000,
+      'n3 holds the state',
+    );
+  }, 60_000);
 });
+
+/** A TCP port nothing listens on now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
