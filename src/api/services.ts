@@ -72,6 +72,9 @@ export class Services {
   cluster: ClusterView | null = null;
   /** This node's PKI (CAs, the signing CA for enrollment); null only in tests that build Services by hand. */
   pki: NodePki | null = null;
+  /** nowIso's last answer and the time it is the text of (NaN: none yet). */
+  private iso = '';
+  private isoAt_ms = Number.NaN;
 
   constructor(
     readonly store: Store,
@@ -81,8 +84,14 @@ export class Services {
     readonly log: Logger = () => {},
   ) {}
 
+  /** The clock's time as ISO text; the text of one millisecond is made once (every write stamps its time). */
   nowIso(): string {
-    return new Date(this.clock.now()).toISOString();
+    const now_ms = this.clock.now();
+    if (now_ms !== this.isoAt_ms) {
+      this.isoAt_ms = now_ms;
+      this.iso = new Date(now_ms).toISOString();
+    }
+    return this.iso;
   }
 
   get<E extends EntityName>(entity: E, id: string): RowFor<E> | undefined {
