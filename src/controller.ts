@@ -244,10 +244,9 @@ export class Controller {
     const ctl = new Controller(svc, app, ops, proposer, opts, cluster);
     try {
       if (cluster) {
-        await cluster.waitForLeader(opts.cluster?.readyTimeout_ms ?? CLUSTER_READY_TIMEOUT_MS);
         // A member answers only once it has caught up with what the cluster committed (its own writes and reads
         // are then as fresh as the leader's), and only the founding member initialises the state.
-        await cluster.readBarrier();
+        await cluster.waitUntilReady(opts.cluster?.readyTimeout_ms ?? CLUSTER_READY_TIMEOUT_MS);
       }
       if (!isInitialized(svc) && (!cluster || opts.cluster?.init)) {
         const password = opts.adminPassword ?? generatePassword();

@@ -50,6 +50,7 @@ import {
   refuseUpgrade,
 } from './peer-protocol.js';
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
+import { untilReady } from './ready.js';
 import { leftOutBy, RemovedFromClusterError, readRemoval, recordRemoval } from './removal.js';
 import { StoreStateMachine } from './state-machine.js';
 
@@ -418,6 +419,23 @@ export class ClusterNode {
       await new Promise((r) => setTimeout(r, 20));
     }
     throw new RaftError('not-leader', `no leader within ${timeout_ms} ms`);
+  }
+
+  /**
+   * Ready to serve: a leader, then a read index (this node has then applied everything committed), within
+   * `timeout_ms`; a read index that timed out or met a change of leader is asked again (src/cluster/ready.ts).
+   */
+  waitUntilReady(timeout_ms: number): Promise<void> {
+    return untilReady(
+      {
+        waitForLeader: (ms) => this.waitForLeader(ms),
+        readIndex: () => this.raft.readIndex(),
+        removal: () => this.removal,
+        onRetry: (code, attempt) =>
+          this.logger('info', 'read index not confirmed yet: asking again', { code, attempt }),
+      },
+      timeout_ms,
+    );
   }
 
   /** Linearizable read barrier on this node (ReadIndex): resolves once this node has applied everything committed. */
