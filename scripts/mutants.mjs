@@ -996,6 +996,14 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // the leader takes a removed node's join that a member passed on (that member's record lagging behind)
+    id: 'removed-join-passed-on',
+    file: 'src/cluster/node.ts',
+    search: '        const removedAt = join ? this.removalOf(id) : null;',
+    replace: '        const removedAt = null as number | null;',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
     // the membership entries leave no record of the removed ids in the replicated state
     id: 'removal-not-recorded',
     file: 'src/cluster/state-machine.ts',

@@ -33,6 +33,7 @@ import {
   PEER_API_PATH,
   type PeerClient,
   type PeerHandlers,
+  PeerRemovedError,
   type PeerTlsOptions,
   peerClient,
   peerRouter,
@@ -551,9 +552,13 @@ export class ClusterNode {
    * `voter` is false (as OpenZiti's add of a non-voter that is already a voter), and a voter at another address is
    * refused (MemberConflictError: remove it first), not turned into a learner at the new one.
    */
-  async addMember(id: string, address: string, voter: boolean): Promise<void> {
+  async addMember(id: string, address: string, voter: boolean, join = false): Promise<void> {
     await this.onLeader(
       async () => {
+        // a node's own join under a removed id: refused here too, whichever member passed it on (that member's
+        // record may lag behind this leader's)
+        const removedAt = join ? this.removalOf(id) : null;
+        if (removedAt !== null) throw new PeerRemovedError(id, removedAt);
         const { conf, addresses } = this.log.appliedConf();
         const there = addresses[id] === address;
         if (conf.voters.includes(id)) {
@@ -563,7 +568,7 @@ export class ClusterNode {
         if (!(there && conf.learners.includes(id))) await this.raft.addLearner(id, address);
         if (voter) await this.raft.promote(id, address);
       },
-      (c) => c.api.addMember.mutate({ id, address, voter }),
+      (c) => c.api.addMember.mutate({ id, address, voter, join }),
     );
   }
 
@@ -695,7 +700,7 @@ export class ClusterNode {
       readIndex: () => this.raft.readIndex(),
       status: () => this.status(),
       members: () => this.members(),
-      addMember: (id, address, voter) => this.addMember(id, address, voter),
+      addMember: (id, address, voter, join) => this.addMember(id, address, voter, join),
       removeMember: (id) => this.removeMember(id),
       transferLeadership: (to) => this.transferLeadership(to),
     };

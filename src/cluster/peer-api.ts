@@ -66,7 +66,12 @@ export interface PeerHandlers {
   readIndex(): Promise<number>;
   status(): MemberStatus;
   members(): { leader: string | null; members: MemberInfo[] };
-  addMember(id: string, address: string, voter: boolean): Promise<void>;
+  /**
+   * `join`: the node asks to add itself (a join, at whichever member it reached first): refused when its id was
+   * removed (PeerRemovedError), which the leader checks again against its own record. An operator's add (`join`
+   * false) admits a removed id again.
+   */
+  addMember(id: string, address: string, voter: boolean, join: boolean): Promise<void>;
   removeMember(id: string): Promise<void>;
   transferLeadership(to: string): Promise<void>;
 }
@@ -123,10 +128,11 @@ export class PeerRemovedError extends Error {
 function refuseRemoved(ctx: PeerContext): void {
   if (ctx.from === null) return;
   const at = ctx.handlers.removedAt(ctx.from);
-  if (at !== null) {
-    const cause = new PeerRemovedError(ctx.from, at);
-    throw new TRPCError({ code: 'FORBIDDEN', message: cause.message, cause });
-  }
+  if (at !== null) throw forbidden(new PeerRemovedError(ctx.from, at));
+}
+
+function forbidden(cause: PeerRemovedError): TRPCError {
+  return new TRPCError({ code: 'FORBIDDEN', message: cause.message, cause });
 }
 
 /**
@@ -134,9 +140,20 @@ function refuseRemoved(ctx: PeerContext): void {
  * error's data), or null for any other error.
  */
 export function removedAtOf(err: unknown): number | null {
+  if (err instanceof PeerRemovedError) return err.confIndex;
   if (!(err instanceof TRPCClientError)) return null;
   const at = (err.data as { removedAt?: unknown } | undefined)?.removedAt;
   return typeof at === 'number' && Number.isSafeInteger(at) ? at : null;
+}
+
+/**
+ * A removal refused where the call was made on (PeerRemovedError), or on the leader it was passed on to (its
+ * answer's `removedAt`), as this member's FORBIDDEN answer; any other error as it is.
+ */
+function asForbidden(err: unknown, id: string): unknown {
+  if (err instanceof PeerRemovedError) return forbidden(err);
+  const at = removedAtOf(err);
+  return at === null ? err : forbidden(new PeerRemovedError(id, at));
 }
 
 /** Refuses a membership change asked by a caller that is not a member (see PeerHandlers.isMember). */
@@ -154,7 +171,7 @@ const t = initTRPC.context<PeerContext>().create({
     data: {
       ...shape.data,
       raftCode: raftCodeOf(error.cause),
-      removedAt: error.cause instanceof PeerRemovedError ? error.cause.confIndex : null,
+      removedAt: removedAtOf(error.cause),
     },
   }),
 });
@@ -177,12 +194,19 @@ export const peerRouter = t.router({
         id: str(o.id, 'id', MAX_ID_CHARS),
         address: str(o.address, 'address', MAX_ADDRESS_CHARS),
         voter: o.voter !== false,
+        // set by a member passing a node's own join on to the leader
+        ...(o.join === true ? { join: true } : {}),
       };
     })
-    .mutation(({ ctx, input }) => {
+    .mutation(async ({ ctx, input }) => {
       refuseRemoved(ctx); // a removed node's own request to join again, above all
-      if (input.id !== ctx.from) requireMember(ctx); // a node joining adds itself
-      return ctx.handlers.addMember(input.id, input.address, input.voter);
+      const join = input.id === ctx.from || input.join === true; // a node joining adds itself
+      if (input.id !== ctx.from) requireMember(ctx);
+      try {
+        return await ctx.handlers.addMember(input.id, input.address, input.voter, join);
+      } catch (err) {
+        throw asForbidden(err, input.id);
+      }
     }),
   removeMember: t.procedure
     .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))

@@ -23,9 +23,9 @@ export interface Waiter {
  * The store as Raft's state machine. Committed entries are applied in log order through `Store.applyGroupBehind`,
  * in groups of at most MAX_GROUP_COMMANDS, published at once and written behind: the store writes what was applied
  * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop entries only advance
- * the index; a membership entry records or forgets the removed members' ids, src/model/cluster-removal.ts). The Raft log already holds every applied entry durably, so nothing acknowledged depends
- * on the store's write; after a crash the store reopens at its durable index and Raft replays the entries above
- * it. Entries at or below the store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots
+ * the index; a membership entry records or forgets the removed members' ids, src/model/cluster-removal.ts). The
+ * Raft log already holds every applied entry durably, so nothing acknowledged depends on the store's write; after a
+ * crash the store reopens at its durable index and Raft replays the entries above it. Entries at or below the store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots
  * are deferred (checkpoint): the store on disk is the snapshot, so Raft records only the index it is durable at and
  * compacts its log behind it; a snapshot with bytes (snapshotStream) is encoded only for a follower that needs one,
  * and only once the store on disk has caught up with it. A proposal made on this node waits here, by request id, for the result

@@ -99,6 +99,28 @@ describe('a member removed while its process runs on', () => {
     }
     expect(cluster(0).raft.status().conf.voters.slice().sort()).toEqual(['n1', 'n2', 'n4']);
 
+    // a join of n3 passed on by a member (its own record may lag behind the leader's): the leader refuses it too,
+    // and the member passing it on answers the refusal as its own, through the leader and through a follower
+    const n2 = peerClient(leader.peerAddress, await loadPeerTlsOptions(join(setup.dir, 'n2', 'pki')));
+    const follower = [0, 1, 3].map(cluster).find((c) => c !== leader && c.id !== 'n2')!;
+    const viaFollower = peerClient(follower.peerAddress, await loadPeerTlsOptions(join(setup.dir, 'n2', 'pki')));
+    try {
+      for (const c of [n2, viaFollower]) {
+        const passedOn = await c.api.addMember
+          .mutate({ id: 'n3', address: cluster(2).peerAddress, voter: true, join: true })
+          .then(
+            () => null,
+            (err: unknown) => err,
+          );
+        expect(removedAtOf(passedOn)).toBe(removedAt);
+        expect(String(passedOn)).toMatch(/n3 was removed from this cluster/);
+      }
+    } finally {
+      n2.close();
+      viaFollower.close();
+    }
+    expect(cluster(0).raft.status().conf.learners).toEqual([]);
+
     // a node that never was a member (a peer certificate from the cluster's CA): it may ask about the cluster and
     // join by itself, but not change the membership of others
     const n9Pki = join(setup.dir, 'n9', 'pki');
