@@ -3,7 +3,7 @@
  * nodes, a minority without a leader, kill -9 of the leader under load, catch-up by snapshot, rolling restart.
  */
 import { X509Certificate } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
@@ -428,6 +428,14 @@ describe('a 3-node cluster of keel processes', () => {
       void again.then(stopNode, () => {}); // (it must not start; if it did, it is stopped)
       await expect(again).rejects.toThrow(/exited \(78\) before it started/);
       await expect(again).rejects.toThrow(removedLine);
+      // with its data directory emptied and --join, its old certificate is refused as removed: 78 again
+      for (const f of readdirSync(join(c.dir, 'n4'))) {
+        if (f !== 'pki') rmSync(join(c.dir, 'n4', f), { recursive: true, force: true });
+      }
+      const rejoin = startNode({ ...fourth.spec, start: { join: c.nodes[0]!.peerAddress }, peerPort: 0 });
+      void rejoin.then(stopNode, () => {});
+      await expect(rejoin).rejects.toThrow(/exited \(78\) before it started/);
+      await expect(rejoin).rejects.toThrow(/node n4 was removed from the cluster \(member .* refuses it as removed/);
     } finally {
       await load.stop();
       await stopNode(fourth);
