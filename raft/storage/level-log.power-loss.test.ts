@@ -255,8 +255,8 @@ describe('LevelLog across power losses', () => {
         for (let i = rnd.int(4); i > 0; i--) await new Promise((r) => setImmediate(r));
         // Every write acknowledged before the cut must survive; those in flight may or may not.
         const cutAt = acknowledged;
-        walSwitches += log.walSwitches;
-        walFolds += log.walFolds;
+        walSwitches += log.walStats().switches;
+        walFolds += log.walStats().folds;
         await disk.powerLoss();
         await Promise.all(inflight);
         if (acknowledged < writes) {

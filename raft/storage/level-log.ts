@@ -150,6 +150,16 @@ const FORMAT_NAME = 'keel-raft-log';
  */
 const FORMAT_VERSIONS: readonly number[] = [1, 2, 3];
 const FORMAT_VERSION_DEFERRED = 2;
+/** Counts of what a log's write-ahead file did since the log was opened (LevelLog.walStats). */
+export interface WalStats {
+  /** Generations started because the current half was full (startGen). */
+  switches: number;
+  /** Times entries were folded into LevelDB when a generation's half was taken back (startGen). */
+  folds: number;
+  /** Writes too large for half the file, which went to LevelDB. */
+  full: number;
+}
+
 /** 3: the state record may name write-ahead records (wal.ts) holding entries LevelDB lacks. */
 const FORMAT_VERSION_WAL = 3;
 const DEFAULT_WAL_BYTES = 64 * 1024 * 1024;
@@ -189,12 +199,8 @@ export class LevelLog extends CachedLog implements DurableLog {
   private walGens: WalGen[] = [];
   /** Where the next record goes. */
   private wal_bytes = 0;
-  /** Generations started because the current half was full (startGen). */
-  walSwitches = 0;
-  /** Entries folded into LevelDB when a generation's half was taken back (startGen). */
-  walFolds = 0;
-  /** Writes too large for half the file, which went to LevelDB. */
-  walFull = 0;
+  /** What the write-ahead file did since this log was opened (walStats). */
+  private readonly walCounts: WalStats = { switches: 0, folds: 0, full: 0 };
 
   private constructor(
     private readonly db: LogDb,
@@ -491,6 +497,11 @@ export class LevelLog extends CachedLog implements DurableLog {
   // ---- DurableLog -----------------------------------------------------------------------------------------
 
   /** Number of stored segments (for tests and metrics). */
+  /** What the write-ahead file did since this log was opened (a copy). */
+  walStats(): WalStats {
+    return { ...this.walCounts };
+  }
+
   segmentCount(): number {
     return this.segs.length;
   }
@@ -748,7 +759,7 @@ export class LevelLog extends CachedLog implements DurableLog {
     const before = this.ldbLast;
     await this.fold(dropped === undefined ? before : Math.min(dropped.last, this.cache.lastIndex()), gens, format);
     if (upgrade) this.formatVersion = FORMAT_VERSION_WAL;
-    if (this.ldbLast > before) this.walFolds++;
+    if (this.ldbLast > before) this.walCounts.folds++;
     this.wal_bytes = gen.start_bytes;
   }
 
@@ -917,12 +928,12 @@ export class LevelLog extends CachedLog implements DurableLog {
     let parts = encodeWalRecord(gen.salt, hs, entries);
     const size_bytes = recordSize_bytes(parts);
     if (size_bytes > half) {
-      this.walFull++;
+      this.walCounts.full++;
       return false;
     }
     if (this.wal_bytes + size_bytes > gen.start_bytes + half) {
       await this.startGen();
-      this.walSwitches++;
+      this.walCounts.switches++;
       // The generation dropped may have taken LevelDB's last index past where these entries start (a new leader
       // overwriting entries of that generation): then they go to LevelDB.
       if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;

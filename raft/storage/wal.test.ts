@@ -168,7 +168,7 @@ describe('LevelLog with a write-ahead file', () => {
     const third = await open(); // takes the first half back: its entries go into LevelDB first
     expect(shown(third)).toEqual(ents(1, 7, 1).map((e) => `1:e${e.index}`));
     expect(third.segmentCount()).toBeGreaterThan(segments);
-    expect(third.walFolds).toBe(1);
+    expect(third.walStats().folds).toBe(1);
     await third.close();
   });
 
@@ -203,14 +203,14 @@ describe('LevelLog with a write-ahead file', () => {
     await log.close();
     await (await open()).close(); // a second generation
     log = await open(); // a third takes the first one's half back: entries 1..6 folded into LevelDB
-    expect(log.walFolds).toBe(1);
+    expect(log.walStats().folds).toBe(1);
     await log.persist({ snapshot: null, entries: ents(7, 8, 1), hardState: hs(1, 3) });
     await log.persist({ snapshot: null, entries: ents(5, 5, 2, 'x'), hardState: hs(2, 3, 'b') });
     await log.persist({ snapshot: null, entries: ents(6, 6, 2, 'x'), hardState: hs(2, 4, 'b') });
     // larger than the file: through LevelDB, which then holds everything and starts the file over
     const huge: Entry = { index: 7, term: 2, type: 'normal', data: Buffer.alloc(MIN_WAL_BYTES, 7) };
     await log.persist({ snapshot: null, entries: [huge], hardState: hs(2, 4, 'b') });
-    expect(log.walFull).toBe(1);
+    expect(log.walStats().full).toBe(1);
     await log.close();
     const again = await open();
     expect(shown(again).slice(0, 6)).toEqual(['1:e1', '1:e2', '1:e3', '1:e4', '2:x5', '2:x6']);
@@ -222,9 +222,9 @@ describe('LevelLog with a write-ahead file', () => {
     const log = await open();
     const big = (i: number, term: number): Entry => ({ index: i, term, type: 'normal', data: Buffer.alloc(3000, i) });
     for (let i = 1; i <= 60; i++) await log.persist({ snapshot: null, entries: [big(i, 1)], hardState: hs(1, i - 1) });
-    expect(log.walSwitches).toBeGreaterThan(2); // 32 KiB halves: about 10 records each
-    expect(log.walFolds).toBeGreaterThan(0);
-    expect(log.walFull).toBe(0);
+    expect(log.walStats().switches).toBeGreaterThan(2); // 32 KiB halves: about 10 records each
+    expect(log.walStats().folds).toBeGreaterThan(0);
+    expect(log.walStats().full).toBe(0);
     await log.close();
     const again = await open();
     expect(again.lastIndex()).toBe(60);
@@ -240,15 +240,15 @@ describe('LevelLog with a write-ahead file', () => {
     const one = (i: number, term: number): Entry[] => [{ index: i, term, type: 'normal', data: Buffer.alloc(200, i) }];
     for (let i = 1; i <= 14; i++)
       await log.persist({ snapshot: null, entries: one(i, 1), hardState: hs(1, Math.min(i, 2)) });
-    expect(log.walSwitches).toBe(1); // entries 1-7 in the first half, 8-14 in the second
+    expect(log.walStats().switches).toBe(1); // entries 1-7 in the first half, 8-14 in the second
     // Overwriting 5-9: the second half is full, and the generation taking the first back folds entries 1-7
     const overwrite = [5, 6, 7, 8, 9].flatMap((i) => one(i, 2));
     await log.persist({ snapshot: null, entries: overwrite, hardState: hs(2, 2, 'b') });
-    expect(log.walSwitches).toBe(2);
-    expect(log.walFolds).toBe(1);
+    expect(log.walStats().switches).toBe(2);
+    expect(log.walStats().folds).toBe(1);
     // more generations come and go: LevelDB must never keep entries 5-7 of term 1
     for (let i = 10; i <= 40; i++) await log.persist({ snapshot: null, entries: one(i, 2), hardState: hs(2, 2, 'b') });
-    expect(log.walSwitches).toBeGreaterThan(5);
+    expect(log.walStats().switches).toBeGreaterThan(5);
     await log.close();
     const again = await LevelLog.open(join(dir, 'log'), { wal: { file } });
     expect(again.entries(1, 41, Infinity).map((e) => `${e.index}:${e.term}`)).toEqual(
