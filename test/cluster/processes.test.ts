@@ -20,7 +20,11 @@ describe('KEEL_NODE_FLAGS', () => {
 
 describe('heap sizing', () => {
   it('every node started here gets it first, so that KEEL_NODE_FLAGS can override it', () => {
-    expect(NODE_HEAP_FLAGS).toEqual(['--initial-old-space-size=256']);
+    expect(NODE_HEAP_FLAGS).toEqual([
+      '--initial-old-space-size=256',
+      '--max-semi-space-size=32',
+      '--min-semi-space-size=32',
+    ]);
     expect(nodeFlags({})).toEqual([...NODE_HEAP_FLAGS]);
     expect(nodeFlags({ KEEL_NODE_FLAGS: '--initial-old-space-size=64' })).toEqual([
       ...NODE_HEAP_FLAGS,
@@ -29,8 +33,9 @@ describe('heap sizing', () => {
     // what startNode runs: the flags, the binary, its arguments
     const spec = { id: 'n1', dataDir: '/tmp/n1', apiPort: 0, peerPort: 0 };
     const argv = nodeCommand(spec, { KEEL_NODE_FLAGS: '--cpu-prof' });
-    expect(argv.slice(0, 3)).toEqual([...NODE_HEAP_FLAGS, '--cpu-prof', KEEL_BIN]);
-    expect(argv.slice(3, 6)).toEqual(['run', '--node-id', 'n1']);
+    const n = NODE_HEAP_FLAGS.length;
+    expect(argv.slice(0, n + 2)).toEqual([...NODE_HEAP_FLAGS, '--cpu-prof', KEEL_BIN]);
+    expect(argv.slice(n + 2, n + 5)).toEqual(['run', '--node-id', 'n1']);
   });
 
   it('npm start and the systemd unit start Keel with the same flags', () => {
