@@ -24,7 +24,7 @@ export const KEEL_BIN = findBin();
  * by step: a member under write load otherwise runs a full collection every 2–3 s while its heap grows (10–17 ms
  * pauses, on every member), most of the cluster's p99 at 16 and 64 connections (docs/benchmarks.md). It sets where
  * the first full collection happens, not a reservation: a small controller's heap stays small. The young
- * generation's semi-spaces are 32 MiB from the start (V8 starts them at 1 MiB and stops growing them at 16): a write
+ * generation's semi-spaces are 32 MiB from the start (V8 starts them at 1 MiB and grows them step by step): a write
  * allocates a few KiB that die young, so scavenges come less often and copy less per write; about a tenth less CPU
  * per write in the cluster benchmark (docs/benchmarks.md, "Semi-space size").
  */
