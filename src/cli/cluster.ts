@@ -118,7 +118,10 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     } else if (sub === 'remove') {
       if (!values.id) throw new Error('remove needs --id');
       await timed(c.api.removeMember.mutate({ id: values.id }));
-      out(`removed ${values.id} (it stops once it learns of it; to bring it back, delete its data directory and join)`);
+      out(
+        `removed ${values.id} (it stops once it learns of it; to bring it back, add it again with --learner, ` +
+          'delete its data directory and join)',
+      );
     } else {
       if (!values.to) throw new Error('transfer-leadership needs --to');
       await timed(c.api.transferLeadership.mutate({ to: values.to }));

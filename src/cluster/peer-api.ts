@@ -151,7 +151,6 @@ export function removedAtOf(err: unknown): number | null {
  * answer's `removedAt`), as this member's FORBIDDEN answer; any other error as it is.
  */
 function asForbidden(err: unknown, id: string): unknown {
-  if (err instanceof PeerRemovedError) return forbidden(err);
   const at = removedAtOf(err);
   return at === null ? err : forbidden(new PeerRemovedError(id, at));
 }
@@ -176,18 +175,19 @@ const t = initTRPC.context<PeerContext>().create({
   }),
 });
 
+/** Every procedure but `status`: refused to a caller removed from the cluster (refuseRemoved). */
+const notRemoved = t.procedure.use(({ ctx, next }) => {
+  refuseRemoved(ctx);
+  return next();
+});
+
 export const peerRouter = t.router({
-  readIndex: t.procedure.query(({ ctx }) => {
-    refuseRemoved(ctx);
-    return ctx.handlers.readIndex();
-  }),
+  readIndex: notRemoved.query(({ ctx }) => ctx.handlers.readIndex()),
   // answered to a removed caller too: the status is how it learns its removal (ClusterNode.observed)
   status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
-  members: t.procedure.query(({ ctx }) => {
-    refuseRemoved(ctx);
-    return ctx.handlers.members();
-  }),
-  addMember: t.procedure
+  members: notRemoved.query(({ ctx }) => ctx.handlers.members()),
+  // a removed node's own request to join again above all
+  addMember: notRemoved
     .input((v) => {
       const o = obj(v);
       return {
@@ -199,7 +199,6 @@ export const peerRouter = t.router({
       };
     })
     .mutation(async ({ ctx, input }) => {
-      refuseRemoved(ctx); // a removed node's own request to join again, above all
       const join = input.id === ctx.from || input.join === true; // a node joining adds itself
       if (input.id !== ctx.from) requireMember(ctx);
       try {
@@ -208,17 +207,15 @@ export const peerRouter = t.router({
         throw asForbidden(err, input.id);
       }
     }),
-  removeMember: t.procedure
+  removeMember: notRemoved
     .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
-      refuseRemoved(ctx);
       requireMember(ctx);
       return ctx.handlers.removeMember(input.id);
     }),
-  transferLeadership: t.procedure
+  transferLeadership: notRemoved
     .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
-      refuseRemoved(ctx);
       requireMember(ctx);
       return ctx.handlers.transferLeadership(input.to);
     }),

@@ -25,11 +25,12 @@ export interface Waiter {
  * as one synced LevelDB batch together with the index of its last entry every 100 ms (noop entries only advance
  * the index; a membership entry records or forgets the removed members' ids, src/model/cluster-removal.ts). The
  * Raft log already holds every applied entry durably, so nothing acknowledged depends on the store's write; after a
- * crash the store reopens at its durable index and Raft replays the entries above it. Entries at or below the store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots
- * are deferred (checkpoint): the store on disk is the snapshot, so Raft records only the index it is durable at and
- * compacts its log behind it; a snapshot with bytes (snapshotStream) is encoded only for a follower that needs one,
- * and only once the store on disk has caught up with it. A proposal made on this node waits here, by request id, for the result
- * recorded when its entry is applied on this node. Any exception escaping apply stops the Raft node (fail-stop).
+ * crash the store reopens at its durable index and Raft replays the entries above it. Entries at or below the
+ * store's applied index are skipped, so replay is idempotent. Raft's periodic snapshots are deferred (checkpoint):
+ * the store on disk is the snapshot, so Raft records only the index it is durable at and compacts its log behind
+ * it; a snapshot with bytes (snapshotStream) is encoded only for a follower that needs one, and only once the store
+ * on disk has caught up with it. A proposal made on this node waits here, by request id, for the result recorded
+ * when its entry is applied on this node. Any exception escaping apply stops the Raft node (fail-stop).
  */
 export class StoreStateMachine implements StateMachine {
   private readonly waiters = new Map<string, (r: CommandResult) => void>();
