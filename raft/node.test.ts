@@ -83,9 +83,14 @@ class StreamingMachine extends TestMachine {
 class CountingLog extends MemoryDurableLog {
   persists = 0;
   persistedEntries = 0;
+  /** Entries persisted in batches marked inline (PersistBatch.inline), and in the others. */
+  inlineEntries = 0;
+  threadEntries = 0;
   override persist(batch: PersistBatch): Promise<void> {
     this.persists++;
     this.persistedEntries += batch.entries.length;
+    if (batch.inline === true) this.inlineEntries += batch.entries.length;
+    else this.threadEntries += batch.entries.length;
     return super.persist(batch);
   }
 }
@@ -389,6 +394,26 @@ describe('RaftNode over the in-memory transport', () => {
       expect(log.persistedEntries - before.entries).toBeGreaterThanOrEqual(300);
       // 300 proposals issued together must share synced writes (far fewer than one per proposal).
       expect(log.persists - before.persists).toBeLessThan(30);
+    });
+  });
+
+  it('marks a follower’s writes inline (nothing to overlap them with), never the leader’s', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    const logs = new Map(c.ids.map((id) => [id, new CountingLog(2)]));
+    for (const id of c.ids) await c.start(id, { log: logs.get(id)! });
+    await withStableLeader(c, async (leader, attempt) => {
+      const before = new Map(c.ids.map((id) => [id, { ...logs.get(id)! }]));
+      await Promise.all(Array.from({ length: 50 }, (_, i) => leader.propose(enc.encode(`i${attempt}-${i}`))));
+      for (const id of c.ids)
+        await waitFor(() => c.get(id).sm.applied >= leader.status().commit, 5_000, `${id} applies`);
+      for (const id of c.ids) {
+        const log = logs.get(id)!;
+        const inline = log.inlineEntries - before.get(id)!.inlineEntries;
+        const thread = log.threadEntries - before.get(id)!.threadEntries;
+        if (id === leader.id) expect([inline, thread >= 50]).toEqual([0, true]);
+        else expect([inline >= 50, thread]).toEqual([true, 0]);
+      }
     });
   });
 

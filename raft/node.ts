@@ -876,7 +876,14 @@ export class RaftNode {
     }
     let committed = rd.committed;
     if (rd.snapshot !== null || rd.entries.length > 0 || rd.hardState !== null) {
-      const write = this.log.persist({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+      // A leader overlaps its write with the acknowledgements and applies below; a follower's acknowledgement
+      // waits for the write, so its log may write it on this thread (inline): no worker hand-off, no wake-up.
+      const write = this.log.persist({
+        snapshot: rd.snapshot,
+        entries: rd.entries,
+        hardState: rd.hardState,
+        inline: this.role !== 'leader',
+      });
       write.catch(() => {}); // awaited below: a failure while the apply runs is not an unhandled rejection
       // While it runs, apply the committed entries this log holds durably already (etcd applies while its WAL
       // write runs): a write committed by the acknowledgements of the previous Ready is answered now, not one

@@ -17,6 +17,13 @@ export interface PersistBatch {
   /** New entries; they overwrite the log from entries[0].index on. */
   entries: Entry[];
   hardState: HardState | null;
+  /**
+   * The caller has nothing to overlap this write with (a follower: its acknowledgement waits for the write, and
+   * it sends nothing before). A log may then write on the calling thread, blocking it for the synced write,
+   * instead of handing the write to a worker thread and being woken when it is done: one thread hand-off and one
+   * wake-up less per batch. A hint only; a log may ignore it (the memory log, LevelDB's synced batches).
+   */
+  inline?: boolean;
 }
 
 /** Membership as applied by the driver, with the index of the entry (or snapshot) it reflects. */

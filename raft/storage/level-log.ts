@@ -158,6 +158,8 @@ export interface WalStats {
   folds: number;
   /** Writes too large for half the file, which went to LevelDB. */
   full: number;
+  /** Records written on the calling thread (PersistBatch.inline). */
+  inline: number;
 }
 
 /** 3: the state record may name write-ahead records (wal.ts) holding entries LevelDB lacks. */
@@ -200,7 +202,7 @@ export class LevelLog extends CachedLog implements DurableLog {
   /** Where the next record goes. */
   private wal_bytes = 0;
   /** What the write-ahead file did since this log was opened (walStats). */
-  private readonly walCounts: WalStats = { switches: 0, folds: 0, full: 0 };
+  private readonly walCounts: WalStats = { switches: 0, folds: 0, full: 0, inline: 0 };
 
   private constructor(
     private readonly db: LogDb,
@@ -851,7 +853,7 @@ export class LevelLog extends CachedLog implements DurableLog {
       this.stateDirty = true;
       return;
     }
-    if (snapshot === null && (await this.appendRecord(fresh, hs))) return;
+    if (snapshot === null && (await this.appendRecord(fresh, hs, batch.inline === true))) return;
 
     // To LevelDB, in one synced batch. Entries only the write-ahead records hold go with it (unless this batch
     // overwrites them or a snapshot drops them), and a new generation replaces the ones named: none of their
@@ -917,9 +919,10 @@ export class LevelLog extends CachedLog implements DurableLog {
    * The hot path: `entries` (none at or below LevelDB's last index) and `hs` as one record in the write-ahead
    * file, durable when it resolves; a full half first starts a new generation in the other (startGen). False,
    * having written nothing, when the log has no such file, the entries overwrite entries LevelDB holds, or the
-   * record is larger than half the file: the caller then writes to LevelDB.
+   * record is larger than half the file: the caller then writes to LevelDB. `inline`: the record is written on
+   * this thread (PersistBatch.inline).
    */
-  private async appendRecord(entries: Entry[], hs: HardState): Promise<boolean> {
+  private async appendRecord(entries: Entry[], hs: HardState, inline: boolean): Promise<boolean> {
     const file = this.walFile;
     if (file === null || this.walGens.length === 0) return false;
     if (entries.length > 0 && entries[0]!.index <= this.ldbLast) return false;
@@ -940,7 +943,8 @@ export class LevelLog extends CachedLog implements DurableLog {
       gen = this.walGens[this.walGens.length - 1]!;
       parts = encodeWalRecord(gen.salt, hs, entries);
     }
-    await file.write(parts, this.wal_bytes);
+    await file.write(parts, this.wal_bytes, inline);
+    if (inline) this.walCounts.inline++;
     this.wal_bytes += size_bytes;
     gen.records++;
     if (entries.length > 0) this.cache.append(entries);

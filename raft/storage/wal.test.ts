@@ -141,6 +141,34 @@ describe('write-ahead records', () => {
   });
 });
 
+describe('write-ahead records written inline', () => {
+  it('writes on the calling thread: done before the event loop polls again, and scanned back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keel-wal-inline-'));
+    try {
+      const path = join(dir, 'log.wal');
+      const file = await openWalFile(path, MIN_WAL_BYTES, true);
+      const salt = newWalSalt();
+      const parts = encodeWalRecord(salt, hs(4, 2), ents(1, 3, 4));
+      const bytes = Buffer.concat(parts);
+      let settled = false;
+      const written = file.write(parts, 0, true).then(() => {
+        settled = true;
+      });
+      // written before the call returned: settled in this turn's microtasks, before the event loop polls once (a
+      // worker thread's synced write would be reported by a later poll)
+      await new Promise<void>((r) => setImmediate(r));
+      expect(settled).toBe(true);
+      expect(readFileSync(path).subarray(0, bytes.length).equals(bytes)).toBe(true);
+      await written;
+      await expect(file.write([Buffer.alloc(16)], file.size_bytes - 8, true)).rejects.toThrow(RangeError);
+      expect((await scanWal(file, salt)).records.map((r) => r.hs)).toEqual([hs(4, 2)]);
+      await file.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('LevelLog with a write-ahead file', () => {
   let dir: string;
   beforeEach(() => {
@@ -170,6 +198,20 @@ describe('LevelLog with a write-ahead file', () => {
     expect(third.segmentCount()).toBeGreaterThan(segments);
     expect(third.walStats().folds).toBe(1);
     await third.close();
+  });
+
+  it('writes a persist marked inline on the calling thread, recovered like the others', async () => {
+    const log = await open();
+    await log.persist({ snapshot: null, entries: ents(1, 3, 1), hardState: hs(1, 0), inline: true });
+    await log.persist({ snapshot: null, entries: ents(4, 5, 1), hardState: hs(1, 3) });
+    await log.persist({ snapshot: null, entries: ents(6, 6, 1), hardState: hs(1, 5), inline: true });
+    expect(log.walStats().inline).toBe(2);
+    await log.close();
+    const again = await open();
+    expect(shown(again)).toEqual(ents(1, 6, 1).map((e) => `1:e${e.index}`));
+    expect(again.initialState().hardState).toEqual(hs(1, 5));
+    expect(again.walStats().inline).toBe(0);
+    await again.close();
   });
 
   it('replays records over a compaction recorded after them, also past what LevelDB held', async () => {

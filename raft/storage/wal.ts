@@ -14,6 +14,7 @@
  * the salt). A record cut short by a crash fails its CRC and ends the scan: it was never acknowledged.
  */
 import { randomBytes } from 'node:crypto';
+import { writevSync } from 'node:fs';
 import { constants, type FileHandle, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
@@ -27,8 +28,11 @@ export interface WalFile {
   readonly size_bytes: number;
   /** Up to `length` bytes from `position` (fewer only at the end of the file). */
   read(position: number, length: number): Promise<Buffer>;
-  /** Writes `parts` back to back from `position`; resolves once they are on stable storage. */
-  write(parts: readonly Buffer[], position: number): Promise<void>;
+  /**
+   * Writes `parts` back to back from `position`; resolves once they are on stable storage. `inline`: written on
+   * the calling thread (the event loop waits for the disk), not by a worker thread (PersistBatch.inline).
+   */
+  write(parts: readonly Buffer[], position: number, inline?: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -279,10 +283,13 @@ function fileWal(fh: FileHandle, size_bytes: number): WalFile {
       }
       return buf.subarray(0, got);
     },
-    async write(parts, position) {
+    async write(parts, position, inline) {
       const total = recordSize_bytes(parts);
       if (position + total > size_bytes) throw new RangeError('raft log: write past the end of the write-ahead file');
-      const { bytesWritten } = await fh.writev(parts as Buffer[], position);
+      const bytesWritten =
+        inline === true
+          ? writevSync(fh.fd, parts as Buffer[], position)
+          : (await fh.writev(parts as Buffer[], position)).bytesWritten;
       if (bytesWritten !== total) throw new Error(`raft log: short write (${bytesWritten} of ${total} bytes)`);
     },
     close: () => fh.close(),
