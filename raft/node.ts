@@ -34,7 +34,7 @@ import { SnapshotSender } from './node/snapshot-sender.js';
 import { restoreSnapshot, takeSnapshot } from './node/snapshot-stream.js';
 import type { StateMachine } from './node/state-machine.js';
 import { malformedReason } from './node/validate.js';
-import { confMembers, type DurableLog, supersedes } from './storage/durable-log.js';
+import { confMembers, type DurableLog, snapshotAddresses, supersedes } from './storage/durable-log.js';
 import { SnapshotSupersededError } from './storage/errors.js';
 import { MESSAGE_OVERHEAD_BYTES } from './transport/codec.js';
 import type { PeerStats, Transport } from './transport/transport.js';
@@ -238,6 +238,13 @@ class Offered implements BatchSink {
   }
 }
 
+/** A received snapshot chunk with the member addresses its context carries (validated) in its metadata. */
+function withReceivedAddresses(m: Message): Message {
+  const c = m.snapshot!;
+  const addresses = decodeAddresses(m.context);
+  return { ...m, snapshot: { ...c, meta: { ...c.meta, addresses } } };
+}
+
 export class RaftNode {
   readonly id: NodeId;
   private readonly core: RaftCore;
@@ -344,7 +351,7 @@ export class RaftNode {
       read: (meta, offset_bytes, max_bytes) => this.log.readSnapshot(meta, offset_bytes, max_bytes),
       chunk_bytes: opts.snapshotChunkBytes ?? DEFAULT_SNAPSHOT_CHUNK_BYTES,
       send: (m) => {
-        if (!this.stopped) this.transport.send([m]);
+        if (!this.stopped) this.transport.send([this.withAddresses(m)]);
       },
       gone: (to) => {
         if (this.stopped) return;
@@ -808,7 +815,8 @@ export class RaftNode {
       this.errorListeners.emit(new Error(`raft: dropped a malformed ${m.type} from ${m.from}: ${bad}`));
       return;
     }
-    this.guard(() => this.core.step(m));
+    const stepped = m.type === 'snapshot' && m.context !== undefined ? withReceivedAddresses(m) : m;
+    this.guard(() => this.core.step(stepped));
     this.wakeWriter();
     this.schedule();
   }
@@ -922,7 +930,7 @@ export class RaftNode {
       this.lastSnapshotIndex = this.applied;
       this.snapshotAt = -1;
       this.proposals.skippedThrough(this.applied);
-      this.addPeersOf(this.log.appliedConf().addresses);
+      this.syncPeers();
       if (this.stopped) return;
     }
     await this.applyCommitted(committed);
@@ -1090,6 +1098,30 @@ export class RaftNode {
 
   private addPeersOf(addresses: Record<string, string>): void {
     for (const [id, address] of Object.entries(addresses)) if (id !== this.id) this.transport.addPeer(id, address);
+  }
+
+  /**
+   * After a snapshot is installed: the transport's peers become exactly the applied configuration's members, at
+   * the addresses recorded with it. A member the snapshot's configuration no longer holds (removed by entries this
+   * node never applied) is dropped, so its connections and messages are refused like any stranger's.
+   */
+  private syncPeers(): void {
+    const applied = this.log.appliedConf();
+    const members = confMembers(applied.conf);
+    for (const p of this.transport.peers()) if (!members.has(p.id)) this.transport.removePeer(p.id);
+    this.addPeersOf(applied.addresses);
+  }
+
+  /**
+   * A snapshot chunk leaves with the addresses of its configuration's members, as this node knows them, in the
+   * message's context (encoded as a membership change's; a receiver of an earlier version ignores it): the entries
+   * that announced them may be compacted away, and the receiver needs them to reach its peers, also after a restart.
+   * The receiver reads them into SnapshotMeta.addresses (withReceivedAddresses).
+   */
+  private withAddresses(m: Message): Message {
+    const c = m.snapshot;
+    if (c === undefined) return m;
+    return { ...m, context: encodeAddresses(snapshotAddresses(c.meta, this.log.appliedConf().addresses)) };
   }
 
   /**

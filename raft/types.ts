@@ -56,6 +56,12 @@ export interface SnapshotMeta {
   index: number;
   term: number;
   conf: ConfState;
+  /**
+   * Transport addresses of the configuration's members, as the node streaming the snapshot knew them (carried in
+   * the chunk message's context). The entries that announced them (conf-change contexts) may be compacted away, so
+   * a node that catches up by this snapshot learns them here. Absent when the sender is of an earlier version.
+   */
+  addresses?: Record<NodeId, string>;
 }
 
 /**

@@ -49,6 +49,20 @@ export const MUTANTS = [
     tests: ['test/storage/store.test.ts'],
   },
   {
+    id: 'raft-snapshot-keeps-removed-peers',
+    file: 'raft/node.ts',
+    search: '      this.syncPeers();\n      if (this.stopped) return;',
+    replace: '      this.addPeersOf(this.log.appliedConf().addresses);\n      if (this.stopped) return;',
+    tests: ['raft/node/snapshot-peers.test.ts'],
+  },
+  {
+    id: 'raft-snapshot-without-addresses',
+    file: 'raft/node.ts',
+    search: 'this.transport.send([this.withAddresses(m)]);',
+    replace: 'this.transport.send([m]);',
+    tests: ['raft/node/snapshot-peers.test.ts'],
+  },
+  {
     id: 'raft-log-unsynced',
     file: 'raft/storage/level-log.ts',
     search:
@@ -941,8 +955,8 @@ export const MUTANTS = [
     // a persist acknowledged before its write-ahead record is durable (like a batch written without sync)
     id: 'raft-wal-record-unawaited',
     file: 'raft/storage/level-log.ts',
-    search: '    await file.write(parts, this.wal_bytes);',
-    replace: '    file.write(parts, this.wal_bytes).catch(() => undefined);',
+    search: '    await file.write(parts, this.wal_bytes, inline);',
+    replace: '    file.write(parts, this.wal_bytes, inline).catch(() => undefined);',
     tests: ['raft/storage/level-log.power-loss.test.ts'],
     only: 'with a write-ahead file',
   },

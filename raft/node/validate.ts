@@ -3,7 +3,10 @@
  * dropped (reported through onError): it is malformed, and no peer's bug or malice may stop this node. Anything
  * the core throws on a message that passes them is a violated invariant (or a storage failure) and is fatal.
  */
-import type { Message, NodeId } from '../types.js';
+import { confMembers } from '../storage/durable-log.js';
+import { MAX_SNAPSHOT_ADDRESS_BYTES } from '../transport/codec.js';
+import type { Message, NodeId, SnapshotMeta } from '../types.js';
+import { decodeAddresses } from './conf-context.js';
 
 const isNat = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
@@ -36,6 +39,24 @@ export function malformedReason(m: Message, self: NodeId): string | null {
       return 'malformed snapshot chunk';
     }
     if (!(c.data instanceof Uint8Array)) return 'snapshot chunk without data bytes';
+    if (m.context !== undefined) {
+      const bad = badAddresses(c.meta, decodeAddresses(m.context));
+      if (bad !== null) return bad;
+    }
+  }
+  return null;
+}
+
+/**
+ * Why the member addresses a snapshot chunk carries in its context (SnapshotMeta.addresses, RaftNode.withAddresses)
+ * are not acceptable: one per member of its configuration at most, each a bounded non-empty string. Null if fine.
+ */
+function badAddresses(meta: SnapshotMeta, addresses: Record<string, string>): string | null {
+  const members = confMembers(meta.conf);
+  for (const [id, address] of Object.entries(addresses)) {
+    if (!members.has(id)) return `snapshot address for ${id}, not a member of its configuration`;
+    if (typeof address !== 'string' || address.length === 0) return `snapshot address for ${id} is empty`;
+    if (Buffer.byteLength(address) > MAX_SNAPSHOT_ADDRESS_BYTES) return `snapshot address for ${id} is too long`;
   }
   return null;
 }

@@ -101,6 +101,19 @@ export function confMembers(conf: ConfState): Set<NodeId> {
   return new Set([...conf.voters, ...conf.votersOutgoing, ...conf.learners, ...conf.learnersNext]);
 }
 
+/**
+ * The addresses to record with a received snapshot's configuration: for each of its members, the address the
+ * snapshot carries (SnapshotMeta.addresses), else the one this log knew; nothing for a non-member.
+ */
+export function snapshotAddresses(meta: SnapshotMeta, known: Record<NodeId, string>): Record<NodeId, string> {
+  const pairs: Array<[NodeId, string]> = [];
+  for (const id of confMembers(meta.conf)) {
+    const address = meta.addresses?.[id] ?? known[id];
+    if (address !== undefined) pairs.push([id, address]);
+  }
+  return Object.fromEntries(pairs);
+}
+
 export function cloneConf(c: ConfState): ConfState {
   return {
     voters: [...c.voters],

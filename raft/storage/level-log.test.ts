@@ -301,6 +301,24 @@ describe('LevelLog', () => {
     await again.close();
   });
 
+  it('records the member addresses a received snapshot carries, keeping a known one it lacks, after a restart too', async () => {
+    const log = await LevelLog.open(dir);
+    await log.setConf({ index: 0, conf: conf3, addresses: { a: 'old-a:1', gone: 'gone:1' } });
+    const meta = { index: 40, term: 4, conf: conf3, addresses: { b: 'b:2' } };
+    await log.receiveSnapshot([{ meta, offset_bytes: 0, data: new Uint8Array([9]), done: true }]);
+    await log.persist({
+      snapshot: { meta, size_bytes: 1 },
+      entries: [],
+      hardState: { term: 4, vote: null, commit: 40 },
+    });
+    const expected = { index: 40, conf: conf3, addresses: { a: 'old-a:1', b: 'b:2' } };
+    expect(log.appliedConf()).toEqual(expected);
+    await log.close();
+    const again = await LevelLog.open(dir);
+    expect(again.appliedConf()).toEqual(expected);
+    await again.close();
+  });
+
   it('a received snapshot replaces a deferred one (bytes recorded, no longer deferred), after a restart too', async () => {
     const log = await withDeferredSnapshot(dir);
     const snap = { meta: { index: 40, term: 4, conf: conf3 }, size_bytes: 2 };

@@ -51,6 +51,7 @@ import {
   isConfState,
   isNonNegInt,
   type PersistBatch,
+  snapshotAddresses,
   supersedes,
 } from './durable-log.js';
 import { LogCorruptError, LogStateError, SnapshotSupersededError } from './errors.js';
@@ -809,7 +810,8 @@ export class LevelLog extends CachedLog implements DurableLog {
       markerTerm = snapshot.meta.term;
       lastIndex = markerIndex;
       if (snapshot.meta.index >= this.conf.index) {
-        conf = { index: snapshot.meta.index, conf: cloneConf(snapshot.meta.conf), addresses: this.conf.addresses };
+        const addresses = snapshotAddresses(snapshot.meta, this.conf.addresses);
+        conf = { index: snapshot.meta.index, conf: cloneConf(snapshot.meta.conf), addresses };
         ops.push({ type: 'put', key: KEY_CONF, value: encodeMeta(conf) });
       }
     }

@@ -8,7 +8,14 @@ import { joinChunks } from '../node/snapshot-stream.js';
 import { MemorySink, SnapshotReceipt } from '../snapshot-receipt.js';
 import type { ConfState, HardState, SnapshotChunk, SnapshotInfo, SnapshotMeta } from '../types.js';
 import { CachedLog } from './cached-log.js';
-import { type AppliedConf, cloneConf, type DurableLog, type PersistBatch, supersedes } from './durable-log.js';
+import {
+  type AppliedConf,
+  cloneConf,
+  type DurableLog,
+  type PersistBatch,
+  snapshotAddresses,
+  supersedes,
+} from './durable-log.js';
 import { LogStateError, SnapshotSupersededError } from './errors.js';
 
 export class MemoryDurableLog extends CachedLog implements DurableLog {
@@ -43,7 +50,7 @@ export class MemoryDurableLog extends CachedLog implements DurableLog {
           this.conf = {
             index: snapshot.meta.index,
             conf: cloneConf(snapshot.meta.conf),
-            addresses: this.conf.addresses,
+            addresses: snapshotAddresses(snapshot.meta, this.conf.addresses),
           };
         }
       }

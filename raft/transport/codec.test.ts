@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { encodeAddresses } from '../node/conf-context.js';
 import { type Entry, entrySizeBytes, type Message } from '../types.js';
-import { decodeFrame, encodeMessage, FrameError, MESSAGE_OVERHEAD_BYTES, roundTrip } from './codec.js';
+import {
+  decodeFrame,
+  encodeMessage,
+  FrameError,
+  MAX_SNAPSHOT_ADDRESS_BYTES,
+  MESSAGE_OVERHEAD_BYTES,
+  roundTrip,
+} from './codec.js';
 
 const full: Message = {
   type: 'snapshot',
@@ -104,7 +112,7 @@ describe('MESSAGE_OVERHEAD_BYTES', () => {
     }
   });
 
-  it('bounds a snapshot chunk of snapshotChunkBytes with a large configuration', () => {
+  it('bounds a snapshot chunk of snapshotChunkBytes with a large configuration and its addresses', () => {
     const members = Array.from({ length: 32 }, (_, i) => id(i));
     const m: Message = {
       ...base,
@@ -125,6 +133,8 @@ describe('MESSAGE_OVERHEAD_BYTES', () => {
         data: new Uint8Array(limit),
         done: true,
       },
+      // the members' addresses (RaftNode.withAddresses)
+      context: encodeAddresses(Object.fromEntries(members.map((m) => [m, 'a'.repeat(MAX_SNAPSHOT_ADDRESS_BYTES)]))),
     };
     expect(encodeMessage(m).length).toBeLessThanOrEqual(limit + MESSAGE_OVERHEAD_BYTES);
   });

@@ -40,10 +40,13 @@ const FIELDS = 13;
  * entrySizeBytes, or a snapshot chunk's data): the fixed fields, node ids, a snapshot's member lists, contexts.
  * Each entry encodes in at most 15 bytes besides its data (term ≤ 9, type 1, bin header ≤ 5), less than the
  * ENTRY_OVERHEAD_BYTES the core counts it for, so an append of at most maxMsgBytes encodes in at most
- * maxMsgBytes + this. 16 KiB covers ids of up to 128 bytes in a configuration of 16 voters and 16 learners
- * (both listed twice while joint) and a 1 KiB context (tested in codec.test.ts).
+ * maxMsgBytes + this. 32 KiB covers ids of up to 128 bytes in a configuration of 16 voters and 16 learners (both
+ * listed twice while joint) with, in the context of a snapshot chunk, an address of MAX_SNAPSHOT_ADDRESS_BYTES for
+ * each (tested in codec.test.ts).
  */
-export const MESSAGE_OVERHEAD_BYTES = 16 * 1024;
+export const MESSAGE_OVERHEAD_BYTES = 32 * 1024;
+/** Longest member address a snapshot chunk may carry (node/validate.ts). */
+export const MAX_SNAPSHOT_ADDRESS_BYTES = 512;
 
 export class FrameError extends Error {
   constructor(reason: string) {
