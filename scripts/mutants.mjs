@@ -994,6 +994,22 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // an identity's or a router's certificate (same CA, no node id) may hold peer-listener connections
+    id: 'peer-listener-admits-any-certificate',
+    file: 'src/cluster/node.ts',
+    search: '(socket) => tls.peerIdFromCert(socket.getPeerCertificate()) !== null,',
+    replace: '(_socket) => true,',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
+    // a connection with a good certificate may stay open without ever asking for its upgrade
+    id: 'mtls-no-upgrade-deadline',
+    file: 'src/util/mtls-server.ts',
+    search: '    closeUnlessUpgraded(socket, limits.upgradeTimeout_ms);',
+    replace: '',
+    tests: ['test/cluster/peer-listener.test.ts'],
+  },
+  {
     // a removed member may still change the membership through the peer API
     id: 'peer-api-non-member-changes',
     file: 'src/cluster/peer-api.ts',

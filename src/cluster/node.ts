@@ -289,7 +289,13 @@ export class ClusterNode {
     const wal_bytes = opts.raftWal_bytes ?? DEFAULT_RAFT_WAL_BYTES;
     const log = await LevelLog.open(join(dataDir, 'raft'), wal_bytes > 0 ? { wal: { size_bytes: wal_bytes } } : {});
     const tls = opts.tls;
-    const server = createMutualTlsServer(tls, PEER_LISTENER_LIMITS);
+    // only a certificate naming a node id may hold a connection: identities' and routers' certificates of the same
+    // CA are closed after their handshake (they would otherwise take the listener's connections)
+    const server = createMutualTlsServer(
+      tls,
+      PEER_LISTENER_LIMITS,
+      (socket) => tls.peerIdFromCert(socket.getPeerCertificate()) !== null,
+    );
     try {
       await listenOn(server, opts.peerListen.port, opts.peerListen.host);
       const bound = server.address() as AddressInfo;

@@ -224,6 +224,7 @@ export class RouterControl {
         handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
         maxConnections: sockets,
         maxHandshakesPerAddress: Math.min(sockets, ROUTER_HANDSHAKES_PER_ADDRESS),
+        upgradeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
       },
     );
     await listenOn(server, opts.port, opts.host);

@@ -18,6 +18,11 @@ export interface MutualTlsLimits {
    * members sharing an address (one machine, one NAT) may hold any number of established connections.
    */
   maxHandshakesPerAddress: number;
+  /**
+   * A connection that has not asked for its WebSocket upgrade within this after its handshake is closed: a client
+   * with a good certificate cannot hold a connection (one of maxConnections) without using it.
+   */
+  upgradeTimeout_ms: number;
 }
 
 /** How long a TLS handshake may take on Keel's mutual-TLS listeners. */
@@ -33,17 +38,21 @@ export const PEER_LISTENER_LIMITS: MutualTlsLimits = {
   handshakeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
   maxConnections: 512,
   maxHandshakesPerAddress: 16,
+  upgradeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
 };
 
 /**
  * An HTTPS server for WebSocket upgrades only (the peer and router-control listeners): it asks every client for a
  * certificate chaining to `ca` and refuses the handshake without one; a plain request gets 426 Upgrade Required.
- * Within `limits` (each listener passes its own): a handshake left unfinished is dropped, and connections beyond
- * the bounds are closed at once.
+ * Within `limits` (each listener passes its own): a handshake left unfinished is dropped, a connection that does
+ * not ask for its upgrade in time is closed, and connections beyond the bounds are closed at once. `admits`: whose
+ * certificate may hold a connection at all (the peer listener: a member's, never an identity's or a router's from
+ * the same CA); a connection it refuses is closed as soon as its handshake is done, before any request is read.
  */
 export function createMutualTlsServer(
   tls: Pick<ServerOptions, 'key' | 'cert' | 'ca'>,
   limits: MutualTlsLimits,
+  admits: (socket: TLSSocket) => boolean = () => true,
 ): Server {
   const server = createServer({
     key: tls.key,
@@ -55,8 +64,43 @@ export function createMutualTlsServer(
   });
   server.maxConnections = limits.maxConnections;
   limitHandshakesPerAddress(server, limits.maxHandshakesPerAddress);
+  // registered after the per-address count, so a refused connection has left it when it is closed here
+  server.on('secureConnection', (socket: TLSSocket) => {
+    if (!admitted(socket, admits)) {
+      socket.destroy();
+      return;
+    }
+    closeUnlessUpgraded(socket, limits.upgradeTimeout_ms);
+  });
+  server.on('upgrade', (_req, socket: Socket) => upgraded(socket));
   server.on('request', (_req, res) => res.writeHead(426).end());
   return server;
+}
+
+/** `admits` on `socket`; a predicate that throws (a certificate it cannot read) refuses. */
+function admitted(socket: TLSSocket, admits: (socket: TLSSocket) => boolean): boolean {
+  try {
+    return admits(socket);
+  } catch {
+    return false;
+  }
+}
+
+/** The upgrade deadline of each connection whose upgrade has not been asked for yet. */
+const upgradeDeadlines = new WeakMap<Socket, NodeJS.Timeout>();
+
+function closeUnlessUpgraded(socket: TLSSocket, timeout_ms: number): void {
+  const timer = setTimeout(() => socket.destroy(), timeout_ms);
+  timer.unref();
+  upgradeDeadlines.set(socket, timer);
+  socket.once('close', () => clearTimeout(timer));
+}
+
+function upgraded(socket: Socket): void {
+  const timer = upgradeDeadlines.get(socket);
+  if (timer === undefined) return;
+  clearTimeout(timer);
+  upgradeDeadlines.delete(socket);
 }
 
 /**

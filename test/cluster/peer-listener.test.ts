@@ -52,6 +52,7 @@ describe('a member refuses certificates that name no member, on every path', () 
   let srv: TestServer;
   let port: number;
   let identity: ClientTls;
+  let memberTls: ClientTls;
   let peerCert: string;
   beforeAll(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
@@ -59,6 +60,7 @@ describe('a member refuses certificates that name no member, on every path', () 
     await initClusterPki(pkiDir, { nodeId: 'n1', hosts: ['127.0.0.1'] });
     const tls = await loadPeerTlsOptions(pkiDir);
     peerCert = tls.cert;
+    memberTls = { key: tls.key, cert: tls.cert, ca: tls.ca };
     srv = await startServer({
       dataDir,
       cluster: { nodeId: 'n1', peerListen: { host: '127.0.0.1', port: 0 }, init: true, tls },
@@ -78,29 +80,36 @@ describe('a member refuses certificates that name no member, on every path', () 
     expect(new X509Certificate(pem).fingerprint256).toBe(new X509Certificate(peerCert).fingerprint256);
   });
 
-  it('other paths: 404 and closed (an upgrade nobody answers would hold its socket for good)', async () => {
+  it('closes a connection whose certificate names no node right after its handshake, on every path: no answer', async () => {
+    const claimed = 'x-keel-raft-cluster: keel\r\nx-keel-raft-from: n0\r\nx-keel-raft-to: n1\r\n';
+    for (const [path, headers] of [
+      ['/', ''],
+      ['/nope', ''],
+      ['/peer-api', ''],
+      ['/peer-forward', ''],
+      ['/raft', claimed],
+    ]) {
+      const r = await exchange(port, identity, upgrade(path!, headers), 2_000);
+      expect(r, path).toEqual({ answer: '', closed: true });
+    }
+    // and an idle one too: it cannot hold one of the listener's connections
+    const idle = await exchange(port, identity, '', 2_000);
+    expect(idle).toEqual({ answer: '', closed: true });
+  });
+
+  it("a member's certificate: other paths answer 404 and close (an upgrade nobody answers would hold its socket)", async () => {
+    const member = { key: memberTls.key, cert: memberTls.cert, ca: memberTls.ca };
     for (const path of ['/', '/nope', '/raft/x', '/peer-api/']) {
-      const r = await exchange(port, identity, upgrade(path), 2_000);
+      const r = await exchange(port, member, upgrade(path), 2_000);
       expect(r.answer, path).toMatch(/^HTTP\/1\.1 404 /);
       expect(r.closed, path).toBe(true);
     }
   });
 
-  it('the peer paths: refused and closed', async () => {
-    for (const path of ['/peer-api', '/peer-forward']) {
-      const r = await exchange(port, identity, upgrade(path), 2_000);
-      expect(r.answer, path).toMatch(/^HTTP\/1\.1 403 /);
-      expect(r.closed, path).toBe(true);
-    }
-    const claimed = 'x-keel-raft-cluster: keel\r\nx-keel-raft-from: n0\r\nx-keel-raft-to: n1\r\n';
-    const raft = await exchange(port, identity, upgrade('/raft', claimed), 2_000);
-    expect(raft.answer).toMatch(/^HTTP\/1\.1 40[13] /);
-    expect(raft.closed).toBe(true);
-  });
-
   it('the peer listener has finite bounds', () => {
-    const { handshakeTimeout_ms, maxConnections, maxHandshakesPerAddress } = PEER_LISTENER_LIMITS;
+    const { handshakeTimeout_ms, maxConnections, maxHandshakesPerAddress, upgradeTimeout_ms } = PEER_LISTENER_LIMITS;
     expect(handshakeTimeout_ms).toBeLessThanOrEqual(10_000);
+    expect(upgradeTimeout_ms).toBeLessThanOrEqual(10_000);
     // clients that never finish a handshake need many addresses to fill the listener
     expect(maxConnections / maxHandshakesPerAddress).toBeGreaterThanOrEqual(32);
     expect(maxConnections).toBeLessThanOrEqual(1_024);
@@ -108,7 +117,12 @@ describe('a member refuses certificates that name no member, on every path', () 
 });
 
 describe('mutual-TLS listener bounds before any certificate is shown', () => {
-  const LIMITS = { handshakeTimeout_ms: 1_000, maxConnections: 5, maxHandshakesPerAddress: 3 };
+  const LIMITS = {
+    handshakeTimeout_ms: 1_000,
+    maxConnections: 5,
+    maxHandshakesPerAddress: 3,
+    upgradeTimeout_ms: 10_000,
+  };
   let tls: ClientTls;
   beforeAll(async () => {
     const dir = mkdtempSync(join(tmpdir(), 'keel-mtls-bounds-'));
@@ -176,7 +190,12 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
   });
 
   it('only unfinished handshakes count per address: clients that never start TLS do not keep members out', async () => {
-    const port = await bounded({ handshakeTimeout_ms: 10_000, maxConnections: 32, maxHandshakesPerAddress: 3 });
+    const port = await bounded({
+      handshakeTimeout_ms: 10_000,
+      maxConnections: 32,
+      maxHandshakesPerAddress: 3,
+      upgradeTimeout_ms: 10_000,
+    });
     // an address that never starts TLS: three held, the rest closed at once
     const held = [];
     for (let i = 0; i < 3; i++) held.push(await silent(port, '127.0.0.2'));
@@ -187,5 +206,25 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
     expect(answers).toEqual(Array(6).fill('HTTP/1.1 426 Upgrade Required'));
     // and a finished handshake frees its slot: the silent address's slots stay its own, still held
     expect(held.map((c) => c.closed())).toEqual([false, false, false]);
+  });
+
+  it('a connection with a good certificate that does not ask for its upgrade in time is closed; one that asked is not', async () => {
+    const port = await bounded({ ...LIMITS, upgradeTimeout_ms: 500 });
+    const started = Date.now();
+    const idle = await exchange(port, tls, '', 3_000);
+    expect(idle).toEqual({ answer: '', closed: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    // an upgrade request (nobody answers it on this bare listener): past the deadline, still open
+    const asked = await exchange(port, tls, upgrade('/raft'), 1_500);
+    expect(asked.closed).toBe(false);
+  });
+
+  it('admits: a certificate it refuses is closed after its handshake, before any answer', async () => {
+    const server = createMutualTlsServer(tls, LIMITS, () => false);
+    servers.push(server);
+    await listenOn(server, 0, '127.0.0.1');
+    const port = (server.address() as { port: number }).port;
+    const r = await exchange(port, tls, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', 2_000);
+    expect(r).toEqual({ answer: '', closed: true });
   });
 });
