@@ -186,21 +186,56 @@ const RETRY_LATER: ReadonlySet<RaftError['code']> = new Set<RaftError['code']>([
   'leadership-lost',
 ]);
 
-/** The HTTP face of a failed membership change. */
-function membershipError(err: unknown): ApiError {
-  // no leader, or it changed while the change was being made (asking again is safe: an add finishes what it started)
+/** Errors that are this code's own failures, never the request's: answered 500 (and logged) by the HTTP layer. */
+function isInternal(err: unknown): boolean {
+  if (err instanceof RaftError) return err.code === 'fatal';
+  return (
+    !(err instanceof Error) ||
+    err instanceof TypeError ||
+    err instanceof RangeError ||
+    err instanceof ReferenceError ||
+    err instanceof SyntaxError
+  );
+}
+
+/** Which membership change failed, and the value the request named (OpenZiti's field errors name it). */
+type Change = { kind: 'add'; address: string } | { kind: 'remove'; id: string } | { kind: 'transfer'; id: string };
+
+/**
+ * The HTTP face of a failed membership change, as OpenZiti's cluster router answers: an add's failure is a 400 on
+ * `address`, a removal's on `id`, a transfer's 500 `TRANSFER_LEADERSHIP_ERROR` with the reason as its cause. Keel
+ * adds: no leader (or a leadership lost meanwhile) is 503 `CLUSTER_NO_LEADER` and a full proposal queue 429, both
+ * with Retry-After (asking again is safe: an add finishes what it started); its own failures are not the
+ * request's, so they are thrown on to the HTTP layer's 500.
+ */
+function membershipError(err: unknown, change: Change): unknown {
   if (err instanceof RaftError && RETRY_LATER.has(err.code)) {
     return Errors.CLUSTER_NO_LEADER(undefined, { headers: { 'retry-after': '2' } });
   }
-  const reason = err instanceof Error ? err.message : String(err);
-  return fieldError('', reason, null);
+  if (err instanceof RaftError && err.code === 'too-many-pending') {
+    return Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers: { 'retry-after': '2' } });
+  }
+  if (isInternal(err)) return err;
+  const reason = (err as Error).message;
+  switch (change.kind) {
+    case 'add':
+      return fieldError('address', `unable to add cluster member for supplied address: [${reason}]`, change.address);
+    case 'remove':
+      return fieldError('id', `unable to remove cluster member node for supplied node id: [${reason}]`, change.id);
+    case 'transfer':
+      // not done within its bound (the target still catching up, say): asking again may succeed
+      return Errors.TRANSFER_LEADERSHIP_ERROR(
+        { code: 'UNHANDLED', message: reason },
+        err instanceof RaftError && err.code === 'timeout' ? { headers: { 'retry-after': '2' } } : {},
+      );
+  }
 }
 
-async function membership(fn: () => Promise<unknown>) {
+async function membership(change: Change, fn: () => Promise<unknown>) {
   try {
     await fn();
   } catch (err) {
-    throw membershipError(err);
+    throw membershipError(err, change);
   }
   return okEmpty();
 }
@@ -262,7 +297,8 @@ export function fabricClusterOps(): OpDef<unknown>[] {
       responses: { 200: { description: 'Added', schema: empty } },
       handler: ({ svc, body }) => {
         const cluster = clusterOf(svc);
-        return membership(() => cluster.addMemberAt(stripScheme(body.address), body.isVoter !== false));
+        const address = stripScheme(body.address);
+        return membership({ kind: 'add', address }, () => cluster.addMemberAt(address, body.isVoter !== false));
       },
     }),
     op({
@@ -279,7 +315,7 @@ export function fabricClusterOps(): OpDef<unknown>[] {
         if (!cluster.memberView().some((m) => m.id === body.id)) {
           throw fieldError('id', `no cluster member with id ${body.id}`, body.id);
         }
-        return membership(() => cluster.removeMember(body.id));
+        return membership({ kind: 'remove', id: body.id }, () => cluster.removeMember(body.id));
       },
     }),
     op({
@@ -299,7 +335,9 @@ export function fabricClusterOps(): OpDef<unknown>[] {
         if (!cluster.memberView().some((m) => m.id === body.newLeaderId && m.voter)) {
           throw fieldError('newLeaderId', `no voting member with id ${body.newLeaderId}`, body.newLeaderId);
         }
-        return membership(() => cluster.transferLeadership(body.newLeaderId));
+        return membership({ kind: 'transfer', id: body.newLeaderId }, () =>
+          cluster.transferLeadership(body.newLeaderId),
+        );
       },
     }),
   ];

@@ -181,8 +181,9 @@ describe('a 3-node cluster of keel processes', () => {
     const networkJwt = (await call('GET', `${observer.base}/edge/client/v1/network-jwts`)).body.data[0].token;
     const ctrls = JSON.parse(Buffer.from(networkJwt.split('.')[1], 'base64url').toString()).ctrls;
     expect(ctrls).toEqual([observer.base, ...c.nodes.filter((n) => n !== observer).map((n) => n.base)]);
-    // transfer-leadership through any member; asked again on 503 (the member just thawed may still be catching up,
-    // and a transfer not done within its bound answers 503 with Retry-After), as a client told Retry-After would
+    // transfer-leadership through any member; asked again on Retry-After (the member just thawed may still be catching
+    // up: a transfer not done within its bound answers 500 TRANSFER_LEADERSHIP_ERROR with Retry-After), as a client
+    // told Retry-After would
     const t = await postUntilNot503(
       `${fabric(observer)}/transfer-leadership`,
       token,

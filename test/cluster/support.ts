@@ -90,8 +90,9 @@ export async function until<T>(fn: () => Promise<T> | T, timeout_ms: number, wha
 }
 
 /**
- * POSTs `body` to `url`, asking again while the answer is 503 (a leadership change under load, answered with
- * Retry-After), as a client told Retry-After would, at most `timeout_ms`; resolves with the first other answer.
+ * POSTs `body` to `url`, asking again while the answer carries Retry-After (503 for a leadership change under load,
+ * a transfer not done within its bound), as a client told Retry-After would, at most `timeout_ms`; resolves with the
+ * first other answer.
  */
 export function postUntilNot503(
   url: string,
@@ -103,7 +104,7 @@ export function postUntilNot503(
   return until(
     async () => {
       const res = await call('POST', url, { token, body });
-      return res.status === 503 ? null : res;
+      return res.status === 503 || res.headers.get('retry-after') !== null ? null : res;
     },
     timeout_ms,
     what,
