@@ -7,7 +7,7 @@ import { Collection } from '../../storage/collection.js';
 import type { EntityDef, Row } from '../../storage/types.js';
 import { createSymbolTable, type SymbolTable } from '../../storage/zitiql/index.js';
 import { baseSymbols, fieldSymbols } from '../api/entity.js';
-import { type ApiError, Errors, fieldError } from '../api/errors.js';
+import { Errors, fieldError } from '../api/errors.js';
 import { collectionSource, listResponse, mapResult, runList } from '../api/list.js';
 import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
