@@ -1010,6 +1010,14 @@ export const MUTANTS = [
     tests: ['test/cluster/peer-listener.test.ts'],
   },
   {
+    // a member that lags behind judges a membership change on its stale state (a removed caller passes)
+    id: 'peer-api-membership-judged-stale',
+    file: 'src/cluster/peer-api.ts',
+    search: '    await ctx.handlers.readIndex();\n    refuseRemoved(ctx);',
+    replace: '',
+    tests: ['test/cluster/peer-api-fresh.test.ts'],
+  },
+  {
     // a removed member may still change the membership through the peer API
     id: 'peer-api-non-member-changes',
     file: 'src/cluster/peer-api.ts',

@@ -181,13 +181,26 @@ const notRemoved = t.procedure.use(({ ctx, next }) => {
   return next();
 });
 
+/**
+ * The membership changes: judged on this member's state as of the call (a read index first), not as it last
+ * applied it. A member that lags behind (it was cut off while a removal went by) would otherwise still take a
+ * removed caller for a member and pass its change on to the leader, which sees only the member passing it on.
+ */
+const memberChange = notRemoved.use(async ({ ctx, next }) => {
+  if (ctx.from !== null) {
+    await ctx.handlers.readIndex();
+    refuseRemoved(ctx);
+  }
+  return next();
+});
+
 export const peerRouter = t.router({
   readIndex: notRemoved.query(({ ctx }) => ctx.handlers.readIndex()),
   // answered to a removed caller too: the status is how it learns its removal (ClusterNode.observed)
   status: t.procedure.query(({ ctx }) => ctx.handlers.status()),
   members: notRemoved.query(({ ctx }) => ctx.handlers.members()),
   // a removed node's own request to join again above all
-  addMember: notRemoved
+  addMember: memberChange
     .input((v) => {
       const o = obj(v);
       return {
@@ -207,13 +220,13 @@ export const peerRouter = t.router({
         throw asForbidden(err, input.id);
       }
     }),
-  removeMember: notRemoved
+  removeMember: memberChange
     .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
       requireMember(ctx);
       return ctx.handlers.removeMember(input.id);
     }),
-  transferLeadership: notRemoved
+  transferLeadership: memberChange
     .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
     .mutation(({ ctx, input }) => {
       requireMember(ctx);
