@@ -2,15 +2,11 @@
  * Joining a cluster (src/cluster/join.ts): a join that meets a change of leader or a pending membership change is
  * asked again, the Raft code travelling over the peer API; any other error ends it at once.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
-import { answerWithLinkHeaders, RaftError } from '../../raft/index.js';
+import { RaftError } from '../../raft/index.js';
 import { askToJoin, JOIN_ATTEMPTS } from '../../src/cluster/join.js';
-import { PEER_API_PATH, type PeerHandlers, peerClient, peerRouter, raftCodeOf } from '../../src/cluster/peer-api.js';
-import { PEER_LINK } from '../../src/cluster/peer-protocol.js';
+import { type PeerHandlers, peerClient, raftCodeOf } from '../../src/cluster/peer-api.js';
+import { servePeerApi } from '../support/peer-api-server.js';
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -27,26 +23,7 @@ async function member(add: PeerHandlers['addMember']): Promise<string> {
     removeMember: unused,
     transferLeadership: unused,
   } as unknown as PeerHandlers;
-  const server = createServer();
-  const wss = new WebSocketServer({ noServer: true });
-  answerWithLinkHeaders(wss, PEER_LINK);
-  const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers, from: null }) });
-  server.on('upgrade', (req, socket, head) => {
-    if (req.url !== PEER_API_PATH) return socket.destroy();
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(
-    () =>
-      new Promise<void>((r) => {
-        served.broadcastReconnectNotification();
-        for (const ws of wss.clients) ws.terminate();
-        wss.close();
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return servePeerApi(handlers, null, cleanup);
 }
 
 async function join(address: string, retries: string[] = []): Promise<void> {

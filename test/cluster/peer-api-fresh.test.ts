@@ -3,14 +3,9 @@
  * index first (src/cluster/peer-api.ts, memberChange). A member that lags behind (cut off while a removal went by)
  * would otherwise still take the removed caller for a member and pass its change on to the leader.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
-import { answerWithLinkHeaders } from '../../raft/index.js';
-import { PEER_API_PATH, type PeerHandlers, peerClient, peerRouter } from '../../src/cluster/peer-api.js';
-import { PEER_LINK } from '../../src/cluster/peer-protocol.js';
+import { type PeerHandlers, peerClient } from '../../src/cluster/peer-api.js';
+import { servePeerApi } from '../support/peer-api-server.js';
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -35,26 +30,7 @@ async function laggingMember(caller: string) {
     removeMember: async (id: string) => void made.push(`remove ${id}`),
     transferLeadership: async (to: string) => void made.push(`transfer ${to}`),
   } as unknown as PeerHandlers;
-  const server = createServer();
-  const wss = new WebSocketServer({ noServer: true });
-  answerWithLinkHeaders(wss, PEER_LINK);
-  const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers, from: caller }) });
-  server.on('upgrade', (req, socket, head) => {
-    if (req.url !== PEER_API_PATH) return socket.destroy();
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(
-    () =>
-      new Promise<void>((r) => {
-        served.broadcastReconnectNotification();
-        for (const ws of wss.clients) ws.terminate();
-        wss.close();
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, made };
+  return { address: await servePeerApi(handlers, caller, cleanup), made };
 }
 
 describe('a membership change through a member that lags behind', () => {

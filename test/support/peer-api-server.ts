@@ -1,0 +1,39 @@
+/**
+ * A bare peer API (src/cluster/peer-api.ts) over plain WebSocket for in-process tests: `handlers` answer every call,
+ * each made as if by `from` (the id a caller's certificate would name; null: no TLS). Resolves with its address;
+ * `cleanup` gets the function that closes it.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { applyWSSHandler } from '@trpc/server/adapters/ws';
+import { WebSocketServer } from 'ws';
+import { answerWithLinkHeaders } from '../../raft/index.js';
+import { PEER_API_PATH, type PeerHandlers, peerRouter } from '../../src/cluster/peer-api.js';
+import { PEER_LINK } from '../../src/cluster/peer-protocol.js';
+
+export async function servePeerApi(
+  handlers: PeerHandlers,
+  from: string | null,
+  cleanup: Array<() => void | Promise<void>>,
+): Promise<string> {
+  const server = createServer();
+  const wss = new WebSocketServer({ noServer: true });
+  answerWithLinkHeaders(wss, PEER_LINK);
+  const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers, from }) });
+  server.on('upgrade', (req, socket, head) => {
+    if (req.url !== PEER_API_PATH) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanup.push(
+    () =>
+      new Promise<void>((r) => {
+        served.broadcastReconnectNotification();
+        for (const ws of wss.clients) ws.terminate();
+        wss.close();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
