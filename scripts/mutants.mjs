@@ -1018,6 +1018,14 @@ export const MUTANTS = [
     tests: ['test/cluster/peer-api-fresh.test.ts'],
   },
   {
+    // the peer API client takes any certificate of the CA for the address's host name (a router's) as the member
+    id: 'peer-client-any-server',
+    file: 'src/cluster/peer-api.ts',
+    search: '        ...(check ? { checkServerIdentity: check } : {}),',
+    replace: '',
+    tests: ['test/cluster/member-identity.test.ts'],
+  },
+  {
     // a removed member may still change the membership through the peer API
     id: 'peer-api-non-member-changes',
     file: 'src/cluster/peer-api.ts',

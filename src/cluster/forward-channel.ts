@@ -19,6 +19,7 @@ import type { IncomingMessage } from 'node:http';
 import { Packr } from 'msgpackr';
 import WebSocket, { type WebSocketServer } from 'ws';
 import { MAX_FORWARD_BATCH_ITEMS } from './forward-batch.js';
+import type { ServerCheck } from './member-identity.js';
 import { guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
 export const FORWARD_PATH = '/peer-forward';
@@ -224,6 +225,8 @@ export interface ForwardTls {
   key: string | Buffer;
   cert: string | Buffer;
   ca: string | Buffer | Array<string | Buffer>;
+  /** Who may answer (member-identity.ts): a member's certificate, not only one for the address's host name. */
+  checkServerIdentity?: ServerCheck;
 }
 
 interface Pending {
@@ -297,6 +300,7 @@ export class ForwardClient {
         handshakeTimeout: timeout_ms,
         headers: { ...this.dial.check.headers },
         ...(tls ? { key: tls.key, cert: tls.cert, ca: tls.ca } : {}),
+        ...(tls?.checkServerIdentity ? { checkServerIdentity: tls.checkServerIdentity } : {}),
       });
       guardDial(ws, this.address, this.dial);
       this.ws = ws;

@@ -502,7 +502,7 @@ export class ClusterNode {
     const known = this.clients.get(id);
     if (known && known.address === address) return known.client;
     known?.client.close();
-    const client = peerClient(address, this.opts.tls, this.dialOf(id));
+    const client = peerClient(address, this.opts.tls, this.dialOf(id), id);
     this.clients.set(id, { address, client });
     return client;
   }

@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { RaftError, type RaftErrorCode } from '../../raft/index.js';
 import { withTimeout } from '../util/timeout.js';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
+import { memberServerCheck, type ServerCheck } from './member-identity.js';
 import { type DialRefusal, guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
 /** What a member reports about itself (`status`). */
@@ -258,12 +259,13 @@ export interface PeerClient {
  * The `ws` class tRPC dials with: the peer protocol headers (and the client certificate when TLS is on) on every
  * connection, the member's answer checked before the link carries anything (peer-protocol.ts).
  */
-function linkedWebSocket(address: string, dial: PeerDial, tls?: PeerTlsOptions): unknown {
+function linkedWebSocket(address: string, dial: PeerDial, tls?: PeerTlsOptions, check?: ServerCheck): unknown {
   return class extends WebSocket {
     constructor(u: string | URL, protocols?: string | string[]) {
       super(u, protocols, {
         headers: { ...dial.check.headers },
         ...(tls ? { key: tls.key, cert: tls.cert, ca: tls.ca } : {}),
+        ...(check ? { checkServerIdentity: check } : {}),
       });
       guardDial(this, address, dial);
     }
@@ -275,7 +277,16 @@ function linkedWebSocket(address: string, dial: PeerDial, tls?: PeerTlsOptions):
  * channel) carry this build's peer protocol version and refuse a member that speaks one it does not accept;
  * `dial` hears about each refusal and acceptance.
  */
-export function peerClient(address: string, tls?: PeerTlsOptions, dial: PeerDial = { check: PEER_LINK }): PeerClient {
+/**
+ * A client of the member at `address`. With TLS, whoever answers must show a member's certificate (member-identity.ts):
+ * `member`'s when given (the caller knows whom it dials), any member's otherwise (a join, an add by address).
+ */
+export function peerClient(
+  address: string,
+  tls?: PeerTlsOptions,
+  dial: PeerDial = { check: PEER_LINK },
+  member?: string,
+): PeerClient {
   const url = `${tls ? 'wss' : 'ws'}://${address}${PEER_API_PATH}`;
   let refusal: DialRefusal | null = null;
   const api: PeerDial = {
@@ -289,13 +300,14 @@ export function peerClient(address: string, tls?: PeerTlsOptions, dial: PeerDial
       dial.onAccepted?.(at);
     },
   };
+  const check = tls ? memberServerCheck(tls.peerIdFromCert, member) : undefined;
   // Node 20 has no global WebSocket: hand tRPC the `ws` class.
   const ws = createWSClient({
     url,
-    WebSocket: linkedWebSocket(address, api, tls) as unknown as typeof globalThis.WebSocket,
+    WebSocket: linkedWebSocket(address, api, tls, check) as unknown as typeof globalThis.WebSocket,
     retryDelayMs: (n) => Math.min(2000, 50 * 2 ** n),
   });
-  const forward = new ForwardClient(address, tls, dial);
+  const forward = new ForwardClient(address, tls ? { ...tls, checkServerIdentity: check } : undefined, dial);
   return {
     api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
     forward,

@@ -1,9 +1,10 @@
 /**
  * A bare peer API (src/cluster/peer-api.ts) over plain WebSocket for in-process tests: `handlers` answer every call,
- * each made as if by `from` (the id a caller's certificate would name; null: no TLS). Resolves with its address;
- * `cleanup` gets the function that closes it.
+ * each made as if by `from` (the id a caller's certificate would name; null: no TLS). With `tls`, over TLS showing
+ * that certificate. Resolves with its address; `cleanup` gets the function that closes it.
  */
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
@@ -15,8 +16,9 @@ export async function servePeerApi(
   handlers: PeerHandlers,
   from: string | null,
   cleanup: Array<() => void | Promise<void>>,
+  tls?: { key: string; cert: string },
 ): Promise<string> {
-  const server = createServer();
+  const server = tls ? createTlsServer(tls) : createServer();
   const wss = new WebSocketServer({ noServer: true });
   answerWithLinkHeaders(wss, PEER_LINK);
   const served = applyWSSHandler({ wss, router: peerRouter, createContext: () => ({ handlers, from }) });
