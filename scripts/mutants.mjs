@@ -1026,6 +1026,22 @@ export const MUTANTS = [
     tests: ['test/cluster/member-identity.test.ts'],
   },
   {
+    // a peer connection that asks and never reads grows the member's memory without end
+    id: 'peer-unsent-unbounded',
+    file: 'src/cluster/node.ts',
+    search: '      if (ws.bufferedAmount > max_bytes) ws.terminate();',
+    replace: '',
+    tests: ['test/cluster/peer-unsent.test.ts'],
+  },
+  {
+    // the peer API's answers carry stack traces (tRPC's development mode, NODE_ENV not production)
+    id: 'peer-api-stack-traces',
+    file: 'src/cluster/peer-api.ts',
+    search: '  isDev: false,',
+    replace: '  isDev: true,',
+    tests: ['test/cluster/peer-api-fresh.test.ts'],
+  },
+  {
     // a removed member may still change the membership through the peer API
     id: 'peer-api-non-member-changes',
     file: 'src/cluster/peer-api.ts',

@@ -187,6 +187,22 @@ async function memberWithLeader(
  * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
  * proposer the controller writes through.
  */
+/**
+ * Bound on the answers a peer-API or forward connection may leave unread: a caller that keeps asking and never reads
+ * (whatever its certificate) would otherwise grow this member's memory without end. Far above what a member's
+ * calls leave queued (answers of a few KiB, forward answers of a few bytes per command).
+ */
+export const MAX_PEER_UNSENT_BYTES = 16 << 20;
+
+/** Closes a connection of `wss` that has more than `max_bytes` of answers unsent when its next frame arrives. */
+export function boundUnsent(wss: WebSocketServer, max_bytes: number): void {
+  wss.on('connection', (ws) => {
+    ws.on('message', () => {
+      if (ws.bufferedAmount > max_bytes) ws.terminate();
+    });
+  });
+}
+
 export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();
@@ -237,6 +253,8 @@ export class ClusterNode {
     });
     answerWithLinkHeaders(this.wss, PEER_LINK);
     answerWithLinkHeaders(this.forwardWss, PEER_LINK);
+    boundUnsent(this.wss, MAX_PEER_UNSENT_BYTES);
+    boundUnsent(this.forwardWss, MAX_PEER_UNSENT_BYTES);
     const handlers = this.handlers();
     applyWSSHandler({
       wss: this.wss,

@@ -164,6 +164,8 @@ function requireMember(ctx: PeerContext): void {
 }
 
 const t = initTRPC.context<PeerContext>().create({
+  // never a stack trace in an answer, whatever NODE_ENV says (a caller may not be a member)
+  isDev: false,
   // the caller branches on the code (e.g. a join retries after a lost leadership), never on the message
   // (and a removed caller on `removedAt`)
   errorFormatter: ({ shape, error }) => ({
