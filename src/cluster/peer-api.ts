@@ -11,6 +11,7 @@ import { RaftError, type RaftErrorCode } from '../../raft/index.js';
 import { withTimeout } from '../util/timeout.js';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
 import { memberServerCheck, type ServerCheck } from './member-identity.js';
+import { isPeerAddress } from './peer-address.js';
 import { type DialRefusal, guardDial, PEER_LINK, type PeerDial } from './peer-protocol.js';
 
 /** What a member reports about itself (`status`). */
@@ -79,6 +80,11 @@ export interface PeerHandlers {
 
 const MAX_ID_CHARS = 128;
 const MAX_ADDRESS_CHARS = 300;
+
+function peerAddress(v: string): string {
+  if (!isPeerAddress(v)) throw new TRPCError({ code: 'BAD_REQUEST', message: 'address must be HOST:PORT' });
+  return v;
+}
 
 function str(v: unknown, name: string, max: number): string {
   if (typeof v !== 'string' || v.length === 0 || v.length > max) {
@@ -208,7 +214,7 @@ export const peerRouter = t.router({
       const o = obj(v);
       return {
         id: str(o.id, 'id', MAX_ID_CHARS),
-        address: str(o.address, 'address', MAX_ADDRESS_CHARS),
+        address: peerAddress(str(o.address, 'address', MAX_ADDRESS_CHARS)),
         voter: o.voter !== false,
         // set by a member passing a node's own join on to the leader
         ...(o.join === true ? { join: true } : {}),

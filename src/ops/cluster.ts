@@ -2,6 +2,7 @@
  * The cluster as the APIs show it: the client and management `controllers` lists (live members) and OpenZiti's
  * fabric cluster endpoints (`/fabric/v1/cluster/...`, admin only) that its CLI and consoles call.
  */
+
 import { RaftError } from '../../raft/index.js';
 import { Collection } from '../../storage/collection.js';
 import type { EntityDef, Row } from '../../storage/types.js';
@@ -14,6 +15,7 @@ import { API_BASE } from '../api/register.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { ClusterView, Services } from '../api/services.js';
 import type { MemberView } from '../cluster/members.js';
+import { isPeerAddress } from '../cluster/peer-address.js';
 import { baseEntity, empty, listEnvelope } from '../model/common.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
@@ -298,6 +300,9 @@ export function fabricClusterOps(): OpDef<unknown>[] {
       handler: ({ svc, body }) => {
         const cluster = clusterOf(svc);
         const address = stripScheme(body.address);
+        if (!isPeerAddress(address)) {
+          throw fieldError('address', 'must be a peer address, [tls:]HOST:PORT', body.address);
+        }
         return membership({ kind: 'add', address }, () => cluster.addMemberAt(address, body.isVoter !== false));
       },
     }),
@@ -345,5 +350,5 @@ export function fabricClusterOps(): OpDef<unknown>[] {
 
 /** OpenZiti addresses carry a scheme (`tls:host:port`); the peer API takes `host:port`. */
 function stripScheme(address: string): string {
-  return address.replace(/^(tls|tcp|ws|wss):(\/\/)?/, '');
+  return address.replace(/^(tls|tcp|ws|wss):(\/\/)?/i, '');
 }

@@ -90,4 +90,35 @@ describe('fabric cluster operations: a failed membership change', () => {
       }
     }
   });
+
+  it('add-member takes a peer address only, [tls:]HOST:PORT: anything else is a 400 on address, nothing added', async () => {
+    failure = null;
+    let asked = 0;
+    const view = srv.ctl.svc.cluster!;
+    const before = view.addMemberAt;
+    view.addMemberAt = async (...args) => {
+      asked++;
+      return before(...args);
+    };
+    try {
+      for (const address of [
+        'not a url',
+        'https://x:1',
+        'tls://x:1/../evil?',
+        'ctl4:6262/peer-api?',
+        'ctl4',
+        'ctl4:0',
+      ]) {
+        const res = await post('add-member', { address });
+        expect([res.status, res.body.error.cause?.field], address).toEqual([400, 'address']);
+      }
+      expect(asked).toBe(0);
+      for (const address of ['TLS:ctl4.example.com:6262', 'ctl4:6262', '10.0.0.4:6262', 'tls:[::1]:6262']) {
+        expect((await post('add-member', { address })).status, address).toBe(200);
+      }
+      expect(asked).toBe(4);
+    } finally {
+      view.addMemberAt = before;
+    }
+  });
 });
