@@ -523,6 +523,23 @@ describe('RaftNode over the in-memory transport', () => {
     expect(next!.status().term).toBe(before + 1);
   });
 
+  it('bestTransferTarget: on the leader, the voter most caught up (not one cut off); on a follower, none', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    for (const id of c.ids) await c.start(id);
+    await withStableLeader(c, async (leader) => {
+      const [behind, ahead] = c.ids.filter((id) => id !== leader.id) as [string, string];
+      c.net.isolate(behind, c.ids);
+      try {
+        for (let i = 0; i < 5; i++) await leader.propose(enc.encode(`t${i}`));
+        expect(leader.bestTransferTarget()).toBe(ahead);
+        expect(c.get(ahead).node.bestTransferTarget()).toBeNull();
+      } finally {
+        c.net.heal();
+      }
+    });
+  });
+
   it('heals a partitioned follower without disturbing the leader', async () => {
     const c = new MemCluster(['a', 'b', 'c']);
     cleanup.push(() => c.stopAll());

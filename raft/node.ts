@@ -1323,6 +1323,14 @@ export class RaftNode {
     });
   }
 
+  /**
+   * On a leader, the voter other than itself whose log matches the most of its own (the one a leadership transfer
+   * completes soonest for); null when there is none, or on a follower (which tracks no progress).
+   */
+  bestTransferTarget(): NodeId | null {
+    return this.role === 'leader' ? this.transferTarget() : null;
+  }
+
   private transferTarget(): NodeId | null {
     const s = this.core.status() as { conf: ConfState; progress?: Record<string, { match?: number }> };
     let best: NodeId | null = null;

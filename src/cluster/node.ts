@@ -630,11 +630,12 @@ export class ClusterNode {
     await this.onLeader(
       async () => {
         if (id === this.id) {
-          // The leader hands over first, then the new leader removes it.
-          const to = this.members().members.find((m) => m.voter && m.id !== id)?.id;
+          // The leader hands over first (to the voter most caught up: a member that is down or behind would not
+          // take it in time), then the new leader removes it.
+          const to = this.raft.bestTransferTarget();
           if (to) {
             await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
-            await this.peer(to).api.removeMember.mutate({ id });
+            await withTimeout(this.peer(to).api.removeMember.mutate({ id }), JOIN_TIMEOUT_MS, `removal on ${to}`);
             return;
           }
         }
