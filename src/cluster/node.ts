@@ -183,11 +183,6 @@ async function memberWithLeader(
 }
 
 /**
- * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
- * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
- * proposer the controller writes through.
- */
-/**
  * Bound on the answers a peer-API or forward connection may leave unread: a caller that keeps asking and never reads
  * (whatever its certificate) would otherwise grow this member's memory without end. Far above what a member's
  * calls leave queued (answers of a few KiB, forward answers of a few bytes per command).
@@ -203,6 +198,11 @@ export function boundUnsent(wss: WebSocketServer, max_bytes: number): void {
   });
 }
 
+/**
+ * One member of a Keel cluster: the Raft node (LevelDB log in `<dataDir>/raft`), the store as its state machine,
+ * the peer listener serving the Raft transport (`/raft`) and the internal peer API (`/peer-api`, tRPC), and the
+ * proposer the controller writes through.
+ */
 export class ClusterNode {
   readonly proposer: RaftProposer;
   private readonly clients = new Map<string, { address: string; client: PeerClient }>();

@@ -283,11 +283,9 @@ function linkedWebSocket(address: string, dial: PeerDial, tls?: PeerTlsOptions, 
 /**
  * A client of one member's peer API (`address` = its peer listener's host:port). Its links (peer API and forward
  * channel) carry this build's peer protocol version and refuse a member that speaks one it does not accept;
- * `dial` hears about each refusal and acceptance.
- */
-/**
- * A client of the member at `address`. With TLS, whoever answers must show a member's certificate (member-identity.ts):
- * `member`'s when given (the caller knows whom it dials), any member's otherwise (a join, an add by address).
+ * `dial` hears about each refusal and acceptance. With TLS, whoever answers must show a member's certificate
+ * (member-identity.ts): `member`'s when given (the caller knows whom it dials), any member's otherwise (a join, an
+ * add by address).
  */
 export function peerClient(
   address: string,
