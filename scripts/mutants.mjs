@@ -1000,6 +1000,7 @@ export const MUTANTS = [
     search: '(socket) => tls.peerIdFromCert(socket.getPeerCertificate()) !== null,',
     replace: '(_socket) => true,',
     tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'closes a connection whose certificate names no node',
   },
   {
     // a connection with a good certificate may stay open without ever asking for its upgrade
@@ -1008,6 +1009,7 @@ export const MUTANTS = [
     search: '    closeUnlessUpgraded(socket, limits.upgradeTimeout_ms);',
     replace: '',
     tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'does not ask for its upgrade in time',
   },
   {
     // a member that lags behind judges a membership change on its stale state (a removed caller passes)

@@ -44,9 +44,9 @@ describe('answers left unread on a peer connection', () => {
       }
     }, 2);
     cleanup.push(() => clearInterval(asking));
-    const code = await Promise.race([closed, new Promise<string>((r) => setTimeout(() => r('still open'), 10_000))]);
+    const code = await Promise.race([closed, new Promise<string>((r) => setTimeout(() => r('still open'), 3_000))]);
     expect(code).toBe(1006); // terminated by the server
-    // far fewer answers than the 10 s would have let it ask for: memory bounded, not just slow
+    // far fewer answers than the 3 s would have let it ask for: memory bounded, not just slow
     expect(sent * (64 << 10)).toBeLessThan(1 << 30);
   });
 });
