@@ -277,7 +277,11 @@ export function fabricClusterOps(): OpDef<unknown>[] {
               address: m.address,
               voter: m.voter,
               leader: m.leader,
-              version: refusal !== null ? (refusal.release ?? 'unknown') : (m.status?.version ?? KEEL_VERSION),
+              // a member this node never reached: its release is not known (never this node's own, guessed)
+              version:
+                refusal !== null
+                  ? (refusal.release ?? 'unknown')
+                  : (m.status?.version ?? (m.id === cluster.id ? KEEL_VERSION : 'unknown')),
               connected: m.online,
               readOnly: m.status?.readOnly ?? false,
             };

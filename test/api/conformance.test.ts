@@ -197,6 +197,13 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
         members[1] = { ...members[1]!, refusal: { reason: 'no header', release: null } };
         const old = await call('GET', `${srv.base}/fabric/v1/cluster/list-members`, { token });
         expect(old.body.data[1].version).toBe('unknown');
+        // a member this node never reached: no status, so no release to tell (not this node's own)
+        members[1] = { ...fakeMember('n5', false, []), status: null, refusal: null };
+        const never = await call('GET', `${srv.base}/fabric/v1/cluster/list-members`, { token });
+        expect(never.body.data.map((m: any) => [m.id, m.connected, m.version])).toEqual([
+          ['n2', true, KEEL_VERSION],
+          ['n5', false, 'unknown'],
+        ]);
       } finally {
         srv.ctl.svc.cluster = null;
       }
