@@ -1044,6 +1044,23 @@ export const MUTANTS = [
     tests: ['test/cluster/peer-api-fresh.test.ts'],
   },
   {
+    // a node joins by itself with a peer certificate of the signing CA, which every member (a removed one too) holds
+    id: 'join-with-signing-ca-certificate',
+    file: 'src/cluster/peer-api.ts',
+    search: '      else requireJoinCertificate(ctx);',
+    replace: '',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
+    // any certificate counts as signed by the cluster's root
+    id: 'join-root-issued-unchecked',
+    file: 'src/cluster/node.ts',
+    search:
+      '  return issuer !== undefined && issuer !== cert && cert.fingerprint256 !== ca && issuer.fingerprint256 === ca;',
+    replace: '  return true;',
+    tests: ['test/cluster/removed-member.test.ts'],
+  },
+  {
     // a removed member may still change the membership through the peer API
     id: 'peer-api-non-member-changes',
     file: 'src/cluster/peer-api.ts',

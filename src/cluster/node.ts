@@ -1,7 +1,8 @@
+import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
+import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import { applyWSSHandler } from '@trpc/server/adapters/ws';
 import { WebSocketServer } from 'ws';
 import {
@@ -182,6 +183,20 @@ async function memberWithLeader(
   return answers.find((a) => a !== null) ?? null;
 }
 
+/** The SHA-256 fingerprint (node:tls' form) of the first certificate in `ca`, or null without one. */
+function fingerprintOf(ca: string | Buffer | Array<string | Buffer>): string | null {
+  const first = (Array.isArray(ca) ? ca : [ca]).map((c) => pemBlocks(c.toString(), 'CERTIFICATE')[0]).find(Boolean);
+  return first === undefined ? null : new X509Certificate(first).fingerprint256;
+}
+
+/** Whether `cert` (as TLS verified it, with its issuer) was signed by the CA of SHA-256 fingerprint `ca` itself. */
+export function issuedBy(cert: DetailedPeerCertificate, ca: string | null): boolean {
+  if (ca === null || !cert?.raw) return false;
+  const issuer = cert.issuerCertificate;
+  // the root's own entry (a self-signed certificate is its own issuer) is not a leaf it issued
+  return issuer !== undefined && issuer !== cert && cert.fingerprint256 !== ca && issuer.fingerprint256 === ca;
+}
+
 /**
  * Bound on the answers a peer-API or forward connection may leave unread: a caller that keeps asking and never reads
  * (whatever its certificate) would otherwise grow this member's memory without end. Far above what a member's
@@ -217,6 +232,10 @@ export class ClusterNode {
   private learntRemoval = false;
   /** The member id each peer upgrade request's certificate vouches for (by request), for the peer API and forwards. */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
+  /** Upgrade requests whose client certificate the cluster's root signed itself (a peer certificate that may join). */
+  private readonly rootIssuedRequests = new WeakSet<IncomingMessage>();
+  /** SHA-256 fingerprint of the cluster's root certificate (the peer listener's trust anchor). */
+  private readonly rootFingerprint: string | null;
   /** Forwarded proposals being handed to Raft right now. */
   private forwarding = 0;
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
@@ -238,6 +257,7 @@ export class ClusterNode {
     /** Its data directory (REMOVED_FILE goes there). */
     private readonly dataDir: string,
   ) {
+    this.rootFingerprint = fingerprintOf(opts.tls.ca);
     this.proposer = new RaftProposer(
       raft,
       sm,
@@ -259,7 +279,11 @@ export class ClusterNode {
     applyWSSHandler({
       wss: this.wss,
       router: peerRouter,
-      createContext: ({ req }) => ({ handlers, from: this.peerOfRequest.get(req) ?? null }),
+      createContext: ({ req }) => ({
+        handlers,
+        from: this.peerOfRequest.get(req) ?? null,
+        rootIssued: this.rootIssuedRequests.has(req),
+      }),
     });
     serveForwards(this.forwardWss, handlers.forward, (err) => logger('info', 'forward channel', { err: err.message }), {
       peerOf: (req) => this.peerOfRequest.get(req) ?? null,
@@ -289,6 +313,8 @@ export class ClusterNode {
       }
       this.refusals.accepted(path ?? '', peer);
       this.peerOfRequest.set(req, peer);
+      if (issuedBy((socket as TLSSocket).getPeerCertificate(true), this.rootFingerprint))
+        this.rootIssuedRequests.add(req);
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     });
   }

@@ -115,6 +115,11 @@ export function raftCodeOf(err: unknown): RaftErrorCode | null {
 export interface PeerContext {
   handlers: PeerHandlers;
   from: string | null;
+  /**
+   * The caller's certificate was signed by the cluster's root CA itself, not by the signing CA every member holds
+   * (pki/cluster.ts issuePeerCert): only such a certificate lets a node that is not a member join by itself.
+   */
+  rootIssued?: boolean;
 }
 
 /** A caller whose id was removed from the cluster (PeerHandlers.removedAt): the cause of its FORBIDDEN answer. */
@@ -160,6 +165,22 @@ export function removedAtOf(err: unknown): number | null {
 function asForbidden(err: unknown, id: string): unknown {
   const at = removedAtOf(err);
   return at === null ? err : forbidden(new PeerRemovedError(id, at));
+}
+
+/**
+ * Refuses a node's own join unless its certificate was signed by the cluster's root (PeerContext.rootIssued) or an
+ * operator added it already (a learner: `keel cluster add --learner`). Every member holds the signing CA's key, so
+ * a certificate that CA signed proves nothing about who chose to add a node: a removed member could sign one for a
+ * fresh id, and join by itself as a voter.
+ */
+function requireJoinCertificate(ctx: PeerContext): void {
+  if (ctx.from === null || ctx.rootIssued === true || ctx.handlers.isMember(ctx.from)) return;
+  throw new TRPCError({
+    code: 'FORBIDDEN',
+    message:
+      `${ctx.from} may join only with a peer certificate signed by the cluster's root CA (keel pki issue-node, ` +
+      'where the cluster was initialised), or once an operator has added it (keel cluster add --learner)',
+  });
 }
 
 /** Refuses a membership change asked by a caller that is not a member (see PeerHandlers.isMember). */
@@ -223,6 +244,7 @@ export const peerRouter = t.router({
     .mutation(async ({ ctx, input }) => {
       const join = input.id === ctx.from || input.join === true; // a node joining adds itself
       if (input.id !== ctx.from) requireMember(ctx);
+      else requireJoinCertificate(ctx);
       try {
         return await ctx.handlers.addMember(input.id, input.address, input.voter, join);
       } catch (err) {

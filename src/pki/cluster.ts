@@ -8,7 +8,7 @@ import { type CaMaterial, issueHostCert, issueLeaf, type KeyAndCert, PEER_URI_PR
 import { parseCertificate, x509 } from './crypto.js';
 import { PkiError } from './errors.js';
 import { exists, readPki, refuseExisting, writeFiles } from './files.js';
-import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadSigningCa, PKI_FILES } from './pki-dir.js';
+import { certFile, ensureClusterCa, leafFiles, loadLeaf, loadRootCa, loadSigningCa, PKI_FILES } from './pki-dir.js';
 
 /** Node ids: what Raft, URIs and file names all accept. */
 export const NODE_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -47,10 +47,15 @@ function checkNode(opts: NodeOptions): void {
   if (opts.hosts.length > MAX_HOSTS) throw new PkiError('INVALID_ARGUMENT', `at most ${MAX_HOSTS} hosts`);
 }
 
-/** The peer certificate of a node: CN and SAN URI name the node, SANs list its hosts, serverAuth + clientAuth. */
-export async function issuePeerCert(signing: CaMaterial, opts: NodeOptions): Promise<KeyAndCert> {
+/**
+ * The peer certificate of a node: CN and SAN URI name the node, SANs list its hosts, serverAuth + clientAuth. The
+ * cluster's own are signed by its root CA (initClusterPki, issueNodeBundle), whose key members do not hold: a member
+ * can sign identity and router certificates, never a new node's (a node joins by itself only with one the root
+ * signed: docs/cluster.md, "A removed member stays out").
+ */
+export async function issuePeerCert(ca: CaMaterial, opts: NodeOptions): Promise<KeyAndCert> {
   checkNode(opts);
-  return issueLeaf(signing, {
+  return issueLeaf(ca, {
     commonName: opts.nodeId,
     ...splitHosts(opts.hosts),
     uris: [PEER_URI_PREFIX + opts.nodeId],
@@ -68,7 +73,7 @@ export async function initClusterPki(dir: string, opts: NodeOptions & { clusterN
   await refuseExisting(dir, [PKI_FILES.nodeCert]);
   const signing = await ensureClusterCa(dir, opts);
   if (!signing) throw new PkiError('MISSING_FILE', `${join(dir, PKI_FILES.signingKey)} is missing: no CA to sign with`);
-  const node = await issuePeerCert(signing, opts);
+  const node = await issuePeerCert(await loadRootCa(dir), opts);
   // The certificate comes last and marks the pair complete: an orphan key of an interrupted run is replaced.
   await writeFiles(dir, leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node), { exclusive: false });
   return { nodeId: opts.nodeId, dir, certPem: node.certPem };
@@ -100,7 +105,7 @@ export async function issueNodeBundle(caDir: string, outDir: string, opts: Bundl
     PKI_FILES.signingCert,
     PKI_FILES.apiCert,
   ]);
-  const node = await issuePeerCert(signing, opts);
+  const node = await issuePeerCert(await loadRootCa(caDir), opts);
   const files = [...leafFiles(PKI_FILES.nodeKey, PKI_FILES.nodeCert, node)];
   if (withSigningCa) {
     files.unshift(

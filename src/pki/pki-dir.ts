@@ -98,6 +98,22 @@ export async function importRootCa(dir: string, certPem: string, keyPem: string)
   await writeFiles(dir, leafFiles(PKI_FILES.rootKey, PKI_FILES.rootCert, root), { exclusive: true });
 }
 
+/**
+ * The root CA of a PKI directory made by initClusterPki, with its key: only where the cluster was initialised (or an
+ * operator keeps it). It signs peer certificates, which therefore no member holding only a join bundle can make.
+ */
+export async function loadRootCa(caDir: string): Promise<CaMaterial> {
+  if (!(await exists(join(caDir, PKI_FILES.rootKey)))) {
+    throw new PkiError(
+      'MISSING_FILE',
+      `${join(caDir, PKI_FILES.rootKey)} is missing: peer certificates are signed by the cluster's root CA, ` +
+        'so issue them where the cluster was initialised (or where the operator keeps the root key)',
+    );
+  }
+  const [certPem, keyPem] = await Promise.all([readPki(caDir, PKI_FILES.rootCert), readPki(caDir, PKI_FILES.rootKey)]);
+  return { certPem, keyPem, chainPem: [] };
+}
+
 /** The signing CA of a PKI directory made by initClusterPki (with its root as chain). */
 export async function loadSigningCa(caDir: string): Promise<CaMaterial> {
   const [certPem, keyPem, rootPem] = await Promise.all([
