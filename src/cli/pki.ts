@@ -9,7 +9,8 @@ export const PKI_USAGE = `Usage:
   keel pki init --dir DIR --node-id ID [--host H]...
       creates the cluster root CA, the signing CA and this node's peer certificate in DIR
   keel pki issue-node --ca-dir DIR --node-id ID [--host H]... --out BUNDLE [--without-signing-ca]
-      writes a join bundle for a joining node into BUNDLE: its peer key and certificate, the root CA
+      writes a join bundle for a joining node into BUNDLE: its peer key and certificate (signed by the root CA
+      of DIR, so DIR must hold the root key: the first member's PKI directory, or the operator's), the root CA
       certificate, and the cluster's signing CA (certificate and key), with which the member signs identity,
       router and its own API certificates; copy BUNDLE to that node's <data-dir>/pki before its first start
       (it holds private keys: use a secure channel)
