@@ -1,10 +1,7 @@
 /** The forward channel (src/cluster/forward-channel.ts): msgpack frames over a WebSocket, each outcome kept apart. */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pack } from 'msgpackr';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket, { WebSocketServer } from 'ws';
-import { answerWithLinkHeaders } from '../../raft/index.js';
+import WebSocket from 'ws';
 import { MAX_FORWARD_BATCH_ITEMS } from '../../src/cluster/forward-batch.js';
 import {
   decodeForwardAnswer,
@@ -16,9 +13,8 @@ import {
   ForwardFrameError,
   type ForwardResult,
   MAX_FORWARD_ITEM_BYTES,
-  serveForwards,
 } from '../../src/cluster/forward-channel.js';
-import { PEER_LINK } from '../../src/cluster/peer-protocol.js';
+import { serveForwardChannel } from '../support/peer-api-server.js';
 
 const cleanup: Array<() => void | Promise<void>> = [];
 afterEach(async () => {
@@ -26,35 +22,8 @@ afterEach(async () => {
 });
 
 /** A peer listener serving the channel with `handle`; returns its address. */
-async function listener(
-  handle: (items: Uint8Array[], term: number) => Promise<ForwardResult[]>,
-  hold_ms?: number,
-): Promise<{ address: string; server: Server; wss: WebSocketServer }> {
-  const server = createServer();
-  const wss = new WebSocketServer({ noServer: true });
-  answerWithLinkHeaders(wss, PEER_LINK);
-  serveForwards(
-    wss,
-    (term, items) => handle(items, term),
-    () => {},
-    { hold_ms },
-  );
-  server.on('upgrade', (req, socket, head) => {
-    if (req.url !== FORWARD_PATH) return socket.destroy();
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const ws of wss.clients) ws.terminate();
-        wss.close();
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, server, wss };
-}
+const listener = (handle: (items: Uint8Array[], term: number) => Promise<ForwardResult[]>, hold_ms?: number) =>
+  serveForwardChannel(handle, cleanup, hold_ms === undefined ? {} : { hold_ms });
 
 function client(address: string): ForwardClient {
   const c = new ForwardClient(address);

@@ -14,7 +14,7 @@ import { initClusterPki, issueNodeBundle, loadPeerTlsOptions, peerIdFromCert } f
 import { issueHostCert } from '../../src/pki/index.js';
 import { loadSigningCa } from '../../src/pki/pki-dir.js';
 import { withTimeout } from '../../src/util/timeout.js';
-import { servePeerApi } from '../support/peer-api-server.js';
+import { serveForwardChannel, servePeerApi } from '../support/peer-api-server.js';
 
 type Tls = { key: string; cert: string };
 
@@ -89,7 +89,7 @@ describe('the member a peer client reaches', () => {
       const address = await servePeerApi(handlers, null, cleanup, tls);
       const c = peerClient(address, n1Client, undefined, member);
       cleanup.push(() => c.close());
-      return withTimeout(c.api.status.query(), 1_500, 'status').then(
+      return withTimeout(c.api.status.query(), 1_000, 'status').then(
         (s) => (s as { id: string }).id,
         () => 'no answer',
       );
@@ -98,5 +98,21 @@ describe('the member a peer client reaches', () => {
     expect(await status(router, 'n2')).toBe('no answer');
     expect(await status(router)).toBe('no answer');
     expect(await status(n2, 'n1')).toBe('no answer');
+  });
+
+  it("the forward channel's client: a member takes the forward; a router's answer for the member's address never gets it", async () => {
+    const forward = async (tls: Tls, member?: string) => {
+      const { address } = await serveForwardChannel(async (items) => items.map(() => ({ ok: true })), cleanup, {
+        tls,
+      });
+      const c = peerClient(address, n1Client, undefined, member);
+      cleanup.push(() => c.close());
+      // null: never sent (a definite refusal the proposer may retry), never an outcome left unknown
+      return c.forward.send(7, [new Uint8Array([1])], 1_000, 1_000);
+    };
+    expect(await forward(n2, 'n2')).toEqual([{ ok: true }]);
+    expect(await forward(router, 'n2')).toBeNull();
+    expect(await forward(router)).toBeNull();
+    expect(await forward(n2, 'n1')).toBeNull();
   });
 });
