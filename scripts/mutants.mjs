@@ -792,6 +792,7 @@ export const MUTANTS = [
     search: 'rejectUpgrade(socket, 404);\n        return;',
     replace: 'return;',
     tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'other paths answer 404 and close',
   },
   // storage: a scalar index's ids in order (appended only past the last id); a get past the newest id finds nothing
   {
@@ -854,6 +855,7 @@ export const MUTANTS = [
     search: 'pending.has(key) || (perAddress.get(address) ?? 0) >= max) {',
     replace: 'pending.has(key)) {',
     tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'an unfinished handshake is dropped after the timeout',
   },
   {
     id: 'mtls-handshake-untimed',
@@ -861,6 +863,7 @@ export const MUTANTS = [
     search: '    handshakeTimeout: limits.handshakeTimeout_ms,\n',
     replace: '',
     tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'an unfinished handshake is dropped after the timeout',
   },
   {
     id: 'signer-patch-rewrites-key-material',
