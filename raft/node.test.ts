@@ -95,6 +95,15 @@ class CountingLog extends MemoryDurableLog {
   }
 }
 
+/** Three members a, b, c on CountingLogs (stopped after the test). */
+async function countingCluster(): Promise<{ c: MemCluster; logs: Map<string, CountingLog> }> {
+  const c = new MemCluster(['a', 'b', 'c']);
+  cleanup.push(() => c.stopAll());
+  const logs = new Map(c.ids.map((id) => [id, new CountingLog(2)]));
+  for (const id of c.ids) await c.start(id, { log: logs.get(id)! });
+  return { c, logs };
+}
+
 /** A log whose reads or writes can be made to fail, as a broken disk would. */
 class FailingLog extends MemoryDurableLog {
   failReads = false;
@@ -380,10 +389,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('group-commits concurrent proposals into few synced writes', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    const logs = new Map(c.ids.map((id) => [id, new CountingLog(2)]));
-    for (const id of c.ids) await c.start(id, { log: logs.get(id)! });
+    const { c, logs } = await countingCluster();
     await withStableLeader(c, async (leader, attempt) => {
       const log = logs.get(leader.id)!;
       const before = { persists: log.persists, entries: log.persistedEntries };
@@ -398,10 +404,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('marks a follower’s writes inline (nothing to overlap them with), never the leader’s', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    const logs = new Map(c.ids.map((id) => [id, new CountingLog(2)]));
-    for (const id of c.ids) await c.start(id, { log: logs.get(id)! });
+    const { c, logs } = await countingCluster();
     await withStableLeader(c, async (leader, attempt) => {
       const before = new Map(c.ids.map((id) => [id, { ...logs.get(id)! }]));
       await Promise.all(Array.from({ length: 50 }, (_, i) => leader.propose(enc.encode(`i${attempt}-${i}`))));
