@@ -60,11 +60,7 @@ export async function ensureClusterCa(dir: string, opts: { clusterName?: string 
   if (name.length > 50) throw new PkiError('INVALID_ARGUMENT', 'cluster name longer than 50 characters');
   let root: CaMaterial;
   if (await has(PKI_FILES.rootCert)) {
-    root = {
-      certPem: await readPki(dir, PKI_FILES.rootCert),
-      keyPem: await readPki(dir, PKI_FILES.rootKey),
-      chainPem: [],
-    };
+    root = await loadRootCa(dir);
   } else {
     root = await createRootCa({ commonName: `${name} Root CA` });
     await writeFiles(dir, leafFiles(PKI_FILES.rootKey, PKI_FILES.rootCert, root), { exclusive: false });
@@ -106,8 +102,8 @@ export async function loadRootCa(caDir: string): Promise<CaMaterial> {
   if (!(await exists(join(caDir, PKI_FILES.rootKey)))) {
     throw new PkiError(
       'MISSING_FILE',
-      `${join(caDir, PKI_FILES.rootKey)} is missing: peer certificates are signed by the cluster's root CA, ` +
-        'so issue them where the cluster was initialised (or where the operator keeps the root key)',
+      `${join(caDir, PKI_FILES.rootKey)} is missing: the cluster's root CA signs the signing CA and peer ` +
+        'certificates, so create or issue them where the cluster was initialised (or where the operator keeps the root key)',
     );
   }
   const [certPem, keyPem] = await Promise.all([readPki(caDir, PKI_FILES.rootCert), readPki(caDir, PKI_FILES.rootKey)]);
