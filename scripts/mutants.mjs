@@ -997,6 +997,15 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // an identity's client certificate of the same CA may hold router-control connections, keeping routers out
+    id: 'router-control-admits-any-certificate',
+    file: 'src/routers/control.ts',
+    search: '(socket) => routerOfCertificate(svc, socket) !== undefined,',
+    replace: '(_socket) => true,',
+    tests: ['test/api/router-control.test.ts'],
+    only: 'closed after its handshake',
+  },
+  {
     // an identity's or a router's certificate (same CA, no node id) may hold peer-listener connections
     id: 'peer-listener-admits-any-certificate',
     file: 'src/cluster/node.ts',

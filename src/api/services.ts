@@ -41,6 +41,8 @@ export interface ClusterView {
   readBarrier(): Promise<void>;
   readonly raft: { isLeader(): boolean };
   readonly peerCertPem: string | null;
+  /** Member `id`'s peer certificate (PEM): this node's own, or the one the member showed on this node's link. */
+  memberCertPem(id: string): string | null;
   memberView(): MemberView[];
   /** Why this node's link to member `id` is refused for its peer protocol version, null when it is not. */
   peerRefusal(id: string): DialRefusal | null;

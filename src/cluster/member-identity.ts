@@ -12,6 +12,8 @@ export type ServerCheck = (host: string, cert: PeerCertificate) => Error | undef
 export function memberServerCheck(
   peerIdFromCert: (cert: PeerCertificate) => string | null,
   member?: string,
+  /** Hears each certificate that passed (the controllers list shows a member's). */
+  onPassed?: (cert: PeerCertificate) => void,
 ): ServerCheck {
   return (host, cert) => {
     const err = checkServerIdentity(host, cert);
@@ -24,6 +26,7 @@ export function memberServerCheck(
     }
     if (id === null) return new Error(`the peer at ${host} shows a certificate that names no cluster member`);
     if (member !== undefined && id !== member) return new Error(`the peer at ${host} is ${id}, not ${member}`);
+    onPassed?.(cert);
     return undefined;
   };
 }

@@ -646,6 +646,21 @@ export class ClusterNode {
     return this.monitor.refusal(id);
   }
 
+  /**
+   * Member `id`'s peer certificate (PEM): this node's own, or the one the member showed this node's peer client
+   * (checked to name it); null when this node has not reached it yet.
+   */
+  memberCertPem(id: string): string | null {
+    if (id === this.id) return this.peerCertPem;
+    const der = this.clients.get(id)?.client.serverCert() ?? null;
+    if (der === null) return null;
+    try {
+      return new X509Certificate(der).toString();
+    } catch {
+      return null;
+    }
+  }
+
   /** This node's peer certificate (PEM, the leaf without its chain). */
   get peerCertPem(): string | null {
     const cert = this.opts.tls.cert;

@@ -282,6 +282,11 @@ export interface PeerClient {
   forward: ForwardClient;
   /** Why the link to the member's peer API is refused (peer protocol version), null while it is not. */
   refusal(): DialRefusal | null;
+  /**
+   * The certificate (DER) the member showed on the last connection of its links that passed the member check, null
+   * before one did (or without TLS).
+   */
+  serverCert(): Buffer | null;
   close(): void;
 }
 
@@ -328,7 +333,12 @@ export function peerClient(
       dial.onAccepted?.(at);
     },
   };
-  const check = tls ? memberServerCheck(tls.peerIdFromCert, member) : undefined;
+  let shown: Buffer | null = null;
+  const check = tls
+    ? memberServerCheck(tls.peerIdFromCert, member, (cert) => {
+        shown = cert.raw;
+      })
+    : undefined;
   // Node 20 has no global WebSocket: hand tRPC the `ws` class.
   const ws = createWSClient({
     url,
@@ -340,6 +350,7 @@ export function peerClient(
     api: createTRPCClient<PeerRouter>({ links: [wsLink({ client: ws })] }),
     forward,
     refusal: () => refusal,
+    serverCert: () => shown,
     close: () => {
       forward.close();
       void ws.close();

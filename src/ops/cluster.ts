@@ -108,8 +108,8 @@ export function controllerRows(svc: Services): Row[] {
       tags: {},
       ctrlAddress: m.address ? `${scheme}:${m.address}` : null,
       apiAddresses: apiAddresses(m.status?.apiAddresses ?? []),
-      // Every member's certificate chains to the cluster CA; this node knows its own.
-      ...certInfo(m.id === cluster.id ? cluster.peerCertPem : null),
+      // this node's own certificate, or the one the member showed on this node's peer link (empty until reached)
+      ...certInfo(cluster.memberCertPem(m.id)),
       isOnline: m.online,
       lastJoinedAt: at,
     };

@@ -20,6 +20,7 @@ import { getWSConnectionHandler } from '@trpc/server/adapters/ws';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { rejectUpgrade } from '../../raft/index.js';
 import type { Change } from '../../storage/derived.js';
+import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { createMutualTlsServer, listenOn, MTLS_HANDSHAKE_TIMEOUT_MS } from '../util/mtls-server.js';
@@ -161,6 +162,19 @@ export const routerControlRouter = t.router({
 
 export type RouterControlRouter = typeof routerControlRouter;
 
+/**
+ * The router whose enrolled certificate `socket`'s client presented (its fingerprint, as enrollment stored it), or
+ * undefined: no certificate, or one no router holds now (an identity's, a forged one, one replaced by re-enrolling).
+ */
+function routerOfCertificate(svc: Services, socket: TLSSocket): { row: Row; fingerprint: string } | undefined {
+  const raw = socket.getPeerCertificate()?.raw;
+  if (!raw) return undefined;
+  const fingerprint = fingerprintOfDer(raw);
+  const [routerId] = svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
+  const row = routerId ? svc.get('transit-routers', routerId) : undefined;
+  return row === undefined ? undefined : { row, fingerprint };
+}
+
 /** The router control listener of one controller. */
 export class RouterControl {
   private readonly conns = new Map<WebSocket, Connection>();
@@ -226,6 +240,9 @@ export class RouterControl {
         maxHandshakesPerAddress: Math.min(sockets, ROUTER_HANDSHAKES_PER_ADDRESS),
         upgradeTimeout_ms: MTLS_HANDSHAKE_TIMEOUT_MS,
       },
+      // only a router's enrolled certificate holds a connection: an identity's client certificate of the same CA
+      // is closed as soon as its handshake is done, so identities cannot fill the listener and keep routers out
+      (socket) => routerOfCertificate(svc, socket) !== undefined,
     );
     await listenOn(server, opts.port, opts.host);
     return new RouterControl(svc, server, opts);
@@ -246,12 +263,10 @@ export class RouterControl {
       this.svc.log('warn', 'router control: connection refused, listener full', { max: this.limits.maxConnections });
       return 503;
     }
-    const raw = socket.getPeerCertificate()?.raw;
-    if (!raw) return 401;
-    const fingerprint = fingerprintOfDer(raw);
-    const [routerId] = this.svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
-    const row = routerId ? this.svc.get('transit-routers', routerId) : undefined;
-    if (!row?.isVerified) return 401;
+    const found = routerOfCertificate(this.svc, socket);
+    if (found === undefined) return 401;
+    const { row, fingerprint } = found;
+    if (!row.isVerified) return 401;
     if (row.disabled === true) {
       this.svc.log('info', 'router control: disabled router refused', { routerId: row.id });
       return 403;

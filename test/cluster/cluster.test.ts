@@ -163,9 +163,17 @@ describe('a 3-node cluster of keel processes', () => {
     const ctls = (await call('GET', `${c.nodes[2]!.base}/edge/management/v1/controllers`, { token })).body.data;
     expect(ctls[0].apiAddresses['edge-client'][0].url).toBe(`${c.nodes[0]!.base}/edge/client/v1`);
     expect(ctls[0].ctrlAddress).toBe(`tls:${c.nodes[0]!.peerAddress}`);
-    // the answering member reports its own peer certificate (mutual TLS is on)
-    expect(ctls[2].certPem).toContain('BEGIN CERTIFICATE');
-    expect(ctls[2].fingerprint).toMatch(/^[0-9a-f]{40}$/);
+    // every member's peer certificate (mutual TLS is on): the answering member's own, the others' as they showed it
+    // on its peer links, each the certificate that member reports for itself
+    for (const [i, n] of c.nodes.entries()) {
+      const own = (await call('GET', `${n.base}/edge/management/v1/controllers`, { token })).body.data;
+      const self = own.find((x: any) => x.name === n.spec.id);
+      expect(self.certPem).toContain('BEGIN CERTIFICATE');
+      expect(self.fingerprint).toMatch(/^[0-9a-f]{40}$/);
+      expect(ctls[i].name).toBe(n.spec.id);
+      expect([ctls[i].certPem, ctls[i].fingerprint]).toEqual([self.certPem, self.fingerprint]);
+    }
+    expect(new Set(ctls.map((x: any) => x.fingerprint)).size).toBe(3);
     // a member going down is reported within seconds, and so is its return
     const L = await leaderIndex(c.nodes);
     const down = c.nodes[(L + 1) % 3]!;
