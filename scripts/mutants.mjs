@@ -997,6 +997,15 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // a removal that leaves too few reachable voters for a quorum is proposed: the cluster then commits nothing
+    id: 'remove-member-quorum-unchecked',
+    file: 'src/cluster/node.ts',
+    search: 'if (risk !== null) throw risk;',
+    replace: 'if (risk !== null && false) throw risk;',
+    tests: ['test/cluster/remove-member.test.ts'],
+    only: 'with a voter down',
+  },
+  {
     // an identity's client certificate of the same CA may hold router-control connections, keeping routers out
     id: 'router-control-admits-any-certificate',
     file: 'src/routers/control.ts',

@@ -162,6 +162,45 @@ export class MemberConflictError extends Error {
   }
 }
 
+/**
+ * remove-member of a voter this leader reaches while too few of the other voters are reachable: once the removal
+ * applied, the rest could not form a quorum (etcd's strict reconfiguration check). A voter this leader cannot reach
+ * may always be removed: it is not part of the quorum that is working.
+ */
+export class RemovalQuorumError extends Error {
+  constructor(
+    readonly id: string,
+    readonly reachable: number,
+    readonly remaining: number,
+  ) {
+    super(
+      `removing ${id} would leave ${reachable} of ${remaining} voters reachable, short of the ` +
+        `${quorumOf(remaining)} a quorum needs: bring the others back (or remove those that are gone) first`,
+    );
+    this.name = 'RemovalQuorumError';
+  }
+}
+
+const quorumOf = (voters: number): number => Math.floor(voters / 2) + 1;
+
+/**
+ * Why removing voter `id` now would cost the cluster its quorum (RemovalQuorumError), or null: `id` is no voter, the
+ * leader cannot reach it, or enough of the voters left are this leader and peers it is connected to.
+ */
+export function removalQuorumRisk(
+  id: string,
+  self: string,
+  voters: readonly string[],
+  connected: (peer: string) => boolean,
+): RemovalQuorumError | null {
+  if (!voters.includes(id)) return null;
+  if (id !== self && !connected(id)) return null;
+  const remaining = voters.filter((v) => v !== id);
+  if (remaining.length === 0) return null; // the last voter: Raft itself refuses an empty configuration
+  const reachable = remaining.filter((v) => v === self || connected(v)).length;
+  return reachable >= quorumOf(remaining.length) ? null : new RemovalQuorumError(id, reachable, remaining.length);
+}
+
 /** How long --force-new-cluster's interlock waits for each other member's status. */
 const FORCE_CHECK_TIMEOUT_MS = 2_000;
 
@@ -670,6 +709,10 @@ export class ClusterNode {
   async removeMember(id: string): Promise<void> {
     await this.onLeader(
       async () => {
+        const st = this.raft.status();
+        const up = new Set(st.peers.filter((p) => p.state === 'connected').map((p) => p.id));
+        const risk = removalQuorumRisk(id, this.id, st.conf.voters, (peer) => up.has(peer));
+        if (risk !== null) throw risk;
         if (id === this.id) {
           // The leader hands over first (to the voter most caught up: a member that is down or behind would not
           // take it in time), then the new leader removes it.
