@@ -269,6 +269,11 @@ export class ClusterNode {
   private removal: RemovedFromClusterError | null = null;
   /** removedAt was called (the record may still be being written). */
   private learntRemoval = false;
+  /**
+   * A fresh node's join is running (requestJoin): the removals of its id it applies meanwhile are history
+   * (appliedOwnRemoval).
+   */
+  private joining = false;
   /** The member id each peer upgrade request's certificate vouches for (by request), for the peer API and forwards. */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Upgrade requests whose client certificate the cluster's root signed itself (a peer certificate that may join). */
@@ -462,11 +467,15 @@ export class ClusterNode {
       raft.onFatal((err) => onFatal(err));
       raft.onError((err) => logger('warn', 'raft', { err: err.message }));
       const node = new ClusterNode(raft, sm, log, server, peerAddress, opts, logger, refusals, onFatal, dataDir);
-      raft.onRemoved((index) => node.removedAt(index, 'it applied its own removal'));
+      raft.onRemoved((index) => node.appliedOwnRemoval(index));
       logger('info', 'peer protocol', { version: PEER_PROTOCOL_VERSION });
       node.monitor.start();
       try {
-        if (fresh && opts.join) await node.requestJoin(opts.join);
+        if (fresh && opts.join) {
+          node.joining = true;
+          await node.requestJoin(opts.join);
+          node.joining = false;
+        }
       } catch (err) {
         await node.stop({ transferLeadership: false });
         throw asRemoval(err, opts.nodeId, opts.join ?? '');
@@ -757,6 +766,21 @@ export class ClusterNode {
     if (leftOutBy(this.id, this.log.appliedConf(), status.conf)) {
       this.removedAt(status.conf!.index, `member ${from} applied a newer configuration`);
     }
+  }
+
+  /**
+   * This node applied a membership change that leaves it out. A fresh node that is joining catches up from the
+   * leader's log, from its first entry when the leader still holds it, and with it replays any earlier removal of
+   * its id: an operator reused the id, and added it again further on in that log (after which the leader started
+   * sending to this node at all). Until its join has returned, such a removal is history, not its own; one applied
+   * after that is. (A removal during the join would still be learnt from the members' status: observed.)
+   */
+  appliedOwnRemoval(index: number): void {
+    if (this.joining) {
+      this.logger('info', 'replayed an earlier removal of this id while joining', { index });
+      return;
+    }
+    this.removedAt(index, 'it applied its own removal');
   }
 
   /**
