@@ -12,6 +12,8 @@ export interface MemberView extends MemberInfo {
   online: boolean;
   /** When this node last saw it come online (ISO); null when never seen. */
   lastJoinedAt: string | null;
+  /** When this node first listed it among the members (ISO): a stable date for one it never saw online. */
+  listedAt: string;
   /** Its last answered status (API addresses, version, applied index), null when never reached. */
   status: MemberStatus | null;
 }
@@ -37,6 +39,8 @@ export class MemberMonitor {
     string,
     { online: boolean; lastJoinedAt: string | null; status: MemberStatus | null }
   >();
+  /** When each member was first listed here (listedOf); pruned with `seen`. */
+  private readonly listedAt = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
   private readonly startedAt = new Date().toISOString();
@@ -65,6 +69,7 @@ export class MemberMonitor {
       const { members } = this.source.members();
       const ids = new Set(members.map((m) => m.id));
       for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
+      for (const id of this.listedAt.keys()) if (!ids.has(id)) this.listedAt.delete(id);
       await Promise.all(
         members
           .filter((m) => m.id !== this.source.id)
@@ -103,6 +108,16 @@ export class MemberMonitor {
     }
   }
 
+  /** When member `id` was first listed here (one entry per member: pruned by poll when it leaves). */
+  private listedOf(id: string): string {
+    let at = this.listedAt.get(id);
+    if (at === undefined) {
+      at = new Date().toISOString();
+      this.listedAt.set(id, at);
+    }
+    return at;
+  }
+
   view(): MemberView[] {
     const { leader, members } = this.source.members();
     return members.map((m) => {
@@ -112,6 +127,7 @@ export class MemberMonitor {
           leader: leader === m.id,
           online: true,
           lastJoinedAt: this.startedAt,
+          listedAt: this.startedAt,
           status: this.source.status(),
         };
       }
@@ -121,6 +137,7 @@ export class MemberMonitor {
         leader: leader === m.id,
         online: s?.online ?? false,
         lastJoinedAt: s?.lastJoinedAt ?? null,
+        listedAt: this.listedOf(m.id),
         status: s?.status ?? null,
       };
     });

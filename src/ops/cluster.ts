@@ -99,7 +99,8 @@ export function controllerRows(svc: Services): Row[] {
   }
   const scheme = cluster.peerCertPem ? 'tls' : 'tcp';
   return cluster.memberView().map((m: MemberView) => {
-    const at = m.lastJoinedAt ?? now;
+    // one never seen online: dated when this node first listed it (stable across requests), not by each request
+    const at = m.lastJoinedAt ?? m.listedAt;
     return {
       id: m.id,
       name: m.id,

@@ -148,6 +148,11 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
           ['n1', 'tcp:n1:6262', ['edge-client', 'edge-management']],
           ['n2', 'tcp:n2:6262', ['edge-client', 'edge-management']],
         ]);
+        // members never seen online: dated when this node first listed them, the same on every request
+        expect(management.body.data.map((c: any) => [c.lastJoinedAt, c.createdAt])).toEqual([
+          ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z'],
+          ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z'],
+        ]);
         expect(client.body.data.map((c: any) => [c.id, c.ctrlAddress, c.apiAddresses])).toEqual([
           ['n1', null, { 'edge-client': [{ url: 'https://n1.example:1280/edge/client/v1', version: 'v1' }] }],
           ['n2', null, { 'edge-client': [{ url: `${srv.base}/edge/client/v1`, version: 'v1' }] }],

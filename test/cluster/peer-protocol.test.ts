@@ -308,5 +308,12 @@ describe('the member view', () => {
       ['n2', false, refusal],
       ['n3', false, null],
     ]);
+    // members never seen online keep the date they were first listed, poll after poll (the controllers list's date)
+    const listed = view.map((m) => m.listedAt);
+    await new Promise((r) => setTimeout(r, 5));
+    await monitor.poll();
+    expect(monitor.view().map((m) => [m.lastJoinedAt === null, m.listedAt])).toEqual(
+      view.map((m, i) => [m.id !== 'n1', listed[i]]),
+    );
   });
 });

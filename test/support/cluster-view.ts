@@ -18,6 +18,7 @@ export function fakeMember(id: string, online: boolean, urls: string[]): FakeMem
     leader: id === 'n1',
     online,
     lastJoinedAt: null,
+    listedAt: '2026-01-02T03:04:05.000Z',
     status: { apiAddresses: urls } as MemberView['status'],
     refusal: null,
   };
