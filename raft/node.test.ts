@@ -543,6 +543,25 @@ describe('RaftNode over the in-memory transport', () => {
     });
   });
 
+  it('heardRecently: on the leader, a live follower yes; one cut off, no longer after an election timeout', async () => {
+    const c = new MemCluster(['a', 'b', 'c']);
+    cleanup.push(() => c.stopAll());
+    for (const id of c.ids) await c.start(id);
+    await withStableLeader(c, async (leader) => {
+      const [cut, live] = c.ids.filter((id) => id !== leader.id) as [string, string];
+      await waitFor(() => leader.heardRecently(cut) && leader.heardRecently(live), 2_000, 'both followers heard');
+      expect(leader.heardRecently('nobody')).toBe(false);
+      c.net.isolate(cut, c.ids);
+      try {
+        await waitFor(() => !leader.heardRecently(cut), 5_000, 'the cut-off follower not heard any more');
+        expect(leader.heardRecently(live)).toBe(true);
+      } finally {
+        c.net.heal();
+      }
+      await waitFor(() => leader.heardRecently(cut), 5_000, 'heard again once healed');
+    });
+  });
+
   it('heals a partitioned follower without disturbing the leader', async () => {
     const c = new MemCluster(['a', 'b', 'c']);
     cleanup.push(() => c.stopAll());

@@ -154,6 +154,8 @@ const DEFAULT_SNAPSHOT_CHUNK_BYTES = 1 << 20;
 const DEFAULT_INFLIGHT_SNAPSHOT_CHUNKS = 4;
 /** Ticks without a connection to the leader before a follower stops waiting for it (see checkLeaderConnection). */
 const LEADER_DOWN_TICKS = 2;
+/** Bound on the peers heardRecently() keeps a time for (a cluster has a handful; ids come from authenticated links). */
+const MAX_HEARD_PEERS = 1024;
 /** Bound on the messages whileWriting() acts on during one Ready's write (then it only waits for the write). */
 const MAX_WRITE_ROUNDS = 10_000;
 /** Bound on promote() calls waiting for their learner at once. */
@@ -306,6 +308,8 @@ export class RaftNode {
   private readonly applyListeners = new Listeners<[entries: Entry[]]>();
   private readonly fatalListeners = new Listeners<[err: Error]>();
   private readonly removedListeners = new Listeners<[index: number]>();
+  /** When a well-formed message last came from each peer (ms since the epoch); at most MAX_HEARD_PEERS peers. */
+  private readonly heardAt = new Map<NodeId, number>();
   private readonly errorListeners = new Listeners<[err: Error]>();
 
   private constructor(opts: RaftNodeOptions, applied: number) {
@@ -650,6 +654,15 @@ export class RaftNode {
     };
   }
 
+  /**
+   * Whether a message came from peer `id` within an election timeout: a leader hears every live follower at each
+   * heartbeat, so a peer silent that long is down or cut off, even while its connection still looks open.
+   */
+  heardRecently(id: NodeId): boolean {
+    const at = this.heardAt.get(id);
+    return at !== undefined && Date.now() - at <= this.electionTicks * this.tick_ms;
+  }
+
   /** The current term (cheap: for callers that check it per request). */
   term(): number {
     return this.core.currentTerm();
@@ -815,6 +828,7 @@ export class RaftNode {
       this.errorListeners.emit(new Error(`raft: dropped a malformed ${m.type} from ${m.from}: ${bad}`));
       return;
     }
+    if (this.heardAt.has(m.from) || this.heardAt.size < MAX_HEARD_PEERS) this.heardAt.set(m.from, Date.now());
     const stepped = m.type === 'snapshot' && m.context !== undefined ? withReceivedAddresses(m) : m;
     this.guard(() => this.core.step(stepped));
     this.wakeWriter();

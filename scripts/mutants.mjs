@@ -997,6 +997,22 @@ export const MUTANTS = [
     tests: ['test/cluster/removed-member.test.ts'],
   },
   {
+    // a node catching up from the leader's log takes an earlier removal of its id (re-added since) as its own and stops
+    id: 'removal-history-taken-as-removal',
+    file: 'src/cluster/removal.ts',
+    search: "if (conf.index > index) return 'history';",
+    replace: "if (conf.index > index && false) return 'history';",
+    tests: ['test/cluster/left-out.test.ts'],
+  },
+  {
+    // one member's word (it may be behind a re-addition) is taken as the removal of this node
+    id: 'removal-judged-without-majority',
+    file: 'src/cluster/removal.ts',
+    search: 'without >= Math.floor(voters.length / 2) + 1',
+    replace: 'without >= 1',
+    tests: ['test/cluster/left-out.test.ts'],
+  },
+  {
     // a removal that leaves too few reachable voters for a quorum is proposed: the cluster then commits nothing
     id: 'remove-member-quorum-unchecked',
     file: 'src/cluster/node.ts',

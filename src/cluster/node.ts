@@ -53,7 +53,14 @@ import {
 } from './peer-protocol.js';
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
 import { untilReady } from './ready.js';
-import { leftOutBy, RemovedFromClusterError, readRemoval, recordRemoval } from './removal.js';
+import {
+  leftOutBy,
+  type RemovalVerdict,
+  RemovedFromClusterError,
+  readRemoval,
+  recordRemoval,
+  removalVerdict,
+} from './removal.js';
 import { StoreStateMachine } from './state-machine.js';
 
 export interface ClusterOptions {
@@ -201,6 +208,11 @@ export function removalQuorumRisk(
   return reachable >= quorumOf(remaining.length) ? null : new RemovalQuorumError(id, reachable, remaining.length);
 }
 
+/** A removal of this node it applied is judged by the members' status (judgeRemoval) at most this many times, */
+const REMOVAL_JUDGE_ROUNDS = 60;
+/** this far apart (also each status call's bound): 30 s in all. */
+const REMOVAL_JUDGE_WAIT_MS = 500;
+
 /** How long --force-new-cluster's interlock waits for each other member's status. */
 const FORCE_CHECK_TIMEOUT_MS = 2_000;
 
@@ -269,11 +281,8 @@ export class ClusterNode {
   private removal: RemovedFromClusterError | null = null;
   /** removedAt was called (the record may still be being written). */
   private learntRemoval = false;
-  /**
-   * A fresh node's join is running (requestJoin): the removals of its id it applies meanwhile are history
-   * (appliedOwnRemoval).
-   */
-  private joining = false;
+  /** The latest removal of this node it applied and is judging (judgeRemoval); 0: none. */
+  private removalToJudge = 0;
   /** The member id each peer upgrade request's certificate vouches for (by request), for the peer API and forwards. */
   private readonly peerOfRequest = new WeakMap<IncomingMessage, string>();
   /** Upgrade requests whose client certificate the cluster's root signed itself (a peer certificate that may join). */
@@ -471,11 +480,7 @@ export class ClusterNode {
       logger('info', 'peer protocol', { version: PEER_PROTOCOL_VERSION });
       node.monitor.start();
       try {
-        if (fresh && opts.join) {
-          node.joining = true;
-          await node.requestJoin(opts.join);
-          node.joining = false;
-        }
+        if (fresh && opts.join) await node.requestJoin(opts.join);
       } catch (err) {
         await node.stop({ transferLeadership: false });
         throw asRemoval(err, opts.nodeId, opts.join ?? '');
@@ -719,8 +724,11 @@ export class ClusterNode {
     await this.onLeader(
       async () => {
         const st = this.raft.status();
+        // reachable: connected, and heard within an election timeout (a link to a dead host may look open for a
+        // while; a live follower answers every heartbeat)
         const up = new Set(st.peers.filter((p) => p.state === 'connected').map((p) => p.id));
-        const risk = removalQuorumRisk(id, this.id, st.conf.voters, (peer) => up.has(peer));
+        const reachable = (peer: string) => up.has(peer) && this.raft.heardRecently(peer);
+        const risk = removalQuorumRisk(id, this.id, st.conf.voters, reachable);
         if (risk !== null) throw risk;
         if (id === this.id) {
           // The leader hands over first (to the voter most caught up: a member that is down or behind would not
@@ -769,18 +777,60 @@ export class ClusterNode {
   }
 
   /**
-   * This node applied a membership change that leaves it out. A fresh node that is joining catches up from the
-   * leader's log, from its first entry when the leader still holds it, and with it replays any earlier removal of
-   * its id: an operator reused the id, and added it again further on in that log (after which the leader started
-   * sending to this node at all). Until its join has returned, such a removal is history, not its own; one applied
-   * after that is. (A removal during the join would still be learnt from the members' status: observed.)
+   * This node applied a membership change that leaves it out. That is not always its own removal: a node catching up
+   * from the leader's log (a fresh join, a restart on its data) replays every earlier removal of its id too, when an
+   * operator reused the id and added it again further on in that log. So the members are asked (removalVerdict):
+   * history when one of them holds a newer configuration with this node in it (or this node applies one itself
+   * meanwhile), a removal when a majority of the voters left hold one without it. Judged again every
+   * REMOVAL_JUDGE_WAIT_MS; without a verdict after REMOVAL_JUDGE_ROUNDS (members that do not answer, or of an older
+   * release that does not say), its own apply is taken as the removal.
    */
   appliedOwnRemoval(index: number): void {
-    if (this.joining) {
-      this.logger('info', 'replayed an earlier removal of this id while joining', { index });
-      return;
+    const judging = this.removalToJudge > 0;
+    this.removalToJudge = Math.max(this.removalToJudge, index);
+    if (!judging) void this.judgeRemoval();
+  }
+
+  private async judgeRemoval(): Promise<void> {
+    try {
+      for (let round = 0; round < REMOVAL_JUDGE_ROUNDS; round++) {
+        if (this.stopped || this.learntRemoval) return;
+        const index = this.removalToJudge;
+        const applied = this.log.appliedConf();
+        let verdict: RemovalVerdict;
+        if (applied.index > index && confMembers(applied.conf).has(this.id)) {
+          verdict = 'history'; // it applied its addition again meanwhile
+        } else {
+          const others = Object.keys(applied.addresses).filter((id) => id !== this.id);
+          const answers = new Map<string, MemberStatus['conf']>();
+          await Promise.all(
+            others.map(async (id) => {
+              try {
+                const st = await withTimeout(this.peer(id).api.status.query(), REMOVAL_JUDGE_WAIT_MS, 'status');
+                answers.set(id, st.conf);
+              } catch {
+                // no answer: it says nothing
+              }
+            }),
+          );
+          if (this.stopped || this.learntRemoval) return;
+          verdict = removalVerdict(this.id, index, applied.conf.voters, answers);
+        }
+        if (verdict === 'history') {
+          this.logger('info', 'replayed an earlier removal of this id: it was added again since', { index });
+          if (this.removalToJudge === index) return;
+          continue; // a later removal applied meanwhile: judged next
+        }
+        if (verdict === 'removed') {
+          this.removedAt(index, 'it applied its own removal');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, REMOVAL_JUDGE_WAIT_MS).unref());
+      }
+      this.removedAt(this.removalToJudge, 'it applied its own removal, and no member told otherwise');
+    } finally {
+      this.removalToJudge = 0;
     }
-    this.removedAt(index, 'it applied its own removal');
   }
 
   /**

@@ -92,3 +92,36 @@ export function leftOutBy(
   if (theirs === undefined || theirs.index <= mine.index) return false;
   return !theirs.members.includes(self) && confMembers(mine.conf).has(self);
 }
+
+/** What the members' applied configurations say of a removal of `self` this node applied (removalVerdict). */
+export type RemovalVerdict = 'history' | 'removed' | 'unknown';
+
+/**
+ * Judges a removal of `self` at index `index` that this node applied, by the applied configurations the other
+ * members report (`answers`: one per member that answered its status, undefined for a member of an older release
+ * that does not say). A node catching up from the leader's log (a fresh join, a restart) replays every earlier
+ * removal of its id too: an operator may have reused the id and added it again further on in that log.
+ * - `history`: a member's configuration newer than the removal holds `self`: it was added again since (applied
+ *   configurations are committed);
+ * - `removed`: a majority of `voters` (the voters of the configuration the removal left, this node not among
+ *   them) answered with configurations at or past the removal that leave `self` out: an addition after it would
+ *   have been committed by a majority, so at least one of them would hold it;
+ * - `unknown`: too few answers to tell.
+ */
+export function removalVerdict(
+  self: NodeId,
+  index: number,
+  voters: readonly NodeId[],
+  answers: ReadonlyMap<NodeId, { index: number; members: readonly NodeId[] } | undefined>,
+): RemovalVerdict {
+  let without = 0;
+  for (const [id, conf] of answers) {
+    if (conf === undefined || conf.index < index) continue;
+    if (conf.members.includes(self)) {
+      if (conf.index > index) return 'history';
+      continue;
+    }
+    if (voters.includes(id)) without++;
+  }
+  return voters.length > 0 && without >= Math.floor(voters.length / 2) + 1 ? 'removed' : 'unknown';
+}

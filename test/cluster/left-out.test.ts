@@ -9,10 +9,106 @@ import { describe, expect, it } from 'vitest';
 import { LevelLog } from '../../raft/index.js';
 import { confOf } from '../../raft/storage/log-testkit.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import { leftOutBy, REMOVED_FILE, RemovedFromClusterError } from '../../src/cluster/removal.js';
+import { leftOutBy, REMOVED_FILE, RemovedFromClusterError, removalVerdict } from '../../src/cluster/removal.js';
 import { inProcessMember } from './in-process.js';
 
 const conf = confOf;
+
+describe('removalVerdict: a removal of this node it applied, judged by the members', () => {
+  const voters = ['n1', 'n2', 'n4']; // the voters the removal of n3 at index 12 left
+  const answers = (entries: Array<[string, { index: number; members: string[] } | undefined]>) => new Map(entries);
+
+  it('history: a member holds a newer configuration with this node in it (it was added again since)', () => {
+    const again = { index: 20, members: ['n1', 'n2', 'n3'] };
+    expect(removalVerdict('n3', 12, voters, answers([['n1', again]]))).toBe('history');
+    // one such answer is enough, whatever the others say (those behind the addition have not applied it yet)
+    const behind = { index: 12, members: ['n1', 'n2', 'n4'] };
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', behind],
+          ['n2', behind],
+          ['n4', again],
+        ]),
+      ),
+    ).toBe('history');
+  });
+
+  it('removed: a majority of the voters left hold configurations at or past it without this node', () => {
+    const without = { index: 12, members: ['n1', 'n2', 'n4'] };
+    const later = { index: 15, members: ['n1', 'n2', 'n4', 'n5'] };
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', without],
+          ['n2', later],
+        ]),
+      ),
+    ).toBe('removed');
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', without],
+          ['n2', without],
+          ['n4', later],
+        ]),
+      ),
+    ).toBe('removed');
+  });
+
+  it('unknown: too few answers, members behind the removal, older releases, or non-voters', () => {
+    const without = { index: 12, members: ['n1', 'n2', 'n4'] };
+    const older = { index: 11, members: ['n1', 'n2', 'n3', 'n4'] };
+    expect(removalVerdict('n3', 12, voters, answers([]))).toBe('unknown');
+    expect(removalVerdict('n3', 12, voters, answers([['n1', without]]))).toBe('unknown'); // 1 of 3
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', without],
+          ['n2', older],
+        ]),
+      ),
+    ).toBe('unknown');
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', without],
+          ['n2', undefined],
+        ]),
+      ),
+    ).toBe('unknown');
+    // a learner's answer does not count towards the majority of voters
+    expect(
+      removalVerdict(
+        'n3',
+        12,
+        voters,
+        answers([
+          ['n1', without],
+          ['l9', without],
+        ]),
+      ),
+    ).toBe('unknown');
+    // a configuration at the removal's own index that holds this node cannot be: it proves nothing either way
+    expect(removalVerdict('n3', 12, voters, answers([['n1', { index: 12, members: ['n3'] }]]))).toBe('unknown');
+    expect(removalVerdict('n3', 12, [], answers([['n1', without]]))).toBe('unknown');
+  });
+});
 
 describe('leftOutBy', () => {
   const mine = { index: 10, conf: conf(['n1', 'n2', 'n3']) };
