@@ -15,99 +15,77 @@ import { inProcessMember } from './in-process.js';
 const conf = confOf;
 
 describe('removalVerdict: a removal of this node it applied, judged by the members', () => {
-  const voters = ['n1', 'n2', 'n4']; // the voters the removal of n3 at index 12 left
-  const answers = (entries: Array<[string, { index: number; members: string[] } | undefined]>) => new Map(entries);
-
-  it('history: a member holds a newer configuration with this node in it (it was added again since)', () => {
-    const again = { index: 20, members: ['n1', 'n2', 'n3'] };
-    expect(removalVerdict('n3', 12, voters, answers([['n1', again]]))).toBe('history');
-    // one such answer is enough, whatever the others say (those behind the addition have not applied it yet)
-    const behind = { index: 12, members: ['n1', 'n2', 'n4'] };
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', behind],
-          ['n2', behind],
-          ['n4', again],
-        ]),
-      ),
-    ).toBe('history');
-  });
-
-  it('removed: a majority of the voters left hold configurations at or past it without this node', () => {
-    const without = { index: 12, members: ['n1', 'n2', 'n4'] };
-    const later = { index: 15, members: ['n1', 'n2', 'n4', 'n5'] };
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', without],
-          ['n2', later],
-        ]),
-      ),
-    ).toBe('removed');
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', without],
-          ['n2', without],
-          ['n4', later],
-        ]),
-      ),
-    ).toBe('removed');
-  });
-
-  it('unknown: too few answers, members behind the removal, older releases, or non-voters', () => {
-    const without = { index: 12, members: ['n1', 'n2', 'n4'] };
-    const older = { index: 11, members: ['n1', 'n2', 'n3', 'n4'] };
-    expect(removalVerdict('n3', 12, voters, answers([]))).toBe('unknown');
-    expect(removalVerdict('n3', 12, voters, answers([['n1', without]]))).toBe('unknown'); // 1 of 3
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', without],
-          ['n2', older],
-        ]),
-      ),
-    ).toBe('unknown');
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', without],
-          ['n2', undefined],
-        ]),
-      ),
-    ).toBe('unknown');
-    // a learner's answer does not count towards the majority of voters
-    expect(
-      removalVerdict(
-        'n3',
-        12,
-        voters,
-        answers([
-          ['n1', without],
-          ['l9', without],
-        ]),
-      ),
-    ).toBe('unknown');
-    // a configuration at the removal's own index that holds this node cannot be: it proves nothing either way
-    expect(removalVerdict('n3', 12, voters, answers([['n1', { index: 12, members: ['n3'] }]]))).toBe('unknown');
-    expect(removalVerdict('n3', 12, [], answers([['n1', without]]))).toBe('unknown');
-  });
+  // n3 was removed at index 12, which left the voters n1, n2 and n4
+  const voters = ['n1', 'n2', 'n4'];
+  type Conf = { index: number; members: string[] } | undefined;
+  const again: Conf = { index: 20, members: ['n1', 'n2', 'n3'] }; // added again since
+  const without: Conf = { index: 12, members: ['n1', 'n2', 'n4'] }; // the removal itself
+  const later: Conf = { index: 15, members: ['n1', 'n2', 'n4', 'n5'] }; // past it, still without n3
+  const older: Conf = { index: 11, members: ['n1', 'n2', 'n3', 'n4'] }; // a member behind the removal
+  const cases: Array<[string, Array<[string, Conf]>, string, string[]?]> = [
+    ['a member holds a newer configuration with it', [['n1', again]], 'history'],
+    // one such answer is enough: those behind the addition have not applied it yet
+    [
+      'one newer with it, whatever the others say',
+      [
+        ['n1', without],
+        ['n2', without],
+        ['n4', again],
+      ],
+      'history',
+    ],
+    [
+      'a majority of the voters left, at or past it, without it',
+      [
+        ['n1', without],
+        ['n2', later],
+      ],
+      'removed',
+    ],
+    [
+      'every voter left without it',
+      [
+        ['n1', without],
+        ['n2', without],
+        ['n4', later],
+      ],
+      'removed',
+    ],
+    ['no answer', [], 'unknown'],
+    ['one voter of three', [['n1', without]], 'unknown'],
+    [
+      'a member behind the removal',
+      [
+        ['n1', without],
+        ['n2', older],
+      ],
+      'unknown',
+    ],
+    [
+      'a member of an older release (says nothing)',
+      [
+        ['n1', without],
+        ['n2', undefined],
+      ],
+      'unknown',
+    ],
+    [
+      "a learner's answer does not count towards the voters",
+      [
+        ['n1', without],
+        ['l9', without],
+      ],
+      'unknown',
+    ],
+    // a configuration at the removal's own index that holds the node cannot be: it proves nothing either way
+    ['its own index, with it', [['n1', { index: 12, members: ['n3'] }]], 'unknown'],
+    ['no voters known', [['n1', without]], 'unknown', []],
+  ];
+  for (const [what, answers, verdict, of] of cases) {
+    it(`${verdict}: ${what}`, () => {
+      expect(removalVerdict('n3', 12, of ?? voters, new Map(answers))).toBe(verdict);
+    });
+  }
 });
 
 describe('leftOutBy', () => {
