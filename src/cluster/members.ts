@@ -25,6 +25,8 @@ export interface MemberSource {
   peer(id: string): PeerClient;
   /** Each answered status poll of member `id`. */
   observed?(id: string, status: MemberStatus): void;
+  /** At each poll, the ids of the members: what the source keeps for any other (a peer client) may go. */
+  keepOnly?(members: ReadonlySet<string>): void;
 }
 
 /** Bound on one status poll of a member; a member that does not answer in time counts as offline. */
@@ -68,6 +70,7 @@ export class MemberMonitor {
     try {
       const { members } = this.source.members();
       const ids = new Set(members.map((m) => m.id));
+      this.source.keepOnly?.(ids);
       for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
       for (const id of this.listedAt.keys()) if (!ids.has(id)) this.listedAt.delete(id);
       await Promise.all(

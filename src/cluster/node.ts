@@ -591,6 +591,15 @@ export class ClusterNode {
     };
   }
 
+  /** Closes the peer clients of ids that are no longer members (MemberMonitor, every poll): removed ones. */
+  keepOnly(members: ReadonlySet<string>): void {
+    for (const [id, { client }] of this.clients) {
+      if (members.has(id)) continue;
+      this.clients.delete(id);
+      client.close();
+    }
+  }
+
   /** The peer API client of member `id` (cached; rebuilt when its address changed). */
   peer(id: string): PeerClient {
     // asked for every forward message: no member list built for it

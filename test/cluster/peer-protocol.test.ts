@@ -297,9 +297,13 @@ describe('the member view', () => {
           refusal: () => refusal,
         } as unknown as PeerClient;
       },
+      keepOnly: (ids) => kept.push([...ids]),
     };
+    const kept: string[][] = [];
     const monitor = new MemberMonitor(source);
     await monitor.poll();
+    // each poll tells the source the members' ids, so it can close the peer clients of removed ones
+    expect(kept).toEqual([['n1', 'n2', 'n3']]);
     asked = 0;
     const view = monitor.view();
     expect(asked).toBe(0); // the view (JWTs, controllers list) looks up no peer client; list-members asks refusal()
