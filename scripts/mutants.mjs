@@ -1013,6 +1013,14 @@ export const MUTANTS = [
     tests: ['test/cluster/left-out.test.ts'],
   },
   {
+    // members that have not applied the node's addition again yet (only the leader must have) are taken at their word
+    id: 'removal-judged-without-leader',
+    file: 'src/cluster/removal.ts',
+    search: 'return leaderWithout && voters.length > 0',
+    replace: 'return voters.length > 0',
+    tests: ['test/cluster/left-out.test.ts'],
+  },
+  {
     // a removal that leaves too few reachable voters for a quorum is proposed: the cluster then commits nothing
     id: 'remove-member-quorum-unchecked',
     file: 'src/cluster/node.ts',

@@ -19,7 +19,7 @@ import {
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
 import { pemBlocks } from '../pki/pem.js';
-import { createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
+import { createMutualTlsServer, destroyConnections, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
@@ -54,8 +54,8 @@ import {
 import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
 import { untilReady } from './ready.js';
 import {
+  type ConfAnswer,
   leftOutBy,
-  type RemovalVerdict,
   RemovedFromClusterError,
   readRemoval,
   recordRemoval,
@@ -139,6 +139,8 @@ export const DEFAULT_SNAPSHOT_EVERY = 40_000;
 export const SNAPSHOT_KEEP_ENTRIES = 20_000;
 /** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
 const STOP_GRACE_MS = 500;
+/** How long stop() lets the peer listener's last connections end before it destroys them. */
+const STOP_CLOSE_MS = 2_000;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
 const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
@@ -208,10 +210,16 @@ export function removalQuorumRisk(
   return reachable >= quorumOf(remaining.length) ? null : new RemovalQuorumError(id, reachable, remaining.length);
 }
 
-/** A removal of this node it applied is judged by the members' status (judgeRemoval) at most this many times, */
-const REMOVAL_JUDGE_ROUNDS = 60;
-/** this far apart (also each status call's bound): 30 s in all. */
+/**
+ * A removal of this node it applied is judged by the members' status (judgeRemoval) at most this many times
+ * without a verdict, REMOVAL_JUDGE_WAIT_MS apart (each round also waits up to that long for the answers): 15–30 s.
+ */
+const REMOVAL_JUDGE_ROUNDS = 30;
 const REMOVAL_JUDGE_WAIT_MS = 500;
+/** Once judged history, the rounds it watches for its addition again (1–2 h), then gives up watching. */
+const REMOVAL_WATCH_ROUNDS = 7_200;
+/** Members asked for their configuration in one round. */
+const MAX_REMOVAL_WITNESSES = 16;
 
 /** How long --force-new-cluster's interlock waits for each other member's status. */
 const FORCE_CHECK_TIMEOUT_MS = 2_000;
@@ -318,6 +326,7 @@ export class ClusterNode {
       (msg, extra) => logger('warn', msg, extra),
     );
     this.monitor = new MemberMonitor(this);
+
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 << 20 });
     this.forwardWss = new WebSocketServer({
       noServer: true,
@@ -786,13 +795,16 @@ export class ClusterNode {
   }
 
   /**
-   * This node applied a membership change that leaves it out. That is not always its own removal: a node catching up
-   * from the leader's log (a fresh join, a restart on its data) replays every earlier removal of its id too, when an
-   * operator reused the id and added it again further on in that log. So the members are asked (removalVerdict):
-   * history when one of them holds a newer configuration with this node in it (or this node applies one itself
-   * meanwhile), a removal when a majority of the voters left hold one without it. Judged again every
-   * REMOVAL_JUDGE_WAIT_MS; without a verdict after REMOVAL_JUDGE_ROUNDS (members that do not answer, or of an older
-   * release that does not say), its own apply is taken as the removal.
+   * This node applied a membership change that leaves it out. That is not always its own removal: a fresh node
+   * catching up from the leader's log replays every earlier removal of its id too, when an operator reused the id
+   * and added it again further on in that log. So the members are asked (removalVerdict), every
+   * REMOVAL_JUDGE_WAIT_MS:
+   * - a removal when the leader and a majority of the voters left hold configurations without this node;
+   * - history when one of them holds a newer configuration with it. The node then watches on until it applies a
+   *   configuration with itself (its addition again), so that a removal made meanwhile, which it would never apply
+   *   (the leader stops sending it the log), is still learnt from the members;
+   * - without a verdict after REMOVAL_JUDGE_ROUNDS (members that do not answer, or of an older release that does not
+   *   say), its own apply is taken as the removal.
    */
   appliedOwnRemoval(index: number): void {
     const judging = this.removalToJudge > 0;
@@ -800,46 +812,75 @@ export class ClusterNode {
     if (!judging) void this.judgeRemoval();
   }
 
+  /** Whether a removal of this node it applied is being judged (appliedOwnRemoval). */
+  get judgingRemoval(): boolean {
+    return this.removalToJudge > 0;
+  }
+
   private async judgeRemoval(): Promise<void> {
+    let history = false;
     try {
-      for (let round = 0; round < REMOVAL_JUDGE_ROUNDS; round++) {
+      for (let round = 0; round < REMOVAL_WATCH_ROUNDS; round++) {
         if (this.stopped || this.learntRemoval) return;
+        if (!history && round >= REMOVAL_JUDGE_ROUNDS) {
+          this.removedAt(this.removalToJudge, 'it applied its own removal, and no member told otherwise');
+          return;
+        }
         const index = this.removalToJudge;
         const applied = this.log.appliedConf();
-        let verdict: RemovalVerdict;
         if (applied.index > index && confMembers(applied.conf).has(this.id)) {
-          verdict = 'history'; // it applied its addition again meanwhile
-        } else {
-          const others = Object.keys(applied.addresses).filter((id) => id !== this.id);
-          const answers = new Map<string, MemberStatus['conf']>();
-          await Promise.all(
-            others.map(async (id) => {
-              try {
-                const st = await withTimeout(this.peer(id).api.status.query(), REMOVAL_JUDGE_WAIT_MS, 'status');
-                answers.set(id, st.conf);
-              } catch {
-                // no answer: it says nothing
-              }
-            }),
-          );
-          if (this.stopped || this.learntRemoval) return;
-          verdict = removalVerdict(this.id, index, applied.conf.voters, answers);
-        }
-        if (verdict === 'history') {
-          this.logger('info', 'replayed an earlier removal of this id: it was added again since', { index });
+          // it applied its addition again: the removal was history (a later one is judged from the start)
           if (this.removalToJudge === index) return;
-          continue; // a later removal applied meanwhile: judged next
+          history = false;
+          round = -1;
+          continue;
         }
+        const verdict = removalVerdict(this.id, index, applied.conf.voters, await this.confAnswers(applied));
+        if (this.stopped || this.learntRemoval) return;
         if (verdict === 'removed') {
           this.removedAt(index, 'it applied its own removal');
           return;
         }
+        if (verdict === 'history' && !history) {
+          history = true;
+          this.logger('info', 'replayed an earlier removal of this id: it was added again since', { index });
+        }
         await new Promise((r) => setTimeout(r, REMOVAL_JUDGE_WAIT_MS).unref());
       }
-      this.removedAt(this.removalToJudge, 'it applied its own removal, and no member told otherwise');
+      this.logger('warn', "stopped watching for this node's addition again", { index: this.removalToJudge });
     } finally {
       this.removalToJudge = 0;
     }
+  }
+
+  /**
+   * The applied configuration and role of the members this node can name (those of its applied configuration, and
+   * its Raft transport's peers: the members its join listed), asked in parallel, each within REMOVAL_JUDGE_WAIT_MS;
+   * one that does not answer is left out.
+   */
+  private async confAnswers(applied: { addresses: Record<string, string> }): Promise<Map<string, ConfAnswer>> {
+    const targets = new Map<string, string>();
+    for (const [id, address] of Object.entries(applied.addresses)) if (id !== this.id) targets.set(id, address);
+    for (const p of this.raft.status().peers) {
+      if (targets.size >= MAX_REMOVAL_WITNESSES) break;
+      if (p.id !== this.id && p.address && !targets.has(p.id)) targets.set(p.id, p.address);
+    }
+    const answers = new Map<string, ConfAnswer>();
+    await Promise.all(
+      [...targets].slice(0, MAX_REMOVAL_WITNESSES).map(async ([id, address]) => {
+        try {
+          // a member of its configuration through its cached client; any other over a connection of its own
+          const st =
+            this.memberAddress(id) === undefined
+              ? await statusOf(address, this.opts.tls, REMOVAL_JUDGE_WAIT_MS)
+              : await withTimeout(this.peer(id).api.status.query(), REMOVAL_JUDGE_WAIT_MS, 'status');
+          if (st !== null) answers.set(id, { conf: st.conf, leads: st.role === 'leader' });
+        } catch {
+          // no answer: it says nothing
+        }
+      }),
+    );
+    return answers;
   }
 
   /**
@@ -924,7 +965,12 @@ export class ClusterNode {
       wss.close();
     }
     await new Promise<void>((r) => {
-      this.server.close(() => r());
+      // bounded: a socket the closes above did not end (a handshake, an upgrade in flight) is destroyed after a while
+      const cut = setTimeout(() => destroyConnections(this.server), STOP_CLOSE_MS);
+      this.server.close(() => {
+        clearTimeout(cut);
+        r();
+      });
       this.server.closeAllConnections?.();
     });
   }

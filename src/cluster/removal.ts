@@ -96,32 +96,42 @@ export function leftOutBy(
 /** What the members' applied configurations say of a removal of `self` this node applied (removalVerdict). */
 export type RemovalVerdict = 'history' | 'removed' | 'unknown';
 
+/** One member's answer: its applied configuration (undefined from an older release, which does not say) and role. */
+export interface ConfAnswer {
+  conf: { index: number; members: readonly NodeId[] } | undefined;
+  /** It said it leads. */
+  leads: boolean;
+}
+
 /**
- * Judges a removal of `self` at index `index` that this node applied, by the applied configurations the other
- * members report (`answers`: one per member that answered its status, undefined for a member of an older release
- * that does not say). A node catching up from the leader's log (a fresh join, a restart) replays every earlier
- * removal of its id too: an operator may have reused the id and added it again further on in that log.
+ * Judges a removal of `self` at index `index` that this node applied, by the applied configurations the members
+ * that answered report (`answers`). A node catching up from the leader's log replays every earlier removal of its
+ * id too: an operator may have reused the id and added it again further on in that log.
  * - `history`: a member's configuration newer than the removal holds `self`: it was added again since (applied
  *   configurations are committed);
- * - `removed`: a majority of `voters` (the voters of the configuration the removal left, this node not among
- *   them) answered with configurations at or past the removal that leave `self` out: an addition after it would
- *   have been committed by a majority, so at least one of them would hold it;
- * - `unknown`: too few answers to tell.
+ * - `removed`: the leader and a majority of `voters` (the voters of the configuration the removal left) hold
+ *   configurations at or past the removal without `self`. The leader's word is needed: a node catching up is sent
+ *   the log only by a leader that has applied its latest addition, while the other members may not have applied it
+ *   yet; a majority guards against a leader that was deposed meanwhile;
+ * - `unknown`: too few answers to tell. Wrongly judged removed, a node stops for good; wrongly judged history, it
+ *   only waits longer: so anything in doubt is unknown.
  */
 export function removalVerdict(
   self: NodeId,
   index: number,
   voters: readonly NodeId[],
-  answers: ReadonlyMap<NodeId, { index: number; members: readonly NodeId[] } | undefined>,
+  answers: ReadonlyMap<NodeId, ConfAnswer>,
 ): RemovalVerdict {
   let without = 0;
-  for (const [id, conf] of answers) {
+  let leaderWithout = false;
+  for (const [id, { conf, leads }] of answers) {
     if (conf === undefined || conf.index < index) continue;
     if (conf.members.includes(self)) {
       if (conf.index > index) return 'history';
       continue;
     }
+    if (leads) leaderWithout = true;
     if (voters.includes(id)) without++;
   }
-  return voters.length > 0 && without >= Math.floor(voters.length / 2) + 1 ? 'removed' : 'unknown';
+  return leaderWithout && voters.length > 0 && without >= Math.floor(voters.length / 2) + 1 ? 'removed' : 'unknown';
 }

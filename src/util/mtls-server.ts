@@ -63,6 +63,13 @@ export function createMutualTlsServer(
     handshakeTimeout: limits.handshakeTimeout_ms,
   });
   server.maxConnections = limits.maxConnections;
+  // every connection, for destroyConnections (at most maxConnections: the server refuses those beyond)
+  const open = new Set<Socket>();
+  openConnections.set(server, open);
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   limitHandshakesPerAddress(server, limits.maxHandshakesPerAddress);
   // registered after the per-address count, so a refused connection has left it when it is closed here
   server.on('secureConnection', (socket: TLSSocket) => {
@@ -75,6 +82,17 @@ export function createMutualTlsServer(
   server.on('upgrade', (_req, socket: Socket) => upgraded(socket));
   server.on('request', (_req, res) => res.writeHead(426).end());
   return server;
+}
+
+/** The open connections of each server createMutualTlsServer made. */
+const openConnections = new WeakMap<object, Set<Socket>>();
+
+/**
+ * Destroys every connection of `server` (one createMutualTlsServer made) still open, upgraded ones included: what
+ * a stop does once its graceful closes had their time, so that `server.close()` completes.
+ */
+export function destroyConnections(server: object): void {
+  for (const socket of openConnections.get(server) ?? []) socket.destroy();
 }
 
 /** `admits` on `socket`; a predicate that throws (a certificate it cannot read) refuses. */

@@ -15,7 +15,7 @@ import { inProcessMember } from './in-process.js';
 const conf = confOf;
 
 describe('removalVerdict: a removal of this node it applied, judged by the members', () => {
-  // n3 was removed at index 12, which left the voters n1, n2 and n4
+  // n3 was removed at index 12, which left the voters n1, n2 and n4; `*` marks the member that says it leads
   const voters = ['n1', 'n2', 'n4'];
   type Conf = { index: number; members: string[] } | undefined;
   const again: Conf = { index: 20, members: ['n1', 'n2', 'n3'] }; // added again since
@@ -28,35 +28,62 @@ describe('removalVerdict: a removal of this node it applied, judged by the membe
     [
       'one newer with it, whatever the others say',
       [
-        ['n1', without],
+        ['n1*', without],
         ['n2', without],
         ['n4', again],
       ],
       'history',
     ],
     [
-      'a majority of the voters left, at or past it, without it',
+      'the leader and a majority of the voters left, without it',
       [
-        ['n1', without],
+        ['n1*', without],
         ['n2', later],
       ],
       'removed',
     ],
     [
-      'every voter left without it',
+      'every voter left without it, the leader among them',
       [
         ['n1', without],
-        ['n2', without],
+        ['n2*', without],
         ['n4', later],
       ],
       'removed',
     ],
+    // the leader may have applied an addition that the others have not yet (it sends a joining node the log only
+    // once it has): without the leader's word, a majority proves nothing
+    [
+      'a majority without it, the leader not among the answers',
+      [
+        ['n1', without],
+        ['n2', without],
+      ],
+      'unknown',
+    ],
+    ['the leader alone without it', [['n1*', without]], 'unknown'],
+    [
+      'a leader outside the voters left, and one voter',
+      [
+        ['n5*', later],
+        ['n1', without],
+      ],
+      'unknown',
+    ],
+    [
+      'a leader outside the voters left, and a majority',
+      [
+        ['n5*', later],
+        ['n1', without],
+        ['n2', later],
+      ],
+      'removed',
+    ],
     ['no answer', [], 'unknown'],
-    ['one voter of three', [['n1', without]], 'unknown'],
     [
       'a member behind the removal',
       [
-        ['n1', without],
+        ['n1*', without],
         ['n2', older],
       ],
       'unknown',
@@ -64,7 +91,7 @@ describe('removalVerdict: a removal of this node it applied, judged by the membe
     [
       'a member of an older release (says nothing)',
       [
-        ['n1', without],
+        ['n1*', without],
         ['n2', undefined],
       ],
       'unknown',
@@ -72,18 +99,19 @@ describe('removalVerdict: a removal of this node it applied, judged by the membe
     [
       "a learner's answer does not count towards the voters",
       [
-        ['n1', without],
+        ['n1*', without],
         ['l9', without],
       ],
       'unknown',
     ],
     // a configuration at the removal's own index that holds the node cannot be: it proves nothing either way
-    ['its own index, with it', [['n1', { index: 12, members: ['n3'] }]], 'unknown'],
-    ['no voters known', [['n1', without]], 'unknown', []],
+    ['its own index, with it', [['n1*', { index: 12, members: ['n3'] }]], 'unknown'],
+    ['no voters known', [['n1*', without]], 'unknown', []],
   ];
   for (const [what, answers, verdict, of] of cases) {
     it(`${verdict}: ${what}`, () => {
-      expect(removalVerdict('n3', 12, of ?? voters, new Map(answers))).toBe(verdict);
+      const asked = new Map(answers.map(([id, conf]) => [id.replace('*', ''), { conf, leads: id.endsWith('*') }]));
+      expect(removalVerdict('n3', 12, of ?? voters, asked)).toBe(verdict);
     });
   }
 });

@@ -17,6 +17,7 @@ import { issueServerCert } from '../../src/pki/index.js';
 import { loadSigningCa } from '../../src/pki/pki-dir.js';
 import {
   createMutualTlsServer,
+  destroyConnections,
   listenOn,
   type MutualTlsLimits,
   PEER_LISTENER_LIMITS,
@@ -217,6 +218,24 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
     // an upgrade request (nobody answers it on this bare listener): past the deadline, still open
     const asked = await exchange(port, tls, upgrade('/raft'), 1_500);
     expect(asked.closed).toBe(false);
+  });
+
+  it('destroyConnections ends what close() waits for: an upgrade nobody answered', async () => {
+    const server = createMutualTlsServer(tls, LIMITS);
+    await listenOn(server, 0, '127.0.0.1');
+    const port = (server.address() as { port: number }).port;
+    const held = exchange(port, tls, upgrade('/raft'), 3_000);
+    await new Promise((r) => setTimeout(r, 300)); // its upgrade request arrived
+    let closed = false;
+    server.close(() => {
+      closed = true;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(closed).toBe(false); // the held connection keeps the server open
+    destroyConnections(server);
+    expect((await held).closed).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(closed).toBe(true);
   });
 
   it('admits: a certificate it refuses is closed after its handshake, before any answer', async () => {

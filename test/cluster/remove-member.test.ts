@@ -64,7 +64,5 @@ describe('remove-member with a voter down', () => {
     await live.removeMember(gone.id);
     await until(() => leader.raft.status().conf.voters.length === 2, 10_000, 'the removal applied');
     expect(leader.raft.status().conf.voters.slice().sort()).toEqual([leader.id, live.id].sort());
-    // two voters, both reachable: removing one leaves one of one, a quorum
-    expect(removalQuorumRisk(live.id, leader.id, leader.raft.status().conf.voters, connected)).toBeNull();
   }, 40_000);
 });
