@@ -1030,6 +1030,15 @@ export const MUTANTS = [
     only: 'with a voter down',
   },
   {
+    // a voter whose connection looks open but that has gone silent counts towards the quorum a removal leaves
+    id: 'remove-member-silent-voter-reachable',
+    file: 'src/cluster/node.ts',
+    search: 'up.has(peer) && this.raft.heardRecently(peer)',
+    replace: 'up.has(peer)',
+    tests: ['test/cluster/remove-member.test.ts'],
+    only: 'connected but silent',
+  },
+  {
     // an identity's client certificate of the same CA may hold router-control connections, keeping routers out
     id: 'router-control-admits-any-certificate',
     file: 'src/routers/control.ts',

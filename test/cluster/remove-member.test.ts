@@ -40,6 +40,31 @@ const nodes = setup.nodes;
 beforeAll(() => setup.start(), 60_000);
 afterAll(() => setup.stop());
 
+describe('remove-member with a voter connected but silent', () => {
+  it('counts a voter the leader has not heard from within an election timeout as unreachable', async () => {
+    const members = nodes.map((n) => n.ctl.cluster!) as ClusterNode[];
+    const leader = members.find((m) => m.id === members[0]!.raft.leaderId())!;
+    const [live, mute] = members.filter((m) => m !== leader) as [ClusterNode, ClusterNode];
+    // mute's Raft node neither hears nor speaks, while its connections stay open (a hung process looks like this)
+    const raft = mute.raft as unknown as { receive: unknown; transport: { send: unknown } };
+    raft.receive = () => {};
+    raft.transport.send = () => {};
+    const connected = (id: string) => leader.raft.status().peers.some((p) => p.id === id && p.state === 'connected');
+    try {
+      await until(() => !leader.raft.heardRecently(mute.id), 10_000, `the leader to stop hearing ${mute.id}`);
+      expect(connected(mute.id)).toBe(true);
+      const before = leader.raft.status();
+      await expect(leader.removeMember(live.id)).rejects.toBeInstanceOf(RemovalQuorumError);
+      expect(leader.raft.status().conf.voters.slice().sort()).toEqual(['n1', 'n2', 'n3']);
+      expect(leader.raft.status().lastIndex).toBe(before.lastIndex);
+    } finally {
+      delete (raft as { receive?: unknown }).receive;
+      delete (raft.transport as { send?: unknown }).send;
+    }
+    await until(() => leader.raft.heardRecently(mute.id), 10_000, `the leader to hear ${mute.id} again`);
+  }, 30_000);
+});
+
 describe('remove-member with a voter down', () => {
   it('refuses removing a live voter (on the leader and through a follower), then removes the one that is down', async () => {
     const members = nodes.map((n) => n.ctl.cluster!) as ClusterNode[];
