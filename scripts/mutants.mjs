@@ -1039,6 +1039,15 @@ export const MUTANTS = [
     only: 'connected but silent',
   },
   {
+    // the peer clients of removed members are kept (and their connections) for the process's life
+    id: 'removed-member-client-kept',
+    file: 'src/cluster/node.ts',
+    search: 'if (members.has(id)) continue;',
+    replace: 'if (members.has(id) || id !== "") continue;',
+    tests: ['test/cluster/remove-member.test.ts'],
+    only: 'with a voter down',
+  },
+  {
     // an identity's client certificate of the same CA may hold router-control connections, keeping routers out
     id: 'router-control-admits-any-certificate',
     file: 'src/routers/control.ts',
