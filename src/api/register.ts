@@ -87,9 +87,22 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
     const name = op.bodyName ?? 'body';
     throw validationError({ field: name, reason: `${name} in body is required`, value: null });
   }
-  const kept = withoutIgnored(op, body);
+  const name = op.bodyName ?? 'body';
+  // JSON `null` decodes in go-openapi into the zero value of the body's struct, which is then validated: an object
+  // body's first required field is named, and a body whose fields are all optional is an empty one (`{}`)
+  if (body === null && validate(op.body, {}) === null) return withoutIgnored(op, {});
+  const kept = withoutIgnored(op, body === null ? {} : body);
   const err = validate(op.body, kept);
-  if (err) throw validationError(err);
+  if (err) {
+    // a body of the wrong type at its root (not a field that happens to be called `body`) is named by the body
+    // parameter's name, as go-openapi names it
+    const field = (kept ?? {}) as Record<string, unknown>;
+    const atRoot =
+      err.field === 'body' && (typeof kept !== 'object' || Array.isArray(kept) || !Object.hasOwn(field, 'body'));
+    throw validationError(
+      atRoot ? { ...err, field: name, reason: err.reason.replace(/^body in body /, `${name} in body `) } : err,
+    );
+  }
   return kept;
 }
 
