@@ -1008,7 +1008,7 @@ export const MUTANTS = [
     // one member's word (it may be behind a re-addition) is taken as the removal of this node
     id: 'removal-judged-without-majority',
     file: 'src/cluster/removal.ts',
-    search: 'without >= Math.floor(voters.length / 2) + 1',
+    search: 'without >= quorumOf(voters.length)',
     replace: 'without >= 1',
     tests: ['test/cluster/left-out.test.ts'],
   },

@@ -59,6 +59,7 @@ import {
   RemovedFromClusterError,
   readRemoval,
   recordRemoval,
+  removalQuorumRisk,
   removalVerdict,
 } from './removal.js';
 import { StoreStateMachine } from './state-machine.js';
@@ -169,45 +170,6 @@ export class MemberConflictError extends Error {
     super(`member ${id} is a voter at ${heldAt}: remove it before adding it at ${askedAt}`);
     this.name = 'MemberConflictError';
   }
-}
-
-/**
- * remove-member of a voter this leader reaches while too few of the other voters are reachable: once the removal
- * applied, the rest could not form a quorum (etcd's strict reconfiguration check). A voter this leader cannot reach
- * may always be removed: it is not part of the quorum that is working.
- */
-export class RemovalQuorumError extends Error {
-  constructor(
-    readonly id: string,
-    readonly reachable: number,
-    readonly remaining: number,
-  ) {
-    super(
-      `removing ${id} would leave ${reachable} of ${remaining} voters reachable, short of the ` +
-        `${quorumOf(remaining)} a quorum needs: bring the others back (or remove those that are gone) first`,
-    );
-    this.name = 'RemovalQuorumError';
-  }
-}
-
-const quorumOf = (voters: number): number => Math.floor(voters / 2) + 1;
-
-/**
- * Why removing voter `id` now would cost the cluster its quorum (RemovalQuorumError), or null: `id` is no voter, the
- * leader cannot reach it, or enough of the voters left are this leader and peers it is connected to.
- */
-export function removalQuorumRisk(
-  id: string,
-  self: string,
-  voters: readonly string[],
-  connected: (peer: string) => boolean,
-): RemovalQuorumError | null {
-  if (!voters.includes(id)) return null;
-  if (id !== self && !connected(id)) return null;
-  const remaining = voters.filter((v) => v !== id);
-  if (remaining.length === 0) return null; // the last voter: Raft itself refuses an empty configuration
-  const reachable = remaining.filter((v) => v === self || connected(v)).length;
-  return reachable >= quorumOf(remaining.length) ? null : new RemovalQuorumError(id, reachable, remaining.length);
 }
 
 /**

@@ -4,7 +4,8 @@
  * three controllers over mutual-TLS peer links.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ClusterNode, RemovalQuorumError, removalQuorumRisk } from '../../src/cluster/node.js';
+import type { ClusterNode } from '../../src/cluster/node.js';
+import { RemovalQuorumError, removalQuorumRisk } from '../../src/cluster/removal.js';
 import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
 
