@@ -19,7 +19,7 @@ import {
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
 import { pemBlocks } from '../pki/pem.js';
-import { createMutualTlsServer, destroyConnections, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
+import { closeMutualTlsServer, createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
@@ -140,8 +140,6 @@ export const DEFAULT_SNAPSHOT_EVERY = 40_000;
 export const SNAPSHOT_KEEP_ENTRIES = 20_000;
 /** How long a stopping member keeps refusing forwards after handing leadership over, before closing. */
 const STOP_GRACE_MS = 500;
-/** How long stop() lets the peer listener's last connections end before it destroys them. */
-const STOP_CLOSE_MS = 2_000;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
 const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
@@ -926,15 +924,7 @@ export class ClusterNode {
       for (const ws of wss.clients) ws.terminate();
       wss.close();
     }
-    await new Promise<void>((r) => {
-      // bounded: a socket the closes above did not end (a handshake, an upgrade in flight) is destroyed after a while
-      const cut = setTimeout(() => destroyConnections(this.server), STOP_CLOSE_MS);
-      this.server.close(() => {
-        clearTimeout(cut);
-        r();
-      });
-      this.server.closeAllConnections?.();
-    });
+    await closeMutualTlsServer(this.server);
   }
 }
 

@@ -23,7 +23,12 @@ import type { Change } from '../../storage/derived.js';
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
-import { createMutualTlsServer, listenOn, MTLS_HANDSHAKE_TIMEOUT_MS } from '../util/mtls-server.js';
+import {
+  closeMutualTlsServer,
+  createMutualTlsServer,
+  listenOn,
+  MTLS_HANDSHAKE_TIMEOUT_MS,
+} from '../util/mtls-server.js';
 import { type OnlineRouter, routerPresenceOf } from './presence.js';
 
 export const ROUTER_CONTROL_PATH = '/router-control';
@@ -353,7 +358,6 @@ export class RouterControl {
     for (const conn of this.conns.values()) conn.ws.close(CLOSE.stopping, 'controller stopping');
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     for (const conn of this.conns.values()) conn.ws.terminate();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeMutualTlsServer(this.server);
   }
 }

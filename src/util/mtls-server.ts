@@ -95,6 +95,28 @@ export function destroyConnections(server: object): void {
   for (const socket of openConnections.get(server) ?? []) socket.destroy();
 }
 
+/** How long closeMutualTlsServer lets the last connections end before it destroys them. */
+export const CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Closes `server` (one createMutualTlsServer made) once every connection has ended; a connection its owner's
+ * closes did not end within `grace_ms` (a handshake, an upgrade in flight or refused) is destroyed, so that a stop
+ * never waits on a peer that does not close its side.
+ */
+export function closeMutualTlsServer(
+  server: { close(done: () => void): unknown; closeAllConnections(): void },
+  grace_ms = CLOSE_GRACE_MS,
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const cut = setTimeout(() => destroyConnections(server), grace_ms);
+    server.close(() => {
+      clearTimeout(cut);
+      resolve();
+    });
+    server.closeAllConnections();
+  });
+}
+
 /** `admits` on `socket`; a predicate that throws (a certificate it cannot read) refuses. */
 function admitted(socket: TLSSocket, admits: (socket: TLSSocket) => boolean): boolean {
   try {
