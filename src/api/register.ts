@@ -82,12 +82,11 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
   if (typeError !== null) throw typeError;
   if (!op.body) return undefined;
   const body = req.json();
+  const name = op.bodyName ?? 'body';
   if (body === undefined) {
     if (op.bodyRequired === false) return undefined;
-    const name = op.bodyName ?? 'body';
     throw validationError({ field: name, reason: `${name} in body is required`, value: null });
   }
-  const name = op.bodyName ?? 'body';
   // JSON `null` decodes in go-openapi into the zero value of the body's struct, which is then validated: an object
   // body's first required field is named, and a body whose fields are all optional is an empty one (`{}`)
   if (body === null && validate(op.body, {}) === null) return withoutIgnored(op, {});
@@ -96,9 +95,8 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
   if (err) {
     // a body of the wrong type at its root (not a field that happens to be called `body`) is named by the body
     // parameter's name, as go-openapi names it
-    const field = (kept ?? {}) as Record<string, unknown>;
-    const atRoot =
-      err.field === 'body' && (typeof kept !== 'object' || Array.isArray(kept) || !Object.hasOwn(field, 'body'));
+    const isObject = typeof kept === 'object' && kept !== null && !Array.isArray(kept);
+    const atRoot = err.field === 'body' && !(isObject && Object.hasOwn(kept, 'body'));
     throw validationError(
       atRoot ? { ...err, field: name, reason: err.reason.replace(/^body in body /, `${name} in body `) } : err,
     );
