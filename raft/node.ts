@@ -308,7 +308,7 @@ export class RaftNode {
   private readonly applyListeners = new Listeners<[entries: Entry[]]>();
   private readonly fatalListeners = new Listeners<[err: Error]>();
   private readonly removedListeners = new Listeners<[index: number]>();
-  /** When a well-formed message last came from each peer (ms since the epoch); at most MAX_HEARD_PEERS peers. */
+  /** When a well-formed message last came from each peer (performance.now(): monotonic); at most MAX_HEARD_PEERS. */
   private readonly heardAt = new Map<NodeId, number>();
   private readonly errorListeners = new Listeners<[err: Error]>();
 
@@ -660,7 +660,7 @@ export class RaftNode {
    */
   heardRecently(id: NodeId): boolean {
     const at = this.heardAt.get(id);
-    return at !== undefined && Date.now() - at <= this.electionTicks * this.tick_ms;
+    return at !== undefined && performance.now() - at <= this.electionTicks * this.tick_ms;
   }
 
   /** The current term (cheap: for callers that check it per request). */
@@ -828,7 +828,7 @@ export class RaftNode {
       this.errorListeners.emit(new Error(`raft: dropped a malformed ${m.type} from ${m.from}: ${bad}`));
       return;
     }
-    if (this.heardAt.has(m.from) || this.heardAt.size < MAX_HEARD_PEERS) this.heardAt.set(m.from, Date.now());
+    if (this.heardAt.has(m.from) || this.heardAt.size < MAX_HEARD_PEERS) this.heardAt.set(m.from, performance.now());
     const stepped = m.type === 'snapshot' && m.context !== undefined ? withReceivedAddresses(m) : m;
     this.guard(() => this.core.step(stepped));
     this.wakeWriter();
