@@ -1051,10 +1051,37 @@ export const MUTANTS = [
     // an identity's client certificate of the same CA may hold router-control connections, keeping routers out
     id: 'router-control-admits-any-certificate',
     file: 'src/routers/control.ts',
-    search: '(socket) => routerOfCertificate(svc, socket) !== undefined,',
+    search: '(socket) => admitsRouter(svc, socket, catchingUp),',
     replace: '(_socket) => true,',
     tests: ['test/api/router-control.test.ts'],
     only: 'closed after its handshake',
+  },
+  {
+    // a router enrolled through another member a moment ago is refused by a member that has not applied it yet
+    id: 'router-control-refuses-before-catching-up',
+    file: 'src/routers/control.ts',
+    search: 'if (svc.cluster === null) return false;',
+    replace: 'return false;',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'is admitted once the member caught up',
+  },
+  {
+    // the upgrade does not wait for the catching-up check of its connection: refused while the check would admit it
+    id: 'router-control-upgrade-skips-its-check',
+    file: 'src/routers/control.ts',
+    search: 'if (check === undefined) upgrade(req, socket, head);',
+    replace: 'if (check !== null) upgrade(req, socket, head);',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'is admitted once the member caught up',
+  },
+  {
+    // a router extending its certificate on a member that has not applied its enrollment yet gets 401
+    id: 'router-extend-refuses-before-catching-up',
+    file: 'src/auth/router-enrollment.ts',
+    search: 'if (!router && svc.cluster !== null) {',
+    replace: 'if (!router && svc.cluster === undefined) {',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'extends its certificate on a lagging member',
   },
   {
     // an identity's or a router's certificate (same CA, no node id) may hold peer-listener connections

@@ -142,7 +142,12 @@ export async function extendRouter(
   peerCertificates: Buffer[] | undefined,
   body: { certCsr: string; serverCertCsr: string },
 ): Promise<RouterCerts> {
-  const router = await routerOfCertificate(svc, peerCertificates);
+  let router = await routerOfCertificate(svc, peerCertificates);
+  if (!router && svc.cluster !== null) {
+    // enrolled or extended through another member a moment ago: this member catches up before it refuses
+    await svc.sessions.catchUp();
+    router = await routerOfCertificate(svc, peerCertificates);
+  }
   if (!router) throw Errors.UNAUTHORIZED();
   const { certs, set } = await signRouterCsrs(svc, router, body.serverCertCsr, body.certCsr);
   // applies only while the router still holds the certificate it showed: re-enrolled or extended meanwhile, the

@@ -180,6 +180,27 @@ function routerOfCertificate(svc: Services, socket: TLSSocket): { row: Row; fing
   return row === undefined ? undefined : { row, fingerprint };
 }
 
+/**
+ * Whether `socket`'s certificate is a router's: at once when this controller knows it; otherwise, on a cluster
+ * member, once the member has caught up (a read barrier, bounded as the sessions' catch-up is), since a router
+ * enrolled through another member a moment ago may connect here before this member applied its enrollment. The
+ * wait is recorded in `catchingUp` for the upgrade, which may arrive before it ends.
+ */
+function admitsRouter(
+  svc: Services,
+  socket: TLSSocket,
+  catchingUp: WeakMap<TLSSocket, Promise<boolean>>,
+): boolean | Promise<boolean> {
+  if (routerOfCertificate(svc, socket) !== undefined) return true;
+  if (svc.cluster === null) return false;
+  const check = svc.sessions
+    .catchUp()
+    .then(() => routerOfCertificate(svc, socket) !== undefined)
+    .catch(() => false);
+  catchingUp.set(socket, check);
+  return check;
+}
+
 /** The router control listener of one controller. */
 export class RouterControl {
   private readonly conns = new Map<WebSocket, Connection>();
@@ -193,6 +214,8 @@ export class RouterControl {
     private readonly svc: Services,
     private readonly server: Server,
     opts: RouterControlOptions,
+    /** The admission checks still waiting for this member to catch up (admitsRouter), by connection. */
+    private readonly catchingUp: WeakMap<TLSSocket, Promise<boolean>>,
   ) {
     this.limits = {
       maxConnections: opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections,
@@ -208,7 +231,7 @@ export class RouterControl {
       createContext: ({ res }) => ({ conn: this.conns.get(res), onHello: (c, h) => this.onHello(c, h) }),
       keepAlive: { enabled: true, pingMs: this.limits.ping_ms, pongWaitMs: this.limits.pongWait_ms },
     });
-    server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
+    const upgrade = (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
       const refusal = this.admit(req, socket);
       if (typeof refusal === 'number') {
         // ended, and destroyed shortly after should the router not close its side (an upgrade socket has no timeout)
@@ -219,6 +242,13 @@ export class RouterControl {
         this.open(ws, refusal);
         handle(ws, req);
       });
+    };
+    server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
+      // a certificate this member did not know at the handshake: the upgrade waits for its check, which catches up
+      // first (refused, the listener closes the connection)
+      const check = this.catchingUp.get(socket);
+      if (check === undefined) upgrade(req, socket, head);
+      else void check.then((ok) => ok && !socket.destroyed && upgrade(req, socket, head));
     });
     this.unsubscribe = svc.store.onPublish((changes) => this.onChanges(changes));
   }
@@ -237,6 +267,7 @@ export class RouterControl {
     // twice the routers admitted: room for handshakes and refusals in flight; routers behind one NAT share an
     // address, so one address may hold any number of established connections, but only so many handshakes
     const sockets = 2 * (opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections);
+    const catchingUp = new WeakMap<TLSSocket, Promise<boolean>>();
     const server = createMutualTlsServer(
       { key: tls.key, cert: tls.cert, ca: pki.caPems },
       {
@@ -247,10 +278,10 @@ export class RouterControl {
       },
       // only a router's enrolled certificate holds a connection: an identity's client certificate of the same CA
       // is closed as soon as its handshake is done, so identities cannot fill the listener and keep routers out
-      (socket) => routerOfCertificate(svc, socket) !== undefined,
+      (socket) => admitsRouter(svc, socket, catchingUp),
     );
     await listenOn(server, opts.port, opts.host);
-    return new RouterControl(svc, server, opts);
+    return new RouterControl(svc, server, opts, catchingUp);
   }
 
   get port(): number {

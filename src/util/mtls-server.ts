@@ -47,12 +47,14 @@ export const PEER_LISTENER_LIMITS: MutualTlsLimits = {
  * Within `limits` (each listener passes its own): a handshake left unfinished is dropped, a connection that does
  * not ask for its upgrade in time is closed, and connections beyond the bounds are closed at once. `admits`: whose
  * certificate may hold a connection at all (the peer listener: a member's, never an identity's or a router's from
- * the same CA); a connection it refuses is closed as soon as its handshake is done, before any request is read.
+ * the same CA); a connection it refuses is closed as soon as its handshake is done, before any request is read. It
+ * may answer later (a promise: a cluster member catching up before it refuses a certificate it does not know yet);
+ * the upgrade deadline runs meanwhile, and the connection is closed when the answer is a refusal.
  */
 export function createMutualTlsServer(
   tls: Pick<ServerOptions, 'key' | 'cert' | 'ca'>,
   limits: MutualTlsLimits,
-  admits: (socket: TLSSocket) => boolean = () => true,
+  admits: (socket: TLSSocket) => boolean | Promise<boolean> = () => true,
 ): Server {
   const server = createServer({
     key: tls.key,
@@ -73,11 +75,15 @@ export function createMutualTlsServer(
   limitHandshakesPerAddress(server, limits.maxHandshakesPerAddress);
   // registered after the per-address count, so a refused connection has left it when it is closed here
   server.on('secureConnection', (socket: TLSSocket) => {
-    if (!admitted(socket, admits)) {
+    const verdict = admitted(socket, admits);
+    if (verdict === false) {
       socket.destroy();
       return;
     }
     closeUnlessUpgraded(socket, limits.upgradeTimeout_ms);
+    // a verdict still to come (the predicate waits for something, within the upgrade deadline set above): the
+    // connection is closed once it refuses
+    if (verdict !== true) void verdict.then((ok) => ok || socket.destroy());
   });
   server.on('upgrade', (_req, socket: Socket) => upgraded(socket));
   server.on('request', (_req, res) => res.writeHead(426).end());
@@ -117,10 +123,22 @@ export function closeMutualTlsServer(
   });
 }
 
-/** `admits` on `socket`; a predicate that throws (a certificate it cannot read) refuses. */
-function admitted(socket: TLSSocket, admits: (socket: TLSSocket) => boolean): boolean {
+/**
+ * `admits` on `socket`, now or (a promise that never rejects) later; a predicate that throws or rejects (a
+ * certificate it cannot read) refuses.
+ */
+function admitted(
+  socket: TLSSocket,
+  admits: (socket: TLSSocket) => boolean | Promise<boolean>,
+): boolean | Promise<boolean> {
   try {
-    return admits(socket);
+    const verdict = admits(socket);
+    return typeof verdict === 'boolean'
+      ? verdict
+      : verdict.then(
+          (ok) => ok === true,
+          () => false,
+        );
   } catch {
     return false;
   }

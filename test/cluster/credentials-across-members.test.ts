@@ -2,19 +2,26 @@
  * Credentials across a cluster. The MFA wrong-code limit holds across it (in-process: three controllers in this process, Raft over their
  * mutual-TLS peer listeners): a partial session's wrong codes count wherever they arrive, so MAX_MFA_FAILURES of
  * them spread over the members end it on every member, not MAX_MFA_FAILURES per member. And a login on a member that
- * has not applied the credential yet waits for it to catch up instead of failing.
+ * has not applied the credential yet waits for it to catch up instead of failing, as does a router connecting to
+ * a member that has not applied its enrollment yet.
  */
+import { X509Certificate } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extendRouter } from '../../src/auth/router-enrollment.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
-import { createRootCa } from '../../src/pki/ca.js';
+import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
+import { generateKeyPair } from '../../src/pki/crypto.js';
+import { connectRouter, csr, enrolledRouter, probe } from '../support/router-client.js';
 import { call, login, type TestServer } from '../support/server.js';
 import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
 
-const setup = inProcessCluster('keel-mfa-cluster-', ['n1', 'n2', 'n3']);
+const setup = inProcessCluster('keel-mfa-cluster-', ['n1', 'n2', 'n3'], {
+  routerControl: { host: '127.0.0.1', port: 0 },
+});
 const nodes = setup.nodes;
 /** How long followers may take to apply a committed write (generous: the machine is shared). */
 const SETTLE_MS = 10_000;
@@ -190,6 +197,50 @@ describe('a login on a member that has not applied the credential yet', () => {
       expect(second.status, second.text).toBe(200);
       expect(second.headers.get('zt-session'), 'a new session instead of the partial one completed').toBeNull();
       expect(second.body.data.id).toBe(sessionId);
+    } finally {
+      done();
+    }
+  });
+});
+
+describe('a router on a member that has not applied its enrollment yet', () => {
+  it('is admitted once the member caught up: enrolled through one member, it connects to a lagging one at once', async () => {
+    const first = leader();
+    const admin = await login(first.base);
+    const { via, lagging, release, done } = laggingMember();
+    try {
+      const creds = await enrolledRouter(via.mgmt, via.client, admin, { name: 'lag-router', roleAttributes: [] });
+      // the lagging member does not know the router's certificate yet
+      expect(lagging.ctl.svc.get('transit-routers', creds.id)?.isVerified).not.toBe(true);
+      const released = setTimeout(release, 300);
+      const conn = await connectRouter(lagging.ctl.routerControl!.port, creds);
+      clearTimeout(released);
+      expect(conn.answer.routerId).toBe(creds.id);
+      conn.close();
+      // a certificate of the same CA that no router holds is still refused there, after the member caught up
+      const forged = await issueLeaf(lagging.ctl.svc.pki!.signing!, { commonName: creds.id, usage: 'client' });
+      const forgedCreds = { key: forged.keyPem, cert: forged.certPem, ca: creds.ca };
+      await expect(probe(lagging.ctl.routerControl!.port, forgedCreds)).rejects.toThrow();
+    } finally {
+      done();
+    }
+  });
+
+  it('extends its certificate on a lagging member: the member catches up before it refuses the certificate', async () => {
+    const first = leader();
+    const admin = await login(first.base);
+    const { via, lagging, release, done } = laggingMember();
+    try {
+      const creds = await enrolledRouter(via.mgmt, via.client, admin, { name: 'lag-router-x', roleAttributes: [] });
+      expect(lagging.ctl.svc.get('transit-routers', creds.id)?.isVerified).not.toBe(true);
+      const csrPem = await csr(creds.id, await generateKeyPair());
+      const released = setTimeout(release, 300);
+      const certs = await extendRouter(lagging.ctl.svc, [new X509Certificate(creds.cert).raw], {
+        certCsr: csrPem,
+        serverCertCsr: csrPem,
+      });
+      clearTimeout(released);
+      expect(certs.cert).toContain('BEGIN CERTIFICATE');
     } finally {
       done();
     }
