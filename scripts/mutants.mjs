@@ -1057,6 +1057,24 @@ export const MUTANTS = [
     only: 'closed after its handshake',
   },
   {
+    // a removal of this node that no member confirms or denies is never acted on: a removed node runs on
+    id: 'removal-fallback-never-taken',
+    file: 'src/cluster/removal.ts',
+    search: 'if (!history && round >= limits.judgeRounds) {',
+    replace: 'if (!history && round >= limits.watchRounds) {',
+    tests: ['test/cluster/left-out.test.ts'],
+    only: 'judgeOwnRemoval',
+  },
+  {
+    // a later removal is taken for history because an earlier one was: the removed node runs on
+    id: 'removal-later-judged-as-earlier',
+    file: 'src/cluster/removal.ts',
+    search: 'if (index !== judging) {',
+    replace: 'if (index !== judging && false) {',
+    tests: ['test/cluster/left-out.test.ts'],
+    only: 'judgeOwnRemoval',
+  },
+  {
     // a router enrolled through another member a moment ago is refused by a member that has not applied it yet
     id: 'router-control-refuses-before-catching-up',
     file: 'src/routers/control.ts',

@@ -55,12 +55,12 @@ import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
 import { untilReady } from './ready.js';
 import {
   type ConfAnswer,
+  judgeOwnRemoval,
   leftOutBy,
   RemovedFromClusterError,
   readRemoval,
   recordRemoval,
   removalQuorumRisk,
-  removalVerdict,
 } from './removal.js';
 import { StoreStateMachine } from './state-machine.js';
 
@@ -778,36 +778,20 @@ export class ClusterNode {
   }
 
   private async judgeRemoval(): Promise<void> {
-    let history = false;
     try {
-      for (let round = 0; round < REMOVAL_WATCH_ROUNDS; round++) {
-        if (this.stopped || this.learntRemoval) return;
-        if (!history && round >= REMOVAL_JUDGE_ROUNDS) {
-          this.removedAt(this.removalToJudge, 'it applied its own removal, and no member told otherwise');
-          return;
-        }
-        const index = this.removalToJudge;
-        const applied = this.log.appliedConf();
-        if (applied.index > index && confMembers(applied.conf).has(this.id)) {
-          // it applied its addition again: the removal was history (a later one is judged from the start)
-          if (this.removalToJudge === index) return;
-          history = false;
-          round = -1;
-          continue;
-        }
-        const verdict = removalVerdict(this.id, index, applied.conf.voters, await this.confAnswers(applied));
-        if (this.stopped || this.learntRemoval) return;
-        if (verdict === 'removed') {
-          this.removedAt(index, 'it applied its own removal');
-          return;
-        }
-        if (verdict === 'history' && !history) {
-          history = true;
-          this.logger('info', 'replayed an earlier removal of this id: it was added again since', { index });
-        }
-        await new Promise((r) => setTimeout(r, REMOVAL_JUDGE_WAIT_MS).unref());
-      }
-      this.logger('warn', "stopped watching for this node's addition again", { index: this.removalToJudge });
+      await judgeOwnRemoval(
+        this.id,
+        {
+          target: () => this.removalToJudge,
+          over: () => this.stopped || this.learntRemoval,
+          appliedConf: () => this.log.appliedConf(),
+          ask: (applied) => this.confAnswers(applied),
+          removed: (index, how) => this.removedAt(index, how),
+          log: (level, msg, extra) => this.logger(level, msg, extra),
+          sleep: (ms) => new Promise((r) => setTimeout(r, ms).unref()),
+        },
+        { judgeRounds: REMOVAL_JUDGE_ROUNDS, watchRounds: REMOVAL_WATCH_ROUNDS, wait_ms: REMOVAL_JUDGE_WAIT_MS },
+      );
     } finally {
       this.removalToJudge = 0;
     }

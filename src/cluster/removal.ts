@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type ConfState, confMembers, type NodeId } from '../../raft/index.js';
+import { type AppliedConf, type ConfState, confMembers, type NodeId } from '../../raft/index.js';
 import { writeFileDurably } from '../util/durable-file.js';
 
 /** Exit status of `keel run` for a node removed from the cluster (sysexits EX_CONFIG): a restart cannot help. */
@@ -174,4 +174,76 @@ export function removalVerdict(
     if (voters.includes(id)) without++;
   }
   return leaderWithout && voters.length > 0 && without >= quorumOf(voters.length) ? 'removed' : 'unknown';
+}
+
+/**
+ * The rounds of judging a removal of this node it applied (removalVerdict each round): at most `judgeRounds` rounds
+ * without a verdict (the fallback: its own apply is taken as the removal), then, once judged history, at most
+ * `watchRounds` rounds in all watching for its addition again; `wait_ms` between two rounds.
+ */
+export interface RemovalJudgeLimits {
+  judgeRounds: number;
+  watchRounds: number;
+  wait_ms: number;
+}
+
+/** What judgeOwnRemoval reads and does: the node's side of it. */
+export interface RemovalJudge {
+  /** The latest removal of this node it applied (a later one may arrive while judging). */
+  target(): number;
+  /** Judging is over from outside: the node stopped, or learnt its removal otherwise. */
+  over(): boolean;
+  appliedConf(): AppliedConf;
+  /** The answers of the members it can name by `applied` this round (removalVerdict's `answers`). */
+  ask(applied: AppliedConf): Promise<ReadonlyMap<NodeId, ConfAnswer>>;
+  /** The verdict: this node was removed (by the removal at `index`). */
+  removed(index: number, how: string): void;
+  log(level: 'info' | 'warn', msg: string, extra: Record<string, unknown>): void;
+  sleep(ms: number): Promise<void>;
+}
+
+/**
+ * Judges the removal of `self` it applied (judge.target()), round after round, until one of:
+ * - it applies a configuration newer than the removal with itself (its addition again): the removal was history,
+ *   and the judging ends;
+ * - a later removal of this node applied meanwhile is judged from its first round (history said of the earlier
+ *   one says nothing of it);
+ * - the members' verdict is `removed`: judge.removed;
+ * - `judgeRounds` rounds without a verdict: judge.removed too (its own apply counts);
+ * - once judged `history`, it watches on, so that a removal made meanwhile, which it would never apply (the leader
+ *   stops sending it the log), is still learnt from the members; after `watchRounds` rounds it gives up watching;
+ * - judge.over().
+ */
+export async function judgeOwnRemoval(self: NodeId, judge: RemovalJudge, limits: RemovalJudgeLimits): Promise<void> {
+  let history = false;
+  let judging = judge.target();
+  for (let round = 0; round < limits.watchRounds; round++) {
+    if (judge.over()) return;
+    const index = judge.target();
+    if (index !== judging) {
+      // a later removal arrived: judged from its first round, whatever was said of the earlier one
+      judging = index;
+      history = false;
+      round = 0;
+    }
+    if (!history && round >= limits.judgeRounds) {
+      judge.removed(index, 'it applied its own removal, and no member told otherwise');
+      return;
+    }
+    const applied = judge.appliedConf();
+    // it applied its addition again: the removal was history
+    if (applied.index > index && confMembers(applied.conf).has(self)) return;
+    const verdict = removalVerdict(self, index, applied.conf.voters, await judge.ask(applied));
+    if (judge.over()) return;
+    if (verdict === 'removed') {
+      judge.removed(index, 'it applied its own removal');
+      return;
+    }
+    if (verdict === 'history' && !history) {
+      history = true;
+      judge.log('info', 'replayed an earlier removal of this id: it was added again since', { index });
+    }
+    await judge.sleep(limits.wait_ms);
+  }
+  judge.log('warn', "stopped watching for this node's addition again", { index: judge.target() });
 }

@@ -9,7 +9,15 @@ import { describe, expect, it } from 'vitest';
 import { LevelLog } from '../../raft/index.js';
 import { confOf } from '../../raft/storage/log-testkit.js';
 import { preparePeerPki } from '../../src/cluster/local.js';
-import { leftOutBy, REMOVED_FILE, RemovedFromClusterError, removalVerdict } from '../../src/cluster/removal.js';
+import {
+  type ConfAnswer,
+  judgeOwnRemoval,
+  leftOutBy,
+  REMOVED_FILE,
+  type RemovalJudge,
+  RemovedFromClusterError,
+  removalVerdict,
+} from '../../src/cluster/removal.js';
 import { inProcessMember } from './in-process.js';
 
 const conf = confOf;
@@ -114,6 +122,113 @@ describe('removalVerdict: a removal of this node it applied, judged by the membe
       expect(removalVerdict('n3', 12, of ?? voters, asked)).toBe(verdict);
     });
   }
+});
+
+describe('judgeOwnRemoval: the rounds of judging', () => {
+  const LIMITS = { judgeRounds: 4, watchRounds: 12, wait_ms: 500 };
+  const VOTERS = ['n1', 'n2', 'n4'];
+  const removedAt = (index: number) => ({ index, conf: conf(VOTERS), addresses: {} });
+  const withIt = (index: number) => ({ index, conf: conf([...VOTERS, 'n3']), addresses: {} });
+  const answer = (index: number, members: string[], leads = false): ConfAnswer => ({ conf: { index, members }, leads });
+  const HISTORY = new Map([['n1', answer(20, [...VOTERS, 'n3'], true)]]);
+  const NONE = new Map<string, ConfAnswer>();
+
+  /**
+   * n3 judging its removal at `target` with `answers(round)` from the members each round and `applied(round)` as its
+   * applied configuration; `each(round)` runs before a round's answers (to move things on). What it did, by round.
+   */
+  async function judge(opts: {
+    target: number;
+    answers: (round: number) => ReadonlyMap<string, ConfAnswer>;
+    applied?: (round: number) => ReturnType<RemovalJudge['appliedConf']>;
+    each?: (round: number, j: { target: number; over: boolean }) => void;
+  }) {
+    const state = { target: opts.target, over: false };
+    let round = 0;
+    const removed: Array<[number, string]> = [];
+    const logs: string[] = [];
+    let sleeps = 0;
+    await judgeOwnRemoval(
+      'n3',
+      {
+        target: () => state.target,
+        over: () => state.over,
+        appliedConf: () => (opts.applied ?? (() => removedAt(state.target)))(round),
+        ask: async () => {
+          opts.each?.(round, state);
+          return opts.answers(round++);
+        },
+        removed: (index, how) => removed.push([index, how]),
+        log: (level, msg) => logs.push(`${level}: ${msg}`),
+        sleep: async () => {
+          sleeps++;
+        },
+      },
+      LIMITS,
+    );
+    return { removed, logs, asked: round, sleeps };
+  }
+
+  it('no member tells: after judgeRounds rounds its own apply counts as the removal', async () => {
+    const r = await judge({ target: 12, answers: () => NONE });
+    expect(r.asked).toBe(LIMITS.judgeRounds);
+    expect(r.removed).toEqual([[12, 'it applied its own removal, and no member told otherwise']]);
+  });
+
+  it('the leader and a majority say removed: removed at once', async () => {
+    const gone = new Map([
+      ['n1', answer(12, VOTERS, true)],
+      ['n2', answer(12, VOTERS)],
+    ]);
+    const r = await judge({ target: 12, answers: (round) => (round < 1 ? NONE : gone) });
+    expect(r.asked).toBe(2);
+    expect(r.removed).toEqual([[12, 'it applied its own removal']]);
+  });
+
+  it('history: it watches past judgeRounds, and stops once it applies its addition again, not removed', async () => {
+    const again = LIMITS.judgeRounds + 3;
+    const r = await judge({
+      target: 12,
+      answers: () => HISTORY,
+      applied: (round) => (round < again ? removedAt(12) : withIt(20)),
+    });
+    expect(r.removed).toEqual([]);
+    expect(r.asked).toBe(again);
+    expect(r.logs).toEqual(['info: replayed an earlier removal of this id: it was added again since']);
+  });
+
+  it('history, its addition never applied: it gives up watching after watchRounds, not removed', async () => {
+    const r = await judge({ target: 12, answers: () => HISTORY });
+    expect(r.removed).toEqual([]);
+    expect(r.asked).toBe(LIMITS.watchRounds);
+    expect(r.logs.at(-1)).toBe("warn: stopped watching for this node's addition again");
+  });
+
+  it('a later removal arriving while it watches an earlier one judged history is judged from its first round', async () => {
+    // while round 2 asks: it applied its addition at 20 and its removal again at 30; nobody answers any more
+    const r = await judge({
+      target: 12,
+      answers: (round) => (round < 2 ? HISTORY : NONE),
+      each: (round, state) => {
+        if (round === 2) state.target = 30;
+      },
+    });
+    expect(r.removed).toEqual([[30, 'it applied its own removal, and no member told otherwise']]);
+    // rounds 0-2 on the first removal; then judgeRounds rounds on the second
+    expect(r.asked).toBe(3 + LIMITS.judgeRounds);
+  });
+
+  it('over from outside (stopped, or removal learnt otherwise): it ends without a verdict of its own', async () => {
+    const r = await judge({
+      target: 12,
+      answers: () => NONE,
+      each: (round, state) => {
+        if (round === 1) state.over = true;
+      },
+    });
+    expect(r.removed).toEqual([]);
+    expect(r.asked).toBe(2);
+  });
 });
 
 describe('leftOutBy', () => {
