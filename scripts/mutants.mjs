@@ -1078,8 +1078,8 @@ export const MUTANTS = [
     // a router enrolled through another member a moment ago is refused by a member that has not applied it yet
     id: 'router-control-refuses-before-catching-up',
     file: 'src/routers/control.ts',
-    search: 'if (svc.cluster === null) return false;',
-    replace: 'return false;',
+    search: 'if (svc.cluster === null || waits.inFlight',
+    replace: 'if (svc.cluster !== undefined || waits.inFlight',
     tests: ['test/cluster/credentials-across-members.test.ts'],
     only: 'is admitted once the member caught up',
   },
@@ -1093,11 +1093,38 @@ export const MUTANTS = [
     only: 'is admitted once the member caught up',
   },
   {
+    // connections with certificates of the same CA that no router holds may all wait on a lagging member at once
+    id: 'router-control-catch-ups-unbounded',
+    file: 'src/routers/control.ts',
+    search: 'waits.inFlight >= MAX_ROUTER_CATCH_UPS',
+    replace: 'waits.inFlight >= Number.MAX_SAFE_INTEGER',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'unknown certificates at once',
+  },
+  {
+    // an admission check that never answers holds its connection for good once its upgrade request is read
+    id: 'mtls-late-verdict-unbounded',
+    file: 'src/util/mtls-server.ts',
+    search: 'timer = setTimeout(() => resolve(false), wait_ms);',
+    replace: 'timer = setTimeout(() => resolve(false), 2 ** 31 - 1);',
+    tests: ['test/cluster/peer-listener.test.ts'],
+    only: 'admits later',
+  },
+  {
+    // an extension without any certificate waits for the member to catch up (a slot and up to 4 s) before its 401
+    id: 'router-extend-waits-without-certificate',
+    file: 'src/auth/router-enrollment.ts',
+    search: 'if (!leaf || !svc.pki) return null;',
+    replace: 'if (!leaf || !svc.pki) return undefined;',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'extends its certificate on a lagging member',
+  },
+  {
     // a router extending its certificate on a member that has not applied its enrollment yet gets 401
     id: 'router-extend-refuses-before-catching-up',
     file: 'src/auth/router-enrollment.ts',
-    search: 'if (!router && svc.cluster !== null) {',
-    replace: 'if (!router && svc.cluster === undefined) {',
+    search: 'if (router === undefined && svc.cluster !== null) {',
+    replace: 'if (router === undefined && svc.cluster === undefined) {',
     tests: ['test/cluster/credentials-across-members.test.ts'],
     only: 'extends its certificate on a lagging member',
   },

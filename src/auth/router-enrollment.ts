@@ -143,8 +143,9 @@ export async function extendRouter(
   body: { certCsr: string; serverCertCsr: string },
 ): Promise<RouterCerts> {
   let router = await routerOfCertificate(svc, peerCertificates);
-  if (!router && svc.cluster !== null) {
-    // enrolled or extended through another member a moment ago: this member catches up before it refuses
+  if (router === undefined && svc.cluster !== null) {
+    // a certificate no router holds here: enrolled or extended through another member a moment ago, perhaps, so
+    // this member catches up before it refuses
     await svc.sessions.catchUp();
     router = await routerOfCertificate(svc, peerCertificates);
   }
@@ -166,14 +167,19 @@ export async function extendRouter(
   return certs;
 }
 
-/** The verified router (its `transit-routers` row) whose current client certificate the request presents, or null. */
+/**
+ * The verified router (its `transit-routers` row) whose current client certificate the request presents; undefined
+ * when no router holds the certificate presented, null when refused otherwise (no certificate, no PKI, a router not
+ * verified, a chain that does not verify).
+ */
 async function routerOfCertificate(
   svc: Services,
   peerCertificates: Buffer[] | undefined,
-): Promise<RowFor<'transit-routers'> | null> {
+): Promise<RowFor<'transit-routers'> | null | undefined> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
   const ids = svc.store.lookup('transit-routers', 'fingerprint', fingerprintOfDer(leaf));
+  if (ids.length === 0) return undefined;
   const router = ids.length === 1 ? svc.get('transit-routers', ids[0]!) : undefined;
   if (router?.isVerified !== true) return null;
   const verified = await verifyChain(leaf, sent, svc.pki.caPems, { at: new Date(svc.clock.now()), purpose: 'client' });

@@ -181,23 +181,34 @@ function routerOfCertificate(svc: Services, socket: TLSSocket): { row: Row; fing
 }
 
 /**
- * Whether `socket`'s certificate is a router's: at once when this controller knows it; otherwise, on a cluster
- * member, once the member has caught up (a read barrier, bounded as the sessions' catch-up is), since a router
- * enrolled through another member a moment ago may connect here before this member applied its enrollment. The
- * wait is recorded in `catchingUp` for the upgrade, which may arrive before it ends.
+ * Connections whose certificate a cluster member waits to catch up on at once (admitsRouter); beyond, a certificate
+ * it does not know is refused at once. Well below the sessions' cap (which these waits share with logins), so that
+ * connections with other certificates of the same CA cannot take the slots logins need.
  */
-function admitsRouter(
-  svc: Services,
-  socket: TLSSocket,
-  catchingUp: WeakMap<TLSSocket, Promise<boolean>>,
-): boolean | Promise<boolean> {
+export const MAX_ROUTER_CATCH_UPS = 8;
+
+/** The admission checks still waiting for this member to catch up (admitsRouter), by connection, and their count. */
+interface CatchUps {
+  checks: WeakMap<TLSSocket, Promise<boolean>>;
+  inFlight: number;
+}
+
+/**
+ * Whether `socket`'s certificate is a router's: at once when this controller knows it; otherwise, on a cluster
+ * member, once the member has caught up (a read barrier, bounded as the sessions' catch-up is: 4 s), since a router
+ * enrolled through another member a moment ago may connect here before this member applied its enrollment; at most
+ * MAX_ROUTER_CATCH_UPS such waits at once. The wait is recorded for the upgrade, which may arrive before it ends.
+ */
+function admitsRouter(svc: Services, socket: TLSSocket, waits: CatchUps): boolean | Promise<boolean> {
   if (routerOfCertificate(svc, socket) !== undefined) return true;
-  if (svc.cluster === null) return false;
+  if (svc.cluster === null || waits.inFlight >= MAX_ROUTER_CATCH_UPS) return false;
+  waits.inFlight++;
   const check = svc.sessions
     .catchUp()
     .then(() => routerOfCertificate(svc, socket) !== undefined)
-    .catch(() => false);
-  catchingUp.set(socket, check);
+    .catch(() => false)
+    .finally(() => waits.inFlight--);
+  waits.checks.set(socket, check);
   return check;
 }
 
@@ -214,8 +225,8 @@ export class RouterControl {
     private readonly svc: Services,
     private readonly server: Server,
     opts: RouterControlOptions,
-    /** The admission checks still waiting for this member to catch up (admitsRouter), by connection. */
-    private readonly catchingUp: WeakMap<TLSSocket, Promise<boolean>>,
+    /** The admission checks still waiting for this member to catch up (admitsRouter). */
+    private readonly catchingUp: CatchUps,
   ) {
     this.limits = {
       maxConnections: opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections,
@@ -246,9 +257,11 @@ export class RouterControl {
     server.on('upgrade', (req: IncomingMessage, socket: TLSSocket, head: Buffer) => {
       // a certificate this member did not know at the handshake: the upgrade waits for its check, which catches up
       // first (refused, the listener closes the connection)
-      const check = this.catchingUp.get(socket);
+      const check = this.catchingUp.checks.get(socket);
       if (check === undefined) upgrade(req, socket, head);
-      else void check.then((ok) => ok && !socket.destroyed && upgrade(req, socket, head));
+      else {
+        void check.then((ok) => ok && !socket.destroyed && upgrade(req, socket, head)).catch(() => socket.destroy());
+      }
     });
     this.unsubscribe = svc.store.onPublish((changes) => this.onChanges(changes));
   }
@@ -267,7 +280,7 @@ export class RouterControl {
     // twice the routers admitted: room for handshakes and refusals in flight; routers behind one NAT share an
     // address, so one address may hold any number of established connections, but only so many handshakes
     const sockets = 2 * (opts.maxConnections ?? ROUTER_CONTROL_DEFAULTS.maxConnections);
-    const catchingUp = new WeakMap<TLSSocket, Promise<boolean>>();
+    const catchingUp: CatchUps = { checks: new WeakMap(), inFlight: 0 };
     const server = createMutualTlsServer(
       { key: tls.key, cert: tls.cert, ca: pki.caPems },
       {
@@ -290,6 +303,11 @@ export class RouterControl {
 
   get connectionCount(): number {
     return this.conns.size;
+  }
+
+  /** Connections whose certificate this member is catching up on before it admits or refuses them (admitsRouter). */
+  get catchUpsInFlight(): number {
+    return this.catchingUp.inFlight;
   }
 
   /** The router a connection may be, or the HTTP status refusing it. */

@@ -48,8 +48,9 @@ export const PEER_LISTENER_LIMITS: MutualTlsLimits = {
  * not ask for its upgrade in time is closed, and connections beyond the bounds are closed at once. `admits`: whose
  * certificate may hold a connection at all (the peer listener: a member's, never an identity's or a router's from
  * the same CA); a connection it refuses is closed as soon as its handshake is done, before any request is read. It
- * may answer later (a promise: a cluster member catching up before it refuses a certificate it does not know yet);
- * the upgrade deadline runs meanwhile, and the connection is closed when the answer is a refusal.
+ * may answer later (a promise: a cluster member catching up before it refuses a certificate it does not know yet),
+ * within the upgrade deadline (no answer by then is a refusal); meanwhile the upgrade request may be read (its
+ * owner waits for the answer), and the connection is closed when the answer is a refusal.
  */
 export function createMutualTlsServer(
   tls: Pick<ServerOptions, 'key' | 'cert' | 'ca'>,
@@ -75,14 +76,14 @@ export function createMutualTlsServer(
   limitHandshakesPerAddress(server, limits.maxHandshakesPerAddress);
   // registered after the per-address count, so a refused connection has left it when it is closed here
   server.on('secureConnection', (socket: TLSSocket) => {
-    const verdict = admitted(socket, admits);
+    const verdict = admitted(socket, admits, limits.upgradeTimeout_ms);
     if (verdict === false) {
       socket.destroy();
       return;
     }
     closeUnlessUpgraded(socket, limits.upgradeTimeout_ms);
-    // a verdict still to come (the predicate waits for something, within the upgrade deadline set above): the
-    // connection is closed once it refuses
+    // a verdict still to come (the predicate waits for something; at most the upgrade deadline): the connection is
+    // closed once it refuses
     if (verdict !== true) void verdict.then((ok) => ok || socket.destroy());
   });
   server.on('upgrade', (_req, socket: Socket) => upgraded(socket));
@@ -125,23 +126,30 @@ export function closeMutualTlsServer(
 
 /**
  * `admits` on `socket`, now or (a promise that never rejects) later; a predicate that throws or rejects (a
- * certificate it cannot read) refuses.
+ * certificate it cannot read), or does not answer within `wait_ms`, refuses.
  */
 function admitted(
   socket: TLSSocket,
   admits: (socket: TLSSocket) => boolean | Promise<boolean>,
+  wait_ms: number,
 ): boolean | Promise<boolean> {
+  let verdict: boolean | Promise<boolean>;
   try {
-    const verdict = admits(socket);
-    return typeof verdict === 'boolean'
-      ? verdict
-      : verdict.then(
-          (ok) => ok === true,
-          () => false,
-        );
+    verdict = admits(socket);
   } catch {
     return false;
   }
+  if (typeof verdict === 'boolean') return verdict;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), wait_ms);
+    timer.unref();
+  });
+  const answer = verdict.then(
+    (ok) => ok === true,
+    () => false,
+  );
+  return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
 /** The upgrade deadline of each connection whose upgrade has not been asked for yet. */

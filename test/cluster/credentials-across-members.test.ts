@@ -14,7 +14,8 @@ import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
 import { generateKeyPair } from '../../src/pki/crypto.js';
-import { connectRouter, csr, enrolledRouter, probe } from '../support/router-client.js';
+import { MAX_ROUTER_CATCH_UPS } from '../../src/routers/control.js';
+import { connectRouter, csr, enrolledRouter, type Probe, probe } from '../support/router-client.js';
 import { call, login, type TestServer } from '../support/server.js';
 import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
@@ -209,18 +210,56 @@ describe('a router on a member that has not applied its enrollment yet', () => {
     const admin = await login(first.base);
     const { via, lagging, release, done } = laggingMember();
     try {
+      const port = lagging.ctl.routerControl!.port;
       const creds = await enrolledRouter(via.mgmt, via.client, admin, { name: 'lag-router', roleAttributes: [] });
       // the lagging member does not know the router's certificate yet
       expect(lagging.ctl.svc.get('transit-routers', creds.id)?.isVerified).not.toBe(true);
+      // and a certificate of the same CA that no router holds, sent meanwhile
+      const forged = await issueLeaf(lagging.ctl.svc.pki!.signing!, { commonName: creds.id, usage: 'client' });
+      const forgedCreds = { key: forged.keyPem, cert: forged.certPem, ca: creds.ca };
       const released = setTimeout(release, 300);
-      const conn = await connectRouter(lagging.ctl.routerControl!.port, creds);
+      const [conn, other] = await Promise.all([connectRouter(port, creds), outcome(probe(port, forgedCreds))]);
       clearTimeout(released);
       expect(conn.answer.routerId).toBe(creds.id);
       conn.close();
-      // a certificate of the same CA that no router holds is still refused there, after the member caught up
-      const forged = await issueLeaf(lagging.ctl.svc.pki!.signing!, { commonName: creds.id, usage: 'client' });
-      const forgedCreds = { key: forged.keyPem, cert: forged.certPem, ca: creds.ca };
-      await expect(probe(lagging.ctl.routerControl!.port, forgedCreds)).rejects.toThrow();
+      // refused once the member caught up: closed after its handshake, no upgrade answered
+      expect(other).toBe('closed');
+    } finally {
+      done();
+    }
+  });
+
+  it(`waits on at most ${MAX_ROUTER_CATCH_UPS} unknown certificates at once: beyond, one is closed without waiting`, async () => {
+    const first = leader();
+    const admin = await login(first.base);
+    const { via, lagging, release, done } = laggingMember();
+    const rc = lagging.ctl.routerControl!;
+    const ca = lagging.ctl.svc.pki!.caPems.join('\n');
+    let releasedYet = false;
+    try {
+      // a write the lagging member holds, so that its catch-up waits
+      const created = await call('POST', `${via.mgmt}/identities`, {
+        token: admin,
+        body: { name: 'lag-frank', type: 'User', isAdmin: false },
+      });
+      expect(created.status, created.text).toBe(201);
+      const certs = await Promise.all(
+        Array.from({ length: MAX_ROUTER_CATCH_UPS + 1 }, (_, i) =>
+          issueLeaf(lagging.ctl.svc.pki!.signing!, { commonName: `nobody-${i}`, usage: 'client' }),
+        ),
+      );
+      const waiting = certs
+        .slice(0, MAX_ROUTER_CATCH_UPS)
+        .map((c) => outcome(probe(rc.port, { key: c.keyPem, cert: c.certPem, ca })));
+      await until(() => rc.catchUpsInFlight === MAX_ROUTER_CATCH_UPS || null, 5_000, 'the waits to start');
+      const extra = certs[MAX_ROUTER_CATCH_UPS]!;
+      expect(await outcome(probe(rc.port, { key: extra.keyPem, cert: extra.certPem, ca }))).toBe('closed');
+      expect(releasedYet, 'the extra certificate waited for the catch-up').toBe(false);
+      expect(rc.catchUpsInFlight).toBe(MAX_ROUTER_CATCH_UPS);
+      releasedYet = true;
+      release();
+      expect(await Promise.all(waiting)).toEqual(Array(MAX_ROUTER_CATCH_UPS).fill('closed'));
+      await until(() => rc.catchUpsInFlight === 0 || null, 5_000, 'the waits to end');
     } finally {
       done();
     }
@@ -234,6 +273,12 @@ describe('a router on a member that has not applied its enrollment yet', () => {
       const creds = await enrolledRouter(via.mgmt, via.client, admin, { name: 'lag-router-x', roleAttributes: [] });
       expect(lagging.ctl.svc.get('transit-routers', creds.id)?.isVerified).not.toBe(true);
       const csrPem = await csr(creds.id, await generateKeyPair());
+      // no certificate at all: refused without waiting for the member (which would take the 4 s catch-up bound)
+      const started = Date.now();
+      await expect(
+        extendRouter(lagging.ctl.svc, undefined, { certCsr: csrPem, serverCertCsr: csrPem }),
+      ).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(2_000);
       const released = setTimeout(release, 300);
       const certs = await extendRouter(lagging.ctl.svc, [new X509Certificate(creds.cert).raw], {
         certCsr: csrPem,
@@ -246,6 +291,18 @@ describe('a router on a member that has not applied its enrollment yet', () => {
     }
   });
 });
+
+/** What became of a router-control probe: opened, refused at the upgrade (an HTTP status), or closed before it. */
+function outcome(p: Promise<Probe>): Promise<'opened' | 'refused' | 'closed'> {
+  return p.then(
+    (r) => {
+      if ('refused' in r) return 'refused';
+      r.ws.close();
+      return 'opened';
+    },
+    () => 'closed',
+  );
+}
 
 /** The member the others name as leader (the first node if none is named yet). */
 function leader(): TestServer {

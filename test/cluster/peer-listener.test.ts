@@ -246,4 +246,25 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
     const r = await exchange(port, tls, 'GET / HTTP/1.1\r\nHost: x\r\n\r\n', 2_000);
     expect(r).toEqual({ answer: '', closed: true });
   });
+
+  it('admits later: a late refusal closes the connection, a late admission keeps it, no answer by the upgrade deadline refuses', async () => {
+    const answerIn = (ms: number, ok: boolean) => () => new Promise<boolean>((r) => setTimeout(() => r(ok), ms));
+    const refusing = createMutualTlsServer(tls, LIMITS, answerIn(300, false));
+    const admitting = createMutualTlsServer(tls, LIMITS, answerIn(300, true));
+    // never answers: its upgrade request, read meanwhile, would end the upgrade deadline of an admitted connection
+    const silent = createMutualTlsServer(tls, { ...LIMITS, upgradeTimeout_ms: 500 }, () => new Promise(() => {}));
+    const ports: number[] = [];
+    for (const server of [refusing, admitting, silent]) {
+      servers.push(server);
+      await listenOn(server, 0, '127.0.0.1');
+      ports.push((server.address() as { port: number }).port);
+    }
+    const [refused, admitted, unanswered] = await Promise.all(
+      ports.map((port) => exchange(port, tls, upgrade('/raft'), 2_000)),
+    );
+    expect(refused).toEqual({ answer: '', closed: true });
+    expect(admitted).toEqual({ answer: '', closed: false }); // its upgrade request waits for an owner (none here)
+    expect(unanswered).toEqual({ answer: '', closed: true });
+    destroyConnections(admitting);
+  });
 });
