@@ -663,6 +663,15 @@ export const MUTANTS = [
     tests: ['test/cluster/credentials-across-members.test.ts'],
   },
   {
+    // an enrollment token made through another member a moment ago is refused by a member that has not applied it
+    id: 'enroll-without-catch-up',
+    file: 'src/ops/enroll.ts',
+    search: '      catchUpFirst: true,\n      body: updbCredentials,',
+    replace: '      body: updbCredentials,',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'an enrollment on a member',
+  },
+  {
     id: 'catch-up-first-ignored',
     file: 'src/api/register.ts',
     search: 'if (op.catchUpFirst === true && svc.cluster !== null) return afterCatchUp(req);',

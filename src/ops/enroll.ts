@@ -67,6 +67,8 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'present a OTT and CSR to receive a long-lived client certificate (PEM, or JSON when Accept asks for it)',
       access: 'none',
+      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
+      catchUpFirst: true,
       consumes: LEGACY_CONSUMES,
       produces: ['application/json', PEM_MEDIA_TYPE],
       query: [
@@ -114,6 +116,8 @@ export function enrollOps(): OpDef<unknown>[] {
       summary: 'Enroll an identity via one-time-token',
       description: 'Enroll an identity via a one-time-token and a PEM encoded CSR.',
       access: 'none',
+      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
+      catchUpFirst: true,
       body: ottEnrollmentRequest,
       bodyName: 'ottEnrollmentRequest',
       responses: {
@@ -134,6 +138,8 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'For CA auto enrollment: the client presents a TLS client certificate signed by a verified CA with auto-enrollment; an identity is created for it.',
       access: 'none',
+      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
+      catchUpFirst: true,
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ req, svc }) => {
         await enrollCa(svc, req.peerCertificates);
@@ -150,6 +156,8 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'Enroll an identity with a one-time-token and the TLS client certificate, issued by the CA the enrollment names.',
       access: 'none',
+      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
+      catchUpFirst: true,
       body: ottEnrollmentRequest,
       bodyName: 'ottEnrollmentRequest',
       responses: { 200: { description: 'Base empty response', schema: empty } },
@@ -167,6 +175,8 @@ export function enrollOps(): OpDef<unknown>[] {
       summary: 'Enroll an identity via one-time-token',
       description: 'Enrolls an identity via a one-time-token to establish an initial username and password combination',
       access: 'none',
+      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
+      catchUpFirst: true,
       body: updbCredentials,
       bodyName: 'updbCredentials',
       query: [{ name: 'token', type: 'string', required: true }],

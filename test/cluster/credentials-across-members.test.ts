@@ -2,8 +2,8 @@
  * Credentials across a cluster. The MFA wrong-code limit holds across it (in-process: three controllers in this process, Raft over their
  * mutual-TLS peer listeners): a partial session's wrong codes count wherever they arrive, so MAX_MFA_FAILURES of
  * them spread over the members end it on every member, not MAX_MFA_FAILURES per member. And a login on a member that
- * has not applied the credential yet waits for it to catch up instead of failing, as does a router connecting to
- * a member that has not applied its enrollment yet.
+ * has not applied the credential yet waits for it to catch up instead of failing, as do an enrollment, and a
+ * router connecting to a member that has not applied its enrollment yet.
  */
 import { X509Certificate } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
@@ -198,6 +198,34 @@ describe('a login on a member that has not applied the credential yet', () => {
       expect(second.status, second.text).toBe(200);
       expect(second.headers.get('zt-session'), 'a new session instead of the partial one completed').toBeNull();
       expect(second.body.data.id).toBe(sessionId);
+    } finally {
+      done();
+    }
+  });
+});
+
+describe('an enrollment on a member that has not applied it yet', () => {
+  it('waits for the member to catch up: a token made through one member enrolls at once on a lagging one', async () => {
+    const first = leader();
+    const admin = await login(first.base);
+    const { via, lagging, release, done } = laggingMember();
+    try {
+      const created = await call('POST', `${via.mgmt}/identities`, {
+        token: admin,
+        body: { name: 'lag-gina', type: 'User', isAdmin: false, enrollment: { updb: 'lag-gina' } },
+      });
+      expect(created.status, created.text).toBe(201);
+      const detail = await call('GET', `${via.mgmt}/identities/${created.body.data.id}`, { token: admin });
+      const [enrollment] = Object.values(detail.body.data.enrollment) as { token: string }[];
+      // the lagging member does not know the token yet
+      expect(lagging.ctl.svc.store.lookup('enrollments', 'token', enrollment!.token)).toEqual([]);
+      const released = setTimeout(release, 300);
+      const r = await call('POST', `${lagging.client}/enroll/updb?token=${enrollment!.token}`, {
+        body: { password: 'Lag-gina-pw-2026' },
+      });
+      clearTimeout(released);
+      expect(r.status, r.text).toBe(200);
+      expect((await login(lagging.base, 'lag-gina', 'Lag-gina-pw-2026')).length).toBeGreaterThan(0);
     } finally {
       done();
     }
