@@ -352,6 +352,14 @@ async function withStableLeader<T>(
 }
 
 let cleanup: Array<() => Promise<void> | void> = [];
+
+/** A MemCluster of `ids` (with `extra` node options), every member started, stopped after the test. */
+async function startedCluster(ids: NodeId[], extra: Partial<RaftNodeOptions> = {}): Promise<MemCluster> {
+  const c = new MemCluster(ids, extra);
+  cleanup.push(() => c.stopAll());
+  for (const id of c.ids) await c.start(id);
+  return c;
+}
 afterEach(async () => {
   for (const fn of cleanup.reverse()) await fn();
   cleanup = [];
@@ -361,9 +369,7 @@ afterEach(async () => {
 
 describe('RaftNode over the in-memory transport', () => {
   it('elects a leader, replicates, and answers linearizable reads on every member', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     await withStableLeader(c, async (leader, attempt) => {
       const follower = [...c.members.values()].find((m) => m.node !== leader)!;
       await waitFor(
@@ -421,9 +427,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('bounds pending proposals and rejects them when the node stops', async () => {
-    const c = new MemCluster(['a', 'b', 'c'], { maxPendingProposals: 10 });
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c'], { maxPendingProposals: 10 });
     const leader = await c.waitLeader();
     const pending = Array.from({ length: 10 }, (_, i) => leader.propose(enc.encode(`p${i}`)));
     await expectRaftError(leader.propose(enc.encode('over')), 'too-many-pending');
@@ -444,9 +448,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('offer appends without following the entry: one answer per item, null or the refusal, fenced on the term', async () => {
-    const c = new MemCluster(['a', 'b', 'c'], { maxMsgBytes: 4096 });
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c'], { maxMsgBytes: 4096 });
     const leader = await c.waitLeader();
     const follower = [...c.members.values()].find((m) => m.node !== leader)!;
     await waitFor(() => follower.node.leaderId() === leader.id, 10_000, 'the follower to know the leader');
@@ -479,9 +481,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('rejects proposals of a leader cut off from its quorum, and reads without a leader time out', async () => {
-    const c = new MemCluster(['a', 'b', 'c'], { readTimeout_ms: 150 });
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c'], { readTimeout_ms: 150 });
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('ok'));
     c.net.isolate(leader.id, c.ids);
@@ -502,9 +502,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('transfers leadership, and stop() hands leadership over before leaving', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('before'));
     const target = c.ids.find((id) => id !== leader.id)!;
@@ -527,9 +525,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('bestTransferTarget: on the leader, the voter most caught up (not one cut off); on a follower, none', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     await withStableLeader(c, async (leader) => {
       const [behind, ahead] = c.ids.filter((id) => id !== leader.id) as [string, string];
       c.net.isolate(behind, c.ids);
@@ -544,9 +540,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('heardRecently: on the leader, a live follower yes; one cut off, no longer after an election timeout', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     await withStableLeader(c, async (leader) => {
       const [cut, live] = c.ids.filter((id) => id !== leader.id) as [string, string];
       await waitFor(() => leader.heardRecently(cut) && leader.heardRecently(live), 2_000, 'both followers heard');
@@ -563,9 +557,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('heals a partitioned follower without disturbing the leader', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     const leader = await c.waitLeader();
     const term = leader.status().term;
     const lonely = c.ids.find((id) => id !== leader.id)!;
@@ -657,9 +649,11 @@ describe('RaftNode over the in-memory transport', () => {
 
   it('maps refusals to RaftError codes: too large, pending conf change, uncommitted bytes', async () => {
     // No check-quorum: the leader cut off below keeps leading, however long the machine takes.
-    const c = new MemCluster(['a', 'b', 'c'], { maxUncommittedBytes: 1000, maxMsgBytes: 4096, checkQuorum: false });
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c'], {
+      maxUncommittedBytes: 1000,
+      maxMsgBytes: 4096,
+      checkQuorum: false,
+    });
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('first'));
     // An entry that could never be sent in one append message is refused up front.
@@ -719,9 +713,7 @@ describe('RaftNode over the in-memory transport', () => {
   }, 30_000);
 
   it('drops malformed messages and keeps running', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('before'));
     const f = [...c.members.values()].find((m) => m.node !== leader)!;
@@ -758,9 +750,7 @@ describe('RaftNode over the in-memory transport', () => {
   });
 
   it('stops a node whose core breaks an invariant while stepping a message', async () => {
-    const c = new MemCluster(['a', 'b', 'c']);
-    cleanup.push(() => c.stopAll());
-    for (const id of c.ids) await c.start(id);
+    const c = await startedCluster(['a', 'b', 'c']);
     const leader = await c.waitLeader();
     await leader.propose(enc.encode('x'));
     const f = [...c.members.values()].find((m) => m.node !== leader)!;
