@@ -19,6 +19,7 @@ import {
   routerEnrollmentCommand,
   routerEnrollmentOf,
 } from '../model/router-enrollment.js';
+import { routerByFingerprint } from '../model/router-rows.js';
 import type { Command, RowFor } from '../model/rows.js';
 import { x509 } from '../pki/crypto.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
@@ -178,10 +179,9 @@ async function routerOfCertificate(
 ): Promise<RowFor<'transit-routers'> | null | undefined> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf || !svc.pki) return null;
-  const ids = svc.store.lookup('transit-routers', 'fingerprint', fingerprintOfDer(leaf));
-  if (ids.length === 0) return undefined;
-  const router = ids.length === 1 ? svc.get('transit-routers', ids[0]!) : undefined;
-  if (router?.isVerified !== true) return null;
+  const router = routerByFingerprint(svc, fingerprintOfDer(leaf));
+  if (router === undefined) return undefined;
+  if (router.isVerified !== true) return null;
   const verified = await verifyChain(leaf, sent, svc.pki.caPems, { at: new Date(svc.clock.now()), purpose: 'client' });
   return verified.ok ? router : null;
 }

@@ -8,7 +8,7 @@
 import { assert } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
 import { routerRowData } from './edge-router.js';
-import type { ApplyContext } from './rows.js';
+import type { ApplyContext, RowFor } from './rows.js';
 
 /** Edge routers one `addRouterRows` command names at most (Keel's bound); more go in further commands. */
 export const MAX_ROUTER_ROWS_PER_COMMAND = 500;
@@ -58,4 +58,13 @@ export async function migrateRouterRows(svc: Services): Promise<void> {
       ids: left,
     });
   }
+}
+
+/**
+ * The router whose current client certificate has this SHA-1 fingerprint (as enrollment and extension store it; a
+ * unique field), or undefined: no router holds that certificate on this member.
+ */
+export function routerByFingerprint(svc: Services, fingerprint: string): RowFor<'transit-routers'> | undefined {
+  const [id] = svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
+  return id === undefined ? undefined : svc.get('transit-routers', id);
 }

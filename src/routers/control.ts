@@ -22,6 +22,7 @@ import { rejectUpgrade } from '../../raft/index.js';
 import type { Change } from '../../storage/derived.js';
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import { routerByFingerprint } from '../model/router-rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import {
   closeMutualTlsServer,
@@ -175,8 +176,7 @@ function routerOfCertificate(svc: Services, socket: TLSSocket): { row: Row; fing
   const raw = socket.getPeerCertificate()?.raw;
   if (!raw) return undefined;
   const fingerprint = fingerprintOfDer(raw);
-  const [routerId] = svc.store.lookup('transit-routers', 'fingerprint', fingerprint);
-  const row = routerId ? svc.get('transit-routers', routerId) : undefined;
+  const row = routerByFingerprint(svc, fingerprint);
   return row === undefined ? undefined : { row, fingerprint };
 }
 
