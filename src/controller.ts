@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type App, createApp } from '../http/app.js';
 import { Router } from '../http/router.js';
@@ -18,6 +17,7 @@ import { type Clock, type Logger, Services, systemClock } from './api/services.j
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
+import { dialAddress } from './cluster/peer-address.js';
 import { RemovedFromClusterError } from './cluster/removal.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { migrateRouterRows } from './model/router-rows.js';
@@ -98,18 +98,19 @@ export const DEFAULT_MAX_CONNECTIONS = 10_000;
 
 /** The base URL clients reach a listener at when none is advertised (a wildcard address names this host). */
 export function defaultBaseUrl(host: string, port: number, scheme: 'http' | 'https' = 'http'): string {
-  const h = host === '0.0.0.0' || host === '::' ? hostname() : host;
-  return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
+  return `${scheme}://${dialAddress(host, port)}`;
 }
 
 /**
  * The router control listener's certificate: the API's (API TLS), else one the signing CA issues in memory for
  * the listen host at every start.
  */
-async function routerControlTls(pki: NodePki, host: string): Promise<{ key: string; cert: string }> {
+async function routerControlTls(pki: NodePki, listen: RouterControlOptions): Promise<{ key: string; cert: string }> {
   if (pki.apiTls) return pki.apiTls;
   if (!pki.signing) throw new Error('the router control listener needs API TLS or the signing CA (docs/routers.md)');
-  const leaf = await issueHostCert(pki.signing, apiCertHosts(host, []));
+  // the advertised host too: routers that dial it check the certificate names it
+  const advertised = listen.advertise ? [`tls://${listen.advertise}`] : [];
+  const leaf = await issueHostCert(pki.signing, apiCertHosts(listen.host, advertised));
   return { key: leaf.keyPem, cert: [leaf.certPem, ...leaf.chainPem].join('\n') };
 }
 
@@ -282,8 +283,11 @@ export class Controller {
         ctl.routerControl = await RouterControl.start(
           svc,
           opts.routerControl,
-          await routerControlTls(pki, opts.routerControl.host),
+          await routerControlTls(pki, opts.routerControl),
         );
+        // where routers dial this member: its `ctrlAddress` in the controllers list, on every member
+        svc.config.routerAddress = ctl.routerControl.address;
+        if (cluster) cluster.routerAddress = ctl.routerControl.address;
       }
     } catch (err) {
       await ctl.stop();

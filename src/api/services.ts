@@ -62,6 +62,8 @@ export interface ControllerConfig {
   clustered: boolean;
   /** The node's data directory (database snapshots are written under it); absent in hand-built test services. */
   dataDir?: string;
+  /** `host:port` routers dial to reach this node's router control listener; absent without one. */
+  routerAddress?: string;
 }
 
 /**

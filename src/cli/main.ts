@@ -4,10 +4,12 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { StoreFailedError } from '../../storage/types.js';
 import type { ClusterOptions } from '../cluster/node.js';
+import { isPeerAddress } from '../cluster/peer-address.js';
 import type { PeerTlsOptions } from '../cluster/peer-api.js';
 import { EXIT_REMOVED, RemovedFromClusterError } from '../cluster/removal.js';
 import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
 import { importRootCa, isLoopbackHost, loadPeerTlsOptions, PKI_FILES, PkiError } from '../pki/index.js';
+import type { RouterControlOptions } from '../routers/control.js';
 import { KEEL_VERSION } from '../version.js';
 import { clusterCommand } from './cluster.js';
 import { pkiMain } from './pki.js';
@@ -39,6 +41,8 @@ Options of run:
   --max-connections N     connections (node engine) / requests in flight (uws) before 429 (default 10000)
   --router-listen H:P     router control listener: enrolled routers connect here (mutual TLS) and are online
                           while connected (docs/routers.md); default: none
+  --router-advertise H:P  address routers dial to reach that listener, this node's ctrlAddress in the
+                          controllers list (default: the --router-listen host and port)
   -h, --help              this text
 
 Cluster options of run (without --node-id the node runs alone, as above):
@@ -131,6 +135,24 @@ export function parsePeerAddress(text: string, flag: string): string {
   const { host, port } = parseListen(text.trim(), flag);
   if (!host || port === 0) throw new Error(`invalid ${flag} '${text}' (use HOST:PORT with a non-zero port)`);
   return text.trim();
+}
+
+/** `--router-listen` and `--router-advertise` (which needs the listener). */
+export function routerControlOf(
+  listen: string | undefined,
+  advertise: string | undefined,
+): RouterControlOptions | undefined {
+  if (listen === undefined) {
+    if (advertise !== undefined) throw new Error('--router-advertise needs --router-listen');
+    return undefined;
+  }
+  const at = parseListen(listen, '--router-listen');
+  if (advertise === undefined) return at;
+  const address = parsePeerAddress(advertise, '--router-advertise');
+  if (!isPeerAddress(address)) {
+    throw new Error(`invalid --router-advertise '${advertise}' (a DNS name, IPv4 or [IPv6] address, and a port)`);
+  }
+  return { ...at, advertise: address };
 }
 
 /**
@@ -262,6 +284,7 @@ async function run(argv: string[]): Promise<void> {
       'session-timeout': { type: 'string' },
       'max-connections': { type: 'string' },
       'router-listen': { type: 'string' },
+      'router-advertise': { type: 'string' },
       'node-id': { type: 'string' },
       'peer-listen': { type: 'string' },
       'peer-advertise': { type: 'string' },
@@ -336,7 +359,7 @@ async function run(argv: string[]): Promise<void> {
       : DEFAULT_SESSION_TIMEOUT_MS,
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: advertise ? [advertise] : undefined,
-    routerControl: values['router-listen'] ? parseListen(values['router-listen'], '--router-listen') : undefined,
+    routerControl: routerControlOf(values['router-listen'], values['router-advertise']),
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
     onFatal,
   });
@@ -349,7 +372,11 @@ async function run(argv: string[]): Promise<void> {
     `  Management API:  ${base}/edge/management/v1`,
     `  Admin username:  admin`,
   ];
-  if (ctl.routerControl) lines.push(`  Router control:  ${values['router-listen']} (port ${ctl.routerControl.port})`);
+  if (ctl.routerControl) {
+    lines.push(
+      `  Router control:  ${values['router-listen']} (port ${ctl.routerControl.port}; routers dial ${ctl.routerControl.address})`,
+    );
+  }
   if (ctl.generatedAdminPassword) {
     lines.push(`  Admin password:  ${ctl.generatedAdminPassword}   (generated: shown this once, keep it safe)`);
   } else {

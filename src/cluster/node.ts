@@ -262,6 +262,8 @@ export class ClusterNode {
   /** This member's forwards to the leader, coalesced into one peer message per turn of the event loop. */
   private readonly forwards = new ForwardBatcher((leader, term, items) => this.transmitForwards(leader, term, items));
   apiAddresses: string[] = [];
+  /** `host:port` of this member's router control listener (set by the controller), null without one. */
+  routerAddress: string | null = null;
 
   private constructor(
     readonly raft: RaftNode,
@@ -555,6 +557,7 @@ export class ClusterNode {
       version: KEEL_VERSION,
       apiAddresses: this.apiAddresses,
       peerAddress: this.peerAddress,
+      routerAddress: this.routerAddress,
       readOnly: false,
       conf: { index: conf.index, members: [...confMembers(conf.conf)] },
     };

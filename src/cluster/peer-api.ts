@@ -30,6 +30,8 @@ export interface MemberStatus {
   /** Base URLs of its REST APIs. */
   apiAddresses: string[];
   peerAddress: string;
+  /** `host:port` of its router control listener, where routers connect; null without one (absent: older members). */
+  routerAddress?: string | null;
   readOnly: boolean;
   /**
    * The membership it has applied: its index and every member (voters and learners). Absent from members of older

@@ -77,6 +77,17 @@ function certInfo(pem: string | null): { certPem: string; fingerprint: string } 
     : { certPem: '', fingerprint: '' };
 }
 
+/**
+ * Where routers reach member `m`: its router control listener (`tls:`, mutual TLS) when it reports one, else its peer
+ * address, where its peers reach it (OpenZiti's routers and peers share one ctrl listener; Keel's do not).
+ */
+function ctrlAddressOf(m: MemberView, peerScheme: 'tls' | 'tcp'): string | null {
+  const router = m.status?.routerAddress;
+  // reported by a member: shown only in the form a peer address takes (host:port), whatever the member sent
+  if (typeof router === 'string' && isPeerAddress(router)) return `tls:${router}`;
+  return m.address ? `${peerScheme}:${m.address}` : null;
+}
+
 /** One controllers row per member (a single node lists itself). */
 export function controllerRows(svc: Services): Row[] {
   const now = svc.nowIso();
@@ -89,7 +100,7 @@ export function controllerRows(svc: Services): Row[] {
         createdAt: now,
         updatedAt: now,
         tags: {},
-        ctrlAddress: null,
+        ctrlAddress: svc.config.routerAddress ? `tls:${svc.config.routerAddress}` : null,
         apiAddresses: apiAddresses(svc.config.apiBaseUrls),
         ...certInfo(null),
         isOnline: true,
@@ -107,7 +118,7 @@ export function controllerRows(svc: Services): Row[] {
       createdAt: at,
       updatedAt: at,
       tags: {},
-      ctrlAddress: m.address ? `${scheme}:${m.address}` : null,
+      ctrlAddress: ctrlAddressOf(m, scheme),
       apiAddresses: apiAddresses(m.status?.apiAddresses ?? []),
       // this node's own certificate, or the one the member showed on this node's peer link (empty until reached)
       ...certInfo(cluster.memberCertPem(m.id)),

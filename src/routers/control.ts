@@ -22,6 +22,7 @@ import { rejectUpgrade } from '../../raft/index.js';
 import type { Change } from '../../storage/derived.js';
 import type { Row } from '../../storage/types.js';
 import type { Services } from '../api/services.js';
+import { dialAddress } from '../cluster/peer-address.js';
 import { routerByFingerprint } from '../model/router-rows.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import {
@@ -72,6 +73,11 @@ export interface RouterControlOptions {
   host: string;
   /** 0 = an ephemeral port (tests). */
   port: number;
+  /**
+   * `host:port` routers dial to reach this listener (`--router-advertise`), reported as this member's `ctrlAddress`;
+   * default: the listen host (this machine's name when it listens on every interface) and the bound port.
+   */
+  advertise?: string;
   maxConnections?: number;
   maxHello_bytes?: number;
   helloTimeout_ms?: number;
@@ -218,13 +224,13 @@ export class RouterControl {
   /** The connection that holds each router's presence (at most one per router). */
   private readonly byRouter = new Map<string, Connection>();
   private readonly wss: WebSocketServer;
-  private readonly limits: Required<Omit<RouterControlOptions, 'host' | 'port'>>;
+  private readonly limits: Required<Omit<RouterControlOptions, 'host' | 'port' | 'advertise'>>;
   private unsubscribe: () => void = () => {};
 
   private constructor(
     private readonly svc: Services,
     private readonly server: Server,
-    opts: RouterControlOptions,
+    private readonly opts: RouterControlOptions,
     /** The admission checks still waiting for this member to catch up (admitsRouter). */
     private readonly catchingUp: CatchUps,
   ) {
@@ -299,6 +305,11 @@ export class RouterControl {
 
   get port(): number {
     return (this.server.address() as AddressInfo).port;
+  }
+
+  /** The `host:port` routers dial: the advertised one, else the listen host and the bound port. */
+  get address(): string {
+    return this.opts.advertise ?? dialAddress(this.opts.host, this.port);
   }
 
   get connectionCount(): number {

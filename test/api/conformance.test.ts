@@ -5,7 +5,7 @@
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEEL_VERSION } from '../../src/version.js';
-import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
+import { type FakeMember, fakeClusterView, fakeMember } from '../support/cluster-view.js';
 import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { loadSpec, SPEC_AVAILABLE } from '../support/spec.js';
@@ -135,9 +135,15 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
     });
 
     it('controllers on a cluster member: the client API shows no peer address and no management endpoint', async () => {
+      // ctrlAddress: where routers connect (a member's router control listener), else the member's peer address
+      const withRouters = (m: FakeMember, routerAddress: string): FakeMember => ({
+        ...m,
+        status: { ...m.status!, routerAddress },
+      });
       srv.ctl.svc.cluster = fakeClusterView('n2', () => [
-        fakeMember('n1', true, ['https://n1.example:1280']),
-        fakeMember('n2', true, [srv.base]),
+        withRouters(fakeMember('n1', true, ['https://n1.example:1280']), 'routers1.example:3022'),
+        withRouters(fakeMember('n2', true, [srv.base]), 'not an address/'),
+        fakeMember('n3', false, []),
       ]);
       try {
         const [client, management] = [
@@ -145,25 +151,28 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
           await conformant('management', 'GET', '/controllers', srv.base, { token }),
         ];
         expect(management.body.data.map((c: any) => [c.id, c.ctrlAddress, Object.keys(c.apiAddresses)])).toEqual([
-          ['n1', 'tcp:n1:6262', ['edge-client', 'edge-management']],
+          ['n1', 'tls:routers1.example:3022', ['edge-client', 'edge-management']],
+          // a router address not in host:port form is not shown
           ['n2', 'tcp:n2:6262', ['edge-client', 'edge-management']],
+          ['n3', 'tcp:n3:6262', ['edge-client', 'edge-management']],
         ]);
         // members never seen online: dated when this node first listed them, the same on every request
         expect(management.body.data.map((c: any) => [c.lastJoinedAt, c.createdAt])).toEqual([
+          ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z'],
           ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z'],
           ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z'],
         ]);
         expect(client.body.data.map((c: any) => [c.id, c.ctrlAddress, c.apiAddresses])).toEqual([
           ['n1', null, { 'edge-client': [{ url: 'https://n1.example:1280/edge/client/v1', version: 'v1' }] }],
           ['n2', null, { 'edge-client': [{ url: `${srv.base}/edge/client/v1`, version: 'v1' }] }],
+          ['n3', null, { 'edge-client': [] }],
         ]);
         // nor through a filter on it
-        const probe = encodeURIComponent('ctrlAddress contains "6262"');
-        const filtered = await conformant('client', 'GET', '/controllers', srv.base, {
-          token,
-          query: `filter=${probe}`,
-        });
-        expect(filtered.body.meta.pagination.totalCount).toBe(0);
+        for (const term of ['6262', '3022']) {
+          const filter = encodeURIComponent(`ctrlAddress contains "${term}"`);
+          const r = await conformant('client', 'GET', '/controllers', srv.base, { token, query: `filter=${filter}` });
+          expect(r.body.meta.pagination.totalCount).toBe(0);
+        }
       } finally {
         srv.ctl.svc.cluster = null;
       }

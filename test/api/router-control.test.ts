@@ -8,6 +8,7 @@
  */
 
 import type { Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUSAL_LINGER_MS } from '../../raft/index.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
@@ -293,6 +294,38 @@ describe('router presence', () => {
     for (const ws of held) ws.close();
     await until(async () => srv.ctl.routerControl!.connectionCount === 0);
     expect(await online(r.id)).toBe(false);
+  });
+});
+
+describe('the controllers list names where routers connect', () => {
+  it('ctrlAddress: the router control listener (tls:host:port) on the management API; the client API hides it', async () => {
+    const listed = async (api: string) => (await call('GET', `${api}/controllers`, { token: admin })).body.data;
+    expect((await listed(srv.mgmt)).map((c: any) => c.ctrlAddress)).toEqual([`tls:127.0.0.1:${port}`]);
+    expect((await listed(srv.client)).map((c: any) => c.ctrlAddress)).toEqual([null]);
+  });
+
+  it('an advertised address is listed, and the certificate the listener serves names its host', async () => {
+    const other = await startServer({
+      routerControl: { host: '127.0.0.1', port: 0, advertise: 'routers.example.com:3022' },
+    });
+    try {
+      const token = await login(other.base);
+      const rows = (await call('GET', `${other.mgmt}/controllers`, { token })).body.data;
+      expect(rows.map((c: any) => c.ctrlAddress)).toEqual(['tls:routers.example.com:3022']);
+      const names = await new Promise<string>((resolve, reject) => {
+        const s = tlsConnect(
+          { host: '127.0.0.1', port: other.ctl.routerControl!.port, rejectUnauthorized: false },
+          () => {
+            resolve(s.getPeerCertificate().subjectaltname ?? '');
+            s.destroy();
+          },
+        );
+        s.on('error', reject);
+      });
+      expect(names.split(', ')).toEqual(expect.arrayContaining(['DNS:routers.example.com', 'IP Address:127.0.0.1']));
+    } finally {
+      await other.stop();
+    }
   });
 });
 

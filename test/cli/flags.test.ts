@@ -3,7 +3,7 @@
  * (clusterOptions), without starting a process.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { clusterOptions, listenerScheme } from '../../src/cli/main.js';
+import { clusterOptions, listenerScheme, routerControlOf } from '../../src/cli/main.js';
 import { initClusterPki } from '../../src/pki/index.js';
 import { Scratch } from '../pki/helpers.js';
 
@@ -38,6 +38,23 @@ describe('keel run: HTTPS by default, plain HTTP on loopback only', () => {
     expect(refusal(() => listenerScheme({ engine: 'uws' }, '127.0.0.1'))).toContain('serves plain HTTP only');
     expect(refusal(() => listenerScheme({ tls: true, 'insecure-http': true }, '127.0.0.1'))).toContain('exclude');
     expect(refusal(() => listenerScheme({ engine: 'apache' }, '127.0.0.1'))).toContain('invalid --engine');
+  });
+});
+
+describe('keel run: the router control listener and the address routers dial', () => {
+  it('--router-listen alone; --router-advertise a host:port routers dial, only with --router-listen', () => {
+    expect(routerControlOf(undefined, undefined)).toBeUndefined();
+    expect(routerControlOf('0.0.0.0:6262', undefined)).toEqual({ host: '0.0.0.0', port: 6262 });
+    expect(routerControlOf('0.0.0.0:6262', 'ctrl.example.com:443')).toEqual({
+      host: '0.0.0.0',
+      port: 6262,
+      advertise: 'ctrl.example.com:443',
+    });
+    expect(routerControlOf('[::]:6262', '[2001:db8::1]:6262')?.advertise).toBe('[2001:db8::1]:6262');
+    expect(refusal(() => routerControlOf(undefined, 'ctrl.example.com:443'))).toContain('needs --router-listen');
+    for (const bad of ['ctrl.example.com', 'ctrl.example.com:0', 'tls:ctrl.example.com:443', 'a b:1', 'x/y:1']) {
+      expect(refusal(() => routerControlOf('0.0.0.0:6262', bad))).toContain('invalid --router-advertise');
+    }
   });
 });
 

@@ -332,3 +332,24 @@ function leader(): TestServer {
   const leaderId = nodes[0]!.ctl.cluster!.raft.leaderId();
   return nodes.find((n) => n.ctl.cluster!.raft.id === leaderId) ?? nodes[0]!;
 }
+
+describe('where routers connect to each member', () => {
+  it("every member lists each member's router control listener as its ctrlAddress (management API)", async () => {
+    const token = await login(nodes[0]!.base);
+    const expected = Object.fromEntries(
+      nodes.map((n) => [n.ctl.cluster!.id, `tls:127.0.0.1:${n.ctl.routerControl!.port}`]),
+    );
+    for (const n of nodes) {
+      // a member's own row at once; the others' once its status poll (every second) has reached them
+      await until(
+        async () => {
+          const rows = (await call('GET', `${n.mgmt}/controllers`, { token })).body.data;
+          const got = Object.fromEntries(rows.map((c: any) => [c.name, c.ctrlAddress]));
+          return JSON.stringify(got) === JSON.stringify(expected) || null;
+        },
+        SETTLE_MS,
+        `${n.base} to list every member's router address`,
+      );
+    }
+  });
+});
