@@ -29,6 +29,9 @@ export interface MemberSource {
   keepOnly?(members: ReadonlySet<string>): void;
 }
 
+/** One member as this node has seen it (MemberView's fields this node keeps between polls). */
+type Seen = Pick<MemberView, 'online' | 'lastJoinedAt' | 'listedAt' | 'status'>;
+
 /** Bound on one status poll of a member; a member that does not answer in time counts as offline. */
 const POLL_TIMEOUT_MS = 1_000;
 
@@ -37,12 +40,8 @@ const POLL_TIMEOUT_MS = 1_000;
  * within seconds of a member going down or coming back.
  */
 export class MemberMonitor {
-  private readonly seen = new Map<
-    string,
-    { online: boolean; lastJoinedAt: string | null; status: MemberStatus | null }
-  >();
-  /** When each member was first listed here (listedOf); pruned with `seen`. */
-  private readonly listedAt = new Map<string, string>();
+  /** What this node knows of each other member (recordOf), pruned at each poll to the current members. */
+  private readonly seen = new Map<string, Seen>();
   private timer: NodeJS.Timeout | null = null;
   private polling = false;
   private readonly startedAt = new Date().toISOString();
@@ -72,7 +71,6 @@ export class MemberMonitor {
       const ids = new Set(members.map((m) => m.id));
       this.source.keepOnly?.(ids);
       for (const id of this.seen.keys()) if (!ids.has(id)) this.seen.delete(id);
-      for (const id of this.listedAt.keys()) if (!ids.has(id)) this.listedAt.delete(id);
       await Promise.all(
         members
           .filter((m) => m.id !== this.source.id)
@@ -84,13 +82,11 @@ export class MemberMonitor {
               status = null;
             }
             if (status !== null) this.source.observed?.(m.id, status);
-            const before = this.seen.get(m.id);
+            const seen = this.recordOf(m.id);
             const online = status !== null;
-            this.seen.set(m.id, {
-              online,
-              lastJoinedAt: online && !before?.online ? new Date().toISOString() : (before?.lastJoinedAt ?? null),
-              status: status ?? before?.status ?? null,
-            });
+            if (online && !seen.online) seen.lastJoinedAt = new Date().toISOString();
+            seen.online = online;
+            seen.status = status ?? seen.status;
           }),
       );
     } finally {
@@ -111,14 +107,14 @@ export class MemberMonitor {
     }
   }
 
-  /** When member `id` was first listed here (one entry per member: pruned by poll when it leaves). */
-  private listedOf(id: string): string {
-    let at = this.listedAt.get(id);
-    if (at === undefined) {
-      at = new Date().toISOString();
-      this.listedAt.set(id, at);
+  /** Member `id`'s record, made (offline, never seen, listed now) the first time it is listed or polled. */
+  private recordOf(id: string): Seen {
+    let seen = this.seen.get(id);
+    if (seen === undefined) {
+      seen = { listedAt: new Date().toISOString(), online: false, lastJoinedAt: null, status: null };
+      this.seen.set(id, seen);
     }
-    return at;
+    return seen;
   }
 
   view(): MemberView[] {
@@ -134,15 +130,8 @@ export class MemberMonitor {
           status: this.source.status(),
         };
       }
-      const s = this.seen.get(m.id);
-      return {
-        ...m,
-        leader: leader === m.id,
-        online: s?.online ?? false,
-        lastJoinedAt: s?.lastJoinedAt ?? null,
-        listedAt: this.listedOf(m.id),
-        status: s?.status ?? null,
-      };
+      const { online, lastJoinedAt, listedAt, status } = this.recordOf(m.id);
+      return { ...m, leader: leader === m.id, online, lastJoinedAt, listedAt, status };
     });
   }
 }
