@@ -2,7 +2,7 @@ import { OverloadedError } from '../../storage/local-proposer.js';
 import { ProposalError, type Proposer } from '../../storage/proposer.js';
 import { StoreFailedError } from '../../storage/types.js';
 import type { SessionService } from '../auth/sessions.js';
-import type { MemberView } from '../cluster/members.js';
+import type { MemberCert, MemberView } from '../cluster/members.js';
 import type { DialRefusal } from '../cluster/peer-protocol.js';
 import type { EntityName } from '../model/index.js';
 import type { Command, RowFor, Store } from '../model/rows.js';
@@ -41,8 +41,8 @@ export interface ClusterView {
   readBarrier(): Promise<void>;
   readonly raft: { isLeader(): boolean };
   readonly peerCertPem: string | null;
-  /** Member `id`'s peer certificate (PEM): this node's own, or the one the member showed on this node's link. */
-  memberCertPem(id: string): string | null;
+  /** Member `id`'s peer certificate: this node's own, or the one the member showed on this node's link. */
+  memberCert(id: string): MemberCert | null;
   memberView(): MemberView[];
   /** Why this node's link to member `id` is refused for its peer protocol version, null when it is not. */
   peerRefusal(id: string): DialRefusal | null;

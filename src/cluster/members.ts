@@ -18,6 +18,12 @@ export interface MemberView extends MemberInfo {
   status: MemberStatus | null;
 }
 
+/** A member's peer certificate: its PEM and its SHA-1 fingerprint (hex), as the controllers list shows them. */
+export interface MemberCert {
+  pem: string;
+  fingerprint: string;
+}
+
 export interface MemberSource {
   readonly id: string;
   members(): { leader: string | null; members: MemberInfo[] };

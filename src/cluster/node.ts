@@ -18,6 +18,7 @@ import {
   WebSocketTransport,
 } from '../../raft/index.js';
 import type { Store } from '../../storage/store.js';
+import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { pemBlocks } from '../pki/pem.js';
 import { closeMutualTlsServer, createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
@@ -25,7 +26,7 @@ import { KEEL_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
 import { FORWARD_PATH, MAX_FORWARD_FRAME_BYTES, serveForwards } from './forward-channel.js';
 import { askToJoin } from './join.js';
-import { MemberMonitor, type MemberView } from './members.js';
+import { type MemberCert, MemberMonitor, type MemberView } from './members.js';
 import {
   type ForwardResult,
   type MemberInfo,
@@ -684,15 +685,13 @@ export class ClusterNode {
    * Member `id`'s peer certificate (PEM): this node's own, or the one the member showed this node's peer client
    * (checked to name it); null when this node has not reached it yet.
    */
-  memberCertPem(id: string): string | null {
-    if (id === this.id) return this.peerCertPem;
-    const der = this.clients.get(id)?.client.serverCert() ?? null;
-    if (der === null) return null;
-    try {
-      return new X509Certificate(der).toString();
-    } catch {
-      return null;
+  memberCert(id: string): MemberCert | null {
+    if (id === this.id) {
+      const pem = this.peerCertPem;
+      return pem === null ? null : memberCertOf(pem);
     }
+    const der = this.clients.get(id)?.client.serverCert() ?? null;
+    return der === null ? null : memberCertOf(der);
   }
 
   /** This node's peer certificate (PEM, the leaf without its chain). */
@@ -922,4 +921,14 @@ export class ClusterNode {
 function asRemoval(err: unknown, nodeId: string, address: string): unknown {
   const at = removedAtOf(err);
   return at === null ? err : new RemovedFromClusterError(nodeId, at, `member ${address} refuses it as removed`);
+}
+
+/** A member's certificate (DER or PEM) as the controllers list shows it, parsed once; null when it does not parse. */
+function memberCertOf(cert: Buffer | string): MemberCert | null {
+  try {
+    const x = new X509Certificate(cert);
+    return { pem: x.toString(), fingerprint: fingerprintOfDer(x.raw) };
+  } catch {
+    return null;
+  }
 }

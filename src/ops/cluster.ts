@@ -14,10 +14,9 @@ import { type ApiName, LIST_QUERY, type OpDef, op } from '../api/op.js';
 import { API_BASE } from '../api/register.js';
 import { ok, okEmpty } from '../api/respond.js';
 import type { ClusterView, Services } from '../api/services.js';
-import type { MemberView } from '../cluster/members.js';
+import type { MemberCert, MemberView } from '../cluster/members.js';
 import { isPeerAddress } from '../cluster/peer-address.js';
 import { baseEntity, empty, listEnvelope } from '../model/common.js';
-import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { KEEL_VERSION } from '../version.js';
 
@@ -70,11 +69,8 @@ function apiAddresses(bases: string[]): Record<string, { url: string; version: s
   };
 }
 
-function certInfo(pem: string | null): { certPem: string; fingerprint: string } {
-  const cert = pem ? parseSinglePem(pem) : null;
-  return cert
-    ? { certPem: cert.toString(), fingerprint: fingerprintOfDer(cert.raw) }
-    : { certPem: '', fingerprint: '' };
+function certInfo(cert: MemberCert | null): { certPem: string; fingerprint: string } {
+  return cert ? { certPem: cert.pem, fingerprint: cert.fingerprint } : { certPem: '', fingerprint: '' };
 }
 
 /**
@@ -121,7 +117,7 @@ export function controllerRows(svc: Services): Row[] {
       ctrlAddress: ctrlAddressOf(m, scheme),
       apiAddresses: apiAddresses(m.status?.apiAddresses ?? []),
       // this node's own certificate, or the one the member showed on this node's peer link (empty until reached)
-      ...certInfo(cluster.memberCertPem(m.id)),
+      ...certInfo(cluster.memberCert(m.id)),
       isOnline: m.online,
       lastJoinedAt: at,
     };

@@ -74,8 +74,8 @@ describe('remove-member with a voter down', () => {
     const [live, gone] = members.filter((m) => m !== leader) as [ClusterNode, ClusterNode];
     const goneServer = nodes.find((n) => n.ctl.cluster === gone)!;
     // live's member poll (once a second) has reached gone: the certificate gone showed on that peer link
-    await until(() => live.memberCertPem(gone.id) !== null, 5_000, `live to reach ${gone.id}`);
-    expect(live.memberCertPem(gone.id)).toContain('BEGIN CERTIFICATE');
+    await until(() => live.memberCert(gone.id) !== null, 5_000, `live to reach ${gone.id}`);
+    expect(live.memberCert(gone.id)?.pem).toContain('BEGIN CERTIFICATE');
     await gone.stop({ transferLeadership: false });
     await goneServer.stop({ keepData: true });
     nodes.splice(nodes.indexOf(goneServer), 1);
@@ -93,7 +93,7 @@ describe('remove-member with a voter down', () => {
     await live.removeMember(gone.id);
     await until(() => leader.raft.status().conf.voters.length === 2, 10_000, 'the removal applied');
     // the next member poll closes the peer client of the member removed (keepOnly)
-    await until(() => live.memberCertPem(gone.id) === null, 5_000, `live to drop its client of ${gone.id}`);
+    await until(() => live.memberCert(gone.id) === null, 5_000, `live to drop its client of ${gone.id}`);
     expect(leader.raft.status().conf.voters.slice().sort()).toEqual([leader.id, live.id].sort());
   }, 40_000);
 });

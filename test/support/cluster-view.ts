@@ -31,7 +31,7 @@ export function fakeClusterView(id: string, members: () => FakeMember[]): Cluste
     raft: { isLeader: () => false },
     readBarrier: async () => {},
     peerCertPem: null,
-    memberCertPem: () => null,
+    memberCert: () => null,
     memberView: members,
     peerRefusal: (member) => members().find((m) => m.id === member)?.refusal ?? null,
     addMemberAt: async () => 'x',
