@@ -35,6 +35,7 @@ import { uuid } from '../src/util/ids.js';
 import { parseRoles, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
 import type { Row } from '../storage/types.js';
+import { AT, applyAll, benchCommands, type DataSizes, hotCount, pad, seeded } from './data.js';
 import { benchOptions } from './options.js';
 
 const { quick, opt } = benchOptions(process.argv.slice(2));
@@ -42,103 +43,13 @@ const N = opt('--identities', quick ? 20_000 : 100_000);
 const S = opt('--services', quick ? 2_000 : 10_000);
 const P = opt('--policies', quick ? 400 : 2_000);
 const R = opt('--routers', quick ? 200 : 1_000);
-const HOT = Math.min(10_000, Math.floor(N / 4));
+const SIZES: DataSizes = { identities: N, services: S, routers: R, policies: P };
+const HOT = hotCount(SIZES);
 const SAMPLES = quick ? 50 : 200;
-
-let seed = 7;
-const random = () => {
-  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-  return seed / 0x80000000;
-};
-const pick = (prefix: string, n: number) => `${prefix}${Math.floor(random() * n)}`;
-const pad = (i: number) => String(i).padStart(7, '0');
-const AT = '2026-01-01T00:00:00.000Z';
+// the generator draws from its own sequence: this one picks the samples
+const random = seeded(11);
 const ms = (t0: bigint) => Number(process.hrtime.bigint() - t0) / 1e6;
-const roles = (prefix: string, n: number) => [
-  `#${pick(prefix, n)}`,
-  ...(random() < 0.5 ? [`#${pick(prefix, n)}`] : []),
-];
-const semantic = () => (random() < 0.5 ? 'AllOf' : 'AnyOf');
-
-function* commands(): Generator<Command> {
-  const create = (entity: EntityName, id: string, data: Record<string, unknown>): Command => ({
-    op: 'create',
-    entity,
-    id,
-    data,
-    at: AT,
-  });
-  // the identity type `Default` and the auth policy `default` come from the controller's first start
-  for (let i = 0; i < N; i++) {
-    const extra = i < HOT ? ['hot'] : i < 2 * HOT ? ['warm'] : [];
-    const attrs = [...new Set([pick('a', 1000), pick('a', 1000), pick('a', 1000)]), ...extra];
-    yield create('identities', `i${pad(i)}`, {
-      name: `identity-${i}`,
-      typeId: 'Default',
-      authPolicyId: 'default',
-      roleAttributes: attrs,
-    });
-  }
-  for (let i = 0; i < S; i++) {
-    const attrs = [...new Set([pick('s', 200), pick('s', 200)])];
-    yield create('services', `s${pad(i)}`, { name: `service-${i}`, roleAttributes: attrs, encryptionRequired: true });
-  }
-  for (let i = 0; i < R; i++) {
-    const attrs = [...new Set([pick('r', 50), pick('r', 50)])];
-    yield create('edge-routers', `r${pad(i)}`, { name: `router-${i}`, roleAttributes: attrs });
-  }
-  for (let i = 0; i < P; i++) {
-    const kind = random();
-    const id = `p${pad(i)}`;
-    if (kind < 0.6) {
-      yield create('service-policies', id, {
-        name: `sp-${i}`,
-        type: random() < 0.7 ? 'Dial' : 'Bind',
-        semantic: semantic(),
-        identityRoles: roles('a', 1000),
-        serviceRoles: random() < 0.01 ? ['#all'] : roles('s', 200),
-        postureCheckRoles: [],
-      });
-    } else if (kind < 0.85) {
-      yield create('edge-router-policies', id, {
-        name: `erp-${i}`,
-        semantic: semantic(),
-        identityRoles: roles('a', 1000),
-        edgeRouterRoles: roles('r', 50),
-      });
-    } else {
-      yield create('service-edge-router-policies', id, {
-        name: `serp-${i}`,
-        semantic: semantic(),
-        serviceRoles: roles('s', 200),
-        edgeRouterRoles: roles('r', 50),
-      });
-    }
-  }
-  yield create('service-policies', 'hot-policy', {
-    name: 'hot-policy',
-    type: 'Dial',
-    semantic: 'AnyOf',
-    identityRoles: ['#hot'],
-    serviceRoles: ['#s1', '#s2'],
-    postureCheckRoles: [],
-  });
-}
-
-async function applyAll(store: Store, cmds: Iterable<Command>): Promise<void> {
-  let group: Command[] = [];
-  const flush = async () => {
-    const results = await store.applyGroup(group, { sync: false });
-    const failed = results.find((r) => !r.ok);
-    if (failed && !failed.ok) throw new Error(`bench data rejected: ${JSON.stringify(failed.error)}`);
-    group = [];
-  };
-  for (const cmd of cmds) {
-    group.push(cmd);
-    if (group.length === 4000) await flush();
-  }
-  if (group.length > 0) await flush();
-}
+const commands = () => benchCommands(SIZES);
 
 /** Naive: every service policy against the identity, then each matching policy against every service. */
 function naiveServices(store: Store, identity: Row): Map<string, Set<string>> {
