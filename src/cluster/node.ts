@@ -682,8 +682,8 @@ export class ClusterNode {
   }
 
   /**
-   * Member `id`'s peer certificate (PEM): this node's own, or the one the member showed this node's peer client
-   * (checked to name it); null when this node has not reached it yet.
+   * Member `id`'s peer certificate (its PEM and fingerprint): this node's own, or the one the member showed this
+   * node's peer client (checked to name it); null when this node has not reached it yet.
    */
   memberCert(id: string): MemberCert | null {
     if (id === this.id) {
