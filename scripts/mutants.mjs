@@ -1411,6 +1411,24 @@ export const MUTANTS = [
     replace: '',
     tests: ['raft/storage/wal.test.ts'],
   },
+  {
+    // a member's reported router address shown as its ctrlAddress whatever it holds (not only host:port)
+    id: 'ctrl-address-unchecked',
+    file: 'src/ops/cluster.ts',
+    search: "  if (typeof router === 'string' && isPeerAddress(router)) return `tls:${router}`;",
+    replace: "  if (typeof router === 'string') return `tls:${router}`;",
+    tests: ['test/api/conformance.test.ts'],
+    only: 'controllers on a cluster member',
+  },
+  {
+    // the router control listener's address left out of the member status its peers poll
+    id: 'router-address-not-reported',
+    file: 'src/cluster/node.ts',
+    search: '      routerAddress: this.routerAddress,',
+    replace: '      routerAddress: null,',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'where routers connect',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------
