@@ -1415,8 +1415,8 @@ export const MUTANTS = [
     // a member's reported router address shown as its ctrlAddress whatever it holds (not only host:port)
     id: 'ctrl-address-unchecked',
     file: 'src/ops/cluster.ts',
-    search: "  if (typeof router === 'string' && isPeerAddress(router)) return `tls:${router}`;",
-    replace: "  if (typeof router === 'string') return `tls:${router}`;",
+    search: "  if (typeof router === 'string' && isPeerAddress(router)) return",
+    replace: "  if (typeof router === 'string') return",
     tests: ['test/api/conformance.test.ts'],
     only: 'controllers on a cluster member',
   },
