@@ -3,6 +3,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
+import { isPeerAddress } from '../cluster/peer-address.js';
 import { orRefusal, peerClient, statusOf } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
 import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
@@ -104,12 +105,14 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
       const m = await timed(c.api.members.query());
       // each member asked for its own status, all at once: one that does not answer in time is unreachable
       const statuses = await Promise.all(m.members.map((x) => statusOf(x.address, tls, STATUS_TIMEOUT_MS)));
-      out('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses');
+      out('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses\trouterAddress');
       m.members.forEach((x, i) => {
         const st = statuses[i];
         const applied = st ? String(st.applied) : '-';
         const apis = st && st.apiAddresses.length > 0 ? st.apiAddresses.join(',') : '-';
-        out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}\t${st !== null}\t${applied}\t${apis}`);
+        // where routers connect to it (its router control listener), as the member reports it
+        const router = st?.routerAddress && isPeerAddress(st.routerAddress) ? st.routerAddress : '-';
+        out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}\t${st !== null}\t${applied}\t${apis}\t${router}`);
       });
     } else if (sub === 'add') {
       if (!values.id || !values.address) throw new Error('add needs --id and --address');

@@ -29,7 +29,7 @@ describe('keel cluster (the membership commands)', () => {
   it('list: every member with its address, role, reachability, applied index and API addresses', async () => {
     const { code, lines } = await keelCluster(['list'], 1);
     expect(code).toBe(0);
-    expect(lines[0]).toBe('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses');
+    expect(lines[0]).toBe('id\taddress\tvoter\tleader\treachable\tapplied\tapiAddresses\trouterAddress');
     const leader = cluster(0).raft.leaderId();
     expect(rows(lines).map((r) => r.slice(0, 5))).toEqual(
       [0, 1, 2].map((i) => [`n${i + 1}`, cluster(i).peerAddress, 'true', String(leader === `n${i + 1}`), 'true']),
@@ -37,6 +37,7 @@ describe('keel cluster (the membership commands)', () => {
     for (const [i, r] of rows(lines).entries()) {
       expect(Number(r[5])).toBeGreaterThan(0);
       expect(r[6]!.split(',')).toContain(nodes[i]!.base);
+      expect(r[7]).toBe('-'); // these members have no router control listener
     }
   }, 30_000);
 
@@ -53,7 +54,7 @@ describe('keel cluster (the membership commands)', () => {
     await until(() => cluster(2).raft.status().conf.learners.includes('n9'), 10_000, 'n9 a learner on n3');
     // nothing listens there: listed as it is, unreachable
     const listed = rows((await keelCluster(['list'])).lines).find((r) => r[0] === 'n9');
-    expect(listed).toEqual(['n9', '127.0.0.1:1', 'false', 'false', 'false', '-', '-']);
+    expect(listed).toEqual(['n9', '127.0.0.1:1', 'false', 'false', 'false', '-', '-', '-']);
 
     const removed = await keelCluster(['remove', '--id', 'n9'], 2);
     expect(removed.code).toBe(0);

@@ -6,10 +6,12 @@
  * router connecting to a member that has not applied its enrollment yet.
  */
 import { X509Certificate } from 'node:crypto';
+import { join } from 'node:path';
 import { importPKCS8, SignJWT } from 'jose';
 import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extendRouter } from '../../src/auth/router-enrollment.js';
+import { clusterCommand } from '../../src/cli/cluster.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
@@ -351,5 +353,16 @@ describe('where routers connect to each member', () => {
         `${n.base} to list every member's router address`,
       );
     }
+    // and `keel cluster list` (each member's own status)
+    const lines: string[] = [];
+    const peer = ['--peer', nodes[1]!.ctl.cluster!.peerAddress, '--pki-dir', join(setup.dir, 'n1', 'pki')];
+    expect(await clusterCommand(['list', ...peer], (l) => lines.push(l))).toBe(0);
+    const listed = Object.fromEntries(
+      lines
+        .slice(1)
+        .map((l) => l.split('\t'))
+        .map((r) => [r[0], `tls:${r[7]}`]),
+    );
+    expect(listed).toEqual(expected);
   });
 });
