@@ -29,6 +29,8 @@ const SIZES: DataSizes = {
 const ROUNDS = opt('--rounds', quick ? 2 : 3);
 /** Bound on one start (or one baseline scan): a start slower than this fails the benchmark. */
 const START_TIMEOUT_MS = 120_000;
+/** Bound on a node's stop after SIGTERM; past it, SIGKILL. */
+const STOP_TIMEOUT_MS = 30_000;
 const READY_LINE = 'Client API:';
 const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 
@@ -80,7 +82,12 @@ function startKeel(dataDir: string): Promise<Started> {
       const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       clearTimeout(timer);
       child.kill('SIGTERM');
-      void exited.then(() => resolve({ ready_ms, rss_bytes: rss ? Number(rss[1]) * 1024 : 0 }));
+      // a node that does not stop within the bound is killed: the next round must not meet it
+      const kill = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      void exited.then(() => {
+        clearTimeout(kill);
+        resolve({ ready_ms, rss_bytes: rss ? Number(rss[1]) * 1024 : 0 });
+      });
     });
   });
 }
