@@ -1414,9 +1414,9 @@ export const MUTANTS = [
   {
     // a member's reported router address shown as its ctrlAddress whatever it holds (not only host:port)
     id: 'ctrl-address-unchecked',
-    file: 'src/ops/cluster.ts',
-    search: "  if (typeof router === 'string' && isPeerAddress(router)) return",
-    replace: "  if (typeof router === 'string') return",
+    file: 'src/cluster/peer-api.ts',
+    search: "  return typeof at === 'string' && isPeerAddress(at) ? at : null;",
+    replace: "  return typeof at === 'string' ? at : null;",
     tests: ['test/api/conformance.test.ts'],
     only: 'controllers on a cluster member',
   },

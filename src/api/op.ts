@@ -101,7 +101,8 @@ export interface OpDef<B = unknown> {
   undocumented?: boolean;
   /**
    * On a cluster member, wait first until everything committed is applied here (SessionService.catchUp), then read
-   * the caller: logins, so that a credential or a partial session made through another member is known here.
+   * the caller: logins and enrollments, so that a credential, a partial session or an enrollment made through
+   * another member a moment ago is known here (docs/cluster.md).
    */
   catchUpFirst?: boolean;
   handler(ctx: OpContext<B>): Promise<HttpResponse> | HttpResponse;

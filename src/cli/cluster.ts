@@ -3,8 +3,7 @@
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLocalCluster } from '../cluster/local.js';
-import { isPeerAddress } from '../cluster/peer-address.js';
-import { orRefusal, peerClient, statusOf } from '../cluster/peer-api.js';
+import { orRefusal, peerClient, routerAddressOf, statusOf } from '../cluster/peer-api.js';
 import { stopNode } from '../cluster/processes.js';
 import { initClusterPki, loadPeerTlsOptions } from '../pki/index.js';
 import { withTimeout } from '../util/timeout.js';
@@ -111,7 +110,7 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
         const applied = st ? String(st.applied) : '-';
         const apis = st && st.apiAddresses.length > 0 ? st.apiAddresses.join(',') : '-';
         // where routers connect to it (its router control listener), as the member reports it
-        const router = st?.routerAddress && isPeerAddress(st.routerAddress) ? st.routerAddress : '-';
+        const router = routerAddressOf(st) ?? '-';
         out(`${x.id}\t${x.address}\t${x.voter}\t${x.id === m.leader}\t${st !== null}\t${applied}\t${apis}\t${router}`);
       });
     } else if (sub === 'add') {

@@ -265,6 +265,8 @@ export class ClusterNode {
   apiAddresses: string[] = [];
   /** `host:port` of this member's router control listener (set by the controller), null without one. */
   routerAddress: string | null = null;
+  /** This member's own certificate as memberCert gives it (parsed on first use). */
+  private ownCert: MemberCert | null | undefined = undefined;
 
   private constructor(
     readonly raft: RaftNode,
@@ -687,8 +689,9 @@ export class ClusterNode {
    */
   memberCert(id: string): MemberCert | null {
     if (id === this.id) {
-      const pem = this.peerCertPem;
-      return pem === null ? null : memberCertOf(pem);
+      // its own certificate does not change while it runs: parsed once
+      if (this.ownCert === undefined) this.ownCert = this.peerCertPem === null ? null : memberCertOf(this.peerCertPem);
+      return this.ownCert;
     }
     const der = this.clients.get(id)?.client.serverCert() ?? null;
     return der === null ? null : memberCertOf(der);

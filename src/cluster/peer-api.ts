@@ -40,6 +40,15 @@ export interface MemberStatus {
   conf?: { index: number; members: string[] };
 }
 
+/**
+ * Where routers connect to the member whose status this is (its router control listener), or null: none reported,
+ * or not in the form of a `host:port` address, whatever the member sent (it is shown in lists and pasted by routers).
+ */
+export function routerAddressOf(status: MemberStatus | null | undefined): string | null {
+  const at = status?.routerAddress;
+  return typeof at === 'string' && isPeerAddress(at) ? at : null;
+}
+
 export interface MemberInfo {
   id: string;
   address: string;

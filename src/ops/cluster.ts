@@ -16,6 +16,7 @@ import { ok, okEmpty } from '../api/respond.js';
 import type { ClusterView, Services } from '../api/services.js';
 import type { MemberCert, MemberView } from '../cluster/members.js';
 import { isPeerAddress } from '../cluster/peer-address.js';
+import { routerAddressOf } from '../cluster/peer-api.js';
 import { baseEntity, empty, listEnvelope } from '../model/common.js';
 import { s } from '../schema/s.js';
 import { KEEL_VERSION } from '../version.js';
@@ -78,9 +79,8 @@ function certInfo(cert: MemberCert | null): { certPem: string; fingerprint: stri
  * address, where its peers reach it (OpenZiti's routers and peers share one ctrl listener; Keel's do not).
  */
 function ctrlAddressOf(m: MemberView, peerScheme: 'tls' | 'tcp'): string | null {
-  const router = m.status?.routerAddress;
-  // reported by a member: shown only in the form a peer address takes (host:port), whatever the member sent
-  if (typeof router === 'string' && isPeerAddress(router)) return `tls:${router}`;
+  const router = routerAddressOf(m.status);
+  if (router !== null) return `tls:${router}`;
   return m.address ? `${peerScheme}:${m.address}` : null;
 }
 

@@ -67,7 +67,6 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'present a OTT and CSR to receive a long-lived client certificate (PEM, or JSON when Accept asks for it)',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       consumes: LEGACY_CONSUMES,
       produces: ['application/json', PEM_MEDIA_TYPE],
@@ -116,7 +115,6 @@ export function enrollOps(): OpDef<unknown>[] {
       summary: 'Enroll an identity via one-time-token',
       description: 'Enroll an identity via a one-time-token and a PEM encoded CSR.',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       body: ottEnrollmentRequest,
       bodyName: 'ottEnrollmentRequest',
@@ -138,7 +136,6 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'For CA auto enrollment: the client presents a TLS client certificate signed by a verified CA with auto-enrollment; an identity is created for it.',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ req, svc }) => {
@@ -156,7 +153,6 @@ export function enrollOps(): OpDef<unknown>[] {
       description:
         'Enroll an identity with a one-time-token and the TLS client certificate, issued by the CA the enrollment names.',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       body: ottEnrollmentRequest,
       bodyName: 'ottEnrollmentRequest',
@@ -175,7 +171,6 @@ export function enrollOps(): OpDef<unknown>[] {
       summary: 'Enroll an identity via one-time-token',
       description: 'Enrolls an identity via a one-time-token to establish an initial username and password combination',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       body: updbCredentials,
       bodyName: 'updbCredentials',

@@ -32,7 +32,6 @@ export function routerEnrollOps(): OpDef<unknown>[] {
       summary: 'Enroll an edge-router',
       description: 'Enrolls an edge-router via a one-time-token to establish a certificate based identity.',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       body: erOttEnrollmentRequest,
       bodyName: 'erOttEnrollmentRequest',

@@ -60,7 +60,6 @@ export function tokenEnrollOps(): OpDef<unknown>[] {
       description:
         'A JWT of an external JWT signer (Authorization: Bearer) that allows enrollment creates an identity; with a CSR it also gets a client certificate.',
       access: 'none',
-      // an enrollment made through another cluster member a moment ago is known here (docs/cluster.md)
       catchUpFirst: true,
       body: tokenEnrollmentRequest,
       bodyName: 'tokenEnrollmentRequest',
