@@ -8,6 +8,7 @@
  *   access the policy engine on a real store: load, an identity's services, a policy change, session create (bench/access.ts)
  *   apply  the CPU a replicated identity create costs a member's apply path (bench/apply.ts)
  *   startup a single node's start on 100 000 identities and 10 000 services vs a raw LevelDB scan (bench/startup.ts)
+ *   metrics a Prometheus scrape of /metrics, empty and on 100 000 identities, vs prom-client's bare defaults (bench/metrics.ts)
  */
 const [name, ...rest] = process.argv.slice(2);
 if (name === 'http') {
@@ -34,7 +35,10 @@ if (name === 'http') {
 } else if (name === 'startup') {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
   await import('./startup.js');
+} else if (name === 'metrics') {
+  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
+  await import('./metrics.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access|apply|startup> [options]');
+  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access|apply|startup|metrics> [options]');
   process.exit(2);
 }

@@ -16,16 +16,11 @@ import { join } from 'node:path';
 import { KEEL_BIN, NODE_HEAP_FLAGS, nodeFlags } from '../src/cluster/processes.js';
 import { buildSchema } from '../src/model/index.js';
 import { Store } from '../storage/store.js';
-import { applyAll, benchCommands, type DataSizes } from './data.js';
+import { applyAll, benchCommands, type DataSizes, dataSizes } from './data.js';
 import { benchOptions } from './options.js';
 
 const { quick, opt } = benchOptions(process.argv.slice(2));
-const SIZES: DataSizes = {
-  identities: opt('--identities', quick ? 20_000 : 100_000),
-  services: opt('--services', quick ? 2_000 : 10_000),
-  routers: opt('--routers', quick ? 200 : 1_000),
-  policies: opt('--policies', quick ? 400 : 2_000),
-};
+const SIZES: DataSizes = dataSizes(opt, quick);
 const ROUNDS = opt('--rounds', quick ? 2 : 3);
 /** Bound on one start (or one baseline scan): a start slower than this fails the benchmark. */
 const START_TIMEOUT_MS = 120_000;

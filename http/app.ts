@@ -53,7 +53,12 @@ export interface App {
   dispatchTo(req: HttpRequest, done: (res: HttpResponse) => void): void;
   /** The final response for an error raised by an engine (413 before reading, overload...). */
   reject(err: ApiError, req: HttpRequest): HttpResponse;
+  /** Responses answered since the app was made, indexed by HTTP status (100–599): what `/metrics` reports. */
+  readonly responseCounts: Float64Array;
 }
+
+/** responseCounts' length: one slot per status code up to 599. */
+const STATUS_SLOTS = 600;
 
 /** A handler's pending response, until it settles or its timeout answers. */
 class Pending extends Deadline {
@@ -137,11 +142,14 @@ export function createApp(opts: AppOptions): App {
   }
 
   /** Adds default and CORS headers; turns anything that is not a response into a 500. */
+  const responseCounts = new Float64Array(STATUS_SLOTS);
+
   function finish(req: HttpRequest, res: HttpResponse): HttpResponse {
     if (!isResponse(res)) {
       report(new TypeError(`handler for ${req.method} ${req.path} returned an invalid response`), req);
       res = errorResponse(Errors.UNHANDLED(), req.requestId);
     }
+    responseCounts[res.status]!++;
     const withCors = cors && req.method !== 'OPTIONS' && hasOrigin(req.headers);
     const out: HttpResponse = { status: res.status, headers: headersFor(res.headers, withCors) };
     if (res.body !== undefined) out.body = res.body;
@@ -235,5 +243,6 @@ export function createApp(opts: AppOptions): App {
     dispatchTo,
     handle: (req) => Promise.resolve(dispatch(req)),
     reject: (err, req) => finish(req, errorResponse(err, req.requestId)),
+    responseCounts,
   };
 }

@@ -1429,6 +1429,24 @@ export const MUTANTS = [
     tests: ['test/cluster/credentials-across-members.test.ts'],
     only: 'where routers connect',
   },
+  {
+    // the metrics listener in plain HTTP on any address (not only loopback)
+    id: 'metrics-plain-http-anywhere',
+    file: 'src/cli/main.ts',
+    search: '  if (!https && !isLoopbackHost(at.host)) {',
+    replace: '  if (!https && at.host === "") {',
+    tests: ['test/api/metrics.test.ts'],
+    only: '--metrics-listen',
+  },
+  {
+    // the metrics listener without its connection bound
+    id: 'metrics-connections-unbounded',
+    file: 'src/metrics.ts',
+    search: '    maxConnections: METRICS_MAX_CONNECTIONS,',
+    replace: '    maxConnections: 100_000,',
+    tests: ['test/api/metrics.test.ts'],
+    only: '429 on connections beyond',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

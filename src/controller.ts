@@ -19,6 +19,7 @@ import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { dialAddress } from './cluster/peer-address.js';
 import { RemovedFromClusterError } from './cluster/removal.js';
+import { controllerMetrics, serveMetrics } from './metrics.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { migrateRouterRows } from './model/router-rows.js';
 import { onChanges } from './model/rows.js';
@@ -88,6 +89,11 @@ export interface ControllerOptions {
   onClusterFatal?: (err: Error) => void;
   /** Serve the router control listener (routers connect and go online: docs/routers.md); absent: none. */
   routerControl?: RouterControlOptions;
+  /**
+   * Serve `GET /metrics` (Prometheus) on a listener of its own: HTTPS with the API's certificate when the API is
+   * HTTPS, else plain HTTP (docs/operations.md, "Metrics"); absent: none.
+   */
+  metrics?: { host: string; port: number };
 }
 
 /** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */
@@ -151,6 +157,8 @@ export class Controller {
   private server: HttpServer | null = null;
   /** The router control listener, when configured. */
   routerControl: RouterControl | null = null;
+  /** The metrics listener, when configured. */
+  private metricsServer: HttpServer | null = null;
   private stopped = false;
 
   private constructor(
@@ -289,6 +297,13 @@ export class Controller {
         svc.config.routerAddress = ctl.routerControl.address;
         if (cluster) cluster.routerAddress = ctl.routerControl.address;
       }
+      if (opts.metrics) {
+        const registry = controllerMetrics({ svc, app, cluster, routerControl: () => ctl.routerControl });
+        ctl.metricsServer = await serveMetrics(registry, {
+          ...opts.metrics,
+          ...(pki.apiTls ? { tls: pki.apiTls } : {}),
+        });
+      }
     } catch (err) {
       await ctl.stop();
       throw err;
@@ -303,6 +318,11 @@ export class Controller {
 
   get port(): number {
     return this.server?.port ?? 0;
+  }
+
+  /** The metrics listener's bound port (0: none). */
+  get metricsPort(): number {
+    return this.metricsServer?.port ?? 0;
   }
 
   /** The first advertised base URL (`http://host:port`, https with API TLS, unless configured). */
@@ -320,6 +340,7 @@ export class Controller {
     if (this.stopped) return;
     this.stopped = true;
     await this.routerControl?.stop();
+    await this.metricsServer?.close();
     await this.server?.close();
     await this.svc.sessions?.stop();
     await this.proposer.close();

@@ -7,7 +7,7 @@ import type { ClusterOptions } from '../cluster/node.js';
 import { isPeerAddress } from '../cluster/peer-address.js';
 import type { PeerTlsOptions } from '../cluster/peer-api.js';
 import { EXIT_REMOVED, RemovedFromClusterError } from '../cluster/removal.js';
-import { Controller, DEFAULT_SESSION_TIMEOUT_MS } from '../controller.js';
+import { Controller, DEFAULT_SESSION_TIMEOUT_MS, defaultBaseUrl } from '../controller.js';
 import { importRootCa, isLoopbackHost, loadPeerTlsOptions, PKI_FILES, PkiError } from '../pki/index.js';
 import type { RouterControlOptions } from '../routers/control.js';
 import { KEEL_VERSION } from '../version.js';
@@ -43,6 +43,8 @@ Options of run:
                           while connected (docs/routers.md); default: none
   --router-advertise H:P  address routers dial to reach that listener, this node's ctrlAddress in the
                           controllers list (default: the --router-listen host and port)
+  --metrics-listen H:P    serve Prometheus metrics at /metrics on this listener (HTTPS with the API's
+                          certificate; plain HTTP with --insecure-http, loopback only); default: none
   -h, --help              this text
 
 Cluster options of run (without --node-id the node runs alone, as above):
@@ -135,6 +137,21 @@ export function parsePeerAddress(text: string, flag: string): string {
   const { host, port } = parseListen(text.trim(), flag);
   if (!host || port === 0) throw new Error(`invalid ${flag} '${text}' (use HOST:PORT with a non-zero port)`);
   return text.trim();
+}
+
+/**
+ * `--metrics-listen`: where `/metrics` is served. It takes the API's scheme, so plain HTTP (`--insecure-http`) is
+ * refused here too unless the listener is a loopback address.
+ */
+export function metricsListenOf(text: string | undefined, https: boolean): { host: string; port: number } | undefined {
+  if (text === undefined) return undefined;
+  const at = parseListen(text, '--metrics-listen');
+  if (!https && !isLoopbackHost(at.host)) {
+    throw new Error(
+      `--metrics-listen '${text}' with --insecure-http: plain HTTP only on a loopback listener (127.0.0.1, ::1, localhost)`,
+    );
+  }
+  return at;
 }
 
 /** `--router-listen` and `--router-advertise` (which needs the listener). */
@@ -285,6 +302,7 @@ async function run(argv: string[]): Promise<void> {
       'max-connections': { type: 'string' },
       'router-listen': { type: 'string' },
       'router-advertise': { type: 'string' },
+      'metrics-listen': { type: 'string' },
       'node-id': { type: 'string' },
       'peer-listen': { type: 'string' },
       'peer-advertise': { type: 'string' },
@@ -315,6 +333,7 @@ async function run(argv: string[]): Promise<void> {
   const pkiDir = values['pki-dir'] ? resolve(values['pki-dir']) : join(dataDir, 'pki');
   await operatorRootCa(values['root-ca-cert'], values['root-ca-key'], pkiDir);
   const cluster = await clusterOptions(values, pkiDir);
+  const metrics = metricsListenOf(values['metrics-listen'], https);
   let ctl: Controller | null = null;
   let stopping = false;
   // Fail-stop: a failed disk write means nothing more may be acknowledged; exit so that a supervisor restarts the
@@ -360,6 +379,7 @@ async function run(argv: string[]): Promise<void> {
     maxConnections: values['max-connections'] ? positiveInt(values['max-connections'], '--max-connections') : undefined,
     apiBaseUrls: advertise ? [advertise] : undefined,
     routerControl: routerControlOf(values['router-listen'], values['router-advertise']),
+    ...(metrics ? { metrics } : {}),
     log: (level, msg, extra) => logger[level](extra ?? {}, msg),
     onFatal,
   });
@@ -376,6 +396,9 @@ async function run(argv: string[]): Promise<void> {
     lines.push(
       `  Router control:  ${values['router-listen']} (port ${ctl.routerControl.port}; routers dial ${ctl.routerControl.address})`,
     );
+  }
+  if (ctl.metricsPort !== 0 && metrics) {
+    lines.push(`  Metrics:         ${defaultBaseUrl(metrics.host, ctl.metricsPort, https ? 'https' : 'http')}/metrics`);
   }
   if (ctl.generatedAdminPassword) {
     lines.push(`  Admin password:  ${ctl.generatedAdminPassword}   (generated: shown this once, keep it safe)`);

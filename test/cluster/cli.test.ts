@@ -1,14 +1,18 @@
 /**
  * `keel cluster list|add|remove|transfer-leadership` (src/cli/cluster.ts) against a running cluster: three
  * in-process members, the commands presenting n1's peer certificate, as an operator runs them on a member's host.
+ * And the other way to inspect it: every member's Prometheus metrics (src/metrics.ts), Raft's among them.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterCommand } from '../../src/cli/cluster.js';
+import { KEEL_VERSION } from '../../src/version.js';
 import { inProcessCluster } from './in-process.js';
 import { until } from './support.js';
 
-const setup = inProcessCluster('keel-cluster-cli-', ['n1', 'n2', 'n3']);
+const setup = inProcessCluster('keel-cluster-cli-', ['n1', 'n2', 'n3'], {
+  metrics: { host: '127.0.0.1', port: 0 },
+});
 const nodes = setup.nodes;
 const cluster = setup.member;
 
@@ -24,6 +28,46 @@ async function keelCluster(args: string[], member = 0): Promise<{ code: number; 
 }
 
 const rows = (lines: string[]) => lines.slice(1).map((l) => l.split('\t'));
+
+/** One sample's value from Prometheus text (`name{labels} value`); undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+describe("every member's metrics", () => {
+  it('say who leads, the term, the voters online and the indexes, alike on every member', async () => {
+    const scrapeAll = () =>
+      Promise.all(nodes.map(async (n) => (await fetch(`http://127.0.0.1:${n.ctl.metricsPort}/metrics`)).text()));
+    // a moment when the three agree on one term and one leader, the one n1 names (an election may be under way), and
+    // each has seen the others answer its status poll (once a second)
+    const texts = await until(
+      async () => {
+        const t = await scrapeAll();
+        const leaders = t.map((x) => sample(x, 'keel_raft_is_leader'));
+        const terms = new Set(t.map((x) => sample(x, 'keel_raft_term')));
+        const named = cluster(0).raft.leaderId();
+        const online = t.every((x) => sample(x, 'keel_cluster_members_online') === 3);
+        const one = leaders.filter((l) => l === 1).length === 1 && terms.size === 1 && online;
+        return one && named !== null && leaders[Number(named.slice(1)) - 1] === 1 ? t : null;
+      },
+      10_000,
+      'one leader and one term',
+    );
+    for (const [i, text] of texts.entries()) {
+      expect(sample(text, `keel_info{version="${KEEL_VERSION}",node_id="n${i + 1}"}`)).toBe(1);
+      expect(sample(text, 'keel_raft_has_leader')).toBe(1);
+      expect(sample(text, 'keel_raft_term')).toBeGreaterThan(0);
+      expect(sample(text, 'keel_cluster_members{role="voter"}')).toBe(3);
+      expect(sample(text, 'keel_cluster_members{role="learner"}')).toBe(0);
+      expect(sample(text, 'keel_cluster_members_online')).toBe(3);
+      const commit = sample(text, 'keel_raft_commit_index')!;
+      expect(commit).toBeGreaterThan(0);
+      expect(sample(text, 'keel_raft_applied_index')).toBeLessThanOrEqual(commit);
+      expect(sample(text, 'keel_store_rows{entity="identities"}')).toBeGreaterThan(0);
+    }
+  });
+});
 
 describe('keel cluster (the membership commands)', () => {
   it('list: every member with its address, role, reachability, applied index and API addresses', async () => {

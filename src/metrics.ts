@@ -1,0 +1,172 @@
+/**
+ * Prometheus metrics: `GET /metrics` on a listener of its own (`--metrics-listen`), in Prometheus's text format.
+ *
+ * Every figure is read when scraped (a gauge's `collect`), so a request, a write or an apply pays nothing for it,
+ * except the HTTP responses per status code, which the app counts in a typed array (http/app.ts). The process's own
+ * metrics (CPU, memory, event loop delay, GC: prom-client's defaults) are registered once per process and served
+ * beside this controller's. No metric carries a secret or a per-entity value: counts, indexes and states only.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { type App, createApp } from '../http/app.js';
+import { Router } from '../http/router.js';
+import { serve } from '../http/serve.js';
+import type { HttpServer } from '../http/types.js';
+import type { Services } from './api/services.js';
+import type { ClusterNode } from './cluster/node.js';
+import type { RouterControl } from './routers/control.js';
+import { KEEL_VERSION } from './version.js';
+
+export const METRICS_PATH = '/metrics';
+/** Bound on connections to the metrics listener: a handful of scrapers, never thousands. */
+export const METRICS_MAX_CONNECTIONS = 64;
+
+/** What the gauges read, each time they are scraped. */
+export interface MetricsSources {
+  svc: Services;
+  /** The API's app: its responses per status code. */
+  app: App;
+  cluster: ClusterNode | null;
+  routerControl: () => RouterControl | null;
+}
+
+let processRegistry: Registry | null = null;
+
+/** prom-client's process metrics, registered once per process (they install process-wide observers). */
+function processMetrics(): Registry {
+  if (processRegistry === null) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+function gauge(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: string[],
+  collect: (g: Gauge<string>) => void,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect(this: Gauge<string>) {
+      this.reset();
+      collect(this);
+    },
+  });
+}
+
+/** This controller's metrics (see the module comment). */
+export function controllerMetrics(src: MetricsSources): Registry {
+  const registry = new Registry();
+  const { svc, app, cluster } = src;
+  const store = svc.store;
+  gauge(
+    registry,
+    'keel_info',
+    'This controller: its version and cluster member id ("" alone); always 1',
+    ['version', 'node_id'],
+    (g) => g.set({ version: KEEL_VERSION, node_id: cluster?.id ?? '' }, 1),
+  );
+  gauge(registry, 'keel_store_rows', 'Rows held per entity type', ['entity'], (g) => {
+    for (const [entity, c] of store.collections) g.set({ entity }, c.size);
+  });
+  gauge(registry, 'keel_store_applied_index', 'Index of the last command applied to the store', [], (g) =>
+    g.set(store.appliedIndex),
+  );
+  gauge(registry, 'keel_store_durable_index', 'Index of the last command the store has on disk', [], (g) =>
+    g.set(store.durableIndex),
+  );
+  gauge(registry, 'keel_store_failed', '1 once the store failed a write (it then refuses writes), else 0', [], (g) =>
+    g.set(store.failed === null ? 0 : 1),
+  );
+  new Counter({
+    name: 'keel_http_responses_total',
+    help: 'API responses since the start, per HTTP status code',
+    labelNames: ['code'],
+    registers: [registry],
+    collect(this: Counter<string>) {
+      this.reset();
+      const counts = app.responseCounts;
+      for (let code = 0; code < counts.length; code++) {
+        if (counts[code]! > 0) this.inc({ code: String(code) }, counts[code]!);
+      }
+    },
+  });
+  gauge(
+    registry,
+    'keel_router_connections',
+    "Routers connected to this controller's router control listener",
+    [],
+    (g) => g.set(src.routerControl()?.connectionCount ?? 0),
+  );
+  if (cluster !== null) clusterMetrics(registry, cluster);
+  return registry;
+}
+
+function clusterMetrics(registry: Registry, cluster: ClusterNode): void {
+  gauge(registry, 'keel_raft_term', 'Current Raft term', [], (g) => g.set(cluster.status().term));
+  gauge(registry, 'keel_raft_commit_index', 'Highest log index known committed', [], (g) =>
+    g.set(cluster.status().commit),
+  );
+  gauge(registry, 'keel_raft_applied_index', 'Highest log index applied on this member', [], (g) =>
+    g.set(cluster.status().applied),
+  );
+  gauge(registry, 'keel_raft_snapshot_index', 'Index of the latest snapshot (the log is compacted up to it)', [], (g) =>
+    g.set(cluster.status().snapshotIndex),
+  );
+  gauge(registry, 'keel_raft_is_leader', '1 while this member leads, else 0', [], (g) =>
+    g.set(cluster.status().role === 'leader' ? 1 : 0),
+  );
+  gauge(registry, 'keel_raft_has_leader', '1 while this member knows a leader, else 0', [], (g) =>
+    g.set(cluster.status().leader === null ? 0 : 1),
+  );
+  gauge(registry, 'keel_cluster_members', 'Members of the applied configuration, by role', ['role'], (g) => {
+    let voters = 0;
+    let learners = 0;
+    for (const m of cluster.memberView()) m.voter ? voters++ : learners++;
+    g.set({ role: 'voter' }, voters);
+    g.set({ role: 'learner' }, learners);
+  });
+  gauge(
+    registry,
+    'keel_cluster_members_online',
+    'Members that answered their last status poll (this one included)',
+    [],
+    (g) => {
+      let online = 0;
+      for (const m of cluster.memberView()) if (m.online) online++;
+      g.set(online);
+    },
+  );
+}
+
+/** The metrics text: this controller's metrics, then the process's. */
+export async function scrape(registry: Registry): Promise<string> {
+  const own = await registry.metrics();
+  return `${own}${await processMetrics().metrics()}`;
+}
+
+/** Serves `GET /metrics` (nothing else) on `host:port`: HTTPS with `tls`, else plain HTTP. */
+export function serveMetrics(
+  registry: Registry,
+  opts: { host: string; port: number; tls?: { key: string; cert: string } },
+): Promise<HttpServer> {
+  const router = new Router();
+  router.add('GET', METRICS_PATH, async () => ({
+    status: 200,
+    headers: { 'content-type': registry.contentType },
+    body: await scrape(registry),
+  }));
+  const app = createApp({ router, cors: false, maxBodyBytes: 0 });
+  return serve(app, {
+    engine: 'node',
+    host: opts.host,
+    port: opts.port,
+    maxConnections: METRICS_MAX_CONNECTIONS,
+    ...(opts.tls ? { tls: opts.tls } : {}),
+  });
+}

@@ -1,0 +1,159 @@
+/**
+ * `GET /metrics` (src/metrics.ts) on a single node: Prometheus's text format; the store's rows, the API's responses
+ * per status code and the process's own metrics, each following what the API did; nothing but `/metrics` on that
+ * listener; no secret in it; its connection bound; HTTPS with the API's certificate when the API is HTTPS. The
+ * cluster's metrics are in test/cluster/cli.test.ts.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsListenOf } from '../../src/cli/main.js';
+import { METRICS_MAX_CONNECTIONS } from '../../src/metrics.js';
+import { KEEL_VERSION } from '../../src/version.js';
+import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
+import { httpsFetch, trustCa } from '../support/tls-call.js';
+
+let srv: TestServer;
+let admin: string;
+let metricsUrl: string;
+
+beforeAll(async () => {
+  srv = await startServer({ metrics: { host: '127.0.0.1', port: 0 } });
+  admin = await login(srv.base);
+  metricsUrl = `http://127.0.0.1:${srv.ctl.metricsPort}/metrics`;
+});
+afterAll(() => srv.stop());
+
+/** One sample's value from Prometheus text: `name{labels} value`; undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
+async function scrape(): Promise<string> {
+  const r = await fetch(metricsUrl);
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return r.text();
+}
+
+describe('GET /metrics on a single node', () => {
+  it('serves the controller metrics and the process metrics, with their types', async () => {
+    const text = await scrape();
+    expect(sample(text, `keel_info{version="${KEEL_VERSION}",node_id=""}`)).toBe(1);
+    expect(sample(text, 'keel_store_failed')).toBe(0);
+    expect(sample(text, 'keel_store_applied_index')).toBeGreaterThan(0);
+    expect(sample(text, 'keel_router_connections')).toBe(0);
+    expect(text).toContain('# TYPE keel_http_responses_total counter');
+    expect(text).toContain('# TYPE keel_store_rows gauge');
+    // the process's own (prom-client's defaults)
+    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sample(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    // no cluster, no Raft metrics
+    expect(text).not.toContain('keel_raft_term');
+  });
+
+  it('follows the API: a create adds a row and a 201, a missing id a 404', async () => {
+    const before = await scrape();
+    const rows = sample(before, 'keel_store_rows{entity="identities"}')!;
+    const created = sample(before, 'keel_http_responses_total{code="201"}') ?? 0;
+    const missing = sample(before, 'keel_http_responses_total{code="404"}') ?? 0;
+    const r = await call('POST', `${srv.mgmt}/identities`, {
+      token: admin,
+      body: { name: 'metrics-one', type: 'User', isAdmin: false },
+    });
+    expect(r.status, r.text).toBe(201);
+    expect((await call('GET', `${srv.mgmt}/identities/no-such-id`, { token: admin })).status).toBe(404);
+    const after = await scrape();
+    expect(sample(after, 'keel_store_rows{entity="identities"}')).toBe(rows + 1);
+    expect(sample(after, 'keel_http_responses_total{code="201"}')).toBe(created + 1);
+    expect(sample(after, 'keel_http_responses_total{code="404"}')).toBe(missing + 1);
+    expect(sample(after, 'keel_store_applied_index')).toBeGreaterThan(sample(before, 'keel_store_applied_index')!);
+  });
+
+  it('holds no secret: neither the admin password nor a session token', async () => {
+    const text = await scrape();
+    expect(text).not.toContain(ADMIN_PASSWORD);
+    expect(text).not.toContain(admin);
+  });
+
+  it('serves nothing else: other paths 404, other methods 405, bodies 413, the APIs are not there', async () => {
+    const base = `http://127.0.0.1:${srv.ctl.metricsPort}`;
+    const other = await fetch(`${base}/metrics/x`);
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
+    const post = await fetch(`${base}/metrics`, { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(((await post.json()) as { error: { code: string } }).error.code).toBe('METHOD_NOT_ALLOWED');
+    const body = await fetch(`${base}/metrics`, { method: 'POST', body: 'x' });
+    expect(body.status).toBe(413);
+    expect(((await body.json()) as { error: { code: string } }).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+    expect((await fetch(`${base}/edge/management/v1/identities`)).status).toBe(404);
+    expect((await fetch(`${base}/version`)).status).toBe(404);
+  });
+
+  it(`answers 429 on connections beyond ${METRICS_MAX_CONNECTIONS}`, async () => {
+    const port = srv.ctl.metricsPort;
+    const held: Socket[] = [];
+    try {
+      for (let i = 0; i < METRICS_MAX_CONNECTIONS; i++) {
+        const s = connect(port, '127.0.0.1');
+        await new Promise((resolve, reject) => s.once('connect', resolve).once('error', reject));
+        held.push(s);
+      }
+      expect(await rawStatus(port)).toBe(429);
+    } finally {
+      for (const s of held) s.destroy();
+    }
+    // the held ones gone, a new connection is served again
+    await expect.poll(() => rawStatus(port), { timeout: 5_000 }).toBe(200);
+  });
+});
+
+/** The status of `GET /metrics` on a new connection (not one of fetch's pooled ones). */
+function rawStatus(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () =>
+      s.write('GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n'),
+    );
+    let head = '';
+    s.setTimeout(5_000, () => s.destroy(new Error('no answer')));
+    s.on('data', (d: Buffer) => {
+      head += d.toString('latin1');
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(head);
+      if (m) {
+        resolve(Number(m[1]));
+        s.destroy();
+      }
+    });
+    s.on('error', reject);
+  });
+}
+
+describe('--metrics-listen', () => {
+  it('takes HOST:PORT; plain HTTP only on a loopback address', () => {
+    expect(metricsListenOf(undefined, true)).toBeUndefined();
+    expect(metricsListenOf('0.0.0.0:9100', true)).toEqual({ host: '0.0.0.0', port: 9100 });
+    expect(metricsListenOf('127.0.0.1:9100', false)).toEqual({ host: '127.0.0.1', port: 9100 });
+    expect(() => metricsListenOf('0.0.0.0:9100', false)).toThrow(/loopback/);
+    expect(() => metricsListenOf('9100', true)).toThrow(/HOST:PORT/);
+    expect(() => metricsListenOf('127.0.0.1:99999', true)).toThrow(/invalid port/);
+  });
+});
+
+describe('GET /metrics with API TLS', () => {
+  it('is served over HTTPS with the API certificate', async () => {
+    const tls = await startServer({ apiTls: true, engine: 'node', metrics: { host: '127.0.0.1', port: 0 } });
+    try {
+      trustCa(tls.ctl.svc.pki!.caPems[0]!);
+      const r = await httpsFetch(`https://127.0.0.1:${tls.ctl.metricsPort}/metrics`, { method: 'GET', headers: {} });
+      expect(r.status).toBe(200);
+      expect(sample(r.text, 'keel_store_failed')).toBe(0);
+      // not in plain HTTP
+      await expect(fetch(`http://127.0.0.1:${tls.ctl.metricsPort}/metrics`)).rejects.toThrow();
+    } finally {
+      await tls.stop();
+    }
+  });
+});
