@@ -14,9 +14,10 @@ export const CLUSTER_USAGE = `Usage:
         with keel run --data-dir DIR --node-id ID --cluster-init); for each further node, issue a join bundle
         with keel pki issue-node --ca-dir DIR/pki --node-id ID2 --host ... --out BUNDLE and copy BUNDLE to that
         node's DIR2/pki before its first start (keel run ... --join ADDR). Peer links are always mutual TLS.
-  keel cluster local [--base-port P] [--peer-base-port P] [--data-dir DIR] [--admin-password X]
+  keel cluster local [--base-port P] [--peer-base-port P] [--metrics-base-port P] [--data-dir DIR] [--admin-password X]
         three nodes on this machine (API ports P..P+2, default 1280; peer ports default 6262..6264;
-        data in DIR/n1..n3, default ./data-cluster); prints each API URL and the admin login
+        Prometheus metrics at /metrics on ports default 9280..9282, 0: none; data in DIR/n1..n3, default
+        ./data-cluster); prints each API URL, each metrics URL and the admin login
   keel cluster list --peer ADDR --pki-dir DIR
         the members (id, peer address, voter, leader, reachable, applied index, API addresses)
   keel cluster add --peer ADDR --pki-dir DIR --id ID --address HOST:PORT [--learner]
@@ -49,6 +50,7 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
     options: {
       'base-port': { type: 'string' },
       'peer-base-port': { type: 'string' },
+      'metrics-base-port': { type: 'string' },
       'data-dir': { type: 'string' },
       'admin-password': { type: 'string' },
       peer: { type: 'string' },
@@ -75,6 +77,9 @@ export async function clusterCommand(argv: string[], out: (s: string) => void): 
       {
         basePort: port(values['base-port'], '--base-port', 1280),
         peerBasePort: port(values['peer-base-port'], '--peer-base-port', 6262),
+        ...(values['metrics-base-port'] === '0'
+          ? {}
+          : { metricsBasePort: port(values['metrics-base-port'], '--metrics-base-port', 9280) }),
         dataDir: values['data-dir'] ?? './data-cluster',
         nodes: 3,
         ...(values['admin-password'] ? { adminPassword: values['admin-password'] } : {}),

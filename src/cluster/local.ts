@@ -12,6 +12,8 @@ export interface LocalClusterOptions {
   dataDir: string;
   nodes: number;
   adminPassword?: string;
+  /** Each member's metrics listener (`--metrics-listen`) on ports P..P+2; absent: none. */
+  metricsBasePort?: number;
 }
 
 /** Hosts the certificates of a cluster on this machine name. */
@@ -26,6 +28,11 @@ export async function preparePeerPki(ids: string[], dirOf: (id: string) => strin
   const caDir = join(dirOf(first!), 'pki');
   await initClusterPki(caDir, { nodeId: first!, hosts });
   for (const id of rest) await issueNodeBundle(caDir, join(dirOf(id), 'pki'), { nodeId: id, hosts });
+}
+
+/** A local member's metrics URL: its API's scheme, the metrics port on 127.0.0.1. */
+function metricsUrl(apiBase: string, port: number): string {
+  return `${new URL(apiBase).protocol}//127.0.0.1:${port}/metrics`;
 }
 
 export async function runLocalCluster(o: LocalClusterOptions, out: (line: string) => void): Promise<NodeProcess[]> {
@@ -48,6 +55,9 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
     peerPort: o.peerBasePort + i,
     ...(start ? { start } : {}),
     ...(i === 0 && password ? { adminPassword: password } : {}),
+    ...(o.metricsBasePort !== undefined
+      ? { extraArgs: ['--metrics-listen', `127.0.0.1:${o.metricsBasePort + i}`] }
+      : {}),
     env: { KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn' },
   });
   const started = (n: NodeProcess) => {
@@ -85,7 +95,11 @@ export async function runLocalCluster(o: LocalClusterOptions, out: (line: string
   }
   out(`Keel cluster of ${o.nodes} nodes running (data in ${root})`);
   for (const n of nodes) {
-    out(`  ${n.spec.id}  API ${n.base}  (management ${n.base}/edge/management/v1)  peer ${n.peerAddress}`);
+    const metrics =
+      o.metricsBasePort === undefined
+        ? ''
+        : `  metrics ${metricsUrl(n.base, o.metricsBasePort + ids.indexOf(n.spec.id))}`;
+    out(`  ${n.spec.id}  API ${n.base}  (management ${n.base}/edge/management/v1)  peer ${n.peerAddress}${metrics}`);
   }
   if (nodes[0]!.ca !== null) {
     const caFile = join(root, 'n1', 'pki', 'ca.cert.pem');

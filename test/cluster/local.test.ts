@@ -1,6 +1,7 @@
 /**
- * `npm run cluster` (`keel cluster local`): three HTTPS members under one root on first start, and a restart on the
- * same data (the members start at once: a restarting member needs a majority for a leader).
+ * `npm run cluster` (`keel cluster local`): three HTTPS members under one root on first start, each with its
+ * metrics listener, and a restart on the same data (the members start at once: a restarting member needs a majority
+ * for a leader).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -24,11 +25,11 @@ function free(port: number): Promise<boolean> {
   });
 }
 
-/** A base port P with P..P+5 free (API ports P..P+2, peer ports P+3..P+5). */
+/** A base port P with P..P+8 free (API ports P..P+2, peer ports P+3..P+5, metrics ports P+6..P+8). */
 async function freeRange(): Promise<number> {
   for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 30_000);
-    const ok = await Promise.all(Array.from({ length: 6 }, (_, i) => free(base + i)));
+    const ok = await Promise.all(Array.from({ length: 9 }, (_, i) => free(base + i)));
     if (ok.every(Boolean)) return base;
   }
   throw new Error('no free port range');
@@ -45,7 +46,14 @@ describe('keel cluster local', () => {
 
   it('starts three HTTPS members under one root, prints how to trust it, and restarts on the same data', async () => {
     const base = await freeRange();
-    const opts = { basePort: base, peerBasePort: base + 3, dataDir: dir, nodes: 3, adminPassword: PASSWORD };
+    const opts = {
+      basePort: base,
+      peerBasePort: base + 3,
+      metricsBasePort: base + 6,
+      dataDir: dir,
+      nodes: 3,
+      adminPassword: PASSWORD,
+    };
     const lines: string[] = [];
     nodes = await runLocalCluster(opts, (l) => lines.push(l));
     const caFile = join(dir, 'n1', 'pki', 'ca.cert.pem');
@@ -59,6 +67,12 @@ describe('keel cluster local', () => {
     for (const [i, n] of nodes.entries()) {
       expect(n.base).toBe(`https://127.0.0.1:${base + i}`);
       expect((await login(n)).status).toBe(200);
+      // each member's metrics, over HTTPS with its API certificate, at the URL printed for it
+      const url = `https://127.0.0.1:${base + 6 + i}/metrics`;
+      expect(lines.join('\n')).toContain(`metrics ${url}`);
+      const metrics = await tlsCall('GET', url, { ca });
+      expect(metrics.status).toBe(200);
+      expect(metrics.text).toContain(`node_id="n${i + 1}"`);
     }
     await Promise.all(nodes.map((n) => stopNode(n)));
 
