@@ -141,9 +141,9 @@ export function createApp(opts: AppOptions): App {
     return headers;
   }
 
-  /** Adds default and CORS headers; turns anything that is not a response into a 500. */
   const responseCounts = new Float64Array(STATUS_SLOTS);
 
+  /** Adds default and CORS headers; turns anything that is not a response into a 500. Counts the response. */
   function finish(req: HttpRequest, res: HttpResponse): HttpResponse {
     if (!isResponse(res)) {
       report(new TypeError(`handler for ${req.method} ${req.path} returned an invalid response`), req);
