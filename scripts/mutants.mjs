@@ -1447,6 +1447,15 @@ export const MUTANTS = [
     tests: ['test/api/metrics.test.ts'],
     only: '429 on connections beyond',
   },
+  {
+    // every scrape collects every metric anew, however often it comes
+    id: 'metrics-collected-every-scrape',
+    file: 'src/metrics.ts',
+    search: '  const minInterval_ms = opts.minInterval_ms ?? METRICS_MIN_INTERVAL_MS;',
+    replace: '  const minInterval_ms = 0;',
+    tests: ['test/api/metrics.test.ts'],
+    only: 'get the last collection',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
 import { dialAddress } from './cluster/peer-address.js';
 import { RemovedFromClusterError } from './cluster/removal.js';
-import { controllerMetrics, serveMetrics } from './metrics.js';
+import { controllerMetrics, type MetricsListenOptions, serveMetrics } from './metrics.js';
 import { buildSchema, ENTITIES } from './model/index.js';
 import { migrateRouterRows } from './model/router-rows.js';
 import { onChanges } from './model/rows.js';
@@ -93,7 +93,7 @@ export interface ControllerOptions {
    * Serve `GET /metrics` (Prometheus) on a listener of its own: HTTPS with the API's certificate when the API is
    * HTTPS, else plain HTTP (docs/operations.md, "Metrics"); absent: none.
    */
-  metrics?: { host: string; port: number };
+  metrics?: MetricsListenOptions;
 }
 
 /** How long a starting cluster member waits for a leader (and, when joining, to catch up) before giving up. */

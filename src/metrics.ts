@@ -19,6 +19,11 @@ import { KEEL_VERSION } from './version.js';
 export const METRICS_PATH = '/metrics';
 /** Bound on connections to the metrics listener: a handful of scrapers, never thousands. */
 export const METRICS_MAX_CONNECTIONS = 64;
+/**
+ * Scrapes closer together than this get the previous answer: a scraper asks every 15 s or so, and anyone hammering
+ * the listener then costs the node the sends, not a collection of every metric per request (about 0.7 ms each).
+ */
+export const METRICS_MIN_INTERVAL_MS = 1_000;
 
 /** What the gauges read, each time they are scraped. */
 export interface MetricsSources {
@@ -150,17 +155,39 @@ export async function scrape(registry: Registry): Promise<string> {
   return `${own}${await processMetrics().metrics()}`;
 }
 
-/** Serves `GET /metrics` (nothing else) on `host:port`: HTTPS with `tls`, else plain HTTP. */
+/** Where the metrics listener listens, and how often it collects (METRICS_MIN_INTERVAL_MS by default). */
+export interface MetricsListenOptions {
+  host: string;
+  port: number;
+  minInterval_ms?: number;
+}
+
+/**
+ * Serves `GET /metrics` (nothing else) on `host:port`: HTTPS with `tls`, else plain HTTP. Concurrent scrapes share one
+ * collection, and one made less than `minInterval_ms` after the last collection began gets its text.
+ */
 export function serveMetrics(
   registry: Registry,
-  opts: { host: string; port: number; tls?: { key: string; cert: string } },
+  opts: MetricsListenOptions & { tls?: { key: string; cert: string } },
 ): Promise<HttpServer> {
+  const minInterval_ms = opts.minInterval_ms ?? METRICS_MIN_INTERVAL_MS;
+  const headers = Object.freeze({ 'content-type': registry.contentType });
+  let last: { at_ms: number; text: Promise<string> } | null = null;
+  const collect = (): Promise<string> => {
+    const now_ms = performance.now();
+    if (last === null || now_ms - last.at_ms >= minInterval_ms) {
+      const text = scrape(registry);
+      const entry = { at_ms: now_ms, text };
+      last = entry;
+      // a failed collection is not served again: the next scrape collects anew
+      text.catch(() => {
+        if (last === entry) last = null;
+      });
+    }
+    return last.text;
+  };
   const router = new Router();
-  router.add('GET', METRICS_PATH, async () => ({
-    status: 200,
-    headers: { 'content-type': registry.contentType },
-    body: await scrape(registry),
-  }));
+  router.add('GET', METRICS_PATH, async () => ({ status: 200, headers, body: await collect() }));
   const app = createApp({ router, cors: false, maxBodyBytes: 0 });
   return serve(app, {
     engine: 'node',

@@ -1,13 +1,13 @@
 /**
  * `GET /metrics` (src/metrics.ts) on a single node: Prometheus's text format; the store's rows, the API's responses
  * per status code and the process's own metrics, each following what the API did; nothing but `/metrics` on that
- * listener; no secret in it; its connection bound; HTTPS with the API's certificate when the API is HTTPS. The
- * cluster's metrics are in test/cluster/cli.test.ts.
+ * listener; no secret in it; its connection bound; scrapes closer than METRICS_MIN_INTERVAL_MS sharing one collection;
+ * HTTPS with the API's certificate when the API is HTTPS. The cluster's metrics are in test/cluster/cli.test.ts.
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsListenOf } from '../../src/cli/main.js';
-import { METRICS_MAX_CONNECTIONS } from '../../src/metrics.js';
+import { METRICS_MAX_CONNECTIONS, METRICS_MIN_INTERVAL_MS } from '../../src/metrics.js';
 import { KEEL_VERSION } from '../../src/version.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { httpsFetch, trustCa } from '../support/tls-call.js';
@@ -17,7 +17,8 @@ let admin: string;
 let metricsUrl: string;
 
 beforeAll(async () => {
-  srv = await startServer({ metrics: { host: '127.0.0.1', port: 0 } });
+  // collected at every scrape here (minInterval_ms 0), so that each one shows the requests just made
+  srv = await startServer({ metrics: { host: '127.0.0.1', port: 0, minInterval_ms: 0 } });
   admin = await login(srv.base);
   metricsUrl = `http://127.0.0.1:${srv.ctl.metricsPort}/metrics`;
 });
@@ -130,6 +131,33 @@ function rawStatus(port: number): Promise<number> {
     s.on('error', reject);
   });
 }
+
+describe(`scrapes less than ${METRICS_MIN_INTERVAL_MS} ms apart (the default)`, () => {
+  it('get the last collection; a later one collects again', async () => {
+    const node = await startServer({ metrics: { host: '127.0.0.1', port: 0 } });
+    try {
+      const url = `http://127.0.0.1:${node.ctl.metricsPort}/metrics`;
+      const token = await login(node.base);
+      const rows = (text: string) => sample(text, 'keel_store_rows{entity="identities"}');
+      const t0 = performance.now();
+      const first = await (await fetch(url)).text();
+      const r = await call('POST', `${node.mgmt}/identities`, {
+        token,
+        body: { name: 'metrics-cached', type: 'User', isAdmin: false },
+      });
+      expect(r.status, r.text).toBe(201);
+      // a burst at once: all the first collection's text, the new identity not in it (a few ms of work: well within
+      // the interval, said rather than assumed)
+      const burst = await Promise.all(Array.from({ length: 20 }, async () => (await fetch(url)).text()));
+      expect(performance.now() - t0).toBeLessThan(METRICS_MIN_INTERVAL_MS);
+      for (const text of burst) expect(text).toBe(first);
+      await new Promise((resolve) => setTimeout(resolve, METRICS_MIN_INTERVAL_MS));
+      expect(rows(await (await fetch(url)).text())).toBe(rows(first)! + 1);
+    } finally {
+      await node.stop();
+    }
+  });
+});
 
 describe('--metrics-listen', () => {
   it('takes HOST:PORT; plain HTTP only on a loopback address', () => {
