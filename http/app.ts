@@ -55,10 +55,25 @@ export interface App {
   reject(err: ApiError, req: HttpRequest): HttpResponse;
   /** Responses answered since the app was made, indexed by HTTP status (100–599): what `/metrics` reports. */
   readonly responseCounts: Float64Array;
+  /** The response times of requests that carry `receivedAt_ms`, as a histogram over RESPONSE_TIME_BOUNDS_MS. */
+  readonly responseTimes: ResponseTimes;
 }
 
 /** responseCounts' length: one slot per status code up to 599. */
 const STATUS_SLOTS = 600;
+
+/** Upper bounds (inclusive, ms) of the response-time histogram's buckets; a last bucket holds the slower ones. */
+export const RESPONSE_TIME_BOUNDS_MS: readonly number[] = Object.freeze([
+  0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000,
+]);
+
+/** Response times: `counts[i]` responses took at most RESPONSE_TIME_BOUNDS_MS[i] (and more than the bound before). */
+export interface ResponseTimes {
+  /** One slot per bound, then one for the slower responses. */
+  readonly counts: Float64Array;
+  /** `sum_ms[0]`: the sum of every response time counted, in ms. */
+  readonly sum_ms: Float64Array;
+}
 
 /** A handler's pending response, until it settles or its timeout answers. */
 class Pending extends Deadline {
@@ -142,6 +157,18 @@ export function createApp(opts: AppOptions): App {
   }
 
   const responseCounts = new Float64Array(STATUS_SLOTS);
+  const responseTimes: ResponseTimes = {
+    counts: new Float64Array(RESPONSE_TIME_BOUNDS_MS.length + 1),
+    sum_ms: new Float64Array(1),
+  };
+
+  /** Counts a response that took `took_ms` (a linear scan: 15 buckets, most responses fall in the first few). */
+  function timed(took_ms: number): void {
+    let i = 0;
+    while (i < RESPONSE_TIME_BOUNDS_MS.length && took_ms > RESPONSE_TIME_BOUNDS_MS[i]!) i++;
+    responseTimes.counts[i]!++;
+    responseTimes.sum_ms[0]! += took_ms;
+  }
 
   /** Adds default and CORS headers; turns anything that is not a response into a 500. Counts the response. */
   function finish(req: HttpRequest, res: HttpResponse): HttpResponse {
@@ -150,6 +177,7 @@ export function createApp(opts: AppOptions): App {
       res = errorResponse(Errors.UNHANDLED(), req.requestId);
     }
     responseCounts[res.status]!++;
+    if (req.receivedAt_ms !== undefined) timed(performance.now() - req.receivedAt_ms);
     const withCors = cors && req.method !== 'OPTIONS' && hasOrigin(req.headers);
     const out: HttpResponse = { status: res.status, headers: headersFor(res.headers, withCors) };
     if (res.body !== undefined) out.body = res.body;
@@ -244,5 +272,6 @@ export function createApp(opts: AppOptions): App {
     handle: (req) => Promise.resolve(dispatch(req)),
     reject: (err, req) => finish(req, errorResponse(err, req.requestId)),
     responseCounts,
+    responseTimes,
   };
 }

@@ -66,6 +66,7 @@ export class IncomingRequest implements HttpRequest {
   body: Buffer;
   params: Record<string, string> = NO_PARAMS;
   peerCertificates?: Buffer[];
+  readonly receivedAt_ms = performance.now();
   private requestIdValue: string | undefined;
   private queryValue: URLSearchParams | undefined;
   private jsonValue: unknown = UNPARSED;

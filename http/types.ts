@@ -20,6 +20,8 @@ export interface HttpRequest {
   remoteAddress: string;
   /** Per-request shortid (alphabet `0-9a-zA-Z.-`, like OpenZiti's `eid`). */
   requestId: string;
+  /** `performance.now()` when the engine took the request (its headers read): where its response time starts. */
+  readonly receivedAt_ms?: number;
   /** Path parameters captured from the route pattern (percent-decoded). */
   params: Record<string, string>;
   /** DER chain of the client certificate, leaf first (node:https engine with `requestCert` only). */

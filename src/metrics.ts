@@ -6,8 +6,8 @@
  * metrics (CPU, memory, event loop delay, GC: prom-client's defaults) are registered once per process and served
  * beside this controller's. No metric carries a secret or a per-entity value: counts, indexes and states only.
  */
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { type App, createApp } from '../http/app.js';
+import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
+import { type App, createApp, RESPONSE_TIME_BOUNDS_MS, type ResponseTimes } from '../http/app.js';
 import { Router } from '../http/router.js';
 import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
@@ -101,6 +101,7 @@ export function controllerMetrics(src: MetricsSources): Registry {
       }
     },
   });
+  registry.registerMetric(responseTimeHistogram(app.responseTimes));
   gauge(
     registry,
     'keel_router_connections',
@@ -110,6 +111,37 @@ export function controllerMetrics(src: MetricsSources): Registry {
   );
   if (cluster !== null) clusterMetrics(registry, cluster);
   return registry;
+}
+
+/**
+ * `keel_http_request_duration_seconds`: the app's response-time histogram (http/app.ts counts it, one bucket increment
+ * per response) as a Prometheus histogram. prom-client's Histogram only observes values one by one, so this is a
+ * metric of its own that prom-client's registry formats (it reads `name`, `help`, `type` and `get()`'s values).
+ */
+function responseTimeHistogram(times: ResponseTimes): Metric {
+  const name = 'keel_http_request_duration_seconds';
+  const help = 'API response times, from the request read to the response handed to the HTTP engine';
+  const bounds = RESPONSE_TIME_BOUNDS_MS.map((ms) => String(ms / 1000));
+  const metric = {
+    name,
+    help,
+    type: 'histogram',
+    aggregator: 'sum',
+    get: async () => {
+      const values: Array<{ metricName: string; labels: Record<string, string>; value: number }> = [];
+      let cumulative = 0;
+      for (let i = 0; i < times.counts.length; i++) {
+        cumulative += times.counts[i]!;
+        const le = i < bounds.length ? bounds[i]! : '+Inf';
+        values.push({ metricName: `${name}_bucket`, labels: { le }, value: cumulative });
+      }
+      values.push({ metricName: `${name}_sum`, labels: {}, value: times.sum_ms[0]! / 1000 });
+      values.push({ metricName: `${name}_count`, labels: {}, value: cumulative });
+      return { name, help, type: 'histogram', aggregator: 'sum', values };
+    },
+    reset: () => {},
+  };
+  return metric as unknown as Metric;
 }
 
 function clusterMetrics(registry: Registry, cluster: ClusterNode): void {

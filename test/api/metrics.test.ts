@@ -6,6 +6,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RESPONSE_TIME_BOUNDS_MS } from '../../http/app.js';
 import { metricsListenOf } from '../../src/cli/main.js';
 import { METRICS_MAX_CONNECTIONS, METRICS_MIN_INTERVAL_MS } from '../../src/metrics.js';
 import { KEEL_VERSION } from '../../src/version.js';
@@ -71,6 +72,38 @@ describe('GET /metrics on a single node', () => {
     expect(sample(after, 'keel_http_responses_total{code="201"}')).toBe(created + 1);
     expect(sample(after, 'keel_http_responses_total{code="404"}')).toBe(missing + 1);
     expect(sample(after, 'keel_store_applied_index')).toBeGreaterThan(sample(before, 'keel_store_applied_index')!);
+  });
+
+  it('times every response: the histogram counts what the responses counter counts, in cumulative buckets', async () => {
+    // the scrape's own request is on the metrics listener, not the API: both figures are read in one collection
+    const text = await scrape();
+    expect(text).toContain('# TYPE keel_http_request_duration_seconds histogram');
+    let responses = 0;
+    for (const line of text.split('\n')) {
+      if (line.startsWith('keel_http_responses_total{')) responses += Number(line.split(' ')[1]);
+    }
+    const count = sample(text, 'keel_http_request_duration_seconds_count')!;
+    expect(count).toBeGreaterThan(0);
+    expect(count).toBe(responses);
+    const buckets = RESPONSE_TIME_BOUNDS_MS.map(
+      (ms) => sample(text, `keel_http_request_duration_seconds_bucket{le="${ms / 1000}"}`)!,
+    );
+    expect(buckets.every(Number.isFinite)).toBe(true);
+    for (let i = 1; i < buckets.length; i++) expect(buckets[i]).toBeGreaterThanOrEqual(buckets[i - 1]!);
+    expect(sample(text, 'keel_http_request_duration_seconds_bucket{le="+Inf"}')).toBe(count);
+    // the sum (seconds) lies between what the buckets allow: each response above its bucket's lower bound, at most
+    // its upper one (no response here takes the 10 s of the last bound)
+    const sum = sample(text, 'keel_http_request_duration_seconds_sum')!;
+    expect(sample(text, 'keel_http_request_duration_seconds_bucket{le="+Inf"}')).toBe(buckets.at(-1));
+    let low = 0;
+    let high = 0;
+    for (let i = 0; i < buckets.length; i++) {
+      const inBucket = buckets[i]! - (i > 0 ? buckets[i - 1]! : 0);
+      low += inBucket * (i > 0 ? RESPONSE_TIME_BOUNDS_MS[i - 1]! / 1000 : 0);
+      high += inBucket * (RESPONSE_TIME_BOUNDS_MS[i]! / 1000);
+    }
+    expect(sum).toBeGreaterThan(low);
+    expect(sum).toBeLessThanOrEqual(high);
   });
 
   it('holds no secret: neither the admin password nor a session token', async () => {
