@@ -1456,6 +1456,15 @@ export const MUTANTS = [
     tests: ['test/api/metrics.test.ts'],
     only: 'get the last collection',
   },
+  {
+    // the fabric API's routers shown to any authenticated caller, not only admins
+    id: 'fabric-routers-any-session',
+    file: 'src/ops/fabric.ts',
+    search: "  const base = { apis: [], tags: ['Router'], access: 'admin' as const };",
+    replace: "  const base = { apis: [], tags: ['Router'], access: 'authenticated' as const };",
+    tests: ['test/api/fabric-reads.test.ts'],
+    only: 'admins only',
+  },
 ];
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import { enrollOps } from './ops/enroll.js';
 import { enrollmentOps } from './ops/enrollments.js';
 import { extendOps } from './ops/extend.js';
 import { externalJwtSignerOps } from './ops/external-jwt-signers.js';
+import { fabricOps } from './ops/fabric.js';
 import { mountHealth } from './ops/health.js';
 import { identityOps } from './ops/identity.js';
 import { identityTraceOps } from './ops/identity-trace.js';
@@ -239,7 +240,7 @@ export class Controller {
       () => pki.cacertsPkcs7,
     );
     mountOps(router, ops, svc);
-    for (const f of fabricClusterOps()) {
+    for (const f of [...fabricClusterOps(), ...fabricOps()]) {
       router.add(f.method, FABRIC_BASE + f.path, handlerFor(f, 'management', svc), { op: f, api: 'management' });
     }
     mountHealth(router, store, opts.clock ?? systemClock);

@@ -738,11 +738,18 @@ const ROWS: Row[] = [
   },
   {
     source: `${ZAC} (network visualizer: fetchRouters)`,
-    does: '`/fabric/v1/routers?limit=1000`: not served by Keel, answered with the envelope (ZAC falls back to [])',
+    does: '`/fabric/v1/routers?limit=1000`: every router in the fabric shape (`name`, `connected`, `cost`, …)',
     method: 'GET',
     path: () => '/fabric/v1/routers?limit=1000',
-    status: 404,
-    check: (b) => expect(b.error.code).toBe('NOT_FOUND'),
+    status: 200,
+    check: (b) => {
+      expect(b.meta.pagination).toMatchObject({ limit: 500, offset: 0 }); // capped at 500, as every list
+      expect(b.data.length).toBe(b.meta.pagination.totalCount);
+      for (const r of b.data) {
+        expect(r).toMatchObject({ id: expect.any(String), name: expect.any(String), connected: false });
+        expect(r).not.toHaveProperty('isOnline');
+      }
+    },
   },
   {
     source: `${ZAC_LIB}/pages/export/export-page.service.ts`,

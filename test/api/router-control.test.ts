@@ -128,6 +128,17 @@ describe('router presence', () => {
       arch: 'amd64',
     });
     expect((await mgmt('GET', `/routers/${r1.id}`)).body.data.isOnline).toBe(true);
+    // the fabric API's view (ZAC's network map, `ziti fabric list routers`)
+    const fabric = await call('GET', `${srv.base}/fabric/v1/routers/${r1.id}`, { token: admin });
+    expect(fabric.body.data).toMatchObject({
+      id: r1.id,
+      connected: true,
+      listenerAddresses: [
+        { protocol: 'tls', address: PROTOCOLS.tls },
+        { protocol: 'wss', address: PROTOCOLS.wss },
+      ],
+      versionInfo: { version: 'v1.1.0', revision: 'abc123', buildDate: '2026-11-26', os: 'linux', arch: 'amd64' },
+    });
     // the client's listings
     const mine = await call('GET', `${srv.client}/current-identity/edge-routers`, { token: user.token });
     expect(mine.body.data.map((r: any) => [r.id, r.isOnline, r.supportedProtocols])).toEqual([
@@ -162,6 +173,8 @@ describe('router presence', () => {
     await until(async () => !(await online(r1.id)) && !(await online(stranger.id)));
     expect(await detail(r1.id)).toMatchObject({ syncStatus: 'SYNC_DISCONNECTED', supportedProtocols: {}, version: '' });
     expect((await mgmt('GET', `/routers/${r1.id}`)).body.data.isOnline).toBe(false);
+    const gone = (await call('GET', `${srv.base}/fabric/v1/routers/${r1.id}`, { token: admin })).body.data;
+    expect([gone.connected, gone.listenerAddresses, 'versionInfo' in gone]).toEqual([false, [], false]);
     expect((await session()).edgeRouters).toEqual([]);
     // and it may come back
     const again = await connectRouter(port, r1);
