@@ -65,18 +65,23 @@ export function fabricRouter(row: Row, svc: Services): Record<string, unknown> {
   };
 }
 
+/** `links` → `Links`. */
+const cap = (word: string) => `${word[0]!.toUpperCase()}${word.slice(1)}`;
+
 /** An empty fabric list (links, circuits): OpenZiti's envelope with its pagination. */
-function emptyList(name: string, type: string) {
+function emptyList(name: string) {
   return op({
     apis: [],
     method: 'GET',
     path: `/${name}`,
-    operationId: `list${name[0]!.toUpperCase()}${name.slice(1)}`,
+    operationId: `list${cap(name)}`,
     tags: ['Fabric'],
     summary: `List ${name} (none: Keel has no data plane)`,
     access: 'admin',
     query: LIST_QUERY,
-    responses: { 200: { description: `No ${name}`, schema: listEnvelopeSchema(`list${type}sEnvelope`, s.obj({})) } },
+    responses: {
+      200: { description: `No ${name}`, schema: listEnvelopeSchema(`list${cap(name)}Envelope`, s.obj({})) },
+    },
     handler: () => listEnvelope([], { limit: 10, offset: 0, totalCount: 0 }, []),
   });
 }
@@ -87,11 +92,11 @@ function noneById(name: string, type: string) {
     apis: [],
     method: 'GET',
     path: `/${name}/{id}`,
-    operationId: `detail${type[0]!.toUpperCase()}${type.slice(1)}`,
+    operationId: `detail${cap(type)}`,
     tags: ['Fabric'],
     summary: `Retrieves a single ${type} (none: Keel has no data plane)`,
     access: 'admin',
-    responses: { 200: { description: `A ${type}`, schema: detailEnvelope(`detail${type}Envelope`, s.obj({})) } },
+    responses: { 200: { description: `A ${type}`, schema: detailEnvelope(`detail${cap(type)}Envelope`, s.obj({})) } },
     handler: ({ params }) => {
       throw notFound(type, params.id!);
     },
@@ -138,9 +143,9 @@ export function fabricOps(): OpDef<unknown>[] {
           JSON.stringify(fabricRouter(requireVisibleRow(transitRouters, ctx.svc, ctx.caller, ctx.params.id!), ctx.svc)),
         ),
     }),
-    emptyList('links', 'Link'),
+    emptyList('links'),
     noneById('links', 'link'),
-    emptyList('circuits', 'Circuit'),
+    emptyList('circuits'),
     noneById('circuits', 'circuit'),
   ];
 }
