@@ -10,35 +10,28 @@
  *   startup a single node's start on 100 000 identities and 10 000 services vs a raw LevelDB scan (bench/startup.ts)
  *   metrics a Prometheus scrape of /metrics, empty and on 100 000 identities, vs prom-client's bare defaults (bench/metrics.ts)
  */
-const [name, ...rest] = process.argv.slice(2);
-if (name === 'http') {
+/** The benchmarks that read their options from process.argv when imported. */
+const SCRIPTS: Record<string, string> = {
+  http: './http/run.js',
+  policy: './policy.js',
+  auth: './auth.js',
+  access: './access.js',
+  apply: './apply.js',
+  startup: './startup.js',
+  metrics: './metrics.js',
+};
+/** The benchmarks that export `main(args)`. */
+const MAINS: Record<string, string> = { raft: './raft/run.js', cluster: './cluster/run.js' };
+
+const [name = '', ...rest] = process.argv.slice(2);
+if (Object.hasOwn(SCRIPTS, name)) {
   process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./http/run.js');
-} else if (name === 'raft') {
-  const { main } = await import('./raft/run.js');
+  await import(SCRIPTS[name]!);
+} else if (Object.hasOwn(MAINS, name)) {
+  const { main } = (await import(MAINS[name]!)) as { main: (args: string[]) => Promise<void> };
   await main(rest);
-} else if (name === 'cluster') {
-  const { main } = await import('./cluster/run.js');
-  await main(rest);
-} else if (name === 'policy') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./policy.js');
-} else if (name === 'auth') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./auth.js');
-} else if (name === 'access') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./access.js');
-} else if (name === 'apply') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./apply.js');
-} else if (name === 'startup') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./startup.js');
-} else if (name === 'metrics') {
-  process.argv = [process.argv[0]!, process.argv[1]!, ...rest];
-  await import('./metrics.js');
 } else {
-  console.error('usage: npm run bench -- <http|raft|cluster|policy|auth|access|apply|startup|metrics> [options]');
+  const names = [...Object.keys(SCRIPTS).slice(0, 1), ...Object.keys(MAINS), ...Object.keys(SCRIPTS).slice(1)];
+  console.error(`usage: npm run bench -- <${names.join('|')}> [options]`);
   process.exit(2);
 }
