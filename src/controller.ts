@@ -299,8 +299,8 @@ export class Controller {
         if (cluster) cluster.routerAddress = ctl.routerControl.address;
       }
       if (opts.metrics) {
-        const registry = controllerMetrics({ svc, app, cluster, routerControl: () => ctl.routerControl });
-        ctl.metricsServer = await serveMetrics(registry, {
+        const metrics = controllerMetrics({ svc, app, cluster, routerControl: ctl.routerControl });
+        ctl.metricsServer = await serveMetrics(metrics, {
           ...opts.metrics,
           ...(pki.apiTls ? { tls: pki.apiTls } : {}),
         });

@@ -1,8 +1,9 @@
 /**
  * Prometheus metrics: `GET /metrics` on a listener of its own (`--metrics-listen`), in Prometheus's text format.
  *
- * Every figure is read when scraped (a gauge's `collect`), so a request, a write or an apply pays nothing for it,
- * except the HTTP responses per status code, which the app counts in a typed array (http/app.ts). The process's own
+ * Every figure is read when collected (a gauge's `collect`, the cluster's state sampled once per collection), so a
+ * request, a write or an apply pays nothing for it, except the HTTP responses per status code and their response
+ * times, which the app counts in typed arrays (http/app.ts). The process's own
  * metrics (CPU, memory, event loop delay, GC: prom-client's defaults) are registered once per process and served
  * beside this controller's. No metric carries a secret or a per-entity value: counts, indexes and states only.
  */
@@ -31,7 +32,14 @@ export interface MetricsSources {
   /** The API's app: its responses per status code. */
   app: App;
   cluster: ClusterNode | null;
-  routerControl: () => RouterControl | null;
+  routerControl: RouterControl | null;
+}
+
+/** A controller's metrics: the registry, and what its gauges read, sampled once per collection. */
+export interface ControllerMetrics {
+  registry: Registry;
+  /** Samples the state the gauges read (the cluster's Raft status and members), before a collection. */
+  sample(): void;
 }
 
 let processRegistry: Registry | null = null;
@@ -64,8 +72,13 @@ function gauge(
   });
 }
 
+/** A gauge without labels whose value `value()` gives at each collection. */
+function scalar(registry: Registry, name: string, help: string, value: () => number): void {
+  gauge(registry, name, help, [], (g) => g.set(value()));
+}
+
 /** This controller's metrics (see the module comment). */
-export function controllerMetrics(src: MetricsSources): Registry {
+export function controllerMetrics(src: MetricsSources): ControllerMetrics {
   const registry = new Registry();
   const { svc, app, cluster } = src;
   const store = svc.store;
@@ -79,14 +92,20 @@ export function controllerMetrics(src: MetricsSources): Registry {
   gauge(registry, 'keel_store_rows', 'Rows held per entity type', ['entity'], (g) => {
     for (const [entity, c] of store.collections) g.set({ entity }, c.size);
   });
-  gauge(registry, 'keel_store_applied_index', 'Index of the last command applied to the store', [], (g) =>
-    g.set(store.appliedIndex),
+  scalar(
+    registry,
+    'keel_store_applied_index',
+    'Index of the last command applied to the store',
+    () => store.appliedIndex,
   );
-  gauge(registry, 'keel_store_durable_index', 'Index of the last command the store has on disk', [], (g) =>
-    g.set(store.durableIndex),
+  scalar(
+    registry,
+    'keel_store_durable_index',
+    'Index of the last command the store has on disk',
+    () => store.durableIndex,
   );
-  gauge(registry, 'keel_store_failed', '1 once the store failed a write (it then refuses writes), else 0', [], (g) =>
-    g.set(store.failed === null ? 0 : 1),
+  scalar(registry, 'keel_store_failed', '1 once the store failed a write (it then refuses writes), else 0', () =>
+    store.failed === null ? 0 : 1,
   );
   new Counter({
     name: 'keel_http_responses_total',
@@ -102,15 +121,14 @@ export function controllerMetrics(src: MetricsSources): Registry {
     },
   });
   registry.registerMetric(responseTimeHistogram(app.responseTimes));
-  gauge(
+  scalar(
     registry,
     'keel_router_connections',
     "Routers connected to this controller's router control listener",
-    [],
-    (g) => g.set(src.routerControl()?.connectionCount ?? 0),
+    () => src.routerControl?.connectionCount ?? 0,
   );
-  if (cluster !== null) clusterMetrics(registry, cluster);
-  return registry;
+  const sample = cluster === null ? () => {} : clusterMetrics(registry, cluster);
+  return { registry, sample };
 }
 
 /**
@@ -144,46 +162,49 @@ function responseTimeHistogram(times: ResponseTimes): Metric {
   return metric as unknown as Metric;
 }
 
-function clusterMetrics(registry: Registry, cluster: ClusterNode): void {
-  gauge(registry, 'keel_raft_term', 'Current Raft term', [], (g) => g.set(cluster.status().term));
-  gauge(registry, 'keel_raft_commit_index', 'Highest log index known committed', [], (g) =>
-    g.set(cluster.status().commit),
+/**
+ * A cluster member's Raft and membership gauges, all read from one sample of its state (the returned function takes
+ * it), so that one collection never shows, say, a term and a leader of two different moments.
+ */
+function clusterMetrics(registry: Registry, cluster: ClusterNode): () => void {
+  let status = cluster.status();
+  let members = cluster.memberView();
+  scalar(registry, 'keel_raft_term', 'Current Raft term', () => status.term);
+  scalar(registry, 'keel_raft_commit_index', 'Highest log index known committed', () => status.commit);
+  scalar(registry, 'keel_raft_applied_index', 'Highest log index applied on this member', () => status.applied);
+  scalar(
+    registry,
+    'keel_raft_snapshot_index',
+    'Index of the latest snapshot (the log is compacted up to it)',
+    () => status.snapshotIndex,
   );
-  gauge(registry, 'keel_raft_applied_index', 'Highest log index applied on this member', [], (g) =>
-    g.set(cluster.status().applied),
+  scalar(registry, 'keel_raft_is_leader', '1 while this member leads, else 0', () =>
+    status.role === 'leader' ? 1 : 0,
   );
-  gauge(registry, 'keel_raft_snapshot_index', 'Index of the latest snapshot (the log is compacted up to it)', [], (g) =>
-    g.set(cluster.status().snapshotIndex),
-  );
-  gauge(registry, 'keel_raft_is_leader', '1 while this member leads, else 0', [], (g) =>
-    g.set(cluster.status().role === 'leader' ? 1 : 0),
-  );
-  gauge(registry, 'keel_raft_has_leader', '1 while this member knows a leader, else 0', [], (g) =>
-    g.set(cluster.status().leader === null ? 0 : 1),
+  scalar(registry, 'keel_raft_has_leader', '1 while this member knows a leader, else 0', () =>
+    status.leader === null ? 0 : 1,
   );
   gauge(registry, 'keel_cluster_members', 'Members of the applied configuration, by role', ['role'], (g) => {
-    let voters = 0;
-    let learners = 0;
-    for (const m of cluster.memberView()) m.voter ? voters++ : learners++;
+    const voters = members.filter((m) => m.voter).length;
     g.set({ role: 'voter' }, voters);
-    g.set({ role: 'learner' }, learners);
+    g.set({ role: 'learner' }, members.length - voters);
   });
-  gauge(
+  scalar(
     registry,
     'keel_cluster_members_online',
     'Members that answered their last status poll (this one included)',
-    [],
-    (g) => {
-      let online = 0;
-      for (const m of cluster.memberView()) if (m.online) online++;
-      g.set(online);
-    },
+    () => members.filter((m) => m.online).length,
   );
+  return () => {
+    status = cluster.status();
+    members = cluster.memberView();
+  };
 }
 
-/** The metrics text: this controller's metrics, then the process's. */
-export async function scrape(registry: Registry): Promise<string> {
-  const own = await registry.metrics();
+/** The metrics text: this controller's metrics (its state sampled first), then the process's. */
+export async function scrape(metrics: ControllerMetrics): Promise<string> {
+  metrics.sample();
+  const own = await metrics.registry.metrics();
   return `${own}${await processMetrics().metrics()}`;
 }
 
@@ -199,16 +220,16 @@ export interface MetricsListenOptions {
  * collection, and one made less than `minInterval_ms` after the last collection began gets its text.
  */
 export function serveMetrics(
-  registry: Registry,
+  metrics: ControllerMetrics,
   opts: MetricsListenOptions & { tls?: { key: string; cert: string } },
 ): Promise<HttpServer> {
   const minInterval_ms = opts.minInterval_ms ?? METRICS_MIN_INTERVAL_MS;
-  const headers = Object.freeze({ 'content-type': registry.contentType });
+  const headers = Object.freeze({ 'content-type': metrics.registry.contentType });
   let last: { at_ms: number; text: Promise<string> } | null = null;
   const collect = (): Promise<string> => {
     const now_ms = performance.now();
     if (last === null || now_ms - last.at_ms >= minInterval_ms) {
-      const text = scrape(registry);
+      const text = scrape(metrics);
       const entry = { at_ms: now_ms, text };
       last = entry;
       // a failed collection is not served again: the next scrape collects anew
