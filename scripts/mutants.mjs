@@ -1457,6 +1457,48 @@ export const MUTANTS = [
     only: 'get the last collection',
   },
   {
+    // a write that needs a newer state-machine version than the cluster's proposed anyway during a rolling upgrade
+    id: 'smv-gate-off',
+    file: 'src/cluster/node.ts',
+    search: '    if (needed <= cluster) return null;',
+    replace: '    if (needed <= cluster || needed > 0) return null;',
+    tests: ['test/cluster/state-machine-version.test.ts'],
+    only: 'refuses the writes version 2 introduced',
+  },
+  {
+    // the cluster's version raised past a member that is down (and may run the older release)
+    id: 'smv-raise-past-member-down',
+    file: 'src/cluster/node.ts',
+    search: '      if (!m.online || m.status === null) return;',
+    replace: '      if (!m.online || m.status === null) continue;',
+    tests: ['test/cluster/state-machine-version.test.ts'],
+  },
+  {
+    // a member applies a raise beyond its own release instead of stopping at it
+    id: 'smv-raise-beyond-release',
+    file: 'src/model/cluster-state.ts',
+    search: '    if (version > supported) {',
+    replace: '    if (version > supported + 1) {',
+    tests: ['test/cluster/state-machine-version.test.ts'],
+    only: 'raiseStateMachineVersion',
+  },
+  {
+    // a node of an older release added to a cluster past it
+    id: 'smv-older-member-added',
+    file: 'src/cluster/node.ts',
+    search: '    if (version < cluster) throw new MemberTooOldError(id, version, cluster);',
+    replace: '    if (version < cluster - 1) throw new MemberTooOldError(id, version, cluster);',
+    tests: ['test/cluster/state-machine-version.test.ts'],
+  },
+  {
+    // an older release started on data the cluster raised past it
+    id: 'smv-older-release-starts',
+    file: 'src/cluster/node.ts',
+    search: '    if (clusterVersion > supported) {',
+    replace: '    if (clusterVersion > supported + 1) {',
+    tests: ['test/cluster/state-machine-version.test.ts'],
+  },
+  {
     // the fabric API's routers shown to any authenticated caller, not only admins
     id: 'fabric-routers-any-session',
     file: 'src/ops/fabric.ts',

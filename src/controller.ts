@@ -181,7 +181,10 @@ export class Controller {
     });
     mkdirSync(opts.dataDir, { recursive: true });
     const stateDir = join(opts.dataDir, 'state');
-    const store = await Store.open(opts.storeDb ? opts.storeDb(stateDir) : stateDir, buildSchema());
+    const store = await Store.open(
+      opts.storeDb ? opts.storeDb(stateDir) : stateDir,
+      buildSchema(opts.cluster?.stateMachineVersion),
+    );
     store.onFailure((failure) => {
       log('fatal', 'data store failed: refusing every write from now on', {
         stage: failure.stage,

@@ -195,9 +195,23 @@ function clusterMetrics(registry: Registry, cluster: ClusterNode): () => void {
     'Members that answered their last status poll (this one included)',
     () => members.filter((m) => m.online).length,
   );
+  let clusterVersion = cluster.clusterStateMachineVersion();
+  scalar(
+    registry,
+    'keel_state_machine_version',
+    'State-machine version this member applies (its release)',
+    () => cluster.stateMachineVersion,
+  );
+  scalar(
+    registry,
+    'keel_cluster_state_machine_version',
+    "The cluster's state-machine version as applied here: below keel_state_machine_version while an upgrade is under way",
+    () => clusterVersion,
+  );
   return () => {
     status = cluster.status();
     members = cluster.memberView();
+    clusterVersion = cluster.clusterStateMachineVersion();
   };
 }
 

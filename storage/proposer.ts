@@ -20,9 +20,11 @@ export interface Proposer {
  * - `overloaded`: a bounded queue is full (nothing was proposed);
  * - `unknown-outcome`: the command may or may not be applied later (a forward or a leader was lost, or the wait
  *   timed out); the caller must not retry blindly;
- * - `stopped`: this node is shutting down or stopped itself.
+ * - `stopped`: this node is shutting down or stopped itself;
+ * - `upgrading`: the command needs a newer state-machine version than every member applies yet (a rolling upgrade
+ *   under way; nothing was proposed).
  */
-export type ProposalErrorCode = 'no-leader' | 'overloaded' | 'unknown-outcome' | 'stopped';
+export type ProposalErrorCode = 'no-leader' | 'overloaded' | 'unknown-outcome' | 'stopped' | 'upgrading';
 
 export class ProposalError extends Error {
   constructor(

@@ -122,6 +122,20 @@ export function storeFailed(): ApiError {
   );
 }
 
+/**
+ * 503 `CLUSTER_UPGRADE_INCOMPLETE`: the write needs a state-machine version some cluster member does not apply yet
+ * (a rolling upgrade under way: docs/cluster.md). OpenZiti has no code for this; like STORE_FAILED it is Keel's, in
+ * OpenZiti's envelope, with `Retry-After`: the same write succeeds once every member runs the new release.
+ */
+export function clusterUpgrading(detail: string, headers: Record<string, string>): ApiError {
+  return new ApiError(
+    'CLUSTER_UPGRADE_INCOMPLETE',
+    503,
+    `This write needs every cluster member to run a newer release: ${detail}. Try again once the upgrade is complete`,
+    { headers },
+  );
+}
+
 export function queryError(e: QueryError): ApiError {
   const cause = { field: e.field ?? 'filter', reason: e.reason, value: e.value };
   switch (e.code) {

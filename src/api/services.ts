@@ -7,7 +7,7 @@ import type { DialRefusal } from '../cluster/peer-protocol.js';
 import type { EntityName } from '../model/index.js';
 import type { Command, RowFor, Store } from '../model/rows.js';
 import type { NodePki } from '../pki/node-pki.js';
-import { type ApiError, Errors, notFound, storeError, storeFailed } from './errors.js';
+import { type ApiError, clusterUpgrading, Errors, notFound, storeError, storeFailed } from './errors.js';
 
 /**
  * The HTTP face of a proposal that produced no recorded result: no leader → 503 CLUSTER_NO_LEADER (OpenZiti's
@@ -23,6 +23,8 @@ export function proposalError(err: ProposalError): ApiError {
     case 'overloaded':
     case 'unknown-outcome':
       return Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers });
+    case 'upgrading':
+      return clusterUpgrading(err.message, headers);
   }
 }
 

@@ -33,6 +33,8 @@ export interface MemberSource {
   observed?(id: string, status: MemberStatus): void;
   /** At each poll, the ids of the members: what the source keeps for any other (a peer client) may go. */
   keepOnly?(members: ReadonlySet<string>): void;
+  /** After each poll, once every member's answer (or its absence) is recorded. */
+  polled?(): void;
 }
 
 /** One member as this node has seen it (MemberView's fields this node keeps between polls). */
@@ -98,6 +100,7 @@ export class MemberMonitor {
     } finally {
       this.polling = false;
     }
+    this.source.polled?.();
   }
 
   /**

@@ -17,12 +17,15 @@ import {
   rejectUpgrade,
   WebSocketTransport,
 } from '../../raft/index.js';
+import { ProposalError } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
+import type { Command } from '../../storage/types.js';
+import { clusterStateMachineVersion } from '../model/cluster-state.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { pemBlocks } from '../pki/pem.js';
 import { closeMutualTlsServer, createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
-import { KEEL_VERSION } from '../version.js';
+import { KEEL_VERSION, STATE_MACHINE_VERSION } from '../version.js';
 import { ForwardBatcher } from './forward-batch.js';
 import { FORWARD_PATH, MAX_FORWARD_FRAME_BYTES, serveForwards } from './forward-channel.js';
 import { askToJoin } from './join.js';
@@ -52,7 +55,7 @@ import {
   raftLinkOptions,
   refuseUpgrade,
 } from './peer-protocol.js';
-import { proposeOnLeader, RaftProposer } from './raft-proposer.js';
+import { DEFAULT_RAFT_PROPOSER_OPTIONS, proposeOnLeader, RaftProposer } from './raft-proposer.js';
 import { untilReady } from './ready.js';
 import {
   type ConfAnswer,
@@ -64,6 +67,7 @@ import {
   removalQuorumRisk,
 } from './removal.js';
 import { StoreStateMachine } from './state-machine.js';
+import { INTRODUCED_IN, stateMachineVersionOf, versionNeeded } from './state-machine-version.js';
 
 export interface ClusterOptions {
   nodeId: string;
@@ -104,6 +108,13 @@ export interface ClusterOptions {
    * DEFAULT_RAFT_WAL_BYTES; 0: no such file, every batch is a synced LevelDB write.
    */
   raftWal_bytes?: number;
+  /**
+   * The state-machine version this member states it applies (default STATE_MACHINE_VERSION). Tests only: with
+   * `introducedIn`, a member plays one of another release (docs/cluster.md, "Rolling upgrades").
+   */
+  stateMachineVersion?: number;
+  /** What each command kind needs (default INTRODUCED_IN, src/cluster/state-machine-version.ts). Tests only. */
+  introducedIn?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -144,6 +155,8 @@ const STOP_GRACE_MS = 500;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
 const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
+/** What a write refused during a rolling upgrade is told to wait (`Retry-After`): about a member's restart. */
+const VERSION_RETRY_AFTER_S = 5;
 /** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
 const FORWARD_CONNECT_TIMEOUT_MS = 1_000;
 /** How long a forward waits for the leader's answer (it answers once it accepted the entry, not once applied). */
@@ -168,6 +181,20 @@ export class MemberConflictError extends Error {
   ) {
     super(`member ${id} is a voter at ${heldAt}: remove it before adding it at ${askedAt}`);
     this.name = 'MemberConflictError';
+  }
+}
+
+/** A node whose release applies an older state-machine version than the cluster's cannot be added. */
+export class MemberTooOldError extends Error {
+  constructor(
+    readonly id: string,
+    readonly version: number,
+    readonly clusterVersion: number,
+  ) {
+    super(
+      `node ${id} applies state-machine version ${version}, the cluster ${clusterVersion}: run the cluster's release on it`,
+    );
+    this.name = 'MemberTooOldError';
   }
 }
 
@@ -267,6 +294,10 @@ export class ClusterNode {
   routerAddress: string | null = null;
   /** This member's own certificate as memberCert gives it (parsed on first use). */
   private ownCert: MemberCert | null | undefined = undefined;
+  /** The state-machine version this member applies and states in its status (STATE_MACHINE_VERSION). */
+  readonly stateMachineVersion: number;
+  /** A raise of the cluster's state-machine version proposed by this node and not settled yet. */
+  private raisingVersion = false;
 
   private constructor(
     readonly raft: RaftNode,
@@ -284,11 +315,15 @@ export class ClusterNode {
     private readonly dataDir: string,
   ) {
     this.rootFingerprint = fingerprintOf(opts.tls.ca);
+    this.stateMachineVersion = opts.stateMachineVersion ?? STATE_MACHINE_VERSION;
+    const introduced = opts.introducedIn ?? INTRODUCED_IN;
     this.proposer = new RaftProposer(
       raft,
       sm,
       (leader, term, data) => this.forwards.send(leader, term, data),
       (msg, extra) => logger('warn', msg, extra),
+      DEFAULT_RAFT_PROPOSER_OPTIONS,
+      (cmd) => this.versionRefusal(versionNeeded(cmd, introduced)),
     );
     this.monitor = new MemberMonitor(this);
 
@@ -357,6 +392,14 @@ export class ClusterNode {
     logger: Log,
     onFatal: (err: Error) => void,
   ): Promise<ClusterNode> {
+    // a store the cluster raised past this release (a downgrade, or a snapshot installed before it stopped)
+    const supported = opts.stateMachineVersion ?? STATE_MACHINE_VERSION;
+    const clusterVersion = clusterStateMachineVersion(store);
+    if (clusterVersion > supported) {
+      throw new Error(
+        `the cluster applies state-machine version ${clusterVersion}; this release (Keel ${KEEL_VERSION}) applies versions up to ${supported}: run a newer release on this data`,
+      );
+    }
     const wal_bytes = opts.raftWal_bytes ?? DEFAULT_RAFT_WAL_BYTES;
     const log = await LevelLog.open(join(dataDir, 'raft'), wal_bytes > 0 ? { wal: { size_bytes: wal_bytes } } : {});
     const tls = opts.tls;
@@ -421,8 +464,10 @@ export class ClusterNode {
         }
       }
       peers = { ...peers };
-      const sm = new StoreStateMachine(store, (index) =>
-        logger('error', 'skipped an undecodable log entry', { index }),
+      const sm = new StoreStateMachine(
+        store,
+        (index) => logger('error', 'skipped an undecodable log entry', { index }),
+        opts.stateMachineVersion ?? STATE_MACHINE_VERSION,
       );
       const raft = await RaftNode.start({
         id: opts.nodeId,
@@ -558,6 +603,7 @@ export class ClusterNode {
       snapshotIndex: s.snapshotIndex,
       firstIndex: s.firstIndex,
       version: KEEL_VERSION,
+      stateMachineVersion: this.stateMachineVersion,
       apiAddresses: this.apiAddresses,
       peerAddress: this.peerAddress,
       routerAddress: this.routerAddress,
@@ -652,11 +698,36 @@ export class ClusterNode {
           if (there) return;
           throw new MemberConflictError(id, addresses[id] ?? '', address);
         }
-        if (!(there && conf.learners.includes(id))) await this.raft.addLearner(id, address);
+        if (!(there && conf.learners.includes(id))) {
+          await this.refuseOlderRelease(id, address);
+          await this.raft.addLearner(id, address);
+        }
         if (voter) await this.raft.promote(id, address);
       },
       (c) => c.api.addMember.mutate({ id, address, voter, join }),
     );
+  }
+
+  /**
+   * Refuses to add node `id` at `address` when it states a state-machine version below the cluster's: it could not
+   * apply the log as the members do (MemberTooOldError). Asked only once the cluster is past version 1; a node that
+   * does not answer (not started yet: an operator's add) is added, and stops at the first entry or snapshot beyond
+   * its release (StoreStateMachine.checkVersion, raiseStateMachineVersion).
+   */
+  private async refuseOlderRelease(id: string, address: string): Promise<void> {
+    const cluster = this.clusterStateMachineVersion();
+    if (cluster <= 1) return;
+    const c = peerClient(address, this.opts.tls);
+    let status: MemberStatus;
+    try {
+      status = await withTimeout(c.api.status.query(), PEER_CALL_TIMEOUT_MS, `status of ${address}`);
+    } catch {
+      return;
+    } finally {
+      c.close();
+    }
+    const version = stateMachineVersionOf(status);
+    if (version < cluster) throw new MemberTooOldError(id, version, cluster);
   }
 
   /** Adds the node serving the peer API at `address` (its id is asked from it). */
@@ -671,6 +742,66 @@ export class ClusterNode {
     } finally {
       c.close();
     }
+  }
+
+  /** The cluster's state-machine version as this member has applied it (src/model/cluster-state.ts). */
+  clusterStateMachineVersion(): number {
+    return clusterStateMachineVersion(this.sm.store);
+  }
+
+  /**
+   * The refusal of a command that needs state-machine version `needed` while the cluster is below it (a rolling
+   * upgrade not complete), or null. Judged on this member's applied version: it only grows, so a member behind the
+   * others may refuse what the cluster already allows (the caller tries again), never allow what it does not.
+   */
+  private versionRefusal(needed: number): ProposalError | null {
+    if (needed <= 1) return null;
+    const cluster = this.clusterStateMachineVersion();
+    if (needed <= cluster) return null;
+    return new ProposalError(
+      'upgrading',
+      `it needs state-machine version ${needed}, and the cluster is at ${cluster} until every member applies ${needed}`,
+      VERSION_RETRY_AFTER_S,
+    );
+  }
+
+  /**
+   * After each status poll, on the leader: raises the cluster's state-machine version to the lowest version the
+   * members state, once every member (voters and learners) has answered the poll and that version is above the
+   * cluster's. A member that did not answer may run an older release, so nothing is raised while one is down. One
+   * raise at a time; a raise the leader loses is made again at a later poll.
+   */
+  polled(): void {
+    if (this.stopped || this.raisingVersion || !this.raft.isLeader()) return;
+    let lowest = this.stateMachineVersion;
+    for (const m of this.monitor.view()) {
+      if (m.id === this.id) continue;
+      if (!m.online || m.status === null) return;
+      lowest = Math.min(lowest, stateMachineVersionOf(m.status));
+    }
+    const from = this.clusterStateMachineVersion();
+    if (lowest <= from) return;
+    this.raisingVersion = true;
+    const cmd: Command = {
+      op: 'custom',
+      name: 'raiseStateMachineVersion',
+      args: { version: lowest },
+      at: new Date().toISOString(),
+    };
+    this.proposer
+      .propose(cmd)
+      .then(
+        (r) => {
+          if (r.ok) this.logger('info', 'cluster state-machine version raised', { from, to: lowest });
+          else this.logger('warn', 'cluster state-machine version not raised', { to: lowest, error: r.error.reason });
+        },
+        (err: unknown) => {
+          this.logger('warn', 'cluster state-machine version not raised', { to: lowest, err: String(err) });
+        },
+      )
+      .finally(() => {
+        this.raisingVersion = false;
+      });
   }
 
   /** Every member as this node sees it (liveness from its status polls). */

@@ -27,6 +27,11 @@ export interface MemberStatus {
   /** First index still in this member's Raft log (entries below were compacted into the snapshot). */
   firstIndex: number;
   version: string;
+  /**
+   * The state-machine version its release applies (src/version.ts STATE_MACHINE_VERSION): what the leader raises
+   * the cluster's to once every member states it. Absent: 1.
+   */
+  stateMachineVersion?: number;
   /** Base URLs of its REST APIs. */
   apiAddresses: string[];
   peerAddress: string;

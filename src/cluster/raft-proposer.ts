@@ -110,6 +110,8 @@ export class RaftProposer implements Proposer {
     private readonly forward: Forwarder,
     private readonly log: (msg: string, extra: Record<string, unknown>) => void = () => {},
     private readonly opts: RaftProposerOptions = DEFAULT_RAFT_PROPOSER_OPTIONS,
+    /** A refusal of `cmd` before anything is proposed (a command the cluster's state-machine version lacks), or null. */
+    private readonly gate: (cmd: Command) => ProposalError | null = () => null,
   ) {
     this.budgets = new DeadlineQueue<Write>(Math.max(MIN_APPLY_WAIT_MS, opts.applyTimeout_ms), (w) => {
       this.log('write not applied in time: outcome unknown', { rid: w.rid });
@@ -123,6 +125,8 @@ export class RaftProposer implements Proposer {
 
   propose(cmd: Command): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new ProposalError('stopped', 'this node is stopping'));
+    const refused = this.gate(cmd);
+    if (refused !== null) return Promise.reject(refused);
     // the round trip every command takes (storage/command-codec.ts): one that would not read back as written fails
     // alone here, before it reaches the log
     const encoded = encodeCommand(cmd);

@@ -9,6 +9,8 @@ import {
 import { MAX_GROUP_COMMANDS, type Store } from '../../storage/store.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { removalCommands } from '../model/cluster-removal.js';
+import { clusterStateMachineVersion } from '../model/cluster-state.js';
+import { STATE_MACHINE_VERSION } from '../version.js';
 import { decodeLogged } from './codec.js';
 
 /** Bound on proposals of this node waiting for their entry to be applied here. */
@@ -38,6 +40,8 @@ export class StoreStateMachine implements StateMachine {
   constructor(
     readonly store: Store,
     private readonly onSkipped: (index: number) => void = () => {},
+    /** The state-machine version this member applies: a snapshot of a cluster beyond it is refused (restore). */
+    private readonly stateMachineVersion = STATE_MACHINE_VERSION,
   ) {}
 
   get waiting(): number {
@@ -118,6 +122,21 @@ export class StoreStateMachine implements StateMachine {
 
   async restore(snap: Snapshot): Promise<void> {
     checkIndex(await this.store.restore(snap.data), snap.meta);
+    this.checkVersion();
+  }
+
+  /**
+   * After a snapshot is installed: a cluster whose state-machine version is beyond this member's release holds
+   * commands this member cannot apply as the others do, so the member stops here (fail-stop, as at a raise entry it
+   * cannot follow: src/model/cluster-state.ts) rather than serve a state that drifts.
+   */
+  private checkVersion(): void {
+    const cluster = clusterStateMachineVersion(this.store);
+    if (cluster > this.stateMachineVersion) {
+      throw new Error(
+        `the cluster applies state-machine version ${cluster}; this release applies versions up to ${this.stateMachineVersion}: run a newer release`,
+      );
+    }
   }
 
   /**
@@ -142,6 +161,7 @@ export class StoreStateMachine implements StateMachine {
   /** Restores from chunks of any size, writing rows batch by batch as they arrive. */
   async restoreStream(meta: SnapshotMeta, chunks: AsyncIterable<Uint8Array>): Promise<void> {
     checkIndex(await this.store.restoreStream(chunks), meta);
+    this.checkVersion();
   }
 }
 

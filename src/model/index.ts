@@ -2,12 +2,14 @@ import type { DerivedIndexFactory } from '../../storage/derived.js';
 import { Schema } from '../../storage/schema.js';
 import { createAutoEnrolledIdentity } from '../auth/ca-enrollment.js';
 import { disableIdentity, enableIdentity, recordFailedLogin } from '../auth/lockout.js';
+import { STATE_MACHINE_VERSION } from '../version.js';
 import { apiSessions, expireSessions, touchSessions } from './api-session.js';
 import { apiSessionCertificates, createSessionCertificate } from './api-session-certificate.js';
 import { authPolicies, patchAuthPolicy } from './auth-policy.js';
 import { authenticators } from './authenticator.js';
 import { cas } from './ca.js';
 import { clusterRemovals } from './cluster-removal.js';
+import { clusterState, raiseStateMachineVersion } from './cluster-state.js';
 import { configs } from './config.js';
 import { configTypes } from './config-type.js';
 import { controllerSettingsEntity } from './controller-setting.js';
@@ -60,6 +62,7 @@ export const ENTITIES = [
   identityTraces,
   apiSessionCertificates,
   clusterRemovals,
+  clusterState,
 ] as const;
 
 /** The name of a stored entity type (`identities`, `api-sessions`, …), derived from the declarations. */
@@ -84,10 +87,14 @@ export const CUSTOM_COMMANDS = {
   countPostureCheckChange,
 };
 
-export function buildSchema(): Schema<EntityRows> {
+/**
+ * The store's schema, for a member whose build applies state-machine versions up to `stateMachineVersion` (tests
+ * pass another to play a member of another release).
+ */
+export function buildSchema(stateMachineVersion = STATE_MACHINE_VERSION): Schema<EntityRows> {
   return new Schema(
     ENTITIES.map((e) => e.def),
-    CUSTOM_COMMANDS,
+    { ...CUSTOM_COMMANDS, raiseStateMachineVersion: raiseStateMachineVersion(stateMachineVersion) },
     ENTITIES.flatMap((e): readonly DerivedIndexFactory[] => ('derived' in e ? (e.derived ?? []) : [])),
   );
 }
