@@ -540,7 +540,7 @@ export const MUTANTS = [
   {
     id: 'auth-no-admin-lane',
     file: 'src/auth/rate-limit.ts',
-    search: '  return who.admin === true ? adminGate : loginGate;',
+    search: '  return who.admin === true && isAdminSource(who.source) ? adminGate : loginGate;',
     replace: '  return loginGate;',
     tests: ['test/api/rate-limit.test.ts', 'test/api/ext-jwt.test.ts'],
   },
@@ -1455,6 +1455,22 @@ export const MUTANTS = [
     replace: '  const minInterval_ms = 0;',
     tests: ['test/api/metrics.test.ts'],
     only: 'get the last collection',
+  },
+  {
+    // the admin lane chosen by the username alone: anyone can fill it, and tell an admin's name by its 429s
+    id: 'login-admin-lane-by-name',
+    file: 'src/auth/rate-limit.ts',
+    search: '  return who.admin === true && isAdminSource(who.source) ? adminGate : loginGate;',
+    replace: '  return who.admin === true ? adminGate : loginGate;',
+    tests: ['test/api/rate-limit.test.ts'],
+  },
+  {
+    // a full login queue refuses every newcomer: one flooding source locks the others out
+    id: 'login-gate-no-eviction',
+    file: 'src/auth/rate-limit.ts',
+    search: '      if (this.waiting >= this.capacity() && !this.evictFromLargest(held)) throw this.refusal();',
+    replace: '      if (this.waiting >= this.capacity()) throw this.refusal();',
+    tests: ['src/auth/rate-limit.test.ts'],
   },
   {
     // a write that needs a newer state-machine version than the cluster's proposed anyway during a rolling upgrade

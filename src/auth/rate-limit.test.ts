@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../http/errors.js';
-import { FairGate } from './rate-limit.js';
+import { ADMIN_SOURCE_TTL_MS, FairGate, isAdminSource, MAX_ADMIN_SOURCES, recordAdminLogin } from './rate-limit.js';
 
 /** Work that finishes when the test says so. */
 function pending(): { work: () => Promise<string>; finish: (v: string) => void } {
@@ -37,9 +37,13 @@ describe('FairGate', () => {
     expect((refused as ApiError).code).toBe('SERVER_TOO_MANY_REQUESTS');
     expect((refused as ApiError).status).toBe(429);
     all.push(gate.run('b', async () => 4)); // another source still fits the overall bound…
-    await expect(gate.run('c', async () => 5)).rejects.toMatchObject({ code: 'SERVER_TOO_MANY_REQUESTS' }); // …until it is full
+    // …and once it is full, a source with no place takes the newest of the source holding two more (a's second)
+    const c = gate.run('c', async () => 5);
+    await expect(all[2]).rejects.toMatchObject({ code: 'SERVER_TOO_MANY_REQUESTS' });
+    // one waiter each now: a fourth source is refused rather than taking one of theirs
+    await expect(gate.run('d', async () => 6)).rejects.toMatchObject({ code: 'SERVER_TOO_MANY_REQUESTS' });
     first.finish('done');
-    expect(await Promise.all(all)).toEqual(['done', 1, 2, 4]);
+    expect(await Promise.all([all[0], all[1], all[3], c])).toEqual(['done', 1, 4, 5]);
   });
 
   it('adapts: the queue shrinks to what can be served within the target wait', async () => {
@@ -52,5 +56,80 @@ describe('FairGate', () => {
     expect(gate.capacity()).toBeLessThan(12);
     expect(gate.capacity()).toBeGreaterThanOrEqual(1);
     await tick();
+  });
+});
+
+/** A check that runs until `done()` is called. */
+function held(): { work: () => Promise<string>; done: () => void; started: Promise<void> } {
+  let done!: () => void;
+  let started!: () => void;
+  const startedP = new Promise<void>((r) => (started = r));
+  const finished = new Promise<void>((r) => (done = r));
+  return {
+    work: async () => {
+      started();
+      await finished;
+      return 'ok';
+    },
+    done,
+    started: startedP,
+  };
+}
+
+describe('FairGate fairness when full', () => {
+  it('gives a newcomer a place in a queue one source filled: that source gives up its newest waiter (429)', async () => {
+    const gate = new FairGate({ maxInFlight: 1, maxWaiting: 4, maxWaitingPerSource: 4, targetWait_ms: 60_000 });
+    const running = held();
+    const first = gate.run('flooder', running.work);
+    await running.started;
+    const queued = [held(), held(), held(), held()];
+    const waits = queued.map((h) => gate.run('flooder', h.work));
+    const outcomes = waits.map((p) =>
+      p.then(
+        () => 'served',
+        (e: unknown) => e,
+      ),
+    );
+    expect(gate.stats().waiting).toBe(4);
+    // the flooder's fifth is over its own bound
+    await expect(gate.run('flooder', async () => 'x')).rejects.toBeInstanceOf(ApiError);
+
+    const admin = held();
+    const adminRun = gate.run('admin', admin.work);
+    expect(gate.stats().waiting).toBe(4);
+    const evicted = await outcomes[3];
+    expect(evicted).toBeInstanceOf(ApiError);
+    expect((evicted as ApiError).code).toBe('SERVER_TOO_MANY_REQUESTS');
+    expect((evicted as ApiError).status).toBe(429);
+
+    // round robin: after the running check, the flooder's oldest waiter, then the newcomer
+    running.done();
+    await first;
+    await queued[0]!.started;
+    queued[0]!.done();
+    await admin.started;
+    admin.done();
+    await expect(adminRun).resolves.toBe('ok');
+    for (const h of queued.slice(1, 3)) {
+      await h.started;
+      h.done();
+    }
+    expect(await Promise.all(outcomes.slice(0, 3))).toEqual(['served', 'served', 'served']);
+    expect(gate.stats()).toMatchObject({ inFlight: 0, waiting: 0 });
+  });
+});
+
+describe('the admin lane', () => {
+  it('is kept by a source an admin logged in from, for a day, and forgets the oldest past its bound', () => {
+    const now = 1_000_000;
+    expect(isAdminSource('10.9.9.1', now)).toBe(false);
+    recordAdminLogin('10.9.9.1', now);
+    expect(isAdminSource('10.9.9.1', now + ADMIN_SOURCE_TTL_MS - 1)).toBe(true);
+    expect(isAdminSource('10.9.9.1', now + ADMIN_SOURCE_TTL_MS)).toBe(false);
+
+    recordAdminLogin('10.9.9.2', now);
+    for (let i = 0; i < MAX_ADMIN_SOURCES; i++) recordAdminLogin(`10.8.${i >> 8}.${i & 255}`, now);
+    expect(isAdminSource('10.9.9.2', now)).toBe(false);
+    expect(isAdminSource(`10.8.${(MAX_ADMIN_SOURCES - 1) >> 8}.${(MAX_ADMIN_SOURCES - 1) & 255}`, now)).toBe(true);
   });
 });

@@ -25,11 +25,17 @@ const EWMA_WEIGHT = 0.2;
 /** The first estimate of a check's duration, before any was measured. */
 const INITIAL_SERVICE_MS = 50;
 
+/** A queued credential check: started (`resolve`: the slot is its) or refused (`reject`: evicted, 429). */
+interface Waiter {
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 export class FairGate {
   private inFlight = 0;
   private waiting = 0;
   /** Waiters per source; the Map's order is the round-robin order (a served source moves to the end). */
-  private readonly queues = new Map<string, (() => void)[]>();
+  private readonly queues = new Map<string, Waiter[]>();
   private service_ms = INITIAL_SERVICE_MS;
 
   constructor(private readonly opts: GateOptions) {
@@ -59,13 +65,14 @@ export class FairGate {
       this.inFlight++;
     } else {
       const queue = this.queues.get(source);
-      if (this.waiting >= this.capacity() || (queue?.length ?? 0) >= this.opts.maxWaitingPerSource) {
-        throw Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers: { 'retry-after': String(this.retryAfter_s()) } });
-      }
+      const held = queue?.length ?? 0;
+      if (held >= this.opts.maxWaitingPerSource) throw this.refusal();
+      if (this.waiting >= this.capacity() && !this.evictFromLargest(held)) throw this.refusal();
       // the slot is handed over by `release` (inFlight stays counted for us)
-      await new Promise<void>((resolve) => {
-        if (queue) queue.push(resolve);
-        else this.queues.set(source, [resolve]);
+      await new Promise<void>((resolve, reject) => {
+        const waiter = { resolve, reject };
+        if (queue) queue.push(waiter);
+        else this.queues.set(source, [waiter]);
         this.waiting++;
       });
     }
@@ -78,6 +85,29 @@ export class FairGate {
     }
   }
 
+  private refusal() {
+    return Errors.SERVER_TOO_MANY_REQUESTS(undefined, { headers: { 'retry-after': String(this.retryAfter_s()) } });
+  }
+
+  /**
+   * A full queue and a newcomer whose source holds `held` waiters: the source holding the most waiters, when it
+   * holds at least two more than that, gives up its newest one (429) to the newcomer. So however a flooding source
+   * filled the queue, another source always gets a place (max-min fairness): one client cannot lock others out.
+   * Bounded by the sources waiting (at most maxWaiting).
+   */
+  private evictFromLargest(held: number): boolean {
+    let largest: Waiter[] | undefined;
+    for (const queue of this.queues.values()) if (queue.length > (largest?.length ?? 0)) largest = queue;
+    if (largest === undefined || largest.length < held + 2) return false;
+    const evicted = largest.pop()!;
+    this.waiting--;
+    if (largest.length === 0) {
+      for (const [source, queue] of this.queues) if (queue === largest) this.queues.delete(source);
+    }
+    evicted.reject(this.refusal());
+    return true;
+  }
+
   /** Passes the slot to the next source in round-robin order, or frees it. */
   private release(): void {
     for (const [source, queue] of this.queues) {
@@ -86,7 +116,7 @@ export class FairGate {
       if (queue.length > 0) this.queues.set(source, queue); // to the end of the round
       this.waiting--;
       if (!(this.waiting >= 0)) throw new Error('FairGate: waiting count went negative');
-      next();
+      next.resolve();
       return;
     }
     this.inFlight--;
@@ -102,10 +132,12 @@ export const LOGIN_IN_FLIGHT = Math.max(1, Math.min(3, availableParallelism()));
 
 /**
  * The two lanes of password checks. libuv runs argon2 on its thread pool (4 threads by default): logins share
- * three of them, and a login whose username resolves to an admin's updb authenticator has a lane of its own (one
- * check at a time, a short queue), so an admin gets in promptly during a flood of bad logins — OpenZiti likewise
- * lets admins bypass its auth limiter. Someone flooding with an admin's username fills only the admin lane
- * (429s there), never the other logins' lane.
+ * three of them, and an admin's login has a lane of its own (one check at a time, a short queue), so an admin gets
+ * in promptly during a flood of bad logins — OpenZiti likewise lets admins bypass its auth limiter. The admin lane
+ * is for a credential that names an admin *and* comes from a source (client address) an admin logged in from
+ * within ADMIN_SOURCE_TTL_MS (`recordAdminLogin`). Anyone else naming an admin waits in the logins' lane like any
+ * login: so an unauthenticated client cannot fill the admin lane, nor tell an admin's username from any other by
+ * how the lanes answer (a lane chosen by the username alone would refuse an admin's name sooner).
  */
 export const loginGate = new FairGate({
   maxInFlight: LOGIN_IN_FLIGHT,
@@ -121,9 +153,35 @@ export interface LoginSource {
   admin?: boolean;
 }
 
-/** The lane of a credential check: the admin lane when the credential names an admin, else the logins' lane. */
+/** How long a source an admin logged in from keeps the admin lane for admins' credentials. */
+export const ADMIN_SOURCE_TTL_MS = 24 * 60 * 60 * 1_000;
+/** Bound on the sources remembered (the oldest is forgotten first). */
+export const MAX_ADMIN_SOURCES = 1_024;
+/** Sources an admin logged in from → until when they keep the admin lane (ms); insertion order = age. */
+const adminSources = new Map<string, number>();
+
+/** An admin logged in from `source` (any method): admins' credentials from there take the admin lane for a day. */
+export function recordAdminLogin(source: string, now_ms = Date.now()): void {
+  adminSources.delete(source);
+  adminSources.set(source, now_ms + ADMIN_SOURCE_TTL_MS);
+  if (adminSources.size > MAX_ADMIN_SOURCES) adminSources.delete(adminSources.keys().next().value!);
+}
+
+/** Whether `source` keeps the admin lane (an admin logged in from it within ADMIN_SOURCE_TTL_MS). */
+export function isAdminSource(source: string, now_ms = Date.now()): boolean {
+  const until = adminSources.get(source);
+  if (until === undefined) return false;
+  if (until > now_ms) return true;
+  adminSources.delete(source);
+  return false;
+}
+
+/**
+ * The lane of a credential check: the admin lane when the credential names an admin and comes from a source an
+ * admin logged in from, else the logins' lane.
+ */
 function gateOf(who: LoginSource): FairGate {
-  return who.admin === true ? adminGate : loginGate;
+  return who.admin === true && isAdminSource(who.source) ? adminGate : loginGate;
 }
 
 /** Runs one credential check (password, certificate chain, external JWT) through its lane of the limiter. */

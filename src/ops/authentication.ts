@@ -13,7 +13,7 @@ import {
 } from '../auth/ext-jwt-login.js';
 import { onFailedPassword, resetFailedLogins } from '../auth/lockout.js';
 import { verifyAgainstDummy, verifyPassword } from '../auth/password.js';
-import { gated } from '../auth/rate-limit.js';
+import { gated, recordAdminLogin } from '../auth/rate-limit.js';
 import { currentApiSessionDetail, renderApiSessionFields } from '../model/api-session.js';
 import { isPrimaryAllowed } from '../model/auth-policy.js';
 import { password, username } from '../model/authenticator.js';
@@ -164,6 +164,8 @@ export function authenticationOps(): OpDef<unknown>[] {
               : await passwordLogin(svc, body, source);
         if (!login) throw Errors.INVALID_AUTH();
         const { identity, authenticator } = login;
+        // an admin's credentials from this source take the admin lane of the limiter from now on (rate-limit.ts)
+        if (identity.isAdmin === true) recordAdminLogin(source);
         const at = svc.nowIso();
         const id = shortId();
         const token = uuid();

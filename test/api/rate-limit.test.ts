@@ -2,9 +2,10 @@
  * The auth rate limiter under a flood of bad logins: the excess gets 429 SERVER_TOO_MANY_REQUESTS at once (no
  * request is left to time out) and an admin still logs in promptly through the admin lane.
  */
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conformant } from '../support/conformance.js';
-import { call, login, startServer, type TestServer } from '../support/server.js';
+import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { median } from '../support/timing.js';
 
 let srv: TestServer;
@@ -78,5 +79,61 @@ describe('auth rate limiter', () => {
     expect(median(admin_ms), summary).toBeLessThan(median(answered_ms));
     // the excess is refused at once, without waiting in that queue for a check
     expect(median(refused_ms), summary).toBeLessThan(median(answered_ms));
+  });
+});
+
+/** A password login sent from `localAddress` (another loopback address: another client to the limiter). */
+function loginFrom(localAddress: string, username: string, password: string): Promise<number> {
+  const url = new URL(`${srv.client}/authenticate?method=password`);
+  const body = JSON.stringify({ username, password });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('the admin lane and an unauthenticated client', () => {
+  it("answers an admin's username as any other from a source no admin logged in from (no enumeration)", async () => {
+    const burst = async (username: string) => {
+      const statuses = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => loginFrom('127.0.0.3', username, `wrong-${i}`)),
+      );
+      return statuses.sort();
+    };
+    const admin = await burst('admin');
+    const other = await burst('victim');
+    const nobody = await burst('nobody-at-all');
+    // one client's twelve checks fit the logins' lane: every one answered 401, whoever the name belongs to
+    expect(admin).toEqual(Array(12).fill(401));
+    expect(other).toEqual(admin);
+    expect(nobody).toEqual(admin);
+  });
+
+  it("cannot lock the admins out by flooding with an admin's username", async () => {
+    // an admin logged in from 127.0.0.2 once: that source keeps the admin lane
+    expect(await loginFrom('127.0.0.2', 'admin', ADMIN_PASSWORD)).toBe(200);
+    let stop = false;
+    const flooded = new Map<number, number>();
+    const flooder = async () => {
+      for (let i = 0; !stop && i < 10_000; i++) {
+        const status = await loginFrom('127.0.0.3', 'admin', `wrong-${i}`);
+        flooded.set(status, (flooded.get(status) ?? 0) + 1);
+      }
+    };
+    const flood = Array.from({ length: 8 }, flooder);
+    await new Promise((r) => setTimeout(r, 500));
+    const admin: number[] = [];
+    for (let i = 0; i < 5; i++) admin.push(await loginFrom('127.0.0.2', 'admin', ADMIN_PASSWORD));
+    stop = true;
+    await Promise.all(flood);
+    expect(admin, JSON.stringify([...flooded])).toEqual([200, 200, 200, 200, 200]);
   });
 });
