@@ -35,6 +35,15 @@ const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const LOWER_U = 0x75;
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+const DOT = 0x2e;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
+/** A number written with more characters than this may be beyond a double's range (the largest is 309 digits). */
+const LONG_NUMBER_CHARS = 300;
 
 /** `\uD800`..`\uDFFF`: the byte after `\u` is d/D and the next one is 8..f. */
 function isSurrogateEscape(bytes: Uint8Array, i: number): boolean {
@@ -48,6 +57,11 @@ function isSurrogateEscape(bytes: Uint8Array, i: number): boolean {
 export interface JsonScan {
   /** The scan found a `\uD800`-`\uDFFF` escape inside a string (the parsed value may hold lone surrogates). */
   surrogateEscape: boolean;
+  /**
+   * The scan found a number with an exponent or of more than LONG_NUMBER_CHARS characters: it may be beyond a
+   * double's range (`1e400`, 400 digits), which JSON.parse turns into Infinity.
+   */
+  largeNumber: boolean;
   /** Deepest nesting seen, or MAX_JSON_DEPTH + 1 when the scan stopped at the bound. */
   depth: number;
   /** The top-level object key under which the bound was crossed ('' when unknown). */
@@ -62,6 +76,9 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
   let depth = 0;
   let deepest = 0;
   let surrogateEscape = false;
+  let largeNumber = false;
+  /** Characters of the number being read (outside strings: digits, `-`, `+`, `.`, `e`, `E` after a digit). */
+  let numberChars = 0;
   let inString = false;
   // the last string that opened at depth 1 right after `{` or `,`: a top-level key
   let keyStart = -1;
@@ -86,6 +103,14 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
       }
       continue;
     }
+    if ((c >= DIGIT_0 && c <= DIGIT_9) || c === MINUS || c === PLUS || c === DOT) {
+      if (++numberChars > LONG_NUMBER_CHARS) largeNumber = true;
+    } else if ((c === LOWER_E || c === UPPER_E) && numberChars > 0) {
+      largeNumber = true;
+      numberChars++;
+    } else {
+      numberChars = 0;
+    }
     if (c === QUOTE) {
       inString = true;
       if (depth === 1 && topIsObject && (lastSignificant === OPEN_BRACE || lastSignificant === COMMA)) stringStart = i;
@@ -94,7 +119,7 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
       if (depth === 0) topIsObject = c === OPEN_BRACE;
       depth++;
       if (depth > deepest) deepest = depth;
-      if (depth > maxDepth) return { surrogateEscape, depth, field: keyText(bytes, keyStart, keyEnd) };
+      if (depth > maxDepth) return { surrogateEscape, largeNumber, depth, field: keyText(bytes, keyStart, keyEnd) };
       lastSignificant = c;
     } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
       depth--;
@@ -103,7 +128,7 @@ export function scanJson(bytes: Uint8Array, maxDepth = MAX_JSON_DEPTH): JsonScan
       lastSignificant = c;
     }
   }
-  return { surrogateEscape, depth: deepest, field: '' };
+  return { surrogateEscape, largeNumber, depth: deepest, field: '' };
 }
 
 function keyText(bytes: Uint8Array, start: number, end: number): string {
@@ -177,5 +202,36 @@ export function parseJsonBody(body: Buffer): unknown {
     // not JSON.parse's message: V8 quotes the text around the fault, which may be a credential sent unquoted
     throw Errors.COULD_NOT_PARSE_BODY({ code: 'UNHANDLED', message: JSON_PARSE_FAILED });
   }
+  if (scan.largeNumber) {
+    const at = nonFinitePath(value);
+    if (at !== null) {
+      throw Errors.COULD_NOT_VALIDATE({
+        field: at.reverse().join('.') || 'body',
+        reason: 'number out of range (beyond a 64-bit float)',
+        value: '',
+      });
+    }
+  }
   return scan.surrogateEscape ? wellFormedJson(value) : value;
+}
+
+/**
+ * Where in a parsed body a number is not finite (JSON.parse gives Infinity for `1e400`), innermost segment first,
+ * or null. Go's decoder refuses such a number; stored, it would read back as null. Depth is already bounded.
+ */
+function nonFinitePath(value: unknown): string[] | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : [];
+  if (typeof value !== 'object' || value === null) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = nonFinitePath(value[i]);
+      if (at !== null) return [...at, String(i)];
+    }
+    return null;
+  }
+  for (const key of Object.keys(value)) {
+    const at = nonFinitePath((value as Record<string, unknown>)[key]);
+    if (at !== null) return [...at, toWellFormed(key)];
+  }
+  return null;
 }

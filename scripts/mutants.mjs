@@ -1457,6 +1457,22 @@ export const MUTANTS = [
     only: 'get the last collection',
   },
   {
+    // a config type's schema of any size: its validator overflows the stack on the first config write (500)
+    id: 'user-schema-unbounded',
+    file: 'src/schema/user-schema.ts',
+    search: '  if (nodesBeyond(schema, MAX_USER_SCHEMA_NODES)) {',
+    replace: '  if (nodesBeyond(schema, Number.MAX_SAFE_INTEGER)) {',
+    tests: ['test/api/input-edges.test.ts'],
+  },
+  {
+    // a number beyond a double's range reaches the handlers as Infinity (stored, it reads back as null)
+    id: 'json-infinity-accepted',
+    file: 'http/json-body.ts',
+    search: '  if (scan.largeNumber) {',
+    replace: '  if (scan.largeNumber && false) {',
+    tests: ['test/api/input-edges.test.ts'],
+  },
+  {
     // the admin lane chosen by the username alone: anyone can fill it, and tell an admin's name by its 429s
     id: 'login-admin-lane-by-name',
     file: 'src/auth/rate-limit.ts',

@@ -6,8 +6,11 @@ export function commandEntity(cmd: Command): string {
   return 'entity' in cmd ? cmd.entity : cmd.op === 'custom' ? cmd.name : 'batch';
 }
 
-/** The part of a command that carries the caller's fields (its path prefix is left out of error fields). */
-const PAYLOAD: Partial<Record<Command['op'], string>> = { create: 'data.', update: 'set.', custom: 'args.' };
+/**
+ * The path to the part of a command that carries the caller's fields (left out of error fields): `data.` of a
+ * create, `set.` of an update, `args.` of a custom command, behind any batch's `ops.<i>.` steps.
+ */
+const PAYLOAD_PATH = /^(?:ops\.\d+\.)*(?:data|set|args)\./;
 
 export type EncodedCommand = { ok: true; bytes: Uint8Array; cmd: Command } | { ok: false; result: CommandResult };
 
@@ -22,8 +25,8 @@ export function encodeCommand(cmd: Command): EncodedCommand {
     return new Encoded(encodeChecked(cmd));
   } catch (err) {
     if (!(err instanceof UnstorableError)) throw err;
-    const prefix = PAYLOAD[cmd.op];
-    const field = prefix !== undefined && err.path.startsWith(prefix) ? err.path.slice(prefix.length) : err.path;
+    // the caller's field: without the command's own path to it (a batch's `ops.<i>.` steps, then `data.`, …)
+    const field = err.path.replace(PAYLOAD_PATH, '');
     return {
       ok: false,
       result: { ok: false, error: { code: 'UNSTORABLE', entity: commandEntity(cmd), field, reason: err.reason } },

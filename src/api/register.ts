@@ -90,6 +90,11 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
   // JSON `null` decodes in go-openapi into the zero value of the body's struct, which is then validated: an object
   // body's first required field is named, and a body whose fields are all optional is an empty one (`{}`)
   if (body === null && validate(op.body, {}) === null) return withoutIgnored(op, {});
+  // an array body's zero value is a nil slice: an optional one is as if absent, a required one is missing
+  if (body === null && op.body.kind === 'array') {
+    if (op.bodyRequired === false) return undefined;
+    throw validationError({ field: name, reason: `${name} in body is required`, value: null });
+  }
   const kept = withoutIgnored(op, body === null ? {} : body);
   const err = validate(op.body, kept);
   if (err) {

@@ -95,6 +95,10 @@ function copyKeywords(n: SchemaNode, out: Record<string, unknown>): void {
   for (const k of PLAIN_KEYWORDS) if (n[k] !== undefined) out[k] = n[k];
 }
 
+/** The range of a Go int64, as the doubles nearest to it (what OpenZiti's integer fields decode into). */
+const INT64_MAX = 2 ** 63 - 1;
+const INT64_MIN = -(2 ** 63);
+
 /** JSON Schema (draft-07) for ajv. Nullable becomes a type union. Extra properties are allowed unless `closed`. */
 export function toJsonSchema(n: SchemaNode): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -102,6 +106,11 @@ export function toJsonSchema(n: SchemaNode): Record<string, unknown> {
   if (n.kind !== 'any') out.type = n.nullable ? [n.kind, 'null'] : n.kind;
   if (n.enum) out.enum = n.nullable ? [...n.enum, null] : n.enum;
   copyKeywords(n, out);
+  // an integer field is a Go int64 in OpenZiti: a JSON number beyond that range is refused as it is there
+  if (n.kind === 'integer') {
+    out.minimum = Math.max(n.minimum ?? INT64_MIN, INT64_MIN);
+    out.maximum = Math.min(n.maximum ?? INT64_MAX, INT64_MAX);
+  }
   if (n.items) out.items = toJsonSchema(n.items);
   if (n.properties) {
     out.properties = Object.fromEntries(Object.entries(n.properties).map(([k, v]) => [k, toJsonSchema(v)]));

@@ -140,6 +140,9 @@ linearRegExp.code = 'linearRegExp';
  * shared one. Unknown keywords and formats are ignored, as gojsonschema does.
  */
 export function compileUserSchema(schema: Record<string, unknown>): ValidateFunction | { error: string } {
+  if (nodesBeyond(schema, MAX_USER_SCHEMA_NODES)) {
+    return { error: `the schema holds more than ${MAX_USER_SCHEMA_NODES} objects and arrays` };
+  }
   const ajv = new Ajv({
     allErrors: false,
     strict: false,
@@ -149,10 +152,33 @@ export function compileUserSchema(schema: Record<string, unknown>): ValidateFunc
   });
   addFormats(ajv);
   try {
-    return ajv.compile(schema);
+    const fn = ajv.compile(schema);
+    // V8 compiles the generated validator on its first call: a stack it overflows shows here, not on a later write
+    fn(null);
+    return fn;
   } catch (err) {
+    if (err instanceof RangeError) return { error: 'the schema is too complex to validate against' };
     return { error: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/**
+ * Bound on the objects and arrays of a user schema: 1 000, twice all of OpenZiti's built-in config type schemas
+ * together (471). A schema of a few thousand properties compiles to a validator whose first call overflows V8's
+ * stack and takes seconds of the event loop.
+ */
+export const MAX_USER_SCHEMA_NODES = 1_000;
+
+/** Whether `value` holds more than `max` objects and arrays (stops counting past it; depth bounded by the body's). */
+function nodesBeyond(value: unknown, max: number): boolean {
+  let count = 0;
+  const visit = (v: unknown): boolean => {
+    if (typeof v !== 'object' || v === null) return false;
+    if (++count > max) return true;
+    for (const x of Array.isArray(v) ? v : Object.values(v)) if (visit(x)) return true;
+    return false;
+  };
+  return visit(value);
 }
 
 /** Compiled schemas by the object holding them (stored rows are immutable: an update brings a new object). */
@@ -171,7 +197,14 @@ export function checkAgainstSchema(
   if (!fn) compiled.set(schema, (fn = compileUserSchema(schema)));
   // a stored schema that no longer compiles (it was checked on write) constrains nothing rather than blocking writes
   if (!(typeof fn === 'function')) return null;
-  const err = firstError(fn, value, location);
+  let err: FieldError | null;
+  try {
+    err = firstError(fn, value, location);
+  } catch (e) {
+    // a stored schema from before the bound on its size, or a value that drives its validator too deep
+    if (!(e instanceof RangeError)) throw e;
+    return { field: '(root)', reason: 'the config type schema is too complex to validate against', value };
+  }
   if (!err) return null;
   return { ...err, field: err.field === location || err.field === '' ? '(root)' : err.field };
 }

@@ -13,6 +13,11 @@ export const addFormats: AddFormats =
 
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, useDefaults: false });
 addFormats(ajv, ['date-time', 'uuid', 'uri', 'email']);
+// RFC 3339 allows a leap second (`23:59:60Z`), which Go's time.Parse (OpenZiti) refuses and Date.parse cannot read:
+// a date-time is also one JavaScript reads, so no handler meets a date that parses to NaN
+const rfc3339 = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
+const rfc3339Valid = typeof rfc3339 === 'function' ? rfc3339 : rfc3339.validate;
+ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339Valid(s) && Number.isFinite(Date.parse(s)) });
 
 /** A field error in go-openapi's words (OpenZiti answers validation failures with these). */
 export interface FieldError {

@@ -1,8 +1,8 @@
 /**
  * The cluster's state-machine version during a rolling upgrade (docs/cluster.md, "Rolling upgrades"): in-process
- * members playing two releases — n1 and n2 apply version 2, n3 only version 1 — where version 2 introduced writes
- * of services. Until n3 runs the newer release, such a write is refused before it reaches the log; once every
- * member states version 2, the leader raises the cluster's version and the write goes through. A node of the older
+ * members playing two releases, where version 2 introduced writes of services. A cluster of version 1 is upgraded
+ * one member at a time: until n3 runs the newer release, such a write is refused before it reaches the log; once
+ * every member states version 2, the leader raises the cluster's version and the write goes through. A node of the older
  * release cannot join a cluster past it, nor start on its data.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -105,10 +105,11 @@ describe('a rolling upgrade from state-machine version 1 to 2', () => {
   let peer = '';
 
   beforeAll(async () => {
+    // a cluster of the older release: every member applies version 1
     await preparePeerPki(['n1', 'n2', 'n3', 'n4'], (id) => join(dir, id));
-    nodes.set('n1', await start('n1', 2, { init: true }));
+    nodes.set('n1', await start('n1', 1, { init: true }));
     peer = member('n1').peerAddress;
-    nodes.set('n2', await start('n2', 2, { join: peer }));
+    nodes.set('n2', await start('n2', 1, { join: peer }));
     nodes.set('n3', await start('n3', 1, { join: peer }));
     await until(() => member('n1').raft.status().conf.voters.length === 3, 10_000, '3 voters');
   }, 60_000);
@@ -121,8 +122,21 @@ describe('a rolling upgrade from state-machine version 1 to 2', () => {
 
   const leaderOf = () => [...nodes.keys()].find((id) => member(id).raft.isLeader())!;
 
+  /** Stops member `id` (handing leadership over) and starts it again on its data and port with another release. */
+  const restartAs = async (id: string, version: number) => {
+    const old = nodes.get(id)!;
+    const port = portOf(id);
+    await old.ctl.cluster!.stop({ transferLeadership: true });
+    await old.stop({ keepData: true });
+    nodes.delete(id);
+    nodes.set(id, await start(id, version, { join: peer }, port));
+  };
+
   it('keeps the cluster at version 1 while a member states 1, and refuses the writes version 2 introduced', async () => {
-    // the leader has polled every member: a raise would have been proposed by now
+    // n1 and n2 upgraded, one at a time
+    await restartAs('n1', 2);
+    await restartAs('n2', 2);
+    // the leader has polled every member since: a raise would have been proposed by now
     await until(
       () => {
         const view = member(leaderOf()).memberView();
@@ -134,7 +148,8 @@ describe('a rolling upgrade from state-machine version 1 to 2', () => {
     await new Promise((r) => setTimeout(r, 1_500));
     for (const id of ['n1', 'n2', 'n3']) expect(member(id).clusterStateMachineVersion()).toBe(1);
 
-    for (const id of ['n1', 'n2', 'n3']) {
+    // through the upgraded members (n3, of the older release, has no such write to make)
+    for (const id of ['n1', 'n2']) {
       const n = nodes.get(id)!;
       const token = await login(n.base);
       const refused = await call('POST', `${n.mgmt}/services`, {
@@ -156,7 +171,7 @@ describe('a rolling upgrade from state-machine version 1 to 2', () => {
       });
       expect(listed.body.meta.pagination.totalCount).toBe(0);
     }
-  });
+  }, 60_000);
 
   it('raises the cluster to version 2 once the last member runs the newer release; the write then succeeds', async () => {
     const old = nodes.get('n3')!;
