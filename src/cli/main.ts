@@ -372,7 +372,7 @@ async function run(argv: string[]): Promise<void> {
     engine,
     pkiDir,
     apiTls: https,
-    adminPassword: values['admin-password'] ?? process.env.KEEL_ADMIN_PASSWORD ?? undefined,
+    adminPassword: values['admin-password'] ?? (process.env.KEEL_ADMIN_PASSWORD || undefined),
     sessionTimeout_ms: values['session-timeout']
       ? parseDuration(values['session-timeout'])
       : DEFAULT_SESSION_TIMEOUT_MS,

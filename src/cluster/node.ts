@@ -21,6 +21,7 @@ import { ProposalError } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
 import type { Command } from '../../storage/types.js';
 import { clusterStateMachineVersion } from '../model/cluster-state.js';
+import { NODE_ID_PATTERN } from '../pki/cluster.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { pemBlocks } from '../pki/pem.js';
 import { closeMutualTlsServer, createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
@@ -34,6 +35,7 @@ import {
   type ForwardResult,
   type MemberInfo,
   type MemberStatus,
+  MembershipRefusal,
   orRefusal,
   PEER_API_PATH,
   type PeerClient,
@@ -173,7 +175,7 @@ function memberSets(
 }
 
 /** addMember for an id that is a voter at another address: add-member never moves or demotes a voter. */
-export class MemberConflictError extends Error {
+export class MemberConflictError extends MembershipRefusal {
   constructor(
     readonly id: string,
     readonly heldAt: string,
@@ -185,7 +187,7 @@ export class MemberConflictError extends Error {
 }
 
 /** A node whose release applies an older state-machine version than the cluster's cannot be added. */
-export class MemberTooOldError extends Error {
+export class MemberTooOldError extends MembershipRefusal {
   constructor(
     readonly id: string,
     readonly version: number,
@@ -580,7 +582,7 @@ export class ClusterNode {
 
   /** A member's peer address as members() lists it (this node's own when the log holds none). */
   private addressIn(addresses: Record<string, string>, id: string): string {
-    return addresses[id] ?? (id === this.id ? this.peerAddress : '');
+    return (Object.hasOwn(addresses, id) ? addresses[id] : undefined) ?? (id === this.id ? this.peerAddress : '');
   }
 
   /** The peer address of member `id`, or undefined when it is not a member: members() without the sorted list. */
@@ -686,6 +688,12 @@ export class ClusterNode {
    * refused (MemberConflictError: remove it first), not turned into a learner at the new one.
    */
   async addMember(id: string, address: string, voter: boolean, join = false): Promise<void> {
+    // the rule every peer certificate's id follows: another id could never connect (nor be a safe object key)
+    if (!NODE_ID_PATTERN.test(id)) {
+      throw new MembershipRefusal(
+        `a member id is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit: ${JSON.stringify(id.slice(0, 64))}`,
+      );
+    }
     await this.onLeader(
       async () => {
         // a node's own join under a removed id: refused here too, whichever member passed it on (that member's
@@ -693,7 +701,7 @@ export class ClusterNode {
         const removedAt = join ? this.removalOf(id) : null;
         if (removedAt !== null) throw new PeerRemovedError(id, removedAt);
         const { conf, addresses } = this.log.appliedConf();
-        const there = addresses[id] === address;
+        const there = Object.hasOwn(addresses, id) && addresses[id] === address;
         if (conf.voters.includes(id)) {
           if (there) return;
           throw new MemberConflictError(id, addresses[id] ?? '', address);
@@ -861,6 +869,7 @@ export class ClusterNode {
   }
 
   async transferLeadership(to: string): Promise<void> {
+    if (!this.raft.status().conf.voters.includes(to)) throw new MembershipRefusal(`no voting member with id ${to}`);
     await this.raft.transferLeadership(to, TRANSFER_TIMEOUT_MS);
   }
 

@@ -8,6 +8,7 @@ import { createTRPCClient, createWSClient, type TRPCClient, TRPCClientError, wsL
 import { initTRPC, TRPCError } from '@trpc/server';
 import WebSocket from 'ws';
 import { RaftError, type RaftErrorCode } from '../../raft/index.js';
+import { NODE_ID_PATTERN } from '../pki/cluster.js';
 import { withTimeout } from '../util/timeout.js';
 import { ForwardClient, type ForwardResult } from './forward-channel.js';
 import { memberServerCheck, type ServerCheck } from './member-identity.js';
@@ -94,6 +95,17 @@ export interface PeerHandlers {
   transferLeadership(to: string): Promise<void>;
 }
 
+/**
+ * A membership change refused because of what was asked (not a failure of the cluster): the REST API answers it
+ * 400 with its message, the peer API BAD_REQUEST.
+ */
+export class MembershipRefusal extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MembershipRefusal';
+  }
+}
+
 const MAX_ID_CHARS = 128;
 const MAX_ADDRESS_CHARS = 300;
 
@@ -107,6 +119,18 @@ function str(v: unknown, name: string, max: number): string {
     throw new TRPCError({ code: 'BAD_REQUEST', message: `${name}: a string of 1 to ${max} characters` });
   }
   return v;
+}
+
+/** A member id: the rule every peer certificate's id follows (NODE_ID_PATTERN), or 400. */
+function memberId(v: unknown, name: string): string {
+  const id = str(v, name, MAX_ID_CHARS);
+  if (!NODE_ID_PATTERN.test(id)) {
+    throw new TRPCError({
+      code: 'BAD_REQUEST',
+      message: `${name}: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    });
+  }
+  return id;
 }
 
 function obj(v: unknown): Record<string, unknown> {
@@ -178,6 +202,23 @@ export function removedAtOf(err: unknown): number | null {
  * A removal refused where the call was made on (PeerRemovedError), or on the leader it was passed on to (its
  * answer's `removedAt`), as this member's FORBIDDEN answer; any other error as it is.
  */
+/** An optional boolean field: absent is `absent`; anything but a boolean is 400. */
+function flag(v: unknown, name: string, absent: boolean): boolean {
+  if (v === undefined) return absent;
+  if (typeof v !== 'boolean') throw new TRPCError({ code: 'BAD_REQUEST', message: `${name}: a boolean` });
+  return v;
+}
+
+/**
+ * A membership change refused for what the caller asked (MembershipRefusal: a member at another address, a release
+ * too old, no such member or voter): 400, its message kept, the error as its cause (raftCodeOf still reads a Raft
+ * refusal's code behind it). Anything else as it was (500 for what is not the caller's doing).
+ */
+function asCallerError(err: unknown): unknown {
+  if (err instanceof MembershipRefusal) return new TRPCError({ code: 'BAD_REQUEST', message: err.message, cause: err });
+  return err;
+}
+
 function asForbidden(err: unknown, id: string): unknown {
   const at = removedAtOf(err);
   return at === null ? err : forbidden(new PeerRemovedError(id, at));
@@ -250,9 +291,9 @@ export const peerRouter = t.router({
     .input((v) => {
       const o = obj(v);
       return {
-        id: str(o.id, 'id', MAX_ID_CHARS),
+        id: memberId(o.id, 'id'),
         address: peerAddress(str(o.address, 'address', MAX_ADDRESS_CHARS)),
-        voter: o.voter !== false,
+        voter: flag(o.voter, 'voter', true),
         // set by a member passing a node's own join on to the leader
         ...(o.join === true ? { join: true } : {}),
       };
@@ -264,20 +305,32 @@ export const peerRouter = t.router({
       try {
         return await ctx.handlers.addMember(input.id, input.address, input.voter, join);
       } catch (err) {
-        throw asForbidden(err, input.id);
+        throw asCallerError(asForbidden(err, input.id));
       }
     }),
   removeMember: memberChange
-    .input((v) => ({ id: str(obj(v).id, 'id', MAX_ID_CHARS) }))
-    .mutation(({ ctx, input }) => {
+    .input((v) => ({ id: memberId(obj(v).id, 'id') }))
+    .mutation(async ({ ctx, input }) => {
       requireMember(ctx);
-      return ctx.handlers.removeMember(input.id);
+      // judged after the read index (memberChange): a removal of an id that is no member changes nothing, say so
+      if (!ctx.handlers.isMember(input.id)) {
+        throw new TRPCError({ code: 'BAD_REQUEST', message: `no cluster member with id ${input.id}` });
+      }
+      try {
+        return await ctx.handlers.removeMember(input.id);
+      } catch (err) {
+        throw asCallerError(err);
+      }
     }),
   transferLeadership: memberChange
-    .input((v) => ({ to: str(obj(v).to, 'to', MAX_ID_CHARS) }))
-    .mutation(({ ctx, input }) => {
+    .input((v) => ({ to: memberId(obj(v).to, 'to') }))
+    .mutation(async ({ ctx, input }) => {
       requireMember(ctx);
-      return ctx.handlers.transferLeadership(input.to);
+      try {
+        return await ctx.handlers.transferLeadership(input.to);
+      } catch (err) {
+        throw asCallerError(err);
+      }
     }),
 });
 

@@ -98,7 +98,6 @@ export function nodeArgs(spec: NodeSpec): string[] {
   ];
   if (spec.start && 'init' in spec.start) args.push('--cluster-init');
   if (spec.start && 'join' in spec.start) args.push('--join', spec.start.join);
-  if (spec.adminPassword) args.push('--admin-password', spec.adminPassword);
   return [...args, ...(spec.extraArgs ?? [])];
 }
 
@@ -115,10 +114,19 @@ export class NodeExitedError extends Error {
   }
 }
 
+/**
+ * The admin password reaches the node in its environment (`KEEL_ADMIN_PASSWORD`), never on its command line, which
+ * any local user can read (`ps`) for as long as the node runs. Without one, the variable is cleared: a password
+ * this process was given must not become the node's by accident.
+ */
+export function secretEnv(spec: NodeSpec): Record<string, string> {
+  return { KEEL_ADMIN_PASSWORD: spec.adminPassword ?? '' };
+}
+
 /** Starts a node and resolves once it printed its API URLs (it has a leader and caught up), or rejects. */
 export function startNode(spec: NodeSpec, timeout_ms = 60_000): Promise<NodeProcess> {
   const child = spawn(process.execPath, nodeCommand(spec), {
-    env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env },
+    env: { ...process.env, KEEL_LOG_LEVEL: process.env.KEEL_LOG_LEVEL ?? 'warn', ...spec.env, ...secretEnv(spec) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -67,6 +67,10 @@ describe('keel cluster local', () => {
     for (const [i, n] of nodes.entries()) {
       expect(n.base).toBe(`https://127.0.0.1:${base + i}`);
       expect((await login(n)).status).toBe(200);
+      // the admin password reaches n1 in its environment: no member's command line (ps) shows it
+      const argv = readFileSync(`/proc/${n.child.pid}/cmdline`, 'utf8');
+      expect(argv).toContain(`--node-id\u0000n${i + 1}`);
+      expect(argv).not.toContain(PASSWORD);
       // each member's metrics, over HTTPS with its API certificate, at the URL printed for it
       const url = `https://127.0.0.1:${base + 6 + i}/metrics`;
       expect(lines.join('\n')).toContain(`metrics ${url}`);
