@@ -1457,6 +1457,23 @@ export const MUTANTS = [
     only: 'get the last collection',
   },
   {
+    // a membership change for an id no node can have (`__proto__`: its address becomes the object prototype's)
+    id: 'member-id-unchecked',
+    file: 'src/cluster/node.ts',
+    search: '    if (!NODE_ID_PATTERN.test(id)) {',
+    replace: '    if (!NODE_ID_PATTERN.test(id) && false) {',
+    tests: ['test/cluster/add-member.test.ts'],
+  },
+  {
+    // the local cluster's admin password on n1's command line, readable with ps
+    id: 'local-password-on-command-line',
+    file: 'src/cluster/processes.ts',
+    search: '  return [...args, ...(spec.extraArgs ?? [])];',
+    replace:
+      "  return [...args, ...(spec.adminPassword ? ['--admin-password', spec.adminPassword] : []), ...(spec.extraArgs ?? [])];",
+    tests: ['test/cluster/local.test.ts'],
+  },
+  {
     // a config type's schema of any size: its validator overflows the stack on the first config write (500)
     id: 'user-schema-unbounded',
     file: 'src/schema/user-schema.ts',
