@@ -17,7 +17,10 @@ addFormats(ajv, ['date-time', 'uuid', 'uri', 'email']);
 // a date-time is also one JavaScript reads, so no handler meets a date that parses to NaN
 const rfc3339 = ajv.formats['date-time'] as { validate: (s: string) => boolean } | ((s: string) => boolean);
 const rfc3339Valid = typeof rfc3339 === 'function' ? rfc3339 : rfc3339.validate;
-ajv.addFormat('date-time', { type: 'string', validate: (s: string) => rfc3339Valid(s) && Number.isFinite(Date.parse(s)) });
+ajv.addFormat('date-time', {
+  type: 'string',
+  validate: (s: string) => rfc3339Valid(s) && Number.isFinite(Date.parse(s)),
+});
 
 /** A field error in go-openapi's words (OpenZiti answers validation failures with these). */
 export interface FieldError {
