@@ -1,8 +1,11 @@
 /**
- * Posture data and its evaluation. What a client reports (`POST /posture-response[-bulk]`) is kept per API session
- * in this node's memory (as OpenZiti's posture cache keeps it): it is volatile, frequent and per connection, so it
- * is not replicated — a client re-reports after reconnecting, and reports to the node it talks to. The MFA check
- * reads the API session itself (stored, replicated): MFA complete, and completed within the check's timeout.
+ * Posture data and its evaluation. What a client reports (`POST /posture-response[-bulk]`) is kept in this node's
+ * memory, as OpenZiti's posture cache keeps it: per identity for what describes the device (OS, domain, MAC
+ * addresses, processes: any of the identity's API sessions may report it, and every one of them is judged on the
+ * latest report), per API session for its endpoint state (woken, unlocked). It is volatile, frequent and per
+ * connection, so it is not replicated — a client re-reports after reconnecting, and reports to the node it talks to.
+ * The MFA check reads the API session itself (stored, replicated): MFA complete, and completed within the check's
+ * timeout.
  */
 import type { RoleIndex } from '../../storage/role-index.js';
 import type { Services } from '../api/services.js';
@@ -11,10 +14,12 @@ import { roleIndexName } from './policy.js';
 import { type PostureCheckType, parseVersionRange } from './posture-check.js';
 import type { RowFor } from './rows.js';
 
-/** API sessions whose posture data one node keeps (the least recently reporting one is dropped beyond it). */
+/** Identities whose device data one node keeps (the least recently reporting one is dropped beyond it). */
+export const MAX_POSTURE_IDENTITIES = 100_000;
+/** API sessions whose endpoint state one node keeps (the least recently reporting one is dropped beyond it). */
 export const MAX_POSTURE_SESSIONS = 100_000;
-/** Processes one API session may report (the oldest report is dropped beyond it). */
-export const MAX_PROCESSES_PER_SESSION = 256;
+/** Process reports kept per identity (the oldest is dropped beyond it). */
+export const MAX_PROCESSES_PER_IDENTITY = 256;
 /** Failed service requests kept per identity (the oldest dropped), and identities they are kept for. */
 export const MAX_FAILED_REQUESTS_PER_IDENTITY = 100;
 export const MAX_FAILED_REQUEST_IDENTITIES = 10_000;
@@ -23,19 +28,34 @@ export interface ProcessData {
   postureCheckId: string;
   path: string;
   isRunning: boolean;
+  /** Lower-case hex. */
   hash: string;
+  /** Lower-case hex digits only (OpenZiti's CleanHexString: `AB:CD` is `abcd`). */
   signerFingerprints: string[];
   at: string;
 }
 
-export interface SessionPosture {
-  identityId: string;
+/** What an identity's device reported last (any of its API sessions). */
+export interface IdentityPosture {
   os?: { postureCheckId: string; type: string; version: string; build: string; at: string };
   domain?: { postureCheckId: string; domain: string; at: string };
   mac?: { postureCheckId: string; addresses: string[]; at: string };
+  /** By check id and path (`processKey`): a PROCESS check reads the report made for it, PROCESS_MULTI by path. */
   processes: Map<string, ProcessData>;
+  lastAt: string;
+}
+
+/** What one API session reported of its endpoint. */
+export interface SessionState {
+  identityId: string;
   endpoint?: { wokenAt?: string; unlockedAt?: string };
   lastAt: string;
+}
+
+/** The data one API session's checks are judged on: its identity's device, its own endpoint state. */
+export interface PostureView {
+  identity?: IdentityPosture | undefined;
+  session?: SessionState | undefined;
 }
 
 export interface FailedServiceRequest {
@@ -51,20 +71,35 @@ export interface FailedServiceRequest {
   }[];
 }
 
-/** One node's posture data (per API session) and failed service requests (per identity), both bounded. */
+/**
+ * One node's posture data (device data per identity, endpoint state per API session) and failed service requests
+ * (per identity), all bounded.
+ */
 export class PostureCache {
-  readonly sessions = new Map<string, SessionPosture>();
+  readonly identities = new Map<string, IdentityPosture>();
+  readonly sessions = new Map<string, SessionState>();
   readonly failed = new Map<string, FailedServiceRequest[]>();
 
-  /** The API session's data, created (and moved to the most recent end) for a write. */
-  forWrite(sessionId: string, identityId: string, at: string): SessionPosture {
-    let data = this.sessions.get(sessionId);
-    if (data) this.sessions.delete(sessionId);
-    else data = { identityId, processes: new Map(), lastAt: at };
-    data.lastAt = at;
-    this.sessions.set(sessionId, data);
+  /** The records a report of API session `sessionId` writes, made (and moved to the most recent end) for it. */
+  forWrite(sessionId: string, identityId: string, at: string): { identity: IdentityPosture; session: SessionState } {
+    let identity = this.identities.get(identityId);
+    if (identity) this.identities.delete(identityId);
+    else identity = { processes: new Map(), lastAt: at };
+    identity.lastAt = at;
+    this.identities.set(identityId, identity);
+    while (this.identities.size > MAX_POSTURE_IDENTITIES) this.identities.delete(this.identities.keys().next().value!);
+    let session = this.sessions.get(sessionId);
+    if (session) this.sessions.delete(sessionId);
+    else session = { identityId, lastAt: at };
+    session.lastAt = at;
+    this.sessions.set(sessionId, session);
     while (this.sessions.size > MAX_POSTURE_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
-    return data;
+    return { identity, session };
+  }
+
+  /** What API session `sessionId` of identity `identityId` is judged on. */
+  view(sessionId: string, identityId: string): PostureView {
+    return { identity: this.identities.get(identityId), session: this.sessions.get(sessionId) };
   }
 
   recordFailure(identityId: string, failure: FailedServiceRequest): void {
@@ -86,12 +121,27 @@ export function postureCacheOf(svc: Services): PostureCache {
   return cache;
 }
 
-/** Adds a process report, dropping the oldest beyond the bound. */
-export function putProcess(data: SessionPosture, p: ProcessData): void {
-  data.processes.delete(p.path);
-  data.processes.set(p.path, p);
-  while (data.processes.size > MAX_PROCESSES_PER_SESSION) data.processes.delete(data.processes.keys().next().value!);
+/** Where a process report is kept: per check and path. */
+function processKey(postureCheckId: string, path: string): string {
+  return `${postureCheckId}\n${path}`;
 }
+
+/** Adds a process report (replacing the one for the same check and path), dropping the oldest beyond the bound. */
+export function putProcess(data: IdentityPosture, p: ProcessData): void {
+  const key = processKey(p.postureCheckId, p.path);
+  data.processes.delete(key);
+  data.processes.set(key, p);
+  while (data.processes.size > MAX_PROCESSES_PER_IDENTITY) data.processes.delete(data.processes.keys().next().value!);
+}
+
+/** OpenZiti's CleanHexString: lower case, hex digits only (`AB:CD:12` is `abcd12`). */
+export function cleanHex(s: string): string {
+  return s.toLowerCase().replace(/[^0-9a-f]/g, '');
+}
+
+/** A version as Go's semver.Make reads it (major.minor.patch, optional pre-release and build), or null. */
+const SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$/;
 
 function versionParts(v: string): number[] {
   return v
@@ -108,8 +158,12 @@ function compare(a: number[], b: number[]): number {
   return 0;
 }
 
-/** Whether `version` (e.g. `10.0.19041`) satisfies a range (`>=10.0.0 <11`, alternatives joined by `||`). */
+/**
+ * Whether `version` (e.g. `10.0.19041`) satisfies a range (`>=10.0.0 <11`, alternatives joined by `||`). A version
+ * that is not major.minor.patch (`10.0`, `10`) satisfies none, as OpenZiti's semver.Make refuses it.
+ */
 export function versionSatisfies(version: string, range: string): boolean {
+  if (!SEMVER.test(version)) return false;
   const parsed = parseVersionRange(range);
   if (parsed === null) return false;
   const v = versionParts(version);
@@ -142,12 +196,20 @@ interface ProcessCriteria {
   signerFingerprints?: string[];
 }
 
-function processPasses(data: SessionPosture | undefined, want: ProcessCriteria): boolean {
-  const got = data?.processes.get(want.path);
+/**
+ * Whether a process report satisfies `want`: running, one of its hashes (if any; case folded) and one of its signer
+ * fingerprints (if any; as CleanHexString reads them). A PROCESS check reads the report made for it (`checkId`), as
+ * OpenZiti matches it; PROCESS_MULTI the latest report of the path.
+ */
+function processPasses(data: IdentityPosture | undefined, want: ProcessCriteria, checkId: string | null): boolean {
+  let got: ProcessData | undefined;
+  for (const p of data?.processes.values() ?? []) {
+    if (checkId === null ? p.path === want.path : p.postureCheckId === checkId) got = p; // the latest wins
+  }
   if (!got?.isRunning) return false;
-  if (want.hashes && want.hashes.length > 0 && !want.hashes.includes(got.hash)) return false;
+  if (want.hashes && want.hashes.length > 0 && !want.hashes.some((h) => h.toLowerCase() === got.hash)) return false;
   const signers = [...(want.signerFingerprints ?? []), ...(want.signerFingerprint ? [want.signerFingerprint] : [])];
-  return signers.length === 0 || signers.some((f) => got.signerFingerprints.includes(f));
+  return signers.length === 0 || signers.some((f) => got.signerFingerprints.includes(cleanHex(f)));
 }
 
 export interface CheckResult {
@@ -161,33 +223,34 @@ export interface CheckResult {
 export function evaluateCheck(
   check: RowFor<'posture-checks'>,
   session: RowFor<'api-sessions'>,
-  data: SessionPosture | undefined,
+  data: PostureView | undefined,
   now_ms: number,
 ): CheckResult {
   const noTimeout = (isPassing: boolean): CheckResult => ({ isPassing, timeout_s: -1, timeoutRemaining_s: -1 });
+  const device = data?.identity;
   switch (check.typeId as PostureCheckType) {
     case 'OS': {
-      const os = data?.os;
+      const os = device?.os;
       if (!os) return noTimeout(false);
-      const wanted = ((check.operatingSystems as { type: string; versions: string[] }[] | undefined) ?? []).filter(
-        (o) => o.type.toLowerCase() === os.type.toLowerCase(),
-      );
-      return noTimeout(
-        wanted.some((o) => o.versions.length === 0 || o.versions.some((r) => versionSatisfies(os.version, r))),
-      );
+      // an OS type listed more than once: its last entry counts (OpenZiti's getValidOses)
+      const type = os.type.toLowerCase();
+      const entries = (check.operatingSystems as { type: string; versions: string[] }[] | undefined) ?? [];
+      const wanted = entries.findLast((o) => o.type.toLowerCase() === type);
+      if (wanted === undefined) return noTimeout(false);
+      return noTimeout(wanted.versions.length === 0 || wanted.versions.some((r) => versionSatisfies(os.version, r)));
     }
     case 'PROCESS':
-      return noTimeout(processPasses(data, check.process as ProcessCriteria));
+      return noTimeout(processPasses(device, check.process as ProcessCriteria, check.id));
     case 'PROCESS_MULTI': {
       const list = check.processes ?? [];
-      const each = list.map((p) => processPasses(data, p));
+      const each = list.map((p) => processPasses(device, p, null));
       return noTimeout(check.semantic === 'AnyOf' ? each.some(Boolean) : each.length > 0 && each.every(Boolean));
     }
     case 'DOMAIN':
-      return noTimeout(data?.domain !== undefined && (check.domains ?? []).includes(data.domain.domain));
+      return noTimeout(device?.domain !== undefined && (check.domains ?? []).includes(device.domain.domain));
     case 'MAC': {
       const wanted = check.macAddresses ?? [];
-      return noTimeout((data?.mac?.addresses ?? []).some((m) => wanted.includes(m)));
+      return noTimeout((device?.mac?.addresses ?? []).some((m) => wanted.includes(m)));
     }
     case 'MFA':
       return evaluateMfa(check, session, data, now_ms);
@@ -207,7 +270,7 @@ export const MFA_PROMPT_GRACE_S = 300;
 function evaluateMfa(
   check: RowFor<'posture-checks'>,
   session: RowFor<'api-sessions'>,
-  data: SessionPosture | undefined,
+  data: PostureView | undefined,
   now_ms: number,
 ): CheckResult {
   const timeout_s = check.timeoutSeconds ?? -1;
@@ -221,8 +284,8 @@ function evaluateMfa(
       ends_ms.push(Date.parse(at) + MFA_PROMPT_GRACE_S * 1000);
     }
   };
-  prompt(check.promptOnWake, data?.endpoint?.wokenAt);
-  prompt(check.promptOnUnlock, data?.endpoint?.unlockedAt);
+  prompt(check.promptOnWake, data?.session?.endpoint?.wokenAt);
+  prompt(check.promptOnUnlock, data?.session?.endpoint?.unlockedAt);
   if (ends_ms.length === 0) return { isPassing: true, timeout_s, timeoutRemaining_s: -1 };
   const remaining_s = Math.max(0, Math.floor((Math.min(...ends_ms) - now_ms) / 1000));
   return { isPassing: remaining_s > 0, timeout_s, timeoutRemaining_s: remaining_s };
@@ -248,7 +311,7 @@ export interface PolicyPosture {
 
 /** Every granting policy of a service access with its checks evaluated for the caller's API session. */
 export function evaluateAccess(svc: Services, access: ServiceAccess, session: RowFor<'api-sessions'>): PolicyPosture[] {
-  const data = postureCacheOf(svc).sessions.get(session.id);
+  const data = postureCacheOf(svc).view(session.id, session.identityId as string);
   const now_ms = svc.clock.now();
   const one = (policyId: string, policyType: 'Dial' | 'Bind'): PolicyPosture => {
     const checks = policyChecks(svc, policyId).map((check) => ({

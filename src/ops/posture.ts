@@ -7,7 +7,14 @@ import type { Services } from '../api/services.js';
 import { serviceAccessOf } from '../model/access.js';
 import { meta } from '../model/common.js';
 import { identities } from '../model/identity.js';
-import { evaluateAccess, postureCacheOf, putProcess, type SessionPosture } from '../model/posture.js';
+import {
+  cleanHex,
+  evaluateAccess,
+  type IdentityPosture,
+  postureCacheOf,
+  putProcess,
+  type SessionState,
+} from '../model/posture.js';
 import { normalizeMac } from '../model/posture-check.js';
 import {
   failedServiceRequest,
@@ -37,8 +44,11 @@ type ResponseBody = {
 
 const RESPONSE_TYPES = ['OS', 'PROCESS', 'DOMAIN', 'MAC', 'ENDPOINT_STATE'] as const;
 
+/** Where a report goes: the identity's device data, the API session's endpoint state. */
+type Records = { identity: IdentityPosture; session: SessionState };
+
 /** A response's fields as stored, or 400 naming the field (`prefix`: its place in a bulk body). */
-function validate(r: ResponseBody, prefix: string): (data: SessionPosture, at: string) => void {
+function validate(r: ResponseBody, prefix: string): (data: Records, at: string) => void {
   const need = (field: keyof ResponseBody) => {
     if (r[field] === undefined) throw fieldError(`${prefix}${field}`, `${field} is required`, null);
   };
@@ -47,36 +57,37 @@ function validate(r: ResponseBody, prefix: string): (data: SessionPosture, at: s
       need('type');
       need('version');
       return (d, at) => {
-        d.os = { postureCheckId: r.id, type: r.type!, version: r.version!, build: r.build ?? '', at };
+        d.identity.os = { postureCheckId: r.id, type: r.type!, version: r.version!, build: r.build ?? '', at };
       };
     case 'DOMAIN':
       need('domain');
       return (d, at) => {
-        d.domain = { postureCheckId: r.id, domain: r.domain!.trim().toLowerCase(), at };
+        d.identity.domain = { postureCheckId: r.id, domain: r.domain!.trim().toLowerCase(), at };
       };
     case 'MAC': {
       need('macAddresses');
       const addresses = r.macAddresses!.map((m) => normalizeMac(m)).filter((m): m is string => m !== null);
       return (d, at) => {
-        d.mac = { postureCheckId: r.id, addresses: [...new Set(addresses)], at };
+        d.identity.mac = { postureCheckId: r.id, addresses: [...new Set(addresses)], at };
       };
     }
     case 'PROCESS':
       need('path');
       return (d, at) =>
-        putProcess(d, {
+        putProcess(d.identity, {
           postureCheckId: r.id,
           path: r.path!,
           isRunning: r.isRunning === true,
           hash: (r.hash ?? '').toLowerCase(),
-          signerFingerprints: (r.signerFingerprints ?? []).map((f) => f.toLowerCase()),
+          signerFingerprints: (r.signerFingerprints ?? []).map(cleanHex),
           at,
         });
     case 'ENDPOINT_STATE':
       return (d, at) => {
-        d.endpoint = { ...d.endpoint };
-        if (r.woken === true) d.endpoint.wokenAt = at;
-        if (r.unlocked === true) d.endpoint.unlockedAt = at;
+        const endpoint = { ...d.session.endpoint };
+        if (r.woken === true) endpoint.wokenAt = at;
+        if (r.unlocked === true) endpoint.unlockedAt = at;
+        d.session.endpoint = endpoint;
       };
     default:
       throw fieldError(`${prefix}typeId`, `must be one of ${RESPONSE_TYPES.join(', ')}`, r.typeId);
@@ -121,35 +132,23 @@ function record(svc: Services, caller: Caller, responses: ResponseBody[], bulk: 
 
 const ZERO_TIME = '0001-01-01T00:00:00.000Z';
 
-/** OpenZiti's `postureData` of an identity: the latest reports of its API sessions, and each session's MFA state. */
+/** OpenZiti's `postureData` of an identity: its device's latest reports, and each API session's MFA state. */
 function postureDataOf(svc: Services, identityId: string): Record<string, unknown> {
-  const sessions = [...postureCacheOf(svc).sessions.entries()].filter(
-    ([id, d]) => d.identityId === identityId && svc.get('api-sessions', id) !== undefined,
-  );
-  const latest = <T extends { at: string }>(pick: (d: SessionPosture) => T | undefined): T | undefined =>
-    sessions
-      .map(([, d]) => pick(d))
-      .filter((x): x is T => x !== undefined)
-      .sort((a, b) => (a.at < b.at ? 1 : -1))[0];
+  const device = postureCacheOf(svc).identities.get(identityId);
   const base = (x: { postureCheckId: string; at: string } | undefined) => ({
     postureCheckId: x?.postureCheckId ?? '',
     timedOut: false,
     lastUpdatedAt: x?.at ?? ZERO_TIME,
   });
-  const os = latest((d) => d.os);
-  const domain = latest((d) => d.domain);
-  const mac = latest((d) => d.mac);
-  const processes = new Map<string, Record<string, unknown>>();
-  for (const [, d] of sessions) {
-    for (const p of d.processes.values()) {
-      processes.set(p.path, {
-        ...base(p),
-        binaryHash: p.hash,
-        isRunning: p.isRunning,
-        signerFingerprints: p.signerFingerprints,
-      });
-    }
-  }
+  const os = device?.os;
+  const domain = device?.domain;
+  const mac = device?.mac;
+  const processes = [...(device?.processes.values() ?? [])].map((p) => ({
+    ...base(p),
+    binaryHash: p.hash,
+    isRunning: p.isRunning,
+    signerFingerprints: p.signerFingerprints,
+  }));
   const perSession: Record<string, unknown> = {};
   for (const id of svc.store.lookup('api-sessions', 'identityId', identityId)) {
     const row = svc.get('api-sessions', id);
@@ -170,7 +169,7 @@ function postureDataOf(svc: Services, identityId: string): Record<string, unknow
     os: { ...base(os), type: os?.type ?? '', version: os?.version ?? '', build: os?.build ?? '' },
     domain: { ...base(domain), domain: domain?.domain ?? '' },
     mac: { ...base(mac), addresses: mac?.addresses ?? [] },
-    processes: [...processes.values()],
+    processes,
     apiSessionPostureData: perSession,
   };
 }

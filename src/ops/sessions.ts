@@ -3,6 +3,7 @@ import { Errors, fieldError, notFound } from '../api/errors.js';
 import { listQuery, listResponse, mapResult } from '../api/list.js';
 import { LIST_QUERY, type OpContext, type OpDef, op } from '../api/op.js';
 import { ok, okEmpty, okJson } from '../api/respond.js';
+import type { Services } from '../api/services.js';
 import { identityEdgeRouters, type ServiceAccess, serviceAccessOf, serviceEdgeRouters } from '../model/access.js';
 import { detailEnvelope, empty, listEnvelope, meta, tags } from '../model/common.js';
 import { dialBind } from '../model/policy.js';
@@ -51,6 +52,20 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
   throw Errors.INVALID_POSTURE();
 }
 
+/** The session of `type` for `serviceId` that API session `apiSessionId` holds, if any (its sessions are few). */
+function sessionOf(
+  svc: Services,
+  apiSessionId: string,
+  serviceId: string,
+  type: string,
+): RowFor<'sessions'> | undefined {
+  for (const id of svc.store.lookup('sessions', 'apiSessionId', apiSessionId)) {
+    const row = svc.get('sessions', id);
+    if (row?.serviceId === serviceId && row.type === type) return row;
+  }
+  return undefined;
+}
+
 /**
  * The client's sessions: create (Dial/Bind) only when a service policy of that type grants the service to the
  * caller and at least one edge router is allowed by both the caller's edge router policies and the service's
@@ -80,14 +95,24 @@ export function sessionOps(): OpDef<unknown>[] {
         const type = ctx.body.type ?? 'Dial';
         if (type !== 'Dial' && type !== 'Bind') throw fieldError('type', 'must be Dial or Bind', type);
         const identityId = ctx.caller!.identity.id;
-        // a service the caller may not use this way does not exist for it (OpenZiti answers 404 too)
+        // a service the caller may neither dial nor bind does not exist for it (404, as OpenZiti's read of the service
+        // for the identity); one it may use only the other way is "service not found" on the field (OpenZiti's
+        // session manager: a field error, 400 COULD_NOT_VALIDATE)
         const access = serviceAccessOf(ctx.svc, identityId, serviceId).get(serviceId);
-        if (!access || access[type === 'Dial' ? 'dial' : 'bind'].length === 0) throw notFound('service', serviceId);
+        if (!access) throw notFound('service', serviceId);
+        if (access[type === 'Dial' ? 'dial' : 'bind'].length === 0) {
+          throw fieldError('ServiceId', 'service not found', serviceId);
+        }
         checkPosture(ctx, serviceId, type, access);
         const mine = identityEdgeRouters(ctx.svc, identityId);
         if (![...serviceEdgeRouters(ctx.svc, serviceId)].some((id) => mine.has(id))) {
           throw Errors.NO_EDGE_ROUTERS_AVAILABLE();
         }
+        // the API session's session of that type for the service, if it has one: OpenZiti answers with it rather
+        // than a second one (a client asking again, after a lost answer say, gets the same token). Looked up once
+        // the checks passed (OpenZiti looks first): a session is never handed out on a posture that fails now.
+        const existing = sessionOf(ctx.svc, ctx.caller!.session.id, serviceId, type);
+        if (existing !== undefined) return dataEnvelope(sessions.render(existing, ctx.svc), {}, 201);
         const id = shortId();
         const data = {
           token: uuid(),

@@ -952,8 +952,13 @@ describe('sessions', () => {
       tags: { app: 'x' },
     });
     expect(made.body.data.token).toMatch(/^[0-9a-f-]{36}$/);
-    // no Bind policy; unknown service; bad bodies
-    expectError(await post(kate.token, { serviceId: svcId, type: 'Bind' }), 404, 'NOT_FOUND');
+    // asked again on the same API session: the same session (OpenZiti's session manager), not a second one
+    const again = await post(kate.token, { serviceId: svcId, type: 'Dial' });
+    expect(again.status).toBe(201);
+    expect(again.body.data).toMatchObject({ id: sessionId, token: made.body.data.token });
+    // no Bind policy (but a Dial one): "service not found" on the field, as OpenZiti's session manager answers;
+    // unknown service, or one the caller may neither dial nor bind: 404; bad bodies
+    expectError(await post(kate.token, { serviceId: svcId, type: 'Bind' }), 400, 'COULD_NOT_VALIDATE', 'ServiceId');
     expectError(await post(kate.token, { serviceId: 'nope' }), 404, 'NOT_FOUND');
     expectError(await post(other.token, { serviceId: svcId }), 404, 'NOT_FOUND');
     expectError(await post(kate.token, {}), 400, 'COULD_NOT_VALIDATE', 'serviceId');
@@ -981,14 +986,16 @@ describe('sessions', () => {
         .status,
     ).toBe(200);
     expect((await get(`/sessions/${sessionId}`)).status).toBe(404);
-    // a session ends with its API session
+    // a deleted session is made anew; a session ends with its API session
     const second = (await post(kate.token, { serviceId: svcId })).body.data.id;
-    const third = (await post(kate.token, { serviceId: svcId })).body.data.id;
-    expect((await conformant(M, 'DELETE', '/sessions/{id}', srv.base, { token, params: { id: third } })).status).toBe(
+    expect(second).not.toBe(sessionId);
+    expect((await conformant(M, 'DELETE', '/sessions/{id}', srv.base, { token, params: { id: second } })).status).toBe(
       200,
     );
+    const third = (await post(kate.token, { serviceId: svcId })).body.data.id;
+    expect(third).not.toBe(second);
     expect((await call('DELETE', `${srv.client}/current-api-session`, { token: kate.token })).status).toBe(200);
-    expect((await get(`/sessions/${second}`)).status).toBe(404);
+    expect((await get(`/sessions/${third}`)).status).toBe(404);
   });
 });
 

@@ -348,11 +348,19 @@ describe('posture responses, service posture queries and sessions', () => {
       version: '6.1.7601',
     });
     expectError(await client('POST', '/sessions', user.token, { serviceId: svc.id }), 409, 'INVALID_POSTURE');
+    // a version that is not major.minor.patch satisfies no range (OpenZiti's semver.Make refuses it)
     await client('POST', '/posture-response', user.token, {
       id: checks[0],
       typeId: 'OS',
       type: 'windows',
       version: '11.0',
+    });
+    expectError(await client('POST', '/sessions', user.token, { serviceId: svc.id }), 409, 'INVALID_POSTURE');
+    await client('POST', '/posture-response', user.token, {
+      id: checks[0],
+      typeId: 'OS',
+      type: 'windows',
+      version: '11.0.22631',
     });
     expect((await client('POST', '/sessions', user.token, { serviceId: svc.id })).status).toBe(201);
     await client('POST', '/posture-response', user.token, {
@@ -362,7 +370,7 @@ describe('posture responses, service posture queries and sessions', () => {
       isRunning: false,
     });
     expectError(await client('POST', '/sessions', user.token, { serviceId: svc.id }), 409, 'INVALID_POSTURE');
-    expect((await mgmt('GET', `/identities/${user.id}/failed-service-requests`)).body.data).toHaveLength(3);
+    expect((await mgmt('GET', `/identities/${user.id}/failed-service-requests`)).body.data).toHaveLength(4);
 
     // another granting policy without checks passes on its own
     await create('/service-policies', {
@@ -382,7 +390,7 @@ describe('posture responses, service posture queries and sessions', () => {
       params: { id: user.id },
     });
     expect(data.status, data.text).toBe(200);
-    expect(data.body.data.os).toMatchObject({ type: 'windows', version: '11.0', postureCheckId: checks[0] });
+    expect(data.body.data.os).toMatchObject({ type: 'windows', version: '11.0.22631', postureCheckId: checks[0] });
     expect(data.body.data.domain.domain).toBe('corp.example');
     expect(data.body.data.mac.addresses).toEqual(['112233445566', 'aabbccddeeff']);
     expect(data.body.data.processes.map((p: { isRunning: boolean }) => p.isRunning).sort()).toEqual([false, true]);
@@ -390,12 +398,17 @@ describe('posture responses, service posture queries and sessions', () => {
     expectError(await mgmt('GET', '/identities/nope/posture-data'), 404, 'NOT_FOUND');
     expectError(await mgmt('GET', '/identities/nope/failed-service-requests'), 404, 'NOT_FOUND');
 
-    // another API session of the identity has no posture data of its own
+    // another API session of the identity is judged on the same device data (OpenZiti keeps it per identity)
     const second = await clientLogin('puser1');
-    expect(
-      (await serviceView(second, svc.id)).postureQueries.find((q: { policyId: string }) => q.policyId === svc.policy)
-        .isPassing,
-    ).toBe(false);
+    const queries = async (t: string) =>
+      (await serviceView(t, svc.id)).postureQueries
+        .find((q: { policyId: string }) => q.policyId === svc.policy)
+        .postureQueries.map((q: { id: string; isPassing: boolean }) => [q.id, q.isPassing])
+        .sort();
+    const seen = await queries(second);
+    expect(seen).toEqual(await queries(user.token));
+    // OS, domain, MAC and the multi-process check pass; the stopped process fails
+    expect(seen.filter(([, passing]: [string, boolean]) => passing)).toHaveLength(4);
   });
 
   it('posture response validation: type, required fields per type, bulk bound; a bad bulk entry records nothing', async () => {
