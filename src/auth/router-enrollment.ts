@@ -49,6 +49,9 @@ function signingCa(svc: Services): CaMaterial {
  * The DNS and IP subject alternative names a CSR asks for (OpenZiti copies a router's requested SANs into its
  * certificates). URIs and e-mail addresses are not copied: a URI SAN names controller peers (PEER_URI_PREFIX).
  */
+/** What `requestedSans` gives as the common name of a subject with several: no router's id. */
+const MANY_COMMON_NAMES = '\u0000several common names';
+
 async function requestedSans(csrPem: string): Promise<{ dnsNames: string[]; ipAddresses: string[]; cn: string }> {
   let csr: x509.Pkcs10CertificateRequest;
   try {
@@ -64,10 +67,12 @@ async function requestedSans(csrPem: string): Promise<{ dnsNames: string[]; ipAd
   } catch {
     throw Errors.COULD_NOT_PROCESS_CSR({ code: 'CSR_MALFORMED', message: 'the requested SANs do not parse' });
   }
+  // one common name or none: a subject naming several (`CN=<id>, CN=admin`) would be read by its last one in Go
+  const cns = csr.subjectName.getField('CN');
   return {
     dnsNames: names.filter((n) => n.type === 'dns').map((n) => n.value),
     ipAddresses: names.filter((n) => n.type === 'ip').map((n) => n.value),
-    cn: csr.subjectName.getField('CN')[0] ?? '',
+    cn: cns.length === 1 ? cns[0]! : cns.length === 0 ? '' : MANY_COMMON_NAMES,
   };
 }
 

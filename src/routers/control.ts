@@ -109,6 +109,9 @@ function text(o: Record<string, unknown>, name: string, max: number, required: b
   return v;
 }
 
+/** How long a stopping controller waits for routers to answer its close frames before dropping their sockets. */
+const STOP_GRACE_MS = 2_000;
+
 const LISTENER = /^([a-z][a-z0-9]{0,15}):(\[[0-9a-fA-F:.]+\]|[^\s:[\]/]+):(\d{1,5})$/;
 
 /** The protocol → address map of a hello's listeners (one address per protocol, as OpenZiti's map holds). */
@@ -119,7 +122,7 @@ export function protocolsOf(listeners: string[]): Record<string, string> {
     const port = Number(m?.[3]);
     if (!m || port < 1 || port > 65_535)
       throw bad(`listeners: ${JSON.stringify(address)} is not <protocol>:<host>:<port>`);
-    if (m[1]! in out) throw bad(`listeners: more than one address for protocol ${m[1]}`);
+    if (Object.hasOwn(out, m[1]!)) throw bad(`listeners: more than one address for protocol ${m[1]}`);
     out[m[1]!] = address;
   }
   return out;
@@ -163,7 +166,8 @@ interface ControlContext {
   onHello: (conn: Connection, hello: RouterHello) => { routerId: string; name: string };
 }
 
-const t = initTRPC.context<ControlContext>().create();
+// never a stack trace in an answer, whatever NODE_ENV says (it names the server's files)
+const t = initTRPC.context<ControlContext>().create({ isDev: false });
 
 export const routerControlRouter = t.router({
   hello: t.procedure.input(parseHello).mutation(({ ctx, input }) => {
@@ -413,11 +417,23 @@ export class RouterControl {
     }
   }
 
+  /**
+   * Closes every router's connection (a close frame, then STOP_GRACE_MS for the router to answer it, then the socket
+   * is dropped) and the listener: a router that never answers the close does not hold the stop up (ws's
+   * `WebSocketServer.close` calls back only once every client has closed, which ws bounds at 30 s).
+   */
   async stop(): Promise<void> {
     this.unsubscribe();
-    for (const conn of this.conns.values()) conn.ws.close(CLOSE.stopping, 'controller stopping');
+    const open = [...this.conns.values()].map((conn) => conn.ws);
+    for (const ws of open) ws.close(CLOSE.stopping, 'controller stopping');
+    const closed = open.map((ws) =>
+      ws.readyState === ws.CLOSED ? Promise.resolve() : new Promise<void>((r) => ws.once('close', () => r())),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(closed), new Promise<void>((r) => (timer = setTimeout(r, STOP_GRACE_MS)))]);
+    clearTimeout(timer);
+    for (const ws of open) ws.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
-    for (const conn of this.conns.values()) conn.ws.terminate();
     await closeMutualTlsServer(this.server);
   }
 }

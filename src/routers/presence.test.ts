@@ -46,6 +46,8 @@ describe('router presence', () => {
   });
 
   it('listener addresses: <protocol>:<host>:<port>, one per protocol', () => {
+    // a protocol named like an inherited property is one like any other
+    expect(protocolsOf(['constructor:h.example:1'])).toEqual({ constructor: 'constructor:h.example:1' });
     expect(protocolsOf(['tls:a.example:3022', 'wss:[::1]:443', 'ws:10.0.0.1:80'])).toEqual({
       tls: 'tls:a.example:3022',
       wss: 'wss:[::1]:443',

@@ -277,7 +277,11 @@ describe('router presence', () => {
     const shapes = await opened();
     const tooMany = Array.from({ length: MAX_HELLO_LISTENERS + 1 }, (_, i) => `tls:h${i}:3022`);
     for (const input of [{ ...DEFAULT_HELLO, version: '' }, { ...DEFAULT_HELLO, listeners: tooMany }, 'hello']) {
-      expect((await rawMutation(shapes.ws, 'hello', input)).error?.data?.code).toBe('BAD_REQUEST');
+      const answer = await rawMutation(shapes.ws, 'hello', input);
+      expect(answer.error?.data?.code).toBe('BAD_REQUEST');
+      // no stack trace on the wire (it names the server's files), whatever NODE_ENV is
+      expect(answer.error?.data?.stack).toBeUndefined();
+      expect(JSON.stringify(answer)).not.toMatch(/\.js:\d+|node_modules/);
     }
     const dup = await rawMutation(shapes.ws, 'hello', { ...DEFAULT_HELLO, listeners: ['tls:a:1', 'tls:b:2'] });
     expect(dup.error?.data?.code).toBe('BAD_REQUEST');
@@ -399,3 +403,57 @@ describe('router control listener: handshakes per address', () => {
     }
   });
 });
+
+describe('router control listener: stopping', () => {
+  it("a router that never answers the close frame does not hold the controller's stop up", async () => {
+    const own = await startServer({ routerControl: { host: '127.0.0.1', port: 0 } });
+    const ownAdmin = await login(own.base);
+    const r = await enrolledRouter(own.mgmt, own.client, ownAdmin, { name: 'mute-on-close', roleAttributes: [] });
+    const sockets: Socket[] = [];
+    try {
+      // a WebSocket client by hand: upgrade, one masked text frame (the hello), then silence (no close answered)
+      const c = tlsConnect({
+        host: '127.0.0.1',
+        port: own.ctl.routerControl!.port,
+        key: r.key,
+        cert: r.cert,
+        ca: r.ca,
+        rejectUnauthorized: false,
+      });
+      sockets.push(c);
+      c.on('error', () => {});
+      await new Promise<void>((resolve) => c.once('secureConnect', () => resolve()));
+      const upgraded = new Promise<void>((resolve) => c.once('data', () => resolve()));
+      c.write(
+        `GET ${ROUTER_CONTROL_PATH} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      );
+      await upgraded;
+      c.write(
+        maskedText(JSON.stringify({ id: 1, method: 'mutation', params: { path: 'hello', input: DEFAULT_HELLO } })),
+      );
+      await until(
+        async () =>
+          (await call('GET', `${own.mgmt}/edge-routers/${r.id}`, { token: ownAdmin })).body.data.isOnline === true,
+      );
+      const started = performance.now();
+      await own.stop();
+      // about the close grace (2 s), not ws's 30 s close timeout
+      expect(performance.now() - started).toBeLessThan(6_000);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  }, 20_000);
+});
+
+/** A client's masked WebSocket text frame (RFC 6455 5.2; a payload under 64 KiB). */
+function maskedText(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const head =
+    payload.length < 126
+      ? Buffer.from([0x81, 0x80 | payload.length])
+      : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 255]);
+  const body = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]!));
+  return Buffer.concat([head, mask, body]);
+}

@@ -189,6 +189,14 @@ describe.each(['uws', 'node'] as const)('edge router enrollment on the %s engine
       'COULD_NOT_PROCESS_CSR',
       'EDGE_ROUTER_ENROLL_COMMON_NAME_INVALID',
     ]);
+    // nor name it among others: a subject of two common names (Go reads the last one) is refused
+    const twoCns = routerCsrs(`${id}/CN=admin`);
+    const two = await erott({ token, serverCsr: good.serverCsr, clientCsr: twoCns.clientCsr });
+    expect([...code(two), two.body.error.cause.code]).toEqual([
+      400,
+      'COULD_NOT_PROCESS_CSR',
+      'EDGE_ROUTER_ENROLL_COMMON_NAME_INVALID',
+    ]);
     expect(code(await erott({ token, serverCsr: good.serverCsr, clientCsr: 7 }))).toEqual([400, 'COULD_NOT_VALIDATE']);
     // an identity's token is not a router's
     const ident = await call('POST', `${srv.mgmt}/identities`, {
