@@ -1457,6 +1457,14 @@ export const MUTANTS = [
     only: 'get the last collection',
   },
   {
+    // sessions kept after their identity lost access to the service
+    id: 'session-enforcer-off',
+    file: 'src/auth/session-enforcer.ts',
+    search: '      if (this.lostAccess(id)) lost.push(id);',
+    replace: '      if (this.lostAccess(id) && false) lost.push(id);',
+    tests: ['test/api/session-enforcer.test.ts'],
+  },
+  {
     // a membership change for an id no node can have (`__proto__`: its address becomes the object prototype's)
     id: 'member-id-unchecked',
     file: 'src/cluster/node.ts',

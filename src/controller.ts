@@ -14,6 +14,7 @@ import type { ApiName, OpDef } from './api/op.js';
 import { buildOpenApi } from './api/openapi.js';
 import { handlerFor, mountOps, type RouteMeta, rewritePath } from './api/register.js';
 import { type Clock, type Logger, Services, systemClock } from './api/services.js';
+import { SessionEnforcer } from './auth/session-enforcer.js';
 import { SessionService } from './auth/sessions.js';
 import { generatePassword, initialize, isInitialized } from './bootstrap.js';
 import { ClusterNode, type ClusterOptions } from './cluster/node.js';
@@ -170,6 +171,8 @@ export class Controller {
     private readonly opts: ControllerOptions,
     /** The cluster membership of this node, or null for a single node. */
     readonly cluster: ClusterNode | null,
+    /** Deletes sessions whose identities lost access to their services (src/auth/session-enforcer.ts). */
+    readonly enforcer: SessionEnforcer,
   ) {}
 
   static async start(opts: ControllerOptions): Promise<Controller> {
@@ -231,6 +234,8 @@ export class Controller {
       sweep_ms: opts.sessionSweep_ms ?? 15_000,
     });
     onChanges(store, (changes) => svc.sessions.onPublish(changes));
+    const enforcer = new SessionEnforcer(svc);
+    onChanges(store, (changes) => enforcer.onPublish(changes));
 
     const specCache = new Map<ApiName, string>();
     const router = new Router<RouteMeta>();
@@ -254,7 +259,7 @@ export class Controller {
       onError: (err, req) =>
         log('error', 'unhandled error', { err: String((err as Error)?.stack ?? err), path: req.path }),
     });
-    const ctl = new Controller(svc, app, ops, proposer, opts, cluster);
+    const ctl = new Controller(svc, app, ops, proposer, opts, cluster, enforcer);
     try {
       if (cluster) {
         // A member answers only once it has caught up with what the cluster committed (its own writes and reads
@@ -270,6 +275,7 @@ export class Controller {
       // edge routers stored before every router had a router row get theirs, through the log
       await migrateRouterRows(svc);
       svc.sessions.start();
+      enforcer.start();
       const listen = {
         host: opts.host,
         port: opts.port,
@@ -347,6 +353,7 @@ export class Controller {
     await this.metricsServer?.close();
     await this.server?.close();
     await this.svc.sessions?.stop();
+    await this.enforcer.stop();
     await this.proposer.close();
     await this.cluster?.stop({ transferLeadership: true });
     await this.svc.store.close();
