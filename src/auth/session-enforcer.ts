@@ -3,7 +3,8 @@
  * or Bind) is deleted, as OpenZiti's ServicePolicyEnforcer deletes it when the identity loses access. Access is lost
  * through a service policy changed or deleted, the identity's or the service's role attributes changed, or the
  * identity no longer an admin... so the enforcer watches what the store publishes:
- * - a service policy written or deleted: every session is checked (a policy can select any identity or service);
+ * - a service policy changed or deleted: the sessions of the identities it named as it was (every session when it
+ *   named `#all`);
  * - an identity whose `roleAttributes` or `isAdmin` changed: its sessions; a service whose `roleAttributes` changed:
  *   its sessions;
  * - a session created: that session (it may have been checked against policies that changed before it applied).
@@ -12,10 +13,14 @@
  * admins are left alone, as OpenZiti leaves them. The deletes are replicated writes; in a cluster only the leader
  * makes them (every member sees the same changes; one writer is enough).
  */
+
+import { parseRoles } from '../../storage/role-index.js';
 import type { Services } from '../api/services.js';
 import { serviceAccessOf } from '../model/access.js';
 import type { Change } from '../model/rows.js';
 
+/** A policy naming more attributes than this marks every session rather than each attribute's identities. */
+const MAX_MARKED_ATTRIBUTES = 64;
 /** How long after a change its checks run (the changes of one burst are checked together). */
 export const CHECK_DELAY_MS = 50;
 /** How often a cluster member looks whether it became the leader (it then checks every session). */
@@ -68,8 +73,9 @@ export class SessionEnforcer {
     for (const c of changes) {
       switch (c.entity) {
         case 'service-policies':
-          this.all = true;
-          marked = true;
+          // what the policy granted before (a new policy grants more: nothing to check)
+          if (c.before) this.markPolicy(c.before);
+          marked = marked || c.before !== undefined;
           break;
         case 'identities':
           if (c.before && c.after && (changed(c, 'roleAttributes') || c.before.isAdmin !== c.after.isAdmin)) {
@@ -92,6 +98,23 @@ export class SessionEnforcer {
       }
     }
     if (marked) this.schedule(CHECK_DELAY_MS);
+  }
+
+  /**
+   * The sessions a service policy (as it was) may have granted: those of the identities its identity roles name
+   * (by `@id`, or holding one of its `#attr`s now: an identity whose attributes changed is marked by that change),
+   * or every session when it named `#all`. Its service side is left to the check itself.
+   */
+  private markPolicy(policy: Record<string, unknown>): void {
+    const roles = parseRoles(policy.identityRoles, policy.semantic);
+    if (roles.all || roles.attrs.length > MAX_MARKED_ATTRIBUTES) {
+      this.all = true;
+      return;
+    }
+    for (const id of roles.ids) this.identities.add(id);
+    for (const attr of roles.attrs) {
+      for (const id of this.svc.store.lookup('identities', 'roleAttributes', attr)) this.identities.add(id);
+    }
   }
 
   /** Resolves once the checks marked so far have run (tests). */
