@@ -13,6 +13,9 @@
  * - policy change: a service policy moved from `#hot` to `#warm` identities (10 000 leave, 10 000 join), applied
  *   through `applyGroup` (engine: the synced-off batch with the incremental index update; naive: re-evaluating that
  *   policy against every identity, the least a system without the index must do to answer afterwards);
+ * - sessions that lost access: a Dial session for each identity the moved policy reaches, the policy moved back, and
+ *   the service policy enforcer (src/auth/session-enforcer.ts) checking and deleting them, against a naive check of
+ *   the same sessions (every Dial policy evaluated against each session's identity and service; no deletes);
  * - session create: `POST /sessions` over HTTP on a controller started on the same data (synced writes), p50/p99
  *   for sampled identities that may dial a service through an edge router both sides allow (each with an API
  *   session written beside the data); beside it the decision alone in-process, engine (src/model/access.ts) vs
@@ -25,14 +28,16 @@ import { join } from 'node:path';
 import type { HttpRequest } from '../http/types.js';
 import { collectionSource, runList } from '../src/api/list.js';
 import type { Services } from '../src/api/services.js';
+import { SessionEnforcer } from '../src/auth/session-enforcer.js';
 import { Controller } from '../src/controller.js';
 import { identityEdgeRouters, serviceAccessOf, serviceEdgeRouters } from '../src/model/access.js';
 import type { EntityName } from '../src/model/index.js';
 import { buildSchema } from '../src/model/index.js';
-import type { Command } from '../src/model/rows.js';
+import { roleIndexName } from '../src/model/policy.js';
+import type { Change, Command } from '../src/model/rows.js';
 import { services } from '../src/model/service.js';
 import { uuid } from '../src/util/ids.js';
-import { parseRoles, rolesMatch } from '../storage/role-index.js';
+import { parseRoles, type RoleIndex, rolesMatch } from '../storage/role-index.js';
 import { Store } from '../storage/store.js';
 import type { Row } from '../storage/types.js';
 import { AT, applyAll, benchCommands, type DataSizes, hotCount, pad, seeded } from './data.js';
@@ -234,6 +239,100 @@ try {
     { sync: true },
   );
   if (sessionRows.some((r) => !r.ok)) throw new Error('bench API sessions rejected');
+
+  // the service policy enforcer: a Dial session on a hot-policy service for every warm identity (granted by the
+  // moved hot policy, which now names #warm), then the policy moved back to #hot: every one of them loses access
+  const hotService = [
+    ...store.derived.get<RoleIndex>(roleIndexName('service-policies', 'serviceRoles')).targetsOf(hot.id),
+  ][0]!;
+  const enforced = Array.from({ length: HOT }, (_, k) => ({ k, identityId: `i${pad(HOT + k)}` }));
+  for (let i = 0; i < enforced.length; i += 1_000) {
+    const made = await store.applyGroup(
+      enforced.slice(i, i + 1_000).flatMap(({ k, identityId }): Command[] => [
+        {
+          op: 'create',
+          entity: 'api-sessions',
+          id: `enf-as-${k}`,
+          data: {
+            token: uuid(),
+            identityId,
+            configTypes: [],
+            isMfaRequired: false,
+            isMfaComplete: false,
+            lastActivityAt: nowIso,
+          },
+          at: nowIso,
+        },
+        {
+          op: 'create',
+          entity: 'sessions',
+          id: `enf-s-${k}`,
+          data: {
+            token: uuid(),
+            apiSessionId: `enf-as-${k}`,
+            identityId,
+            serviceId: hotService,
+            type: 'Dial',
+            tags: {},
+          },
+          at: nowIso,
+        },
+      ]),
+      { sync: false },
+    );
+    if (made.some((r) => !r.ok)) throw new Error('bench sessions rejected');
+  }
+  const enforcerSvc = {
+    store,
+    get: (e: EntityName, id: string) => store.get(e, id),
+    cluster: null,
+    nowIso: () => nowIso,
+    log: () => {},
+    write: async (cmd: Command) => {
+      const [r] = await store.applyGroup([cmd], { sync: false });
+      if (!r!.ok) throw new Error(`enforcer write refused: ${r!.error.reason}`);
+      return r!.value;
+    },
+  } as unknown as Services;
+  const enforcer = new SessionEnforcer(enforcerSvc);
+  const policyBefore = store.get('service-policies', hot.id)!;
+  const back = await store.applyGroup(
+    [{ op: 'update', entity: 'service-policies', id: hot.id, set: { identityRoles: ['#hot'] }, at: AT }],
+    { sync: false },
+  );
+  if (!back[0]!.ok) throw new Error('policy change failed');
+  t0 = process.hrtime.bigint();
+  enforcer.onPublish([
+    { entity: 'service-policies', id: hot.id, before: policyBefore, after: store.get('service-policies', hot.id)! },
+  ] as Change[]);
+  await enforcer.settled();
+  const enforceMs = ms(t0);
+  const left = enforced.filter(({ k }) => store.get('sessions', `enf-s-${k}`) !== undefined).length;
+  // naive: each of those sessions checked by evaluating every Dial policy against its identity and service
+  t0 = process.hrtime.bigint();
+  let naiveLost = 0;
+  const service = store.get('services', hotService)!;
+  for (const { identityId } of enforced) {
+    const dial = naiveMatching(
+      store,
+      'service-policies',
+      'identityRoles',
+      store.get('identities', identityId)!,
+      (p) => p.type === 'Dial',
+    );
+    if (!dial.some((p) => rolesMatch(parseRoles(p.serviceRoles, p.semantic), service.id, attrsOf(service))))
+      naiveLost++;
+  }
+  const naiveEnforceMs = ms(t0);
+  if (naiveLost !== HOT - left)
+    throw new Error(`enforcer deleted ${HOT - left} sessions, the naive check finds ${naiveLost}`);
+  // back to #warm, as the session create below expects
+  const again = await store.applyGroup(
+    [{ op: 'update', entity: 'service-policies', id: hot.id, set: { identityRoles: ['#warm'] }, at: AT }],
+    { sync: false },
+  );
+  if (!again[0]!.ok) throw new Error('policy change failed');
+  await enforcer.stop();
   await store.close();
 
   const ctl = await Controller.start(ctlOpts);
@@ -275,6 +374,11 @@ try {
   console.log(
     `  policy change moving ${HOT} + ${HOT} identities: applied (batch + index update) in ${f(changeMs)} ms; ` +
       `naive re-evaluation of that policy ${f(naiveChangeMs)} ms: ${(naiveChangeMs / changeMs).toFixed(1)}x`,
+  );
+  console.log(
+    `  sessions that lost access (${HOT} sessions of the identities a policy change left): checked and ` +
+      `${HOT - left} deleted in ${f(enforceMs)} ms (src/auth/session-enforcer.ts); naive check of the same sessions ` +
+      `${f(naiveEnforceMs)} ms (no deletes): ${(naiveEnforceMs / enforceMs).toFixed(1)}x`,
   );
   console.log(
     `  session create (POST /sessions, synced write, ${latencies.length} requests over ${pairs.length} identities): ` +
