@@ -366,3 +366,54 @@ describe('where routers connect to each member', () => {
     expect(listed).toEqual(expected);
   });
 });
+
+describe('sessions whose identity lost access, in a cluster', () => {
+  it('are deleted once (by the leader) and gone on every member, whichever member saw the change', async () => {
+    const [a, b, c] = nodes as [TestServer, TestServer, TestServer];
+    const admin = await login(a.base);
+    const post = async (path: string, body: unknown) => {
+      const r = await call('POST', `${a.mgmt}${path}`, { token: admin, body });
+      expect(r.status, r.text).toBe(201);
+      return r.body.data.id as string;
+    };
+    await post('/edge-routers', { name: 'enf-er', roleAttributes: ['enf-er'] });
+    await post('/edge-router-policies', {
+      name: 'enf-erp',
+      semantic: 'AnyOf',
+      identityRoles: ['#all'],
+      edgeRouterRoles: ['#enf-er'],
+    });
+    await post('/service-edge-router-policies', {
+      name: 'enf-serp',
+      semantic: 'AnyOf',
+      serviceRoles: ['#all'],
+      edgeRouterRoles: ['#enf-er'],
+    });
+    const identityId = await post('/identities', {
+      name: 'enf-dora',
+      type: 'User',
+      isAdmin: false,
+      roleAttributes: ['enf-dora'],
+    });
+    await post('/authenticators', { method: 'updb', identityId, username: 'enf-dora', password: 'enf-dora-pw' });
+    const serviceId = await post('/services', { name: 'enf-svc', encryptionRequired: true, roleAttributes: ['enf'] });
+    const policyId = await post('/service-policies', {
+      name: 'enf-dial',
+      type: 'Dial',
+      semantic: 'AnyOf',
+      identityRoles: ['#enf-dora'],
+      serviceRoles: ['#enf'],
+    });
+    await settled(() => b.ctl.svc.get('service-policies', policyId) !== undefined);
+    const user = await login(b.base, 'enf-dora', 'enf-dora-pw');
+    const made = await call('POST', `${b.client}/sessions`, { token: user, body: { serviceId, type: 'Dial' } });
+    expect(made.status, made.text).toBe(201);
+    const sessionId = made.body.data.id as string;
+    const patched = await call('PATCH', `${c.mgmt}/identities/${identityId}`, {
+      token: await login(c.base),
+      body: { roleAttributes: [] },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    await settled(() => nodes.every((n) => n.ctl.svc.get('sessions', sessionId) === undefined));
+  });
+});
