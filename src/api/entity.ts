@@ -297,18 +297,23 @@ export function baseSymbols(): Record<string, QuerySymbol> {
     id: { type: 'string', set: false, get: (r: Row) => r.id, indexed: true },
     createdAt: { type: 'datetime', set: false, get: (r: Row) => r.createdAt },
     updatedAt: { type: 'datetime', set: false, get: (r: Row) => r.updatedAt },
+    // OpenZiti's AddExtEntitySymbols: every edge entity has it (false unless the controller made the row)
+    isSystem: { type: 'bool', set: false, get: (r: Row) => r.isSystem === true },
   };
 }
 
-export function fieldSymbols(fields: Record<string, FieldDef>): Record<string, QuerySymbol> {
+export function fieldSymbols(fields: Record<string, EntityField>): Record<string, QuerySymbol> {
   const out: Record<string, QuerySymbol> = {};
   for (const [name, f] of Object.entries(fields)) {
     const type = TYPE_OF[f.type];
     if (f.filter === false || !type) continue;
+    // a field left out of a row reads as its default, as every rendering shows it (a filter or a sort on it must
+    // see what the API shows)
+    const fallback = f.api ? f.default : undefined;
     out[name] = {
       type,
       set: !!f.set,
-      get: (r: Row) => r[name],
+      get: fallback === undefined ? (r: Row) => r[name] : (r: Row) => r[name] ?? fallback,
       indexed: !!(f.index || f.unique || f.ref),
     };
   }

@@ -223,8 +223,9 @@ export function mapResult<T, U>(v: T | Promise<T>, f: (t: T) => U): U | Promise<
 export const MAX_ROLE_FILTERS = 100;
 
 /**
- * Ids matching `roleFilter` entries under `roleSemantic` (REFERENCE §5): `@id` entries match by id, `#all` matches
- * everything, `#attr` entries match by attribute (all of them for AllOf, any for AnyOf). At most MAX_ROLE_FILTERS
+ * Ids matching `roleFilter` entries under `roleSemantic` (REFERENCE §5): `@id` entries match by id, `#attr` entries
+ * by attribute (all of them for AllOf, any for AnyOf; `#all` is the attribute `all`, as OpenZiti's splitRolesAndIds
+ * reads it). At most MAX_ROLE_FILTERS
  * entries (else 400 on `roleFilter`); a repeated entry counts once.
  */
 export function roleFilterIds(
@@ -237,7 +238,8 @@ export function roleFilterIds(
   if (roles.length > MAX_ROLE_FILTERS) {
     throw fieldError('roleFilter', `at most ${MAX_ROLE_FILTERS} role filters`, roles.length);
   }
-  const semantic = (semanticParam ?? 'AllOf').toLowerCase();
+  // absent or empty: AllOf (OpenZiti: `if semantic == "" { semantic = SemanticAllOf }`)
+  const semantic = (semanticParam || 'AllOf').toLowerCase();
   if (semantic !== 'allof' && semantic !== 'anyof') throw fieldError('roleSemantic', 'invalid semantic', semanticParam);
   const out = new Set<string>();
   const attrs: string[] = [];
@@ -245,10 +247,7 @@ export function roleFilterIds(
     if (role.startsWith('@')) {
       if (c.get(role.slice(1))) out.add(role.slice(1));
     } else if (role.startsWith('#')) {
-      if (role === '#all') {
-        for (const row of c.scan()) out.add(row.id);
-        return out;
-      }
+      // `#all` is the attribute `all` here: OpenZiti's roleFilter splits entries without the policies' special case
       attrs.push(role.slice(1));
     } else {
       throw fieldError(

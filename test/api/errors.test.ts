@@ -642,8 +642,11 @@ describe('lists: filters and pagination', () => {
   });
 
   it('roleFilter and roleSemantic', async () => {
+    // `#all` is the attribute `all` in a roleFilter (OpenZiti's splitRolesAndIds), held by no identity here
     const all = await q('limit=-1&roleFilter=%23all');
-    expect(all.body.meta.pagination.totalCount).toBeGreaterThanOrEqual(25);
+    expect(all.body.meta.pagination.totalCount).toBe(0);
+    // an empty roleSemantic is AllOf
+    expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23every&roleSemantic=')).body.data.length).toBe(12);
     expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23every')).body.data.length).toBe(12);
     expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23even')).body.data.length).toBe(0);
     expect((await q('limit=-1&roleFilter=%23odd&roleFilter=%23even&roleSemantic=AnyOf')).body.data.length).toBe(25);
@@ -651,6 +654,20 @@ describe('lists: filters and pagination', () => {
     expect((await q(`roleFilter=%40${one}`)).body.data.map((x: any) => x.id)).toEqual([one]);
     expectError(await q('roleFilter=%23odd&roleSemantic=SomeOf'), 400, 'COULD_NOT_VALIDATE', 'roleSemantic');
     expectError(await q('roleFilter=odd'), 400, 'COULD_NOT_VALIDATE', 'roleFilter');
+  });
+
+  it('fields read as the API shows them: a left-out field is its default; isSystem is a symbol', async () => {
+    const count = async (filter: string) =>
+      (await q(`limit=-1&filter=${encodeURIComponent(filter)}`)).body.meta.pagination.totalCount as number;
+    const every = await count('true');
+    expect(every).toBeGreaterThanOrEqual(25);
+    // no identity here set them: each shows the default, and a filter sees the default
+    expect(await count('defaultHostingCost = 0')).toBe(every);
+    expect(await count('defaultHostingPrecedence = "default"')).toBe(every);
+    expect(await count('isMfaEnabled = null')).toBe(0);
+    // the default admin is the controller's own (isSystem); the rest are not
+    expect(await count('isSystem = false')).toBe(every - (await count('isSystem = true')));
+    expect(await count('isSystem = true and isDefaultAdmin = true')).toBeLessThanOrEqual(1);
   });
 
   it.each([
