@@ -315,6 +315,7 @@ export function fieldSymbols(fields: Record<string, EntityField>): Record<string
       set: !!f.set,
       get: fallback === undefined ? (r: Row) => r[name] : (r: Row) => r[name] ?? fallback,
       indexed: !!(f.index || f.unique || f.ref),
+      ...(fallback === undefined || fallback === null ? {} : { absentAs: fallback }),
     };
   }
   return out;

@@ -41,7 +41,7 @@ export interface ClusterView {
   readonly id: string;
   /** Linearizable read barrier: resolves once this node has applied everything committed when it was called. */
   readBarrier(): Promise<void>;
-  readonly raft: { isLeader(): boolean };
+  readonly raft: { isLeader(): boolean; term(): number };
   readonly peerCertPem: string | null;
   /** Member `id`'s peer certificate: this node's own, or the one the member showed on this node's link. */
   memberCert(id: string): MemberCert | null;

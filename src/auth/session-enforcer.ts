@@ -40,7 +40,8 @@ export class SessionEnforcer {
   private timer: NodeJS.Timeout | null = null;
   private leadership: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
-  private wasLeader = false;
+  /** The Raft term this node last checked every session in as the leader (-1: never). */
+  private ledTerm = -1;
   private stopped = false;
 
   constructor(private readonly svc: Services) {}
@@ -48,13 +49,16 @@ export class SessionEnforcer {
   start(): void {
     this.schedule(0);
     if (this.svc.cluster === null) return;
+    // a leader checks every session once per term it leads (a term is one leadership: leading again after losing it
+    // in between, however briefly, is a new term, in which the changes seen as a follower were never checked)
     this.leadership = setInterval(() => {
-      const leader = this.isWriter();
-      if (leader && !this.wasLeader) {
-        this.all = true;
-        this.schedule(0);
-      }
-      this.wasLeader = leader;
+      const raft = this.svc.cluster!.raft;
+      if (!raft.isLeader()) return;
+      const term = raft.term();
+      if (term === this.ledTerm) return;
+      this.ledTerm = term;
+      this.all = true;
+      this.schedule(0);
     }, LEADERSHIP_CHECK_MS).unref();
   }
 
@@ -117,11 +121,15 @@ export class SessionEnforcer {
     }
   }
 
-  /** Resolves once the checks marked so far have run (tests). */
+  /** Resolves once the checks marked so far have run, and any they queued (tests). */
   async settled(): Promise<void> {
-    while (this.timer !== null || this.running !== null) {
+    while (!this.stopped && (this.timer !== null || this.running !== null || this.marked())) {
       await (this.running ?? new Promise((r) => setTimeout(r, CHECK_DELAY_MS)));
     }
+  }
+
+  private marked(): boolean {
+    return this.all || this.identities.size > 0 || this.services.size > 0 || this.sessions.size > 0;
   }
 
   private isWriter(): boolean {
@@ -137,9 +145,16 @@ export class SessionEnforcer {
         void this.running.then(() => this.schedule(0));
         return;
       }
-      this.running = this.run().finally(() => {
-        this.running = null;
-      });
+      this.running = this.run()
+        .catch((err: unknown) => {
+          // never an unhandled rejection: the marks taken are lost, so the next run checks every session
+          this.all = true;
+          this.svc.log('error', 'session enforcer: a check failed', { err: String(err) });
+          this.schedule(RETRY_MS);
+        })
+        .finally(() => {
+          this.running = null;
+        });
     }, delay_ms);
     this.timer.unref();
   }

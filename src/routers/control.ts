@@ -225,6 +225,8 @@ function admitsRouter(svc: Services, socket: TLSSocket, waits: CatchUps): boolea
 /** The router control listener of one controller. */
 export class RouterControl {
   private readonly conns = new Map<WebSocket, Connection>();
+  /** Set once stop() began: new routers are refused (503). */
+  private stopping = false;
   /** The connection that holds each router's presence (at most one per router). */
   private readonly byRouter = new Map<string, Connection>();
   private readonly wss: WebSocketServer;
@@ -328,6 +330,8 @@ export class RouterControl {
   /** The router a connection may be, or the HTTP status refusing it. */
   private admit(req: IncomingMessage, socket: TLSSocket): { routerId: string; fingerprint: string } | number {
     if ((req.url ?? '').split('?')[0] !== ROUTER_CONTROL_PATH) return 404;
+    // stopping: no router joins the connections being closed (it would hold the listener's close up)
+    if (this.stopping) return 503;
     if (this.conns.size >= this.limits.maxConnections) {
       this.svc.log('warn', 'router control: connection refused, listener full', { max: this.limits.maxConnections });
       return 503;
@@ -423,6 +427,7 @@ export class RouterControl {
    * `WebSocketServer.close` calls back only once every client has closed, which ws bounds at 30 s).
    */
   async stop(): Promise<void> {
+    this.stopping = true;
     this.unsubscribe();
     const open = [...this.conns.values()].map((conn) => conn.ws);
     for (const ws of open) ws.close(CLOSE.stopping, 'controller stopping');
@@ -432,7 +437,9 @@ export class RouterControl {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(closed), new Promise<void>((r) => (timer = setTimeout(r, STOP_GRACE_MS)))]);
     clearTimeout(timer);
+    // every socket the WebSocket server still holds, not only those open when the stop began
     for (const ws of open) ws.terminate();
+    for (const ws of this.wss.clients) ws.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     await closeMutualTlsServer(this.server);
   }

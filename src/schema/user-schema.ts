@@ -152,7 +152,8 @@ export function compileUserSchema(schema: Record<string, unknown>): ValidateFunc
   });
   addFormats(ajv);
   try {
-    const fn = ajv.compile(schema);
+    // `$async` makes ajv build a validator answering a promise: gojsonschema (OpenZiti) knows no such keyword
+    const fn = ajv.compile(withoutAsync(schema) as Record<string, unknown>);
     // V8 compiles the generated validator on its first call: a stack it overflows shows here, not on a later write
     fn(null);
     return fn;
@@ -168,6 +169,19 @@ export function compileUserSchema(schema: Record<string, unknown>): ValidateFunc
  * stack and takes seconds of the event loop.
  */
 export const MAX_USER_SCHEMA_NODES = 1_000;
+
+/** `schema` without any `$async` key, at any depth (a copy; bounded by MAX_USER_SCHEMA_NODES, checked before). */
+function withoutAsync(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(withoutAsync);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (k === '$async') continue;
+    // defined, not assigned: a `__proto__` key stays a key
+    Object.defineProperty(out, k, { value: withoutAsync(v), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
 
 /** Whether `value` holds more than `max` objects and arrays (stops counting past it; depth bounded by the body's). */
 function nodesBeyond(value: unknown, max: number): boolean {

@@ -43,7 +43,8 @@ export function validate(schema: SchemaNode, value: unknown, location = 'body'):
 
 /** Runs a compiled validator; its first error in go-openapi's words, or null when `value` is valid. */
 export function firstError(fn: ValidateFunction, value: unknown, location: string): FieldError | null {
-  if (fn(value)) return null;
+  // only a synchronous `true` passes (an asynchronous validator's promise is not a verdict)
+  if (fn(value) === true) return null;
   const err = fn.errors?.[0];
   if (!err) return { field: '', reason: 'invalid document', value };
   return describe(err, value, location);

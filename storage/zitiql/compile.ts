@@ -494,6 +494,8 @@ class Compiler {
       const isId = name === 'id' && lhs.kind === 'symbol';
       if (!isId && symbol.indexed !== true) continue;
       const values = this.hintValues(symbol.type, literals);
+      // a row without the field reads as `absentAs`, and is not in the index under it
+      if (values !== null && symbol.absentAs !== undefined && values.includes(symbol.absentAs)) continue;
       if (values !== null) hints.push({ name, values: [...new Set(values)] });
     }
     return hints;

@@ -10,6 +10,11 @@ export interface QuerySymbol {
   get(row: any): unknown;
   /** Equality / `in` / anyOf(...) = v on it can be answered by RowSource.lookup(name, value). */
   indexed?: boolean;
+  /**
+   * What `get` answers for a row that leaves the field out (its default), which the index does not hold under that
+   * value: equality with it is answered by a scan, not by the index.
+   */
+  absentAs?: unknown;
   /** Default: true for scalars of a concrete type, false for sets and for 'any' (OpenZiti cannot sort map entries). */
   sortable?: boolean;
   /** Set symbols that are related entities: enables `from <name> where <query>` sub-queries and dotted traversal (a.b.c). */

@@ -136,3 +136,42 @@ describe('a JSON null body', () => {
     expect(required.body.error.cause.reason).toContain('is required');
   });
 });
+
+describe('an asynchronous schema', () => {
+  it('`$async` is ignored, as gojsonschema ignores it: configs are validated, nothing is left unhandled', async () => {
+    const type = await post('/config-types', {
+      name: 'async.v1',
+      schema: { $async: true, type: 'object', properties: { port: { type: 'integer' } }, required: ['port'] },
+    });
+    expect(type.status, type.text).toBe(201);
+    const bad = await post('/configs', { name: 'async-bad', configTypeId: type.body.data.id, data: { port: 'x' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.cause.field).toBe('port');
+    const good = await post('/configs', { name: 'async-good', configTypeId: type.body.data.id, data: { port: 1 } });
+    expect(good.status, good.text).toBe(201);
+  });
+});
+
+describe('a filter on an indexed field with a default', () => {
+  it('finds the rows that leave the field out (they show the default; the index does not hold them)', async () => {
+    const { createRootCa } = await import('../../src/pki/ca.js');
+    const make = async (name: string, kid?: string) => {
+      const ca = await createRootCa({ commonName: name });
+      const body = { name, enabled: true, certPem: ca.certPem, issuer: `https://${name}.example`, audience: 'a' };
+      const r = await post('/external-jwt-signers', kid === undefined ? body : { ...body, kid });
+      expect(r.status, r.text).toBe(201);
+      return r.body.data.id as string;
+    };
+    const without = await make('kidless');
+    const withKid = await make('kidful', 'k-1');
+    expect((await call('GET', `${srv.mgmt}/external-jwt-signers/${without}`, { token })).body.data.kid).toBe('');
+    const ids = async (filter: string) =>
+      (
+        await call('GET', `${srv.mgmt}/external-jwt-signers?filter=${encodeURIComponent(filter)}`, { token })
+      ).body.data.map((s: { id: string }) => s.id);
+    expect(await ids('kid = ""')).toContain(without);
+    expect(await ids('kid = ""')).not.toContain(withKid);
+    expect(await ids('kid = "k-1"')).toEqual([withKid]);
+    expect(await ids('kid in ["", "k-1"]')).toEqual(expect.arrayContaining([without, withKid]));
+  });
+});

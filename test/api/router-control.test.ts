@@ -436,8 +436,13 @@ describe('router control listener: stopping', () => {
         async () =>
           (await call('GET', `${own.mgmt}/edge-routers/${r.id}`, { token: ownAdmin })).body.data.isOnline === true,
       );
+      const other = await enrolledRouter(own.mgmt, own.client, ownAdmin, { name: 'comes-back', roleAttributes: [] });
       const started = performance.now();
-      await own.stop();
+      const stopping = own.stop();
+      // a router connecting while the stop waits for the close answers is refused: it would hold the close up
+      await new Promise((r) => setTimeout(r, 200));
+      expect(refused(await probe(own.ctl.routerControl!.port, other))).toBe(503);
+      await stopping;
       // about the close grace (2 s), not ws's 30 s close timeout
       expect(performance.now() - started).toBeLessThan(6_000);
     } finally {

@@ -123,7 +123,7 @@ describe('sessions on a cluster member', () => {
     // this node as a cluster member (its leadership and read barrier scripted)
     srv.ctl.svc.cluster = {
       ...fakeClusterView('n1', () => []),
-      raft: { isLeader: () => leader },
+      raft: { isLeader: () => leader, term: () => 1 },
       readBarrier: () => {
         barriers++;
         return barrier();

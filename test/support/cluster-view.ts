@@ -28,7 +28,7 @@ export function fakeMember(id: string, online: boolean, urls: string[]): FakeMem
 export function fakeClusterView(id: string, members: () => FakeMember[]): ClusterView {
   return {
     id,
-    raft: { isLeader: () => false },
+    raft: { isLeader: () => false, term: () => 1 },
     readBarrier: async () => {},
     peerCertPem: null,
     memberCert: () => null,
