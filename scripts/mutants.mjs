@@ -1457,6 +1457,32 @@ export const MUTANTS = [
     only: 'get the last collection',
   },
   {
+    // a router admitted while the listener stops: its socket holds the listener's close (and the stop) up
+    id: 'router-stop-admits',
+    file: 'src/routers/control.ts',
+    search: '    if (this.stopping) return 503;',
+    replace: '    if (this.stopping && false) return 503;',
+    tests: ['test/api/router-control.test.ts'],
+    only: 'stop up',
+  },
+  {
+    // an asynchronous config type schema: its validator's promise rejects unhandled and the process exits
+    id: 'user-schema-async',
+    file: 'src/schema/user-schema.ts',
+    search: '    const fn = ajv.compile(withoutAsync(schema) as Record<string, unknown>);',
+    replace: '    const fn = ajv.compile(schema);',
+    tests: ['test/api/input-edges.test.ts'],
+  },
+  {
+    // equality with a field's default answered by the index, which does not hold the rows leaving the field out
+    id: 'index-asked-for-default',
+    file: 'storage/zitiql/compile.ts',
+    search: '      if (values !== null && symbol.absentAs !== undefined && values.includes(symbol.absentAs)) continue;',
+    replace:
+      '      if (values !== null && symbol.absentAs !== undefined && values.includes(symbol.absentAs) && false) continue;',
+    tests: ['test/api/input-edges.test.ts'],
+  },
+  {
     // sessions kept after their identity lost access to the service
     id: 'session-enforcer-off',
     file: 'src/auth/session-enforcer.ts',
