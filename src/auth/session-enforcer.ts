@@ -9,7 +9,7 @@
  *   its sessions;
  * - a session created: that session (it may have been checked against policies that changed before it applied).
  * Checks run a moment after the change (CHECK_DELAY_MS: the changes of a burst are checked once), in chunks that give
- * the event loop back, and every session is checked at start and whenever this node becomes the leader. Sessions of
+ * the event loop back, and every session is checked at start and once in every term this node leads. Sessions of
  * admins are left alone, as OpenZiti leaves them. The deletes are replicated writes; in a cluster only the leader
  * makes them (every member sees the same changes; one writer is enough).
  */
@@ -23,7 +23,7 @@ import type { Change } from '../model/rows.js';
 const MAX_MARKED_ATTRIBUTES = 64;
 /** How long after a change its checks run (the changes of one burst are checked together). */
 export const CHECK_DELAY_MS = 50;
-/** How often a cluster member looks whether it became the leader (it then checks every session). */
+/** How often a cluster member looks whether it leads in a new term (it then checks every session). */
 const LEADERSHIP_CHECK_MS = 2_000;
 /** Sessions deleted per command. */
 const MAX_DELETES_PER_COMMAND = 500;
