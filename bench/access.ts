@@ -113,6 +113,17 @@ function naiveMaySession(store: Store, identity: Row, service: Row): boolean {
   return false;
 }
 
+/** An API session of `identityId` written beside the data (logins are the auth bench's). */
+function apiSessionCommand(id: string, token: string, identityId: string, at: string): Command {
+  return {
+    op: 'create',
+    entity: 'api-sessions',
+    id,
+    data: { token, identityId, configTypes: [], isMfaRequired: false, isMfaComplete: false, lastActivityAt: at },
+    at,
+  };
+}
+
 /** The engine's session decision (what POST /sessions asks of the policy engine). */
 function engineMaySession(svc: Services, identityId: string, serviceId: string): boolean {
   const access = serviceAccessOf(svc, identityId, serviceId).get(serviceId);
@@ -220,22 +231,7 @@ try {
   const nowIso = new Date().toISOString();
   const tokens = pairs.map(() => uuid());
   const sessionRows = await store.applyGroup(
-    pairs.map(
-      ([identityId], k): Command => ({
-        op: 'create',
-        entity: 'api-sessions',
-        id: `bench-as-${k}`,
-        data: {
-          token: tokens[k],
-          identityId,
-          configTypes: [],
-          isMfaRequired: false,
-          isMfaComplete: false,
-          lastActivityAt: nowIso,
-        },
-        at: nowIso,
-      }),
-    ),
+    pairs.map(([identityId], k): Command => apiSessionCommand(`bench-as-${k}`, tokens[k]!, identityId, nowIso)),
     { sync: true },
   );
   if (sessionRows.some((r) => !r.ok)) throw new Error('bench API sessions rejected');
@@ -249,20 +245,7 @@ try {
   for (let i = 0; i < enforced.length; i += 1_000) {
     const made = await store.applyGroup(
       enforced.slice(i, i + 1_000).flatMap(({ k, identityId }): Command[] => [
-        {
-          op: 'create',
-          entity: 'api-sessions',
-          id: `enf-as-${k}`,
-          data: {
-            token: uuid(),
-            identityId,
-            configTypes: [],
-            isMfaRequired: false,
-            isMfaComplete: false,
-            lastActivityAt: nowIso,
-          },
-          at: nowIso,
-        },
+        apiSessionCommand(`enf-as-${k}`, uuid(), identityId, nowIso),
         {
           op: 'create',
           entity: 'sessions',

@@ -328,6 +328,30 @@ export function fieldSymbols(fields: Record<string, EntityField>): Record<string
 const jsonCache = new WeakMap<Row, { stamp: number; json: string }>();
 
 /**
+ * An entity type the store keeps and replicates but the API never serves (no operation, nothing rendered): the
+ * controller's own records. Annotate the result as for defineEntity.
+ */
+export function defineInternalEntity<const N extends string, const F extends EntityFields>(
+  name: N,
+  type: string,
+  fields: F,
+): Entity<N, F> {
+  const singular = `${type.charAt(0).toUpperCase()}${type.slice(1)}`;
+  return defineEntity({
+    name,
+    type,
+    tag: 'Internal',
+    singular,
+    plural: `${singular}s`,
+    fields,
+    detail: s.named(`${type}Detail`, s.obj({})),
+    toApi: () => ({}),
+    reads: [],
+    operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
+  });
+}
+
+/**
  * An entity type from its declaration. Annotate the result with its name and fields' type —
  * `export const xs: Entity<'xs', typeof xFields> = defineEntity({...})` — when it goes into ENTITIES: the row types
  * are derived from ENTITIES, and without the annotation a hook that reads typed rows makes the type depend on

@@ -8,8 +8,7 @@
  * id again (that membership change deletes its row).
  */
 import type { ConfChange } from '../../raft/index.js';
-import { defineEntity, type Entity, type EntityFields } from '../api/entity.js';
-import { s } from '../schema/s.js';
+import { defineInternalEntity, type Entity, type EntityFields } from '../api/entity.js';
 import type { Command } from './rows.js';
 
 const clusterRemovalFields = {
@@ -17,18 +16,11 @@ const clusterRemovalFields = {
   confIndex: { type: 'number', filter: false },
 } as const satisfies EntityFields;
 
-export const clusterRemovals: Entity<'cluster-removals', typeof clusterRemovalFields> = defineEntity({
-  name: 'cluster-removals',
-  type: 'clusterRemoval',
-  tag: 'Internal',
-  singular: 'ClusterRemoval',
-  plural: 'ClusterRemovals',
-  fields: clusterRemovalFields,
-  detail: s.named('clusterRemovalDetail', s.obj({})),
-  toApi: () => ({}),
-  reads: [],
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
-});
+export const clusterRemovals: Entity<'cluster-removals', typeof clusterRemovalFields> = defineInternalEntity(
+  'cluster-removals',
+  'clusterRemoval',
+  clusterRemovalFields,
+);
 
 /**
  * The rows were written by the log, not by a clock: every member must write the same row, and a membership entry

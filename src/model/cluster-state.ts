@@ -7,8 +7,7 @@
  */
 import type { ApplyContext, CustomCommand } from '../../storage/schema.js';
 import { fail, UnknownCommandError } from '../../storage/types.js';
-import { defineEntity, type Entity, type EntityFields } from '../api/entity.js';
-import { s } from '../schema/s.js';
+import { defineInternalEntity, type Entity, type EntityFields } from '../api/entity.js';
 
 /** The one row's id. */
 export const CLUSTER_STATE_ID = 'cluster';
@@ -18,18 +17,11 @@ const clusterStateFields = {
   stateMachineVersion: { type: 'number', filter: false },
 } as const satisfies EntityFields;
 
-export const clusterState: Entity<'cluster-state', typeof clusterStateFields> = defineEntity({
-  name: 'cluster-state',
-  type: 'clusterState',
-  tag: 'Internal',
-  singular: 'ClusterState',
-  plural: 'ClusterStates',
-  fields: clusterStateFields,
-  detail: s.named('clusterStateDetail', s.obj({})),
-  toApi: () => ({}),
-  reads: [],
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
-});
+export const clusterState: Entity<'cluster-state', typeof clusterStateFields> = defineInternalEntity(
+  'cluster-state',
+  'clusterState',
+  clusterStateFields,
+);
 
 /** The cluster's state-machine version in `state` (1 until a leader raised it). */
 export function clusterStateMachineVersion(state: {

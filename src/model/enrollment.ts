@@ -1,4 +1,4 @@
-import { defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
+import { defineEntity, defineInternalEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { fieldError } from '../api/errors.js';
 import type { Caller } from '../api/op.js';
 import type { Services } from '../api/services.js';
@@ -230,15 +230,8 @@ const controllerKeyFields = {
 } as const satisfies EntityFields;
 
 /** Controller signing keys (replicated, never served). */
-export const controllerKeys: Entity<'controller-keys', typeof controllerKeyFields> = defineEntity({
-  name: 'controller-keys',
-  type: 'controllerKey',
-  tag: 'Internal',
-  singular: 'ControllerKey',
-  plural: 'ControllerKeys',
-  fields: controllerKeyFields,
-  detail: s.named('controllerKeyDetail', s.obj({})),
-  toApi: () => ({}),
-  reads: [],
-  operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
-});
+export const controllerKeys: Entity<'controller-keys', typeof controllerKeyFields> = defineInternalEntity(
+  'controller-keys',
+  'controllerKey',
+  controllerKeyFields,
+);

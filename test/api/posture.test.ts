@@ -340,28 +340,15 @@ describe('posture responses, service posture queries and sessions', () => {
     const allowed = await client('POST', '/sessions', user.token, { serviceId: svc.id, type: 'Dial' });
     expect(allowed.status, allowed.text).toBe(201);
 
+    const reportOs = (type: string, version: string) =>
+      client('POST', '/posture-response', user.token, { id: checks[0], typeId: 'OS', type, version });
     // an older OS, a stopped process: failing again
-    await client('POST', '/posture-response', user.token, {
-      id: checks[0],
-      typeId: 'OS',
-      type: 'Windows',
-      version: '6.1.7601',
-    });
+    await reportOs('Windows', '6.1.7601');
     expectError(await client('POST', '/sessions', user.token, { serviceId: svc.id }), 409, 'INVALID_POSTURE');
     // a version that is not major.minor.patch satisfies no range (OpenZiti's semver.Make refuses it)
-    await client('POST', '/posture-response', user.token, {
-      id: checks[0],
-      typeId: 'OS',
-      type: 'windows',
-      version: '11.0',
-    });
+    await reportOs('windows', '11.0');
     expectError(await client('POST', '/sessions', user.token, { serviceId: svc.id }), 409, 'INVALID_POSTURE');
-    await client('POST', '/posture-response', user.token, {
-      id: checks[0],
-      typeId: 'OS',
-      type: 'windows',
-      version: '11.0.22631',
-    });
+    await reportOs('windows', '11.0.22631');
     expect((await client('POST', '/sessions', user.token, { serviceId: svc.id })).status).toBe(201);
     await client('POST', '/posture-response', user.token, {
       id: checks[3],
