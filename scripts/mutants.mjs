@@ -1483,6 +1483,14 @@ export const MUTANTS = [
     tests: ['test/api/input-edges.test.ts'],
   },
   {
+    // session creates racing on one node each write a session of their own
+    id: 'session-create-twice',
+    file: 'src/ops/sessions.ts',
+    search: '        let write = creating.get(key);',
+    replace: '        let write: Promise<string> | undefined;',
+    tests: ['test/api/session-create-once.test.ts'],
+  },
+  {
     // sessions kept after their identity lost access to the service
     id: 'session-enforcer-off',
     file: 'src/auth/session-enforcer.ts',

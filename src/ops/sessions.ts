@@ -52,6 +52,18 @@ function checkPosture(ctx: OpContext<unknown>, serviceId: string, type: 'Dial' |
   throw Errors.INVALID_POSTURE();
 }
 
+/**
+ * Per node, the session creates being written, by API session, service and type: at most one per key, so bounded by
+ * the writes in flight.
+ */
+const CREATING = new WeakMap<Services, Map<string, Promise<string>>>();
+
+function creatingOf(svc: Services): Map<string, Promise<string>> {
+  let m = CREATING.get(svc);
+  if (m === undefined) CREATING.set(svc, (m = new Map()));
+  return m;
+}
+
 /** The session of `type` for `serviceId` that API session `apiSessionId` holds, if any (its sessions are few). */
 function sessionOf(
   svc: Services,
@@ -111,18 +123,24 @@ export function sessionOps(): OpDef<unknown>[] {
         // the API session's session of that type for the service, if it has one: OpenZiti answers with it rather
         // than a second one (a client asking again, after a lost answer say, gets the same token). Looked up once
         // the checks passed (OpenZiti looks first): a session is never handed out on a posture that fails now.
-        const existing = sessionOf(ctx.svc, ctx.caller!.session.id, serviceId, type);
+        const apiSessionId = ctx.caller!.session.id;
+        const existing = sessionOf(ctx.svc, apiSessionId, serviceId, type);
         if (existing !== undefined) return dataEnvelope(sessions.render(existing, ctx.svc), {}, 201);
-        const id = shortId();
-        const data = {
-          token: uuid(),
-          apiSessionId: ctx.caller!.session.id,
-          identityId,
-          serviceId,
-          type,
-          tags: ctx.body.tags ?? {},
-        };
-        await ctx.svc.write({ op: 'create', entity: 'sessions', id, data, at: ctx.svc.nowIso() });
+        // the same request already being written on this node (a client asking again before its answer): that one's
+        // session, not a second (two members racing may still make two; OpenZiti decides inside its transaction)
+        const creating = creatingOf(ctx.svc);
+        const key = `${apiSessionId}\n${serviceId}\n${type}`;
+        let write = creating.get(key);
+        if (write === undefined) {
+          const id = shortId();
+          const data = { token: uuid(), apiSessionId, identityId, serviceId, type, tags: ctx.body.tags ?? {} };
+          write = ctx.svc
+            .write({ op: 'create', entity: 'sessions', id, data, at: ctx.svc.nowIso() })
+            .then(() => id)
+            .finally(() => creating.delete(key));
+          creating.set(key, write);
+        }
+        const id = await write;
         const row = ctx.svc.get('sessions', id);
         // ended at once (its API session, identity or service deleted meanwhile)
         if (!row) throw notFound('session', id);
