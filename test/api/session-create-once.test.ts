@@ -4,7 +4,7 @@
  * The writes are held a moment, so that the requests overlap as they would on a loaded node.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminApi } from '../support/admin-api.js';
+import { adminApi, openEdgeRouter } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -36,19 +36,7 @@ describe('session creates racing on one node', () => {
       identityRoles: ['#once-u'],
       serviceRoles: ['#once-s'],
     });
-    await create('/edge-routers', { name: 'once-er', roleAttributes: ['once-er'] });
-    await create('/edge-router-policies', {
-      name: 'once-erp',
-      semantic: 'AnyOf',
-      identityRoles: ['#all'],
-      edgeRouterRoles: ['#once-er'],
-    });
-    await create('/service-edge-router-policies', {
-      name: 'once-serp',
-      semantic: 'AnyOf',
-      serviceRoles: ['#all'],
-      edgeRouterRoles: ['#once-er'],
-    });
+    await openEdgeRouter(create, 'once');
     // each session create's write held 100 ms: every request of the burst is handled while the first is in flight
     const svc = srv.ctl.svc;
     const write = svc.write.bind(svc);

@@ -4,7 +4,7 @@
  * their access stay.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminApi } from '../support/admin-api.js';
+import { adminApi, openEdgeRouter } from '../support/admin-api.js';
 import { userWith } from '../support/api.js';
 import { call, login, startServer, type TestServer } from '../support/server.js';
 
@@ -19,19 +19,7 @@ const { mgmt, create } = adminApi(
 beforeAll(async () => {
   srv = await startServer();
   admin = await login(srv.base);
-  await create('/edge-routers', { name: 'enf-er', roleAttributes: ['enf-er'] });
-  await create('/edge-router-policies', {
-    name: 'enf-erp',
-    semantic: 'AnyOf',
-    identityRoles: ['#all'],
-    edgeRouterRoles: ['#enf-er'],
-  });
-  await create('/service-edge-router-policies', {
-    name: 'enf-serp',
-    semantic: 'AnyOf',
-    serviceRoles: ['#all'],
-    edgeRouterRoles: ['#enf-er'],
-  });
+  await openEdgeRouter(create, 'enf');
 });
 afterAll(() => srv.stop());
 

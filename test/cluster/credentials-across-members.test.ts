@@ -17,6 +17,7 @@ import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
 import { generateKeyPair } from '../../src/pki/crypto.js';
 import { MAX_ROUTER_CATCH_UPS } from '../../src/routers/control.js';
+import { openEdgeRouter } from '../support/admin-api.js';
 import { connectRouter, csr, enrolledRouter, type Probe, probe } from '../support/router-client.js';
 import { call, login, type TestServer } from '../support/server.js';
 import { inProcessCluster } from './in-process.js';
@@ -376,19 +377,7 @@ describe('sessions whose identity lost access, in a cluster', () => {
       expect(r.status, r.text).toBe(201);
       return r.body.data.id as string;
     };
-    await post('/edge-routers', { name: 'enf-er', roleAttributes: ['enf-er'] });
-    await post('/edge-router-policies', {
-      name: 'enf-erp',
-      semantic: 'AnyOf',
-      identityRoles: ['#all'],
-      edgeRouterRoles: ['#enf-er'],
-    });
-    await post('/service-edge-router-policies', {
-      name: 'enf-serp',
-      semantic: 'AnyOf',
-      serviceRoles: ['#all'],
-      edgeRouterRoles: ['#enf-er'],
-    });
+    await openEdgeRouter(post, 'enf');
     const identityId = await post('/identities', {
       name: 'enf-dora',
       type: 'User',

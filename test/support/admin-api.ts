@@ -29,6 +29,29 @@ export function adminApi(srv: () => TestServer, token: () => string): AdminApi {
 }
 
 /**
+ * An edge router every identity and every service may use: the router `<prefix>-er` (attribute `<prefix>-er`), an
+ * edge router policy `<prefix>-erp` for `#all` identities and a service edge router policy `<prefix>-serp` for `#all`
+ * services. Its id.
+ */
+export async function openEdgeRouter(create: AdminApi['create'], prefix: string): Promise<string> {
+  const attr = `${prefix}-er`;
+  const id = await create('/edge-routers', { name: attr, roleAttributes: [attr] });
+  await create('/edge-router-policies', {
+    name: `${prefix}-erp`,
+    semantic: 'AnyOf',
+    identityRoles: ['#all'],
+    edgeRouterRoles: [`#${attr}`],
+  });
+  await create('/service-edge-router-policies', {
+    name: `${prefix}-serp`,
+    semantic: 'AnyOf',
+    serviceRoles: ['#all'],
+    edgeRouterRoles: [`#${attr}`],
+  });
+  return id;
+}
+
+/**
  * A test server started before the file's tests and stopped after them, with the management API as its admin;
  * `srv()` and `admin()` (the admin's token) are read once it has started.
  */
