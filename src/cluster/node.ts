@@ -20,7 +20,7 @@ import {
 import { ProposalError } from '../../storage/proposer.js';
 import type { Store } from '../../storage/store.js';
 import type { Command } from '../../storage/types.js';
-import { clusterStateMachineVersion } from '../model/cluster-state.js';
+import { clusterStateMachineVersion, releaseTooOld } from '../model/cluster-state.js';
 import { NODE_ID_PATTERN } from '../pki/cluster.js';
 import { fingerprintOfDer } from '../pki/fingerprint.js';
 import { pemBlocks } from '../pki/pem.js';
@@ -395,13 +395,8 @@ export class ClusterNode {
     onFatal: (err: Error) => void,
   ): Promise<ClusterNode> {
     // a store the cluster raised past this release (a downgrade, or a snapshot installed before it stopped)
-    const supported = opts.stateMachineVersion ?? STATE_MACHINE_VERSION;
-    const clusterVersion = clusterStateMachineVersion(store);
-    if (clusterVersion > supported) {
-      throw new Error(
-        `the cluster applies state-machine version ${clusterVersion}; this release (Keel ${KEEL_VERSION}) applies versions up to ${supported}: run a newer release on this data`,
-      );
-    }
+    const tooOld = releaseTooOld(store, opts.stateMachineVersion ?? STATE_MACHINE_VERSION);
+    if (tooOld !== null) throw new Error(tooOld);
     const wal_bytes = opts.raftWal_bytes ?? DEFAULT_RAFT_WAL_BYTES;
     const log = await LevelLog.open(join(dataDir, 'raft'), wal_bytes > 0 ? { wal: { size_bytes: wal_bytes } } : {});
     const tls = opts.tls;

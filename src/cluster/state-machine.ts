@@ -9,7 +9,7 @@ import {
 import { MAX_GROUP_COMMANDS, type Store } from '../../storage/store.js';
 import type { Command, CommandResult } from '../../storage/types.js';
 import { removalCommands } from '../model/cluster-removal.js';
-import { clusterStateMachineVersion } from '../model/cluster-state.js';
+import { releaseTooOld } from '../model/cluster-state.js';
 import { STATE_MACHINE_VERSION } from '../version.js';
 import { decodeLogged } from './codec.js';
 
@@ -131,13 +131,8 @@ export class StoreStateMachine implements StateMachine {
    * cannot follow: src/model/cluster-state.ts) rather than serve a state that drifts.
    */
   private checkVersion(): void {
-    if (!this.store.schema.defs.has('cluster-state')) return; // a store of another schema (tests of the library)
-    const cluster = clusterStateMachineVersion(this.store);
-    if (cluster > this.stateMachineVersion) {
-      throw new Error(
-        `the cluster applies state-machine version ${cluster}; this release applies versions up to ${this.stateMachineVersion}: run a newer release`,
-      );
-    }
+    const tooOld = releaseTooOld(this.store, this.stateMachineVersion);
+    if (tooOld !== null) throw new Error(tooOld);
   }
 
   /**

@@ -6,8 +6,10 @@
  * `raiseStateMachineVersion`; absent, the version is 1.
  */
 import type { ApplyContext, CustomCommand } from '../../storage/schema.js';
+import type { Store } from '../../storage/store.js';
 import { fail, UnknownCommandError } from '../../storage/types.js';
 import { defineInternalEntity, type Entity, type EntityFields } from '../api/entity.js';
+import { KEEL_VERSION } from '../version.js';
 
 /** The one row's id. */
 export const CLUSTER_STATE_ID = 'cluster';
@@ -29,6 +31,18 @@ export function clusterStateMachineVersion(state: {
 }): number {
   const v = state.get('cluster-state', CLUSTER_STATE_ID)?.stateMachineVersion;
   return typeof v === 'number' ? v : 1;
+}
+
+/**
+ * Why a member whose release applies versions up to `supported` cannot go on with `store` (the cluster was raised
+ * past its release: a downgrade, or a snapshot installed from newer members), or null. A store of another schema
+ * (the storage library's tests) has no such row.
+ */
+export function releaseTooOld(store: Store, supported: number): string | null {
+  if (!store.schema.defs.has('cluster-state')) return null;
+  const cluster = clusterStateMachineVersion(store);
+  if (cluster <= supported) return null;
+  return `the cluster applies state-machine version ${cluster}; this release (Keel ${KEEL_VERSION}) applies versions up to ${supported}: run a newer release on this data`;
 }
 
 /**
