@@ -1590,6 +1590,33 @@ export const MUTANTS = [
     tests: ['test/cluster/state-machine-version.test.ts'],
   },
   {
+    // a revocation answered once applied on the member that took it, before the others refuse the token
+    id: 'revoke-answered-before-everywhere',
+    file: 'src/api/services.ts',
+    search: '    if (this.cluster !== null && revokesAccess(cmd)) await this.revokedEverywhere(this.cluster);',
+    replace:
+      '    if (this.cluster !== null && revokesAccess(cmd) && false) await this.revokedEverywhere(this.cluster);',
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: 'a revocation is answered once every member applied it',
+  },
+  {
+    // a revocation's wait satisfied by a round that may have started before its write was applied
+    id: 'revoke-joins-running-round',
+    file: 'src/cluster/applied-everywhere.ts',
+    search: '    if (this.queued !== null) return this.queued;',
+    replace: '    if (this.running !== null) return this.running;\n    if (this.queued !== null) return this.queued;',
+    tests: ['src/cluster/applied-everywhere.test.ts'],
+  },
+  {
+    // disabling an identity answered before the other members refuse its sessions
+    id: 'revoke-disable-not-waited',
+    file: 'src/model/revokes.ts',
+    search: "const REVOKING_CUSTOM: ReadonlySet<string> = new Set(['applyRevocation', 'disableIdentity']);",
+    replace: "const REVOKING_CUSTOM: ReadonlySet<string> = new Set(['applyRevocation']);",
+    tests: ['test/cluster/credentials-across-members.test.ts'],
+    only: "an admin's delete of a session and an identity's disable wait the same way",
+  },
+  {
     // the fabric API's routers shown to any authenticated caller, not only admins
     id: 'fabric-routers-any-session',
     file: 'src/ops/fabric.ts',

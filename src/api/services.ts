@@ -5,6 +5,7 @@ import type { SessionService } from '../auth/sessions.js';
 import type { MemberCert, MemberView } from '../cluster/members.js';
 import type { DialRefusal } from '../cluster/peer-protocol.js';
 import type { EntityName } from '../model/index.js';
+import { revokesAccess } from '../model/revokes.js';
 import type { Command, RowFor, Store } from '../model/rows.js';
 import type { NodePki } from '../pki/node-pki.js';
 import { type ApiError, clusterUpgrading, Errors, notFound, storeError, storeFailed } from './errors.js';
@@ -41,6 +42,11 @@ export interface ClusterView {
   readonly id: string;
   /** Linearizable read barrier: resolves once this node has applied everything committed when it was called. */
   readBarrier(): Promise<void>;
+  /**
+   * Waits (bounded) until every other member that answered its last status poll has applied what this node has
+   * applied; resolves with the ids of those that did not confirm in time.
+   */
+  appliedEverywhere(): Promise<string[]>;
   readonly raft: { isLeader(): boolean; term(): number };
   readonly peerCertPem: string | null;
   /** Member `id`'s peer certificate: this node's own, or the one the member showed on this node's link. */
@@ -139,6 +145,18 @@ export class Services {
       if (apiError.code === 'UNHANDLED') this.log('error', 'command rejected by the store', { error: result.error });
       throw apiError;
     }
+    // a revocation is answered once every member refuses what it revoked, not a replication lag later
+    if (this.cluster !== null && revokesAccess(cmd)) await this.revokedEverywhere(this.cluster);
     return result.value;
+  }
+
+  /** Waits until the other members have applied this node's revocation; members that did not confirm are logged. */
+  private async revokedEverywhere(cluster: ClusterView): Promise<void> {
+    const unconfirmed = await cluster.appliedEverywhere();
+    if (unconfirmed.length > 0) {
+      this.log('warn', 'a revocation was answered before these members confirmed they applied it', {
+        members: unconfirmed,
+      });
+    }
   }
 }

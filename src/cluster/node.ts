@@ -27,6 +27,7 @@ import { pemBlocks } from '../pki/pem.js';
 import { closeMutualTlsServer, createMutualTlsServer, listenOn, PEER_LISTENER_LIMITS } from '../util/mtls-server.js';
 import { withTimeout } from '../util/timeout.js';
 import { KEEL_VERSION, STATE_MACHINE_VERSION } from '../version.js';
+import { AppliedEverywhere } from './applied-everywhere.js';
 import { ForwardBatcher } from './forward-batch.js';
 import { FORWARD_PATH, MAX_FORWARD_FRAME_BYTES, serveForwards } from './forward-channel.js';
 import { askToJoin } from './join.js';
@@ -157,6 +158,11 @@ const STOP_GRACE_MS = 500;
 /** Bound on waiting (in 10 ms steps) for in-flight peer requests while stopping. */
 const STOP_DRAIN_STEPS = 100;
 const PEER_CALL_TIMEOUT_MS = 5_000;
+/**
+ * How long a revocation waits for each other member to confirm it applied it (appliedEverywhere): a member further
+ * behind (restarting, restoring a snapshot, cut off) is not waited for longer, and the revocation is logged.
+ */
+export const CONFIRM_APPLIED_TIMEOUT_MS = 1_000;
 /** What a write refused during a rolling upgrade is told to wait (`Retry-After`): about a member's restart. */
 const VERSION_RETRY_AFTER_S = 5;
 /** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
@@ -300,6 +306,8 @@ export class ClusterNode {
   readonly stateMachineVersion: number;
   /** A raise of the cluster's state-machine version proposed by this node and not settled yet. */
   private raisingVersion = false;
+  /** The confirmation rounds revocations wait for (appliedEverywhere). */
+  private readonly everywhere = new AppliedEverywhere(() => this.confirmApplied());
 
   private constructor(
     readonly raft: RaftNode,
@@ -805,6 +813,32 @@ export class ClusterNode {
       .finally(() => {
         this.raisingVersion = false;
       });
+  }
+
+  /**
+   * Waits until every other member that answered its last status poll has applied what this node has applied (a
+   * read barrier on each through the peer API, each bounded by CONFIRM_APPLIED_TIMEOUT_MS; concurrent callers
+   * share rounds: src/cluster/applied-everywhere.ts). Resolves with the ids that did not confirm in time.
+   */
+  appliedEverywhere(): Promise<string[]> {
+    return this.everywhere.confirm();
+  }
+
+  /** One confirmation round of appliedEverywhere. */
+  private async confirmApplied(): Promise<string[]> {
+    const others = this.memberView().filter((m) => m.id !== this.id && m.online);
+    const unconfirmed = await Promise.all(
+      others.map(async (m) => {
+        try {
+          const asked = this.peer(m.id).api.readIndex.query();
+          await withTimeout(asked, CONFIRM_APPLIED_TIMEOUT_MS, `read index of ${m.id}`);
+          return null;
+        } catch {
+          return m.id;
+        }
+      }),
+    );
+    return unconfirmed.filter((id): id is string => id !== null);
   }
 
   /** Every member as this node sees it (liveness from its status polls). */

@@ -12,6 +12,7 @@ import { generate } from 'otplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extendRouter } from '../../src/auth/router-enrollment.js';
 import { clusterCommand } from '../../src/cli/cluster.js';
+import { CONFIRM_APPLIED_TIMEOUT_MS } from '../../src/cluster/node.js';
 import { DEFAULT_AUTH_POLICY } from '../../src/model/auth-policy.js';
 import { MAX_MFA_FAILURES } from '../../src/model/mfa.js';
 import { createRootCa, issueLeaf } from '../../src/pki/ca.js';
@@ -404,5 +405,92 @@ describe('sessions whose identity lost access, in a cluster', () => {
     });
     expect(patched.status, patched.text).toBe(200);
     await settled(() => nodes.every((n) => n.ctl.svc.get('sessions', sessionId) === undefined));
+  });
+});
+
+describe('a revocation is answered once every member applied it', () => {
+  /** A user's session that every member knows, and its id. */
+  async function knownSession(name: string): Promise<{ token: string; id: string; identityId: string }> {
+    const first = leader();
+    const admin = await login(first.base);
+    const created = await call('POST', `${first.mgmt}/identities`, {
+      token: admin,
+      body: { name, type: 'User', isAdmin: false },
+    });
+    expect(created.status, created.text).toBe(201);
+    const identityId = created.body.data.id as string;
+    const auth = await call('POST', `${first.mgmt}/authenticators`, {
+      token: admin,
+      body: { method: 'updb', identityId, username: name, password: `${name}-pw` },
+    });
+    expect(auth.status, auth.text).toBe(201);
+    const token = await login(first.base, name, `${name}-pw`);
+    const id = (await call('GET', `${first.client}/current-api-session`, { token })).body.data.id as string;
+    await settled(() => nodes.every((n) => n.ctl.svc.get('api-sessions', id) !== undefined));
+    return { token, id, identityId };
+  }
+
+  it('a logout answers once a lagging member applied it: the token is refused there at once', async () => {
+    const { token, id } = await knownSession('rev-erin');
+    const { via, lagging, release, done } = laggingMember();
+    try {
+      const t0 = Date.now();
+      const released = setTimeout(release, 300);
+      const out = await call('DELETE', `${via.client}/current-api-session`, { token });
+      clearTimeout(released);
+      expect(out.status, out.text).toBe(200);
+      // answered only after the lagging member was let go and applied the logout
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+      expect(lagging.ctl.svc.get('api-sessions', id)).toBeUndefined();
+      const r = await call('GET', `${lagging.client}/current-api-session`, { token });
+      expect([r.status, r.body.error?.code], r.text).toEqual([401, 'UNAUTHORIZED']);
+    } finally {
+      done();
+    }
+  });
+
+  it("an admin's delete of a session and an identity's disable wait the same way", async () => {
+    const s1 = await knownSession('rev-finn');
+    const s2 = await knownSession('rev-gail');
+    const admin = await login(leader().base);
+    for (const [what, revoke, session] of [
+      ['delete', (via: TestServer) => call('DELETE', `${via.mgmt}/api-sessions/${s1.id}`, { token: admin }), s1],
+      [
+        'disable',
+        (via: TestServer) =>
+          call('POST', `${via.mgmt}/identities/${s2.identityId}/disable`, {
+            token: admin,
+            body: { durationMinutes: 0 },
+          }),
+        s2,
+      ],
+    ] as const) {
+      const { via, lagging, release, done } = laggingMember();
+      try {
+        const released = setTimeout(release, 300);
+        const out = await revoke(via);
+        clearTimeout(released);
+        expect(out.status, `${what}: ${out.text}`).toBe(200);
+        const r = await call('GET', `${lagging.client}/current-api-session`, { token: session.token });
+        expect([r.status, r.body.error?.code], `${what}: ${r.text}`).toEqual([401, 'UNAUTHORIZED']);
+      } finally {
+        done();
+      }
+    }
+  });
+
+  it(`a member that does not apply within ${CONFIRM_APPLIED_TIMEOUT_MS} ms is not waited for longer`, async () => {
+    const { token } = await knownSession('rev-hugo');
+    const { via, done } = laggingMember();
+    try {
+      const t0 = Date.now();
+      const out = await call('DELETE', `${via.client}/current-api-session`, { token });
+      const took_ms = Date.now() - t0;
+      expect(out.status, out.text).toBe(200);
+      expect(took_ms).toBeGreaterThanOrEqual(CONFIRM_APPLIED_TIMEOUT_MS - 50);
+      expect(took_ms).toBeLessThan(CONFIRM_APPLIED_TIMEOUT_MS + 3_000);
+    } finally {
+      done();
+    }
   });
 });

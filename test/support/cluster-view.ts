@@ -30,6 +30,7 @@ export function fakeClusterView(id: string, members: () => FakeMember[]): Cluste
     id,
     raft: { isLeader: () => false, term: () => 1 },
     readBarrier: async () => {},
+    appliedEverywhere: async () => [],
     peerCertPem: null,
     memberCert: () => null,
     memberView: members,
