@@ -8,7 +8,7 @@ import { Deadline, DeadlineQueue } from './deadlines.js';
 import { DEFAULT_MAX_URL_BYTES, uriTooLong } from './edge.js';
 import { ApiError, Errors, errorResponse } from './errors.js';
 import { decodePath } from './request.js';
-import type { Router } from './router.js';
+import { MAX_ROUTES, type Router } from './router.js';
 import type { HttpHeaders, HttpRequest, HttpResponse } from './types.js';
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -57,7 +57,23 @@ export interface App {
   readonly responseCounts: Float64Array;
   /** The response times of requests that carry `receivedAt_ms`, as a histogram over RESPONSE_TIME_BOUNDS_MS. */
   readonly responseTimes: ResponseTimes;
+  /** The responses of the requests that matched a route, per route (its slot) and status class. */
+  readonly routeStats: RouteStats;
 }
+
+/** Per route (the router's slot), the responses by status class and their time (see RouteStats' fields). */
+export interface RouteStats {
+  /** `counts[slot * ROUTE_STATUS_CLASSES + c]`: responses of class c (0: 1xx–2xx, 1: 3xx, 2: 4xx, 3: 5xx). */
+  readonly counts: Float64Array;
+  /** `sum_ms[slot]`: the sum of those responses' times (requests carrying `receivedAt_ms`), in ms. */
+  readonly sum_ms: Float64Array;
+  /** `timed[slot]`: how many responses `sum_ms[slot]` sums. */
+  readonly timed: Float64Array;
+}
+
+/** The status classes RouteStats counts per route. */
+export const ROUTE_STATUS_CLASSES = 4;
+export const ROUTE_STATUS_CLASS_NAMES: readonly string[] = Object.freeze(['2xx', '3xx', '4xx', '5xx']);
 
 /** responseCounts' length: one slot per status code up to 599. */
 const STATUS_SLOTS = 600;
@@ -161,6 +177,12 @@ export function createApp(opts: AppOptions): App {
     counts: new Float64Array(RESPONSE_TIME_BOUNDS_MS.length + 1),
     sum_ms: new Float64Array(1),
   };
+  // sized for every route the router can hold: no growth, no bounds to check on the hot path
+  const routeStats: RouteStats = {
+    counts: new Float64Array(MAX_ROUTES * ROUTE_STATUS_CLASSES),
+    sum_ms: new Float64Array(MAX_ROUTES),
+    timed: new Float64Array(MAX_ROUTES),
+  };
 
   /** Counts a response that took `took_ms` (a linear scan: 15 buckets, most responses fall in the first few). */
   function timed(took_ms: number): void {
@@ -177,7 +199,19 @@ export function createApp(opts: AppOptions): App {
       res = errorResponse(Errors.UNHANDLED(), req.requestId);
     }
     responseCounts[res.status]!++;
-    if (req.receivedAt_ms !== undefined) timed(performance.now() - req.receivedAt_ms);
+    const slot = req.routeSlot ?? -1;
+    if (slot >= 0) {
+      const c = res.status < 300 ? 0 : res.status < 400 ? 1 : res.status < 500 ? 2 : 3;
+      routeStats.counts[slot * ROUTE_STATUS_CLASSES + c]!++;
+    }
+    if (req.receivedAt_ms !== undefined) {
+      const took_ms = performance.now() - req.receivedAt_ms;
+      timed(took_ms);
+      if (slot >= 0) {
+        routeStats.sum_ms[slot]! += took_ms;
+        routeStats.timed[slot]!++;
+      }
+    }
     const withCors = cors && req.method !== 'OPTIONS' && hasOrigin(req.headers);
     const out: HttpResponse = { status: res.status, headers: headersFor(res.headers, withCors) };
     if (res.body !== undefined) out.body = res.body;
@@ -254,6 +288,7 @@ export function createApp(opts: AppOptions): App {
         return finish(req, errorResponse(err, req.requestId));
       }
       req.params = m.params;
+      req.routeSlot = m.slot;
       const out = m.handler(req);
       if (isPromiseLike(out)) return out;
       return finish(req, out);
@@ -273,5 +308,6 @@ export function createApp(opts: AppOptions): App {
     reject: (err, req) => finish(req, errorResponse(err, req.requestId)),
     responseCounts,
     responseTimes,
+    routeStats,
   };
 }

@@ -65,6 +65,7 @@ export class IncomingRequest implements HttpRequest {
   headers: Record<string, string>;
   body: Buffer;
   params: Record<string, string> = NO_PARAMS;
+  routeSlot = -1;
   peerCertificates?: Buffer[];
   readonly receivedAt_ms = performance.now();
   private requestIdValue: string | undefined;

@@ -33,6 +33,8 @@ export interface RouteFound<M> {
   meta?: M;
   /** The pattern as registered (useful for metrics labels). */
   pattern: string;
+  /** The route's registration index (its place in routes()): where per-route figures are counted. */
+  slot: number;
 }
 export interface RouteNotFound {
   status: 404;
@@ -49,6 +51,8 @@ interface Route<M> {
   pattern: string;
   handler: Handler;
   meta: M | undefined;
+  /** Registration index. */
+  slot: number;
   /** Parameter names in path order; parameter i sits at segment `paramSegments[i]`. */
   paramNames: readonly string[];
 }
@@ -163,12 +167,13 @@ export class Router<M = unknown> {
       throw new Error(`router: ${m} ${pattern} conflicts with ${prev.method} ${prev.pattern}`);
     }
     node.paramSegments = paramSegments;
-    const route: Route<M> = { method: m, pattern, handler, meta, paramNames };
+    const slot = this.registered.length;
+    const route: Route<M> = { method: m, pattern, handler, meta, slot, paramNames };
     node.routes.set(m, route);
     node.allow = Object.freeze([...node.routes.keys()].sort());
     this.registered.push(route);
     if (paramNames.length === 0 && pattern === `/${segs.join('/')}`) {
-      const found: RouteFound<M> = { status: 200, handler, params: NO_PARAMS, pattern };
+      const found: RouteFound<M> = { status: 200, handler, params: NO_PARAMS, pattern, slot };
       if (meta !== undefined) found.meta = meta;
       let byPath = this.exact.get(m);
       if (byPath === undefined) this.exact.set(m, (byPath = new Map()));
@@ -176,7 +181,7 @@ export class Router<M = unknown> {
     }
   }
 
-  /** Every registered route in registration order (for OpenAPI generation). */
+  /** Every registered route in registration order (for OpenAPI generation; index i is slot i). */
   routes(): RouteInfo<M>[] {
     return this.registered.map((r) => ({ method: r.method, pattern: r.pattern, meta: r.meta }));
   }
@@ -195,7 +200,13 @@ export class Router<M = unknown> {
       for (let i = 0; i < names.length; i++) {
         params[names[i]!] = decodePath(segs[node.paramSegments[i]!]!);
       }
-      const found: RouteFound<M> = { status: 200, handler: route.handler, params, pattern: route.pattern };
+      const found: RouteFound<M> = {
+        status: 200,
+        handler: route.handler,
+        params,
+        pattern: route.pattern,
+        slot: route.slot,
+      };
       if (route.meta !== undefined) found.meta = route.meta;
       return found;
     }

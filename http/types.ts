@@ -24,6 +24,8 @@ export interface HttpRequest {
   readonly receivedAt_ms?: number;
   /** Path parameters captured from the route pattern (percent-decoded). */
   params: Record<string, string>;
+  /** The matched route's slot (Router: its registration index), set by the app; -1 before or without a match. */
+  routeSlot?: number;
   /** DER chain of the client certificate, leaf first (node:https engine with `requestCert` only). */
   peerCertificates?: Buffer[];
   /** Parses the body as JSON: `undefined` for an empty body; throws ApiError COULD_NOT_PARSE_BODY. */

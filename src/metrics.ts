@@ -8,7 +8,14 @@
  * beside this controller's. No metric carries a secret or a per-entity value: counts, indexes and states only.
  */
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
-import { type App, createApp, RESPONSE_TIME_BOUNDS_MS, type ResponseTimes } from '../http/app.js';
+import {
+  type App,
+  createApp,
+  RESPONSE_TIME_BOUNDS_MS,
+  type ResponseTimes,
+  ROUTE_STATUS_CLASS_NAMES,
+  ROUTE_STATUS_CLASSES,
+} from '../http/app.js';
 import { Router } from '../http/router.js';
 import { serve } from '../http/serve.js';
 import type { HttpServer } from '../http/types.js';
@@ -121,6 +128,7 @@ export function controllerMetrics(src: MetricsSources): ControllerMetrics {
     },
   });
   registry.registerMetric(responseTimeHistogram(app.responseTimes));
+  routeMetrics(registry, app);
   scalar(
     registry,
     'keel_router_connections',
@@ -131,35 +139,90 @@ export function controllerMetrics(src: MetricsSources): ControllerMetrics {
   return { registry, sample };
 }
 
+/** One sample of a metric of Keel's own: its series name (`<name>_sum`, …), labels and value. */
+type Sample = { metricName: string; labels: Record<string, string>; value: number };
+
 /**
- * `keel_http_request_duration_seconds`: the app's response-time histogram (http/app.ts counts it, one bucket increment
- * per response) as a Prometheus histogram. prom-client's Histogram only observes values one by one, so this is a
- * metric of its own that prom-client's registry formats (it reads `name`, `help`, `type` and `get()`'s values).
+ * A metric whose samples `samples()` gives at each collection, formatted by prom-client's registry (it reads `name`,
+ * `help`, `type` and `get()`'s values): for figures counted in typed arrays, which prom-client's Histogram and
+ * Summary (they observe values one by one) cannot take.
  */
-function responseTimeHistogram(times: ResponseTimes): Metric {
-  const name = 'keel_http_request_duration_seconds';
-  const help = 'API response times, from the request read to the response handed to the HTTP engine';
-  const bounds = RESPONSE_TIME_BOUNDS_MS.map((ms) => String(ms / 1000));
+function precounted(name: string, help: string, type: 'histogram' | 'summary', samples: () => Sample[]): Metric {
   const metric = {
     name,
     help,
-    type: 'histogram',
+    type,
     aggregator: 'sum',
-    get: async () => {
-      const values: Array<{ metricName: string; labels: Record<string, string>; value: number }> = [];
-      let cumulative = 0;
-      for (let i = 0; i < times.counts.length; i++) {
-        cumulative += times.counts[i]!;
-        const le = i < bounds.length ? bounds[i]! : '+Inf';
-        values.push({ metricName: `${name}_bucket`, labels: { le }, value: cumulative });
-      }
-      values.push({ metricName: `${name}_sum`, labels: {}, value: times.sum_ms[0]! / 1000 });
-      values.push({ metricName: `${name}_count`, labels: {}, value: cumulative });
-      return { name, help, type: 'histogram', aggregator: 'sum', values };
-    },
+    get: async () => ({ name, help, type, aggregator: 'sum', values: samples() }),
     reset: () => {},
   };
   return metric as unknown as Metric;
+}
+
+/**
+ * `keel_http_request_duration_seconds`: the app's response-time histogram (http/app.ts counts it, one bucket increment
+ * per response) as a Prometheus histogram.
+ */
+function responseTimeHistogram(times: ResponseTimes): Metric {
+  const name = 'keel_http_request_duration_seconds';
+  const bounds = RESPONSE_TIME_BOUNDS_MS.map((ms) => String(ms / 1000));
+  const help = 'API response times, from the request read to the response handed to the HTTP engine';
+  return precounted(name, help, 'histogram', () => {
+    const values: Sample[] = [];
+    let cumulative = 0;
+    for (let i = 0; i < times.counts.length; i++) {
+      cumulative += times.counts[i]!;
+      const le = i < bounds.length ? bounds[i]! : '+Inf';
+      values.push({ metricName: `${name}_bucket`, labels: { le }, value: cumulative });
+    }
+    values.push({ metricName: `${name}_sum`, labels: {}, value: times.sum_ms[0]! / 1000 });
+    values.push({ metricName: `${name}_count`, labels: {}, value: cumulative });
+    return values;
+  });
+}
+
+/**
+ * Per route (method and pattern, e.g. `GET /edge/management/v1/identities/{id}`): `keel_http_route_responses_total`
+ * by status class, and `keel_http_route_duration_seconds` (a summary: `_sum` and `_count`, no quantiles), for the
+ * routes answered at least once. The labels are the router's patterns, never a request's own path, so their number
+ * is bounded by the routes (about 500), not by what clients send.
+ */
+function routeMetrics(registry: Registry, app: App): void {
+  const stats = app.routeStats;
+  new Counter({
+    name: 'keel_http_route_responses_total',
+    help: 'API responses since the start, per route and status class (requests that matched no route are not counted here)',
+    labelNames: ['method', 'route', 'class'],
+    registers: [registry],
+    collect(this: Counter<string>) {
+      this.reset();
+      const routes = app.router.routes();
+      for (let slot = 0; slot < routes.length; slot++) {
+        for (let c = 0; c < ROUTE_STATUS_CLASSES; c++) {
+          const n = stats.counts[slot * ROUTE_STATUS_CLASSES + c]!;
+          if (n > 0) {
+            const r = routes[slot]!;
+            this.inc({ method: r.method, route: r.pattern, class: ROUTE_STATUS_CLASS_NAMES[c]! }, n);
+          }
+        }
+      }
+    },
+  });
+  const name = 'keel_http_route_duration_seconds';
+  const help = 'API response times per route, from the request read to the response handed to the HTTP engine';
+  const summary = precounted(name, help, 'summary', () => {
+    const values: Sample[] = [];
+    const routes = app.router.routes();
+    for (let slot = 0; slot < routes.length; slot++) {
+      const n = stats.timed[slot]!;
+      if (n === 0) continue;
+      const labels = { method: routes[slot]!.method, route: routes[slot]!.pattern };
+      values.push({ metricName: `${name}_sum`, labels, value: stats.sum_ms[slot]! / 1000 });
+      values.push({ metricName: `${name}_count`, labels, value: n });
+    }
+    return values;
+  });
+  registry.registerMetric(summary);
 }
 
 /**

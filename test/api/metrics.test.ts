@@ -106,6 +106,36 @@ describe('GET /metrics on a single node', () => {
     expect(sum).toBeLessThanOrEqual(high);
   });
 
+  it('counts and times the responses per route: by its pattern, never by the path a client sent', async () => {
+    const detail = 'method="GET",route="/edge/management/v1/identities/{id}"';
+    const create = 'method="POST",route="/edge/management/v1/identities"';
+    const before = await scrape();
+    const found = sample(before, `keel_http_route_responses_total{${detail},class="2xx"}`) ?? 0;
+    const missing = sample(before, `keel_http_route_responses_total{${detail},class="4xx"}`) ?? 0;
+    const timed = sample(before, `keel_http_route_duration_seconds_count{${detail}}`) ?? 0;
+    const created = sample(before, `keel_http_route_responses_total{${create},class="2xx"}`) ?? 0;
+    const r = await call('POST', `${srv.mgmt}/identities`, {
+      token: admin,
+      body: { name: 'metrics-route', type: 'User', isAdmin: false },
+    });
+    expect(r.status, r.text).toBe(201);
+    const id = r.body.data.id as string;
+    expect((await call('GET', `${srv.mgmt}/identities/${id}`, { token: admin })).status).toBe(200);
+    expect((await call('GET', `${srv.mgmt}/identities/${id}x`, { token: admin })).status).toBe(404);
+    // a path no route matches is not a route of its own
+    expect((await call('GET', `${srv.mgmt}/no-such-collection-${id}`, { token: admin })).status).toBe(404);
+    const after = await scrape();
+    expect(after).toContain('# TYPE keel_http_route_responses_total counter');
+    expect(after).toContain('# TYPE keel_http_route_duration_seconds summary');
+    expect(sample(after, `keel_http_route_responses_total{${detail},class="2xx"}`)).toBe(found + 1);
+    expect(sample(after, `keel_http_route_responses_total{${detail},class="4xx"}`)).toBe(missing + 1);
+    expect(sample(after, `keel_http_route_responses_total{${create},class="2xx"}`)).toBe(created + 1);
+    expect(sample(after, `keel_http_route_duration_seconds_count{${detail}}`)).toBe(timed + 2);
+    expect(sample(after, `keel_http_route_duration_seconds_sum{${detail}}`)).toBeGreaterThan(0);
+    expect(after).not.toContain(id);
+    expect(after).not.toContain('no-such-collection');
+  });
+
   it('holds no secret: neither the admin password nor a session token', async () => {
     const text = await scrape();
     expect(text).not.toContain(ADMIN_PASSWORD);
