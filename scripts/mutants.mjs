@@ -1590,6 +1590,14 @@ export const MUTANTS = [
     tests: ['test/cluster/state-machine-version.test.ts'],
   },
   {
+    // enrollment JWTs signed with a key the API certificate does not hold: OpenZiti's SDKs and CLI refuse them
+    id: 'enroll-jwt-not-api-key',
+    file: 'src/pki/enrollment-jwt.ts',
+    search: '  return apiCertSigner(svc) ?? controllerSigner(svc);',
+    replace: '  return controllerSigner(svc);',
+    tests: ['test/api/enrollment-jwt.test.ts'],
+  },
+  {
     // a revocation answered once applied on the member that took it, before the others refuse the token
     id: 'revoke-answered-before-everywhere',
     file: 'src/api/services.ts',

@@ -14,7 +14,7 @@ import { enrollRouter } from '../auth/router-enrollment.js';
 import { password, username } from '../model/authenticator.js';
 import { detailEnvelope, empty } from '../model/common.js';
 import { ROUTER_ENROLL_METHOD, TRANSIT_ROUTER_ENROLL_METHOD } from '../model/router-enrollment.js';
-import { ENROLLMENT_SIGNER_ID } from '../pki/enrollment-jwt.js';
+import { enrollmentSigners } from '../pki/enrollment-jwt.js';
 import { type Schema, s } from '../schema/s.js';
 import { validate } from '../schema/validate.js';
 
@@ -50,9 +50,9 @@ function legacyJsonBody<T>(req: HttpRequest, schema: Schema<T>, name: string): T
 /** What routers send on the legacy form (OpenZiti's router enroller: `certCsr`, not `clientCsr`). */
 const legacyRouterEnroll = s.obj({ certCsr: s.str(), serverCertCsr: s.str() });
 
+/** The keys this node signs enrollment JWTs with (enrollmentSigners): its API certificate's, the controller key. */
 function enrollmentJwks(svc: Services): { keys: JWK[] } {
-  const key = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
-  return { keys: key ? [key.publicJwk as JWK] : [] };
+  return { keys: enrollmentSigners(svc).map((k) => k.publicJwk) };
 }
 
 export function enrollOps(): OpDef<unknown>[] {

@@ -3,14 +3,14 @@
  * `POST /enroll/challenge` (the controller signs a client's nonce with an enrollment key, so the client can check
  * it talks to the network that issued its enrollment JWT), client API, no session.
  */
-import { createPrivateKey, sign } from 'node:crypto';
+import { sign } from 'node:crypto';
 import { Errors } from '../api/errors.js';
 import { type OpDef, op } from '../api/op.js';
 import { ok } from '../api/respond.js';
 import type { Services } from '../api/services.js';
 import { caBundle } from '../auth/enrollment.js';
 import { enrollToken } from '../auth/token-enrollment.js';
-import { ENROLLMENT_SIGNER_ID } from '../pki/enrollment-jwt.js';
+import { enrollmentSigners } from '../pki/enrollment-jwt.js';
 import { s } from '../schema/s.js';
 import { enrollmentCertsEnvelope } from './enroll.js';
 
@@ -30,23 +30,33 @@ const nonceSignature = s.named(
 );
 
 /**
- * What the key signs: a UUID only. The key also signs enrollment and network JWTs, whose signing input is
- * `<header>.<payload>`: a nonce of any other text would make this operation an oracle that signs forged JWTs.
+ * What the key signs: a UUID only. The keys also sign enrollment and network JWTs, whose signing input is
+ * `<header>.<payload>`, and the API certificate's key signs TLS handshakes (a binary input of 64 bytes or more, or
+ * TLS 1.3's 64 spaces and a context string): a nonce of any other text would make this operation an oracle that
+ * signs forged JWTs or handshakes. A 36-character UUID is neither.
  */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The nonce signed with the enrollment key `kid` (ES256, JOSE's r‖s form, base64url); 400 on `keyId` otherwise. */
+/**
+ * The nonce signed with the enrollment key `kid` (enrollmentSigners: JOSE's signature form for its algorithm, r‖s
+ * for ECDSA, base64url); 400 on `keyId` otherwise.
+ */
 function signNonce(svc: Services, kid: string, nonce: string) {
   // the request schema's format uuid also admits a `urn:uuid:` prefix: this check is the rule, answered as the
   // schema's refusal
   if (!UUID.test(nonce)) throw Errors.COULD_NOT_VALIDATE({ field: 'nonce', reason: 'must be a UUID', value: nonce });
-  const key = svc.get('controller-keys', ENROLLMENT_SIGNER_ID);
-  if (!key || key.kid !== kid)
-    throw Errors.COULD_NOT_VALIDATE({ field: 'keyId', reason: 'unknown key id', value: kid });
-  const privateKey = createPrivateKey({ key: key.privateJwk as Record<string, string>, format: 'jwk' });
-  const signature = sign('sha256', Buffer.from(nonce, 'utf8'), { key: privateKey, dsaEncoding: 'ieee-p1363' });
-  return { signature: signature.toString('base64url'), algorithm: 'ES256', kid, caPool: caBundle(svc) };
+  const signer = enrollmentSigners(svc).find((k) => k.kid === kid);
+  if (!signer) throw Errors.COULD_NOT_VALIDATE({ field: 'keyId', reason: 'unknown key id', value: kid });
+  const data = Buffer.from(nonce, 'utf8');
+  const signature =
+    signer.alg === 'EdDSA'
+      ? sign(null, data, signer.key)
+      : sign(HASH_OF[signer.alg] ?? 'sha256', data, { key: signer.key, dsaEncoding: 'ieee-p1363' });
+  return { signature: signature.toString('base64url'), algorithm: signer.alg, kid, caPool: caBundle(svc) };
 }
+
+/** The hash each JOSE algorithm signs with. */
+const HASH_OF: Record<string, string> = { RS256: 'sha256', ES256: 'sha256', ES384: 'sha384', ES512: 'sha512' };
 
 export function tokenEnrollOps(): OpDef<unknown>[] {
   return [

@@ -229,14 +229,21 @@ describe('a 3-node cluster of keel processes', () => {
     const id = created.body.data.id as string;
     const detail = await call('GET', `${mgmt(c.nodes[0]!)}/identities/${id}`, { token });
     const ott = detail.body.data.enrollment.ott.token as string;
-    // its JWT names n1, which created it, first, and only members' APIs; every member verifies it (replicated key)
+    // its JWT names n1, which created it, as its issuer and first, and only members' APIs; it is signed with the key
+    // of the certificate n1's API serves, which is what OpenZiti's SDKs verify it against (their enroll.ValidateToken)
     const ottJwt = detail.body.data.enrollment.ott.jwt as string;
-    const enrollCtrls = decodeJwt(ottJwt).ctrls as string[];
+    const claims = decodeJwt(ottJwt);
+    expect(claims.iss).toBe(c.nodes[0]!.base);
+    const enrollCtrls = claims.ctrls as string[];
     expect(enrollCtrls[0]).toBe(c.nodes[0]!.base);
     expect(c.nodes.map((n) => n.base)).toEqual(expect.arrayContaining(enrollCtrls));
-    for (const n of c.nodes.slice(1)) {
-      await jwtVerify(ottJwt, createLocalJWKSet((await call('GET', `${n.base}/edge/client/v1/enroll/jwks`)).body));
-    }
+    await jwtVerify(ottJwt, new X509Certificate(await apiCertOf(c.nodes[0]!)).publicKey);
+    await jwtVerify(
+      ottJwt,
+      createLocalJWKSet((await call('GET', `${c.nodes[0]!.base}/edge/client/v1/enroll/jwks`)).body),
+    );
+    // another member's certificate does not verify it: each member signs with its own API key
+    await expect(jwtVerify(ottJwt, new X509Certificate(await apiCertOf(c.nodes[1]!)).publicKey)).rejects.toThrow();
     const s = new Scratch();
     try {
       const clientCsr = opensslCsr(s, 'cross', 'ec', '/CN=cross');
