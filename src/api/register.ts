@@ -2,7 +2,7 @@ import { contentTypeError, JSON_MEDIA_TYPE } from '../../http/content-type.js';
 import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { isDisabled } from '../model/identity.js';
-import { validate } from '../schema/validate.js';
+import { nilArraysAsEmpty, validate } from '../schema/validate.js';
 import { Errors, isRecordedFailure, unauthorized, validationError } from './errors.js';
 import { ACTION_OF_METHOD, type ApiName, type Caller, type OpDef } from './op.js';
 import type { Services } from './services.js';
@@ -95,7 +95,7 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
     if (op.bodyRequired === false) return undefined;
     throw validationError({ field: name, reason: `${name} in body is required`, value: null });
   }
-  const kept = withoutIgnored(op, body === null ? {} : body);
+  const kept = nilArraysAsEmpty(op.body, withoutIgnored(op, body === null ? {} : body));
   const err = validate(op.body, kept);
   if (err) {
     // a body of the wrong type at its root (not a field that happens to be called `body`) is named by the body

@@ -143,3 +143,38 @@ function describe(err: ErrorObject, root: unknown, location: string): FieldError
       return { field, reason: `${name} in ${location} ${err.message ?? 'is invalid'}`, value };
   }
 }
+
+/** Bound on the levels nilArraysAsEmpty descends (a schema's own depth is far below it). */
+const MAX_NIL_ARRAY_DEPTH = 32;
+
+/**
+ * Reads a JSON `null` given for an optional array (not required, not declared nullable) as an empty array, in place,
+ * at any depth `schema` describes (object properties, `allOf` parts, array items, map values), and returns `value`.
+ * go-openapi decodes such a `null` into a nil slice, which its validation accepts wherever the array is not required
+ * and its handlers treat as empty; go-swagger clients send it for every optional array they leave unset (their
+ * models' array fields carry no `omitempty`: sdk-golang's posture responses, the `ziti` CLI's process-multi checks
+ * and ext-jwt-signer patches). A required array's `null` is left for validation to refuse, as go-openapi does.
+ */
+export function nilArraysAsEmpty(schema: SchemaNode, value: unknown, depth = 0): unknown {
+  if (depth >= MAX_NIL_ARRAY_DEPTH || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    if (schema.kind === 'array' && schema.items !== undefined) {
+      for (const item of value) nilArraysAsEmpty(schema.items, item, depth + 1);
+    }
+    return value;
+  }
+  if (schema.kind !== 'object') return value;
+  const parts = [schema, ...(schema.allOf ?? [])];
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const part = parts.find((p) => p.properties !== undefined && Object.hasOwn(p.properties, key));
+    const prop = part?.properties![key] ?? (typeof schema.additional === 'object' ? schema.additional : undefined);
+    if (prop === undefined) continue;
+    const v = record[key];
+    if (v === null) {
+      const required = parts.some((p) => p.required?.includes(key) === true);
+      if (prop.kind === 'array' && prop.nullable !== true && !required) record[key] = [];
+    } else nilArraysAsEmpty(prop, v, depth + 1);
+  }
+  return value;
+}

@@ -988,6 +988,45 @@ const ROWS: Row[] = [
     },
   },
   {
+    source: `${CLI} ziti/cmd/edge/update_extjwtsigner.go (Scopes nil unless --scopes) + edge-api rest_model/external_jwt_signer_patch.go`,
+    does: '`update ext-jwt-signer --audience`: scopes sent as null (no omitempty on the array): read as empty',
+    method: 'PATCH',
+    path: (c) => `${MGMT}/external-jwt-signers/${c.ids.signer1}`,
+    body: () => ({ audience: 'aud2', scopes: null, tags: {} }),
+    as: 'cli',
+    status: 200,
+  },
+  {
+    source: `${CLI} ziti/cmd/edge/create_posture_check.go (runCreatePostureCheckProcessMulti) + edge-api rest_model/process_multi.go`,
+    does: '`create posture-check process-multi` without -s/-f: hashes and signerFingerprints null, roleAttributes null',
+    method: 'POST',
+    path: () => `${MGMT}/posture-checks`,
+    body: () => ({
+      processes: [{ hashes: null, osType: 'Linux', path: '/usr/bin/x', signerFingerprints: null }],
+      semantic: 'AllOf',
+      name: 'pm-cli',
+      roleAttributes: null,
+      typeId: 'PROCESS_MULTI',
+    }),
+    as: 'cli',
+    status: 201,
+    check: (b, c) => {
+      c.ids.pmCli = b.data.id;
+    },
+  },
+  {
+    source: 'openziti/sdk-golang ziti/edge/posture/process.go + process_notwin.go (SignerFingerprints nil off Windows)',
+    does: 'posture-response-bulk with a PROCESS response whose signerFingerprints is null: accepted, all of it',
+    method: 'POST',
+    path: () => `${CLIENT}/posture-response-bulk`,
+    body: (c) => [
+      { id: c.ids.pmCli, typeId: 'PROCESS', path: '/usr/bin/x', isRunning: true, hash: '', signerFingerprints: null },
+      { id: c.ids.pmCli, typeId: 'MAC', macAddresses: null },
+    ],
+    as: 'cli',
+    status: 200,
+  },
+  {
     source: CLI_LIST,
     does: '`list auth-policies` (dereferences every primary/secondary setting)',
     method: 'GET',
