@@ -168,7 +168,8 @@ export function nilArraysAsEmpty(schema: SchemaNode, value: unknown, depth = 0):
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     const part = parts.find((p) => p.properties !== undefined && Object.hasOwn(p.properties, key));
-    const prop = part?.properties![key] ?? (typeof schema.additional === 'object' ? schema.additional : undefined);
+    const own = part?.properties?.[key];
+    const prop = own ?? (typeof schema.additional === 'object' ? schema.additional : undefined);
     if (prop === undefined) continue;
     const v = record[key];
     if (v === null) {
