@@ -917,8 +917,8 @@ export const MUTANTS = [
   {
     id: 'chain-expired-before-signature',
     file: 'src/pki/verify.ts',
-    search: "      outOfTime ??= fail('EXPIRED',",
-    replace: "      return fail('EXPIRED',",
+    search: "        leafOutOfTime = fail('EXPIRED',",
+    replace: "        return fail('EXPIRED',",
     tests: ['test/pki/verify.test.ts'],
   },
   // a request-schema error about a credential field never echoes the credential
@@ -1588,6 +1588,14 @@ export const MUTANTS = [
     search: '    if (tooOld !== null) throw new Error(tooOld);',
     replace: '    if (tooOld !== null && false) throw new Error(tooOld);',
     tests: ['test/cluster/state-machine-version.test.ts'],
+  },
+  {
+    // a CA of the path out of its validity waived like the leaf's own expiry (allowExpiredCerts)
+    id: 'chain-issuer-expiry-waivable',
+    file: 'src/pki/verify.ts',
+    search: '    if (anchors.some((r) => same(r, c))) return issuerOutOfTime ?? leafOutOfTime ?? { ok: true, chain };',
+    replace: '    if (anchors.some((r) => same(r, c))) return leafOutOfTime ?? { ok: true, chain };',
+    tests: ['test/api/cas.test.ts', 'test/pki/verify.test.ts'],
   },
   {
     // enrollment JWTs signed with a key the API certificate does not hold: OpenZiti's SDKs and CLI refuse them

@@ -12,7 +12,8 @@ const PEM_TYPES = ['text/plain', 'application/x-pem-file'] as const;
 /** Whether `cert` is signed by `ca` and valid at `nowMs`. */
 function issuedBy(cert: X509Certificate, ca: X509Certificate, nowMs: number): boolean {
   if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return false;
-  return Date.parse(cert.validFrom) <= nowMs && nowMs <= Date.parse(cert.validTo);
+  // both valid now, the CA too: OpenZiti verifies with Go's x509.Verify, the CA as the root, which checks each
+  return [cert, ca].every((c) => Date.parse(c.validFrom) <= nowMs && nowMs <= Date.parse(c.validTo));
 }
 
 export function caOps(): OpDef<unknown>[] {

@@ -27,8 +27,9 @@ export class PkiError extends Error {
 /** Why `verifyChain` rejected a certificate. */
 export type ChainErrorCode =
   | 'MALFORMED' // a certificate that does not parse
-  | 'EXPIRED' // some certificate of the chain is past its notAfter at the checked time
-  | 'NOT_YET_VALID' // some certificate of the chain is before its notBefore
+  | 'EXPIRED' // the leaf is past its notAfter at the checked time (the rest of the path sound and valid)
+  | 'NOT_YET_VALID' // the leaf is before its notBefore
+  | 'ISSUER_NOT_VALID' // a CA of the path (an intermediate or the anchor) is outside its validity
   | 'UNKNOWN_ISSUER' // no given intermediate or root has the issuer's name
   | 'BAD_SIGNATURE' // an issuer with the right name exists, but its key did not sign the certificate
   | 'NOT_A_CA' // the issuer lacks basicConstraints CA:true or keyUsage keyCertSign

@@ -100,16 +100,26 @@ export async function verifyChain(
   const chain = [leafCert];
   let cur = leafCert;
   // A validity failure is answered only for a chain that otherwise verifies: callers that accept an expired
-  // certificate (an auth policy's allowExpiredCerts) rely on EXPIRED meaning "signed by a trusted CA, but old".
-  let outOfTime: ChainResult | null = null;
+  // certificate (an auth policy's allowExpiredCerts) rely on EXPIRED meaning "the leaf is old, but signed by a
+  // trusted CA that is itself valid". A CA of the path out of its validity (an intermediate or the anchor) is
+  // ISSUER_NOT_VALID, which nothing waives: Go's x509.Verify (OpenZiti) checks every certificate of the chain.
+  let leafOutOfTime: ChainResult | null = null;
+  let issuerOutOfTime: ChainResult | null = null;
   for (let depth = 0; depth < MAX_CHAIN_DEPTH; depth++) {
-    if (at < cur.notBefore) {
-      outOfTime ??= fail('NOT_YET_VALID', `'${cur.subject}' is not valid before ${cur.notBefore.toISOString()}`);
-    } else if (at > cur.notAfter) {
-      outOfTime ??= fail('EXPIRED', `'${cur.subject}' expired at ${cur.notAfter.toISOString()}`);
+    if (depth === 0) {
+      if (at < cur.notBefore) {
+        leafOutOfTime = fail('NOT_YET_VALID', `'${cur.subject}' is not valid before ${cur.notBefore.toISOString()}`);
+      } else if (at > cur.notAfter) {
+        leafOutOfTime = fail('EXPIRED', `'${cur.subject}' expired at ${cur.notAfter.toISOString()}`);
+      }
+    } else if (at < cur.notBefore || at > cur.notAfter) {
+      issuerOutOfTime ??= fail(
+        'ISSUER_NOT_VALID',
+        `the CA '${cur.subject}' is valid only from ${cur.notBefore.toISOString()} to ${cur.notAfter.toISOString()}`,
+      );
     }
     const c = cur;
-    if (anchors.some((r) => same(r, c))) return outOfTime ?? { ok: true, chain };
+    if (anchors.some((r) => same(r, c))) return issuerOutOfTime ?? leafOutOfTime ?? { ok: true, chain };
     const named = [...anchors, ...pool].filter((x) => !same(x, c) && x.subject === c.issuer);
     if (named.length === 0) return fail('UNKNOWN_ISSUER', `no trusted issuer '${c.issuer}' for '${c.subject}'`);
     let issuer: x509.X509Certificate | null = null;

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_MERGE_ATTEMPTS } from '../../src/api/entity.js';
 import type { OpDef } from '../../src/api/op.js';
 import { formatIdentityName } from '../../src/auth/ca-enrollment.js';
+import { type CryptoKeyPair, exportKeyPem, generateKeyPair, randomSerial, x509 } from '../../src/pki/crypto.js';
 import { opensslCa, opensslFingerprint, opensslIssue, Scratch } from '../pki/helpers.js';
 import { interceptNextWrite } from '../support/api.js';
 import { fakeClusterView, fakeMember } from '../support/cluster-view.js';
@@ -243,6 +244,40 @@ describe('CAs (management API)', () => {
   });
 });
 
+/** A certificate valid from `from_days` to `to_days` (from now), self-signed or signed by `issuer`; PEM and key. */
+async function dated(
+  cn: string,
+  opts: {
+    ca: boolean;
+    from_days: number;
+    to_days: number;
+    issuer?: { cert: x509.X509Certificate; keys: CryptoKeyPair };
+  },
+) {
+  const keys = await generateKeyPair();
+  const now = Date.now();
+  const extensions: x509.Extension[] = [
+    new x509.BasicConstraintsExtension(opts.ca, undefined, true),
+    new x509.KeyUsagesExtension(
+      opts.ca ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign : x509.KeyUsageFlags.digitalSignature,
+      true,
+    ),
+  ];
+  if (!opts.ca) extensions.push(new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]));
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: randomSerial(),
+    subject: `CN=${cn}`,
+    issuer: opts.issuer ? opts.issuer.cert.subject : `CN=${cn}`,
+    notBefore: new Date(now + opts.from_days * 86_400_000),
+    notAfter: new Date(now + opts.to_days * 86_400_000),
+    publicKey: keys.publicKey,
+    signingKey: (opts.issuer?.keys ?? keys).privateKey,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    extensions,
+  });
+  return { cert, keys, pem: cert.toString('pem'), keyPem: await exportKeyPem(keys.privateKey) };
+}
+
 describe('certificate login through a verified CA with isAuthEnabled (node engine, API TLS)', () => {
   let srv: TestServer;
   let ca: string;
@@ -283,6 +318,41 @@ describe('certificate login through a verified CA with isAuthEnabled (node engin
     expect(await certLogin()).toBe(200);
     expect((await mgmt('PATCH', `/cas/${caId}`, { isAuthEnabled: false })).status).toBe(200);
     expect(await certLogin()).toBe(401);
+  });
+
+  const mgmtTls = (method: string, path: string, body?: unknown) =>
+    tlsCall(method, `${srv.mgmt}${path}`, { ca, token: admin, body });
+  const verifyWith = (caId: string, pem: string) =>
+    tlsCall('POST', `${srv.mgmt}/cas/${caId}/verify`, { ca, token: admin, raw: pem, type: 'text/plain' });
+
+  it('an expired CA cannot be verified, even with a proof that is valid now', async () => {
+    const root = await dated('expired-root', { ca: true, from_days: -30, to_days: -1 });
+    const caId = (await mgmtTls('POST', '/cas', caBody('expired-root', root.pem))).body.data.id;
+    const token = (await mgmtTls('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = await dated(token, { ca: false, from_days: -1, to_days: 10, issuer: root });
+    const r = await verifyWith(caId, proof.pem);
+    expect([r.status, r.body.error?.code]).toEqual([400, 'CERT_FAILED_VALIDATION']);
+  });
+
+  it('an expired intermediate does not log in, though the default policy allows an expired leaf', async () => {
+    const root = await dated('valid-root', { ca: true, from_days: -30, to_days: 30 });
+    const inter = await dated('expired-inter', { ca: true, from_days: -30, to_days: -1, issuer: root });
+    const leaf = await dated('inter-leaf', { ca: false, from_days: -1, to_days: 10, issuer: inter });
+    const caId = (await mgmtTls('POST', '/cas', caBody('valid-root', root.pem))).body.data.id;
+    const token = (await mgmtTls('GET', `/cas/${caId}`)).body.data.verificationToken;
+    const proof = await dated(token, { ca: false, from_days: -1, to_days: 10, issuer: root });
+    expect((await verifyWith(caId, proof.pem)).status).toBe(200);
+    const identityId = (await mgmtTls('POST', '/identities', { name: 'inter-leaf', type: 'Device', isAdmin: false }))
+      .body.data.id;
+    const auth = await mgmtTls('POST', '/authenticators', { method: 'cert', identityId, certPem: leaf.pem });
+    expect(auth.status, auth.text).toBe(201);
+    const r = await tlsCall('POST', `${srv.client}/authenticate?method=cert`, {
+      ca,
+      key: leaf.keyPem,
+      cert: `${leaf.pem}\n${inter.pem}\n`,
+      body: {},
+    });
+    expect(r.status, r.text).toBe(401);
   });
 });
 

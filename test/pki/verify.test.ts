@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateKeyPair, parseCertificates, x509 } from '../../src/pki/crypto.js';
 import {
   type CaMaterial,
@@ -44,17 +44,39 @@ describe('verifyChain', () => {
     expect((await check(new Date(leafCert.notAfter.getTime() - 1000))).ok).toBe(true);
     expect(await check(new Date(leafCert.notAfter.getTime() + 1000))).toMatchObject({ ok: false, code: 'EXPIRED' });
     expect(await check(new Date(Date.now() + 11 * DAY_MS))).toMatchObject({ ok: false, code: 'EXPIRED' });
+    // before the leaf's notBefore (and the CAs' too: they were made in the same second) a CA is not valid yet
     expect(await check(new Date(leafCert.notBefore.getTime() - 1000))).toMatchObject({
       ok: false,
-      code: 'NOT_YET_VALID',
+      code: 'ISSUER_NOT_VALID',
     });
-    // An intermediate that expires before the leaf is checked too.
+    // a leaf made a day later, checked just before its notBefore: only the leaf is not valid yet
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + DAY_MS });
+    const future = await issueServerCert(signing, { commonName: 'future', validity_days: 10 }).finally(() =>
+      vi.useRealTimers(),
+    );
+    const futureStart = new x509.X509Certificate(future.certPem).notBefore.getTime();
+    expect(
+      await verifyChain(future.certPem, [signing.certPem], [root.certPem], { at: new Date(futureStart - 1000) }),
+    ).toMatchObject({ ok: false, code: 'NOT_YET_VALID' });
+    // An intermediate that expires before the leaf is checked too, and is not the leaf's EXPIRED (which an auth
+    // policy's allowExpiredCerts waives): a CA out of its validity is ISSUER_NOT_VALID, whatever the leaf's state.
     const shortCa = await createIntermediateCa(root, { commonName: 'Short', validity_days: 1 });
-    const l2 = await issueServerCert(shortCa, { commonName: 'l2', validity_days: 1 });
     const later = new Date(Date.now() + 2 * DAY_MS);
+    const l2 = await issueServerCert(shortCa, { commonName: 'l2', validity_days: 1 });
     expect(await verifyChain(l2.certPem, [shortCa.certPem], [root.certPem], { at: later })).toMatchObject({
-      code: 'EXPIRED',
+      code: 'ISSUER_NOT_VALID',
     });
+    const l3 = await issueServerCert(shortCa, { commonName: 'l3', validity_days: 10 });
+    expect(await verifyChain(l3.certPem, [shortCa.certPem], [root.certPem], { at: later })).toMatchObject({
+      code: 'ISSUER_NOT_VALID',
+    });
+    // the anchor too
+    const shortRoot = await createRootCa({ commonName: 'Short Root', validity_days: 1 });
+    const l4 = await issueServerCert(shortRoot, { commonName: 'l4', validity_days: 10 });
+    expect(await verifyChain(l4.certPem, [], [shortRoot.certPem], { at: later })).toMatchObject({
+      code: 'ISSUER_NOT_VALID',
+    });
+    expect((await verifyChain(l4.certPem, [], [shortRoot.certPem])).ok).toBe(true);
   });
 
   it('answers EXPIRED or NOT_YET_VALID only for a chain that otherwise verifies: a forgery is refused for what it is', async () => {
