@@ -180,6 +180,8 @@ export interface EntitySpec<N extends string = string, F extends EntityFields = 
    * `/routers` beside its deprecated `/transit-routers`). Rendered rows keep `name` in their links.
    */
   alias?: { path: string; singular: string; plural: string };
+  /** The path (relative to the API root) a row's `_links.self` names, when its rows are not served at `/<name>`. */
+  selfPath?: string;
   /** Association lists served as `GET /<name>/{id}/<path>` (src/api/relations.ts). */
   relations?: RelationSpec[];
   /** Derived indexes this declaration owns (e.g. a policy's role indexes), added to the store schema. */
@@ -400,7 +402,7 @@ export function defineEntity<const N extends string, const F extends EntityField
     },
     render(row, svc) {
       return {
-        _links: { self: { href: `./${spec.name}/${row.id}` }, ...(entity.links?.(row) ?? {}) },
+        _links: { self: { href: `./${spec.selfPath ?? spec.name}/${row.id}` }, ...(entity.links?.(row) ?? {}) },
         createdAt: row.createdAt,
         id: row.id,
         tags: row.tags ?? {},

@@ -8,8 +8,9 @@ import { fail } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
 import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
+import { DEFAULT_IDENTITY_NAME_FORMAT } from '../model/ca.js';
 import type { ApplyContext, RowFor } from '../model/rows.js';
-import { fingerprintOfDer } from '../pki/fingerprint.js';
+import { commonNameOf, fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
 import { shortId } from '../util/ids.js';
 import { caStillAllows } from './enrollment.js';
@@ -31,7 +32,8 @@ async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<R
 
 /** The CA's name format filled in: `[caName]`, `[caId]`, `[commonName]`, `[identityId]` (`[requestedName]` empty). */
 export function formatIdentityName(format: string, values: Record<string, string>): string {
-  return format.replace(/\[(caName|caId|commonName|identityId|requestedName)\]/g, (_, k: string) => values[k] ?? '');
+  // an empty format (a CA updated with "") is the default one, as OpenZiti reads it at enrollment
+  return (format === '' ? DEFAULT_IDENTITY_NAME_FORMAT : format).replace(/\[(caName|caId|commonName|identityId|requestedName)\]/g, (_, k: string) => values[k] ?? '');
 }
 
 /**
@@ -94,9 +96,8 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
   if (externalId === null && svc.store.lookup('authenticators', 'fingerprint', fingerprint).length > 0) {
     throw Errors.CERT_IN_USE();
   }
-  const cert = new X509Certificate(leaf);
   const identityId = shortId();
-  const commonName = /^CN=(.*)$/m.exec(cert.subject)?.[1] ?? '';
+  const commonName = commonNameOf(leaf);
   const formatted = formatIdentityName(ca.identityNameFormat!, {
     caName: ca.name!,
     caId: ca.id,
@@ -137,7 +138,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
               data: {
                 method: 'cert',
                 identityId,
-                certPem: cert.toString(),
+                certPem: new X509Certificate(leaf).toString(),
                 fingerprint,
                 methodKey: `${identityId}:cert`,
                 isIssuedByNetwork: false,

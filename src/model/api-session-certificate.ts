@@ -45,6 +45,8 @@ export const apiSessionCertificates: Entity<'api-session-certificates', typeof a
     detail: currentApiSessionCertificateDetail,
     toApi: (row) => ({ certificate: row.certPem }),
     reads: [],
+    // served on the caller's session only (OpenZiti's CurrentApiSessionCertificateLinkFactory)
+    selfPath: 'current-api-session/certificates',
     operations: { list: false, detail: false, create: false, update: false, patch: false, delete: false },
   });
 

@@ -5,7 +5,7 @@ import { type OpDef, op } from '../api/op.js';
 import { okEmpty } from '../api/respond.js';
 import { empty } from '../model/common.js';
 import { signCaJwt } from '../pki/enrollment-jwt.js';
-import { parseSinglePem } from '../pki/fingerprint.js';
+import { commonNameOf, parseSinglePem } from '../pki/fingerprint.js';
 
 const PEM_TYPES = ['text/plain', 'application/x-pem-file'] as const;
 
@@ -40,7 +40,7 @@ export function caOps(): OpDef<unknown>[] {
         if (!issuedBy(cert, new X509Certificate(row.certPem as string), svc.clock.now())) {
           throw Errors.CERT_FAILED_VALIDATION();
         }
-        const cn = /^CN=(.*)$/m.exec(cert.subject)?.[1];
+        const cn = commonNameOf(cert.raw);
         if (cn !== row.verificationToken) throw Errors.INVALID_COMMON_NAME();
         // a CA's certificate and token never change, so a concurrent verify can only set the same flag
         await svc.write({ op: 'update', entity: 'cas', id: row.id, set: { isVerified: true }, at: svc.nowIso() });

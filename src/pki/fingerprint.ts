@@ -1,4 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
+import { x509 } from './crypto.js';
 import { pemBlocks } from './pem.js';
 
 /** OpenZiti's certificate fingerprint: lower-case hex SHA-1 of the DER encoding, no separators. */
@@ -14,5 +15,18 @@ export function parseSinglePem(pem: string): X509Certificate | null {
     return new X509Certificate(blocks[0]!);
   } catch {
     return null;
+  }
+}
+
+/**
+ * A certificate's common name as Go's `pkix.Name.CommonName` reads it (OpenZiti): the value of the subject's last
+ * CN attribute, unescaped (a multi-valued RDN's CN included), '' when there is none or the DER does not parse.
+ */
+export function commonNameOf(der: Uint8Array): string {
+  try {
+    const cns = new x509.X509Certificate(der).subjectName.getField('CN');
+    return cns.length > 0 ? cns[cns.length - 1]! : '';
+  } catch {
+    return '';
   }
 }

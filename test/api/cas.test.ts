@@ -361,5 +361,7 @@ describe('CA auto-enrollment identity names', () => {
     const values = { caName: 'acme', caId: 'c1', commonName: 'dev-7', identityId: 'i9' };
     expect(formatIdentityName('[caName]-[commonName]', values)).toBe('acme-dev-7');
     expect(formatIdentityName('[caId]/[identityId]/[requestedName]/[other]', values)).toBe('c1/i9//[other]');
+    // a CA updated with an empty format names by the default one
+    expect(formatIdentityName('', values)).toBe('acme-dev-7');
   });
 });

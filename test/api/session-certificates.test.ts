@@ -80,6 +80,11 @@ describe('ephemeral certificates of the current API session (node engine, API TL
     expect(list.body.data).toHaveLength(1);
     expect(list.body.meta.pagination.totalCount).toBe(1);
     const detail = await tlsCall('GET', `${client()}/current-api-session/certificates/${id}`, { ca, token });
+    // list and detail link to where the certificate is served, as the create does
+    expect([list.body.data[0]._links.self.href, detail.body.data._links.self.href]).toEqual([
+      `./current-api-session/certificates/${id}`,
+      `./current-api-session/certificates/${id}`,
+    ]);
     expect(detail.body.data).toMatchObject({ id, fingerprint: opensslFingerprint(s, certificate), certificate });
     expect(detail.body.data.subject).toBe(`CN=${u.id}`);
     expect(Date.parse(detail.body.data.validTo)).toBe(notAfter);
