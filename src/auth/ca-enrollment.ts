@@ -7,8 +7,8 @@ import { X509Certificate } from 'node:crypto';
 import { fail } from '../../storage/types.js';
 import { Errors } from '../api/errors.js';
 import type { Services } from '../api/services.js';
-import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import { DEFAULT_IDENTITY_NAME_FORMAT } from '../model/ca.js';
+import { type ExternalIdClaim, externalIdOf, isConfigured } from '../model/external-id-claim.js';
 import type { ApplyContext, RowFor } from '../model/rows.js';
 import { commonNameOf, fingerprintOfDer } from '../pki/fingerprint.js';
 import { MAX_CHAIN_CANDIDATES, verifyChain } from '../pki/verify.js';
@@ -33,7 +33,10 @@ async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<R
 /** The CA's name format filled in: `[caName]`, `[caId]`, `[commonName]`, `[identityId]` (`[requestedName]` empty). */
 export function formatIdentityName(format: string, values: Record<string, string>): string {
   // an empty format (a CA updated with "") is the default one, as OpenZiti reads it at enrollment
-  return (format === '' ? DEFAULT_IDENTITY_NAME_FORMAT : format).replace(/\[(caName|caId|commonName|identityId|requestedName)\]/g, (_, k: string) => values[k] ?? '');
+  return (format === '' ? DEFAULT_IDENTITY_NAME_FORMAT : format).replace(
+    /\[(caName|caId|commonName|identityId|requestedName)\]/g,
+    (_, k: string) => values[k] ?? '',
+  );
 }
 
 /**
