@@ -21,6 +21,13 @@ export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
  * timer); else 408 and close. 1 MiB in 30 s is about 35 KB/s.
  */
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/**
+ * uWS: a body must be complete within this time of its request's headers; else 408 and close. This uWS build's own
+ * idle timer (about 10 s, not configurable) is not reset while a body arrives: it closed connections still sending
+ * one after 9.3–11.8 s, without an answer. Keel's body timer answers before it, with the envelope. 1 MiB in 8 s is
+ * about 130 KB/s: slower clients want the node engine (DEFAULT_BODY_TIMEOUT_MS).
+ */
+export const UWS_BODY_TIMEOUT_MS = 8_000;
 /** node: an idle keep-alive connection is closed after this time (`keepAliveTimeout`; uWS: 10 s, fixed). */
 export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 /**

@@ -1606,6 +1606,32 @@ export const MUTANTS = [
     tests: ['test/api/enrollment-jwt.test.ts'],
   },
   {
+    // a malformed pipelined request refused at once: the answer to the write before it is lost with the connection
+    id: 'node-pipelined-error-first',
+    file: 'http/engines/node.ts',
+    search: '    if (pending !== undefined && !pending.writableFinished && !pending.destroyed) {',
+    replace: '    if (pending !== undefined && false) {',
+    tests: ['http/engines/edge.test.ts'],
+    only: 'pipelined behind one still being answered',
+  },
+  {
+    // a TLS socket that never completes its handshake held for Node's 120 s
+    id: 'node-handshake-unbounded',
+    file: 'http/engines/node.ts',
+    search: '          handshakeTimeout: headers_ms,',
+    replace: '          handshakeTimeout: 120_000,',
+    tests: ['http/engines/engines.test.ts'],
+    only: 'counts sockets still in their TLS handshake',
+  },
+  {
+    // a body in any number of pieces accepted: a mebibyte in one-byte chunks costs seconds of the event loop
+    id: 'body-pieces-unbounded',
+    file: 'http/engines/body.ts',
+    search: '    if (++this.pieces > MAX_BODY_PIECES) return false;',
+    replace: '    ++this.pieces;',
+    tests: ['http/engines/edge.test.ts'],
+  },
+  {
     // a revocation answered once applied on the member that took it, before the others refuse the token
     id: 'revoke-answered-before-everywhere',
     file: 'src/api/services.ts',

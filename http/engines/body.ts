@@ -37,47 +37,71 @@ export function uwsBodyLength(headers: Record<string, string>): BodyLength {
 }
 
 /**
- * Collects chunks up to `limit_bytes`. With a known length the buffer is allocated once;
- * otherwise chunks are copied and concatenated at the end.
+ * Bound on the pieces one body may arrive in (the engine's data events: chunks of a chunked body, socket reads).
+ * A mebibyte sent in proper pieces takes a few hundred; one sent as a million one-byte chunks costs the parser a
+ * JavaScript call per byte, seconds of the event loop for every other client. Past it the body is refused (413).
+ */
+export const MAX_BODY_PIECES = 16_384;
+
+/** The first buffer of a body of unknown length (chunked): doubled as the body grows, up to the limit. */
+const INITIAL_UNKNOWN_BYTES = 16 * 1024;
+
+/**
+ * Collects chunks up to `limit_bytes`, copying each into one buffer: allocated once with a known length; for a body of
+ * unknown length (chunked) one that doubles as it fills, up to `limit_bytes`. Never a reference to a chunk: a chunk
+ * may be a view of a larger read buffer (Node's parser hands out slices of its socket reads), so keeping chunks would
+ * keep those buffers, and a body sent as a million one-byte chunks would cost a million objects and hundreds of
+ * megabytes for less than a mebibyte of payload. So a body costs at most twice its limit, whatever its chunking.
  */
 export class BodyCollector {
   private readonly limit_bytes: number;
-  private fixed: Buffer | null;
-  private readonly chunks: Buffer[] = [];
+  private readonly fixed: boolean;
+  private buffer: Buffer | null;
   private received_bytes = 0;
+  private pieces = 0;
 
   constructor(limit_bytes: number, expected_bytes: number | null) {
     if (expected_bytes !== null && expected_bytes > limit_bytes) {
       throw new RangeError('BodyCollector: expected length above the limit must be rejected before reading');
     }
     this.limit_bytes = limit_bytes;
-    this.fixed = expected_bytes === null ? null : Buffer.allocUnsafe(expected_bytes);
+    this.fixed = expected_bytes !== null;
+    this.buffer = expected_bytes === null ? null : Buffer.allocUnsafe(expected_bytes);
   }
 
   get receivedBytes(): number {
     return this.received_bytes;
   }
 
+  /** The body came in more than MAX_BODY_PIECES pieces (push refused it): answer at once, read no more of it. */
+  get tooManyPieces(): boolean {
+    return this.pieces > MAX_BODY_PIECES;
+  }
+
   /**
-   * Adds `chunk`; it is copied unless `owned` says the caller hands it over for good.
-   * Returns false once the limit (or the announced length) is exceeded.
+   * Adds a copy of `chunk`. Returns false once the limit (or the announced length) is exceeded, or the body came in
+   * too many pieces (tooManyPieces).
    */
-  push(chunk: Uint8Array, owned = false): boolean {
+  push(chunk: Uint8Array): boolean {
+    if (++this.pieces > MAX_BODY_PIECES) return false;
     const next = this.received_bytes + chunk.byteLength;
     if (next > this.limit_bytes) return false;
-    if (this.fixed !== null) {
-      if (next > this.fixed.length) return false; // more than announced: treat like an oversize body
-      this.fixed.set(chunk, this.received_bytes);
-    } else if (chunk.byteLength > 0) {
-      this.chunks.push(owned && Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk)); // Buffer.from(view) copies
+    if (chunk.byteLength === 0) return true;
+    let buffer = this.buffer;
+    if (buffer === null || next > buffer.length) {
+      if (this.fixed) return false; // more than announced: treat like an oversize body
+      const size = Math.min(this.limit_bytes, Math.max(next, 2 * (buffer?.length ?? 0), INITIAL_UNKNOWN_BYTES));
+      const grown = Buffer.allocUnsafe(size);
+      if (buffer !== null) buffer.copy(grown, 0, 0, this.received_bytes);
+      this.buffer = buffer = grown;
     }
+    buffer.set(chunk, this.received_bytes);
     this.received_bytes = next;
     return true;
   }
 
   finish(): Buffer {
-    if (this.received_bytes === 0) return EMPTY_BODY;
-    if (this.fixed !== null) return this.fixed.subarray(0, this.received_bytes);
-    return this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.received_bytes);
+    if (this.received_bytes === 0 || this.buffer === null) return EMPTY_BODY;
+    return this.buffer.subarray(0, this.received_bytes);
   }
 }

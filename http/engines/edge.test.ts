@@ -10,11 +10,12 @@ import {
   DEFAULT_MAX_HEADER_BYTES,
   DEFAULT_MAX_URL_BYTES,
   MAX_DISCARD_BYTES,
+  UWS_BODY_TIMEOUT_MS,
 } from '../edge.js';
 import { dataEnvelope } from '../errors.js';
 import { Router } from '../router.js';
 import type { HttpServer } from '../types.js';
-import { uwsBodyLength } from './body.js';
+import { BodyCollector, MAX_BODY_PIECES, uwsBodyLength } from './body.js';
 import { nodeServerOptions, originForm, serveNode } from './node.js';
 import { serveUws } from './uws.js';
 
@@ -143,6 +144,40 @@ describe('node engine defaults', () => {
   });
 });
 
+describe('uWS engine body timer', () => {
+  it(`is at most ${UWS_BODY_TIMEOUT_MS} ms: this uWS build's own idle timer closes a body still arriving soon after`, () => {
+    expect(() => serveUws(makeApp(), { host: HOST, port: 0, bodyTimeout_ms: UWS_BODY_TIMEOUT_MS + 1 })).toThrow(
+      RangeError,
+    );
+    expect(() => serveUws(makeApp(), { host: HOST, port: 0, bodyTimeout_ms: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('BodyCollector', () => {
+  it('copies every piece into one buffer: the body holds no view of the reads it came in, whatever its length', () => {
+    const read = Buffer.alloc(64 * 1024, 0x61);
+    for (const expected of [null, 3_000]) {
+      const c = new BodyCollector(1024 * 1024, expected);
+      for (let i = 0; i < 3_000; i++) expect(c.push(read.subarray(i, i + 1))).toBe(true);
+      const body = c.finish();
+      expect(body.length).toBe(3_000);
+      expect(body.buffer).not.toBe(read.buffer);
+      // a chunked body's buffer grows by doubling, never past twice what it holds
+      expect(body.buffer.byteLength).toBeLessThanOrEqual(2 * Math.max(3_000, 16 * 1024));
+    }
+  });
+
+  it(`refuses past the limit, past the announced length and past ${MAX_BODY_PIECES} pieces`, () => {
+    const over = new BodyCollector(10, null);
+    expect([over.push(Buffer.alloc(6)), over.push(Buffer.alloc(6)), over.tooManyPieces]).toEqual([true, false, false]);
+    const announced = new BodyCollector(100, 4);
+    expect([announced.push(Buffer.alloc(3)), announced.push(Buffer.alloc(3))]).toEqual([true, false]);
+    const pieces = new BodyCollector(1024 * 1024, null);
+    for (let i = 0; i < MAX_BODY_PIECES; i++) pieces.push(Buffer.alloc(1));
+    expect([pieces.tooManyPieces, pieces.push(Buffer.alloc(1)), pieces.tooManyPieces]).toEqual([false, false, true]);
+  });
+});
+
 describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) => {
   let server: HttpServer;
   let port: number;
@@ -175,6 +210,18 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     } as RequestInit);
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+  });
+
+  it(`a chunked body in more than ${MAX_BODY_PIECES} pieces is refused (413), one in fewer is served`, async () => {
+    const chunks = (n: number) => `${'1\r\na\r\n'.repeat(n)}0\r\n\r\n`;
+    const head =
+      'POST /x HTTP/1.1\r\nhost: a\r\nconnection: close\r\ntransfer-encoding: chunked\r\ncontent-type: application/json\r\n\r\n';
+    const under = await raw(port, head + chunks(MAX_BODY_PIECES - 1000), 5_000);
+    expect(statusOf(under.data), under.data.slice(0, 200)).toBe(200);
+    expect(envelopeOf(under.data).data.bytes).toBe(MAX_BODY_PIECES - 1000);
+    const over = await raw(port, head + chunks(4 * MAX_BODY_PIECES), 5_000);
+    expect(statusOf(over.data), over.data.slice(0, 200)).toBe(413);
+    expect(envelopeOf(over.data).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
   });
 
   it('a client waiting for 100 Continue with an oversize body: node answers 413 at once; uWS says continue, then 413', async () => {
@@ -234,6 +281,23 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     const env = envelopeOf(long.data);
     expect(env.error.code).toBe('URI_TOO_LONG');
     expect(env.error.requestId).toMatch(/^[0-9a-zA-Z.-]{9}$/);
+  });
+
+  it('a malformed request pipelined behind one still being answered: node answers the first, then refuses', async () => {
+    const first = 'POST /slow HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\n\r\n{}';
+    for (const second of ['GARBAGE / HTTP/1.1\r\n\r\n', 'GET /x HTTP/1.1\r\nhost: a\r\nbad header\r\n\r\n']) {
+      const r = await raw(port, first + second, 1_800);
+      const statuses = [...r.data.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      if (engine === 'node') {
+        // the write the first request made is answered, not lost with the connection
+        expect(statuses, r.data).toEqual([200, second.startsWith('GARBAGE') ? 405 : 400]);
+        expect(r.end).toBe('closed');
+      } else {
+        // this uWS build answers the first, then nothing: the connection stays open until its idle timer
+        expect(statuses, r.data).toEqual([200]);
+        expect(r.end).toBe('timeout');
+      }
+    }
   });
 
   it('serves absolute-form request targets (node) / gives no answer (this uWS build)', async () => {

@@ -594,6 +594,7 @@ describe('node engine over TLS with a client certificate', () => {
   let server: HttpServer;
   let ca: Awaited<ReturnType<typeof issue>>;
   let client: Awaited<ReturnType<typeof issue>>;
+  let serverTls: NodeTlsOptions;
 
   beforeAll(async () => {
     x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
@@ -633,12 +634,8 @@ describe('node engine over TLS with a client certificate', () => {
         leaf: req.peerCertificates?.[0] ? sha256(req.peerCertificates[0]) : null,
       }),
     );
-    const tls: NodeTlsOptions = {
-      key: srv.keyPem,
-      cert: srv.cert.toString('pem'),
-      ca: ca.cert.toString('pem'),
-      requestCert: true,
-    };
+    serverTls = { key: srv.keyPem, cert: srv.cert.toString('pem') };
+    const tls: NodeTlsOptions = { ...serverTls, ca: ca.cert.toString('pem'), requestCert: true };
     server = await serveNode(createApp({ router: r }), { host: HOST, port: 0, tls });
   });
 
@@ -676,6 +673,38 @@ describe('node engine over TLS with a client certificate', () => {
     expect(r.body.data.count).toBeGreaterThanOrEqual(1);
     expect(r.body.data.leaf).toBe(sha256(new Uint8Array(client.cert.rawData)));
   });
+
+  it('counts sockets still in their TLS handshake: past twice the bound dropped at once, the rest cut at the header timeout', async () => {
+    const bounded = await serveNode(createApp({ router: new Router() }), {
+      host: HOST,
+      port: 0,
+      tls: serverTls,
+      maxConnections: 2,
+      headersTimeout_ms: 600,
+    });
+    try {
+      const started = Date.now();
+      // silent sockets, opened one after another: none ever starts its handshake
+      const closedAfter_ms: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        await new Promise<void>((opened) => {
+          const socket = net.connect(bounded.port, HOST, () => opened());
+          socket.on('error', () => {});
+          socket.on('close', () => closedAfter_ms.push(Date.now() - started));
+        });
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      for (const deadline = Date.now() + 5_000; closedAfter_ms.length < 7 && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      closedAfter_ms.sort((a, b) => a - b);
+      // 4 held (twice the bound of 2), 3 dropped at once; the 4 cut by the handshake timeout, not Node's 120 s
+      expect(closedAfter_ms.slice(0, 3).every((ms) => ms < 500)).toBe(true);
+      expect(closedAfter_ms.slice(3).every((ms) => ms >= 500 && ms < 4_000)).toBe(true);
+    } finally {
+      await bounded.close();
+    }
+  }, 8_000);
 
   it('leaves peerCertificates empty without a client certificate (optional mTLS)', async () => {
     const r = await get(false);

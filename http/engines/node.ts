@@ -164,6 +164,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
   const maxConnections = validateMaxConnections(opts.maxConnections);
   const tls = opts.tls;
   let open = 0;
+  const lastExchange = new WeakMap<Socket, { nreq: IncomingMessage; nres: ServerResponse }>();
 
   function fail(nres: ServerResponse, err: unknown): void {
     try {
@@ -232,6 +233,9 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       // client went away mid-request; nothing to answer
     });
     const socket = nreq.socket as TrackedSocket;
+    // the newest exchange of this connection (pipelined ones finish in order): a malformed request read behind it
+    // is answered after it (clientError)
+    lastExchange.set(socket, { nreq, nres });
     const headers = collectHeaders(nreq.rawHeaders);
     const req = new IncomingRequest({
       method: nreq.method ?? 'GET',
@@ -266,10 +270,12 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     let rejected = false;
     nreq.on('data', (chunk: Buffer) => {
       if (rejected) return;
-      if (!collector.push(chunk, true)) {
+      if (!collector.push(chunk)) {
         rejected = true;
-        const received_bytes = collector.receivedBytes + chunk.length;
-        discardThenReject(nreq, nres, app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req), received_bytes);
+        const out = app.reject(Errors.REQUEST_ENTITY_TOO_LARGE(), req);
+        // a body in too many pieces is answered at once: draining it would cost what refusing it saves
+        if (collector.tooManyPieces) rejectEarly(nreq, nres, out);
+        else discardThenReject(nreq, nres, out, collector.receivedBytes + chunk.length);
       }
     });
     nreq.on('end', () => {
@@ -282,6 +288,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
   const serverOptions = nodeServerOptions(opts);
   const headers_bytes = serverOptions.maxHeaderSize;
   const request_ms = serverOptions.requestTimeout;
+  const headers_ms = serverOptions.headersTimeout;
   const server = tls
     ? createHttpsServer(
         {
@@ -291,6 +298,8 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
           ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
           requestCert: tls.requestCert ?? false,
           rejectUnauthorized: tls.rejectUnauthorized ?? false,
+          // a handshake gets the time headers get (Node's default is 120 s): a silent socket is not held longer
+          handshakeTimeout: headers_ms,
         },
         onRequest,
       )
@@ -309,8 +318,18 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
   });
   // Past twice the bound new sockets are dropped at once. (Not with `server.maxConnections`: on Node 20 setting
   // it stops the header and request timeouts from firing, which would let trickling clients hold every slot.)
+  // Every socket counts here from its first byte: on HTTPS before its handshake is done (a client that connects and
+  // never completes it holds a socket too, until handshakeTimeout), on HTTP the same sockets as `open`.
+  let sockets = 0;
   server.on('connection', (socket: Socket) => {
-    if (open >= maxConnections * 2) socket.destroy();
+    if (sockets >= maxConnections * 2) {
+      socket.destroy();
+      return;
+    }
+    sockets++;
+    socket.once('close', () => {
+      sockets--;
+    });
   });
   server.on(tls ? 'secureConnection' : 'connection', (socket: TrackedSocket) => {
     if (socket.destroyed) return;
@@ -321,6 +340,7 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     });
   });
   const refuse = (socket: Socket, response: string) => {
+    if (socket.destroyed) return;
     if (!socket.writable) {
       socket.destroy();
       return;
@@ -330,7 +350,22 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     setTimeout(() => socket.destroy(), DRAIN_AFTER_REJECT_MS).unref();
   };
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    refuse(socket, clientErrorResponse(err.code, { headers_bytes, request_ms }));
+    const response = clientErrorResponse(err.code, { headers_bytes, request_ms });
+    // A malformed request pipelined behind one still being answered: that answer goes out first, then this one
+    // (as Go's server answers: it reads the next request only after the last answer). Refused at once, the
+    // answer to a write already made would be lost with the connection, and the client told a success failed.
+    // (An exchange whose request is still incomplete is the one the error is about: a timeout, a bad chunk.)
+    const last = lastExchange.get(socket);
+    const pending = last?.nreq.complete === true ? last.nres : undefined;
+    if (pending !== undefined && !pending.writableFinished && !pending.destroyed) {
+      const later = () => refuse(socket, response);
+      pending.once('finish', later);
+      pending.once('close', () => {
+        if (!pending.writableFinished) socket.destroy();
+      });
+      return;
+    }
+    refuse(socket, response);
   });
   // node hands CONNECT to this event and, without a listener, closes the socket with no answer
   server.on('connect', (_req: IncomingMessage, socket: Socket) => refuse(socket, rawErrorResponse(methodNotServed())));

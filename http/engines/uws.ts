@@ -21,7 +21,7 @@ import type {
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { App } from '../app.js';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
-import { DEFAULT_BODY_TIMEOUT_MS, MAX_DISCARD_BYTES, requestTimeout } from '../edge.js';
+import { MAX_DISCARD_BYTES, requestTimeout, UWS_BODY_TIMEOUT_MS } from '../edge.js';
 import { Errors } from '../errors.js';
 import { IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpResponse, HttpServer } from '../types.js';
@@ -37,8 +37,8 @@ export interface UwsServeOptions {
   /** Called when writing a response fails unexpectedly (the connection is then closed). */
   onError?: (err: unknown) => void;
   /**
-   * A body must be complete within this time of its request's headers (default 30 s); else 408 and close.
-   * (uWS resets its own 10 s idle timer on every chunk, so a trickled body would otherwise hold a slot.)
+   * A body must be complete within this time of its request's headers (default UWS_BODY_TIMEOUT_MS, 8 s); else 408
+   * and close. At most UWS_BODY_TIMEOUT_MS: uWS's own idle timer closes the connection without an answer soon after.
    */
   bodyTimeout_ms?: number;
 }
@@ -58,8 +58,10 @@ class Exchange extends Deadline {
 
 export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
   const maxInFlight = validateMaxConnections(opts.maxConnections);
-  const body_ms = opts.bodyTimeout_ms ?? DEFAULT_BODY_TIMEOUT_MS;
-  if (!Number.isSafeInteger(body_ms) || body_ms < 1) throw new RangeError('uws engine: bodyTimeout_ms must be >= 1');
+  const body_ms = opts.bodyTimeout_ms ?? UWS_BODY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(body_ms) || body_ms < 1 || body_ms > UWS_BODY_TIMEOUT_MS) {
+    throw new RangeError(`uws engine: bodyTimeout_ms must be 1..${UWS_BODY_TIMEOUT_MS}`);
+  }
   const server: TemplatedApp = uws.App();
   let inFlight = 0;
   // every body's deadline, one timer for all (DeadlineQueue)
@@ -265,7 +267,8 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
     res.onData((chunk, isLast) => {
       if (ex.aborted || ex.settled) return;
       if (discarded_bytes === -1 && collector !== null && !collector.push(new Uint8Array(chunk))) {
-        discarded_bytes = collector.receivedBytes;
+        // a body in too many pieces is answered at once (past the discard bound): draining it costs what refusing saves
+        discarded_bytes = collector.tooManyPieces ? MAX_DISCARD_BYTES + 1 : collector.receivedBytes;
       }
       if (discarded_bytes !== -1) {
         discarded_bytes += chunk.byteLength;
