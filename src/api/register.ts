@@ -50,8 +50,19 @@ function formatGoTime(ms: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 19)}${frac} +0000 UTC`;
 }
 
+/**
+ * The `zt-session` token: the first value when the header came several times (the engines join repeated lines with
+ * ", "; Go's `Header.Get`, which OpenZiti reads it with, takes the first). A token holds no comma.
+ */
+function sessionToken(req: HttpRequest): string | undefined {
+  const raw = req.headers['zt-session'];
+  if (raw === undefined) return undefined;
+  const comma = raw.indexOf(',');
+  return (comma === -1 ? raw : raw.slice(0, comma)).trim();
+}
+
 function authenticate(op: OpDef<unknown>, req: HttpRequest, svc: Services, confirmed = false): Caller | null {
-  const token = req.headers['zt-session']?.trim();
+  const token = sessionToken(req);
   if (op.access === 'none') {
     // Unauthenticated operations still see a valid session when one is sent (e.g. for response headers).
     return token ? svc.sessions.resolve(token) : null;

@@ -33,6 +33,14 @@ describe.each(['uws', 'node'] as const)('API input boundary on the %s engine', (
     await srv.stop();
   });
 
+  it('a zt-session header sent twice (joined "a, b") is read by its first value, as Go\'s Header.Get reads it', async () => {
+    const twice = (value: string) =>
+      call('GET', `${srv.client}/current-api-session`, { headers: { 'zt-session': value } });
+    expect((await twice(`${token}, ${token}`)).status).toBe(200);
+    expect((await twice(`${token}, not-a-token`)).status).toBe(200);
+    expect((await twice(`not-a-token, ${token}`)).status).toBe(401);
+  });
+
   describe('lone surrogates become U+FFFD before validation (as Go decodes JSON)', () => {
     it('two names differing only in a lone surrogate collide; the data directory restarts cleanly', async () => {
       const first = await post(`${srv.mgmt}/identities`, identity('\\ud800'), token);
