@@ -30,7 +30,7 @@ async function issuingCa(svc: Services, leaf: Buffer, sent: Buffer[]): Promise<R
   return null;
 }
 
-/** The CA's name format filled in: `[caName]`, `[caId]`, `[commonName]`, `[identityId]` (`[requestedName]` empty). */
+/** The CA's name format filled in: `[caName]`, `[caId]`, `[commonName]`, `[identityId]`, `[requestedName]`. */
 export function formatIdentityName(format: string, values: Record<string, string>): string {
   // an empty format (a CA updated with "") is the default one, as OpenZiti reads it at enrollment
   return (format === '' ? DEFAULT_IDENTITY_NAME_FORMAT : format).replace(
@@ -87,7 +87,15 @@ function claimedExternalId(ca: RowFor<'cas'>, leaf: Buffer): string | null {
   return id;
 }
 
-export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undefined): Promise<void> {
+/**
+ * `requestedName`: the name the client asked for (`{"name": …}`, sdk-golang's `--idname`), the identity's id when
+ * it asked for none, as OpenZiti fills `[requestedName]`.
+ */
+export async function enrollCa(
+  svc: Services,
+  peerCertificates: Buffer[] | undefined,
+  requestedName = '',
+): Promise<void> {
   const [leaf, ...sent] = peerCertificates ?? [];
   if (!leaf) throw Errors.CERT_FAILED_VALIDATION();
   const fingerprint = fingerprintOfDer(leaf);
@@ -106,6 +114,7 @@ export async function enrollCa(svc: Services, peerCertificates: Buffer[] | undef
     caId: ca.id,
     commonName,
     identityId,
+    requestedName: requestedName === '' ? identityId : requestedName,
   });
   const at = svc.nowIso();
   await svc.write({

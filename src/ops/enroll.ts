@@ -47,6 +47,21 @@ function legacyJsonBody<T>(req: HttpRequest, schema: Schema<T>, name: string): T
   return body as T;
 }
 
+/**
+ * The identity name a CA auto-enrollment asks for: a JSON body's string `name` (sdk-golang sends `{"name": …}` with
+ * `--idname`), else '' — also for a body that is not such JSON, which OpenZiti ignores as well.
+ */
+function requestedNameOf(req: HttpRequest): string {
+  try {
+    const body = req.json<unknown>();
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return '';
+    const name = (body as Record<string, unknown>).name;
+    return typeof name === 'string' ? name.trim() : '';
+  } catch {
+    return '';
+  }
+}
+
 /** What routers send on the legacy form (OpenZiti's router enroller: `certCsr`, not `clientCsr`). */
 const legacyRouterEnroll = s.obj({ certCsr: s.str(), serverCertCsr: s.str() });
 
@@ -99,7 +114,7 @@ export function enrollOps(): OpDef<unknown>[] {
             await enrollOttca(svc, token, req.peerCertificates);
             return okEmpty();
           case 'ca':
-            await enrollCa(svc, req.peerCertificates);
+            await enrollCa(svc, req.peerCertificates, requestedNameOf(req));
             return okEmpty();
           default:
             throw Errors.INVALID_ENROLL_METHOD();
@@ -139,7 +154,7 @@ export function enrollOps(): OpDef<unknown>[] {
       catchUpFirst: true,
       responses: { 200: { description: 'Base empty response', schema: empty } },
       handler: async ({ req, svc }) => {
-        await enrollCa(svc, req.peerCertificates);
+        await enrollCa(svc, req.peerCertificates, requestedNameOf(req));
         return okEmpty();
       },
     }),

@@ -357,7 +357,7 @@ describe('certificate login through a verified CA with isAuthEnabled (node engin
 });
 
 describe('CA auto-enrollment identity names', () => {
-  it('fills in every placeholder OpenZiti defines; [requestedName] is empty, other brackets stay', () => {
+  it('fills in every placeholder OpenZiti defines; other brackets stay', () => {
     const values = { caName: 'acme', caId: 'c1', commonName: 'dev-7', identityId: 'i9' };
     expect(formatIdentityName('[caName]-[commonName]', values)).toBe('acme-dev-7');
     expect(formatIdentityName('[caId]/[identityId]/[requestedName]/[other]', values)).toBe('c1/i9//[other]');

@@ -571,6 +571,34 @@ describe('cert authentication over mutual TLS (node engine, API TLS)', () => {
     expect(code(await enroll(s.read('auto-3.key'), third))).toEqual([400, 'ENROLLMENT_NO_VALID_CAS']);
   });
 
+  it("CA auto-enrollment: [requestedName] is the body's name (sdk-golang --idname), else the identity id", async () => {
+    const caName = `named-ca-${++seq}`;
+    const caId = await autoEnrollingCa(caName, { identityNameFormat: 'dev-[requestedName]', identityRoles: [] });
+    await verifyCa(caName, caId);
+    const named = opensslIssue(s, caName, 'named-1', 'cn-1');
+    const r = await tlsCall('POST', `${client()}/enroll/ca`, {
+      ca,
+      key: s.read('named-1.key'),
+      cert: named,
+      body: { name: 'kitchen-sensor' },
+    });
+    expect(r.status, r.text).toBe(200);
+    const byName = encodeURIComponent('name="dev-kitchen-sensor"');
+    expect((await mg('GET', `/identities?filter=${byName}`)).body.data).toHaveLength(1);
+    // no name asked for (the legacy form, no body): the identity's own id
+    const unnamed = opensslIssue(s, caName, 'named-2', 'cn-2');
+    const legacy = await tlsCall('POST', `${client()}/enroll?method=ca`, {
+      ca,
+      key: s.read('named-2.key'),
+      cert: unnamed,
+    });
+    expect(legacy.status, legacy.text).toBe(200);
+    const fp = opensslFingerprint(s, unnamed);
+    const auth = (await mg('GET', `/authenticators?filter=${encodeURIComponent(`fingerprint="${fp}"`)}`)).body.data[0];
+    const identity = (await mg('GET', `/identities/${auth.identityId}`)).body.data;
+    expect(identity.name).toBe(`dev-${identity.id}`);
+  });
+
   it('CA auto-enrollment racing: the name is chosen, and the CA checked, where the write applies', async () => {
     const caName = `raced-ca-${++seq}`;
     const caId = await autoEnrollingCa(caName, { identityRoles: [], identityNameFormat: '[caName]' });
