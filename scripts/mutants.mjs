@@ -1635,9 +1635,8 @@ export const MUTANTS = [
     // a revocation answered once applied on the member that took it, before the others refuse the token
     id: 'revoke-answered-before-everywhere',
     file: 'src/api/services.ts',
-    search: '    if (this.cluster !== null && revokesAccess(cmd)) await this.revokedEverywhere(this.cluster);',
-    replace:
-      '    if (this.cluster !== null && revokesAccess(cmd) && false) await this.revokedEverywhere(this.cluster);',
+    search: '    if (this.cluster !== null && revokesAccess(cmd)) await this.cluster.appliedEverywhere();',
+    replace: '    if (this.cluster !== null && revokesAccess(cmd) && false) await this.cluster.appliedEverywhere();',
     tests: ['test/cluster/credentials-across-members.test.ts'],
     only: 'a revocation is answered once every member applied it',
   },

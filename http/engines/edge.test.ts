@@ -285,7 +285,13 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
 
   it('a malformed request pipelined behind one still being answered: node answers the first, then refuses', async () => {
     const first = 'POST /slow HTTP/1.1\r\nhost: a\r\ncontent-length: 2\r\n\r\n{}';
-    for (const second of ['GARBAGE / HTTP/1.1\r\n\r\n', 'GET /x HTTP/1.1\r\nhost: a\r\nbad header\r\n\r\n']) {
+    const badChunk = 'POST /x HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n';
+    for (const second of [
+      'GARBAGE / HTTP/1.1\r\n\r\n',
+      'GET /x HTTP/1.1\r\nhost: a\r\nbad header\r\n\r\n',
+      // a request whose headers are complete, then a bad chunk: its error comes after the first answer too
+      badChunk,
+    ]) {
       const r = await raw(port, first + second, 1_800);
       const statuses = [...r.data.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
       if (engine === 'node') {
@@ -293,9 +299,10 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
         expect(statuses, r.data).toEqual([200, second.startsWith('GARBAGE') ? 405 : 400]);
         expect(r.end).toBe('closed');
       } else {
-        // this uWS build answers the first, then nothing: the connection stays open until its idle timer
-        expect(statuses, r.data).toEqual([200]);
-        expect(r.end).toBe('timeout');
+        // this uWS build answers the first, then nothing: the connection stays open until its idle timer; a bad
+        // chunk behind it makes uWS close the connection, the pending answer lost (docs/http.md)
+        expect(statuses, r.data).toEqual(second === badChunk ? [] : [200]);
+        expect(r.end).toBe(second === badChunk ? 'closed' : 'timeout');
       }
     }
   });

@@ -164,7 +164,8 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
   const maxConnections = validateMaxConnections(opts.maxConnections);
   const tls = opts.tls;
   let open = 0;
-  const lastExchange = new WeakMap<Socket, { nreq: IncomingMessage; nres: ServerResponse }>();
+  /** Per connection, its exchanges whose answers are not finished yet (pipelined ones finish in order). */
+  const unanswered = new WeakMap<Socket, Array<{ nreq: IncomingMessage; nres: ServerResponse }>>();
 
   function fail(nres: ServerResponse, err: unknown): void {
     try {
@@ -233,9 +234,18 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
       // client went away mid-request; nothing to answer
     });
     const socket = nreq.socket as TrackedSocket;
-    // the newest exchange of this connection (pipelined ones finish in order): a malformed request read behind it
-    // is answered after it (clientError)
-    lastExchange.set(socket, { nreq, nres });
+    // the exchanges not answered yet: a malformed request read behind them is answered after them (clientError);
+    // each leaves the list when its answer is done, so an idle connection holds no request (nor its body)
+    let pending = unanswered.get(socket);
+    if (pending === undefined) unanswered.set(socket, (pending = []));
+    const exchange = { nreq, nres };
+    pending.push(exchange);
+    const done = () => {
+      const i = pending.indexOf(exchange);
+      if (i !== -1) pending.splice(i, 1);
+    };
+    nres.once('finish', done);
+    nres.once('close', done);
     const headers = collectHeaders(nreq.rawHeaders);
     const req = new IncomingRequest({
       method: nreq.method ?? 'GET',
@@ -354,9 +364,10 @@ export function serveNode(app: App, opts: NodeServeOptions): Promise<HttpServer>
     // A malformed request pipelined behind one still being answered: that answer goes out first, then this one
     // (as Go's server answers: it reads the next request only after the last answer). Refused at once, the
     // answer to a write already made would be lost with the connection, and the client told a success failed.
-    // (An exchange whose request is still incomplete is the one the error is about: a timeout, a bad chunk.)
-    const last = lastExchange.get(socket);
-    const pending = last?.nreq.complete === true ? last.nres : undefined;
+    // (An exchange whose request is still incomplete is the one the error is about: a timeout, a bad chunk; the
+    // answers owed are those of the complete requests before it, the last of which finishes last.)
+    const owed = (unanswered.get(socket) ?? []).filter((e) => e.nreq.complete);
+    const pending = owed.length > 0 ? owed[owed.length - 1]!.nres : undefined;
     if (pending !== undefined && !pending.writableFinished && !pending.destroyed) {
       const later = () => refuse(socket, response);
       pending.once('finish', later);

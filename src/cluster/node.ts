@@ -824,9 +824,13 @@ export class ClusterNode {
     return this.everywhere.confirm();
   }
 
-  /** One confirmation round of appliedEverywhere. */
+  /**
+   * One confirmation round of appliedEverywhere: logged once (not per waiting caller) when a member did not confirm,
+   * or was not asked because it missed its last status poll.
+   */
   private async confirmApplied(): Promise<string[]> {
-    const others = this.memberView().filter((m) => m.id !== this.id && m.online);
+    const view = this.memberView().filter((m) => m.id !== this.id);
+    const others = view.filter((m) => m.online);
     const unconfirmed = await Promise.all(
       others.map(async (m) => {
         try {
@@ -838,7 +842,12 @@ export class ClusterNode {
         }
       }),
     );
-    return unconfirmed.filter((id): id is string => id !== null);
+    const late = unconfirmed.filter((id): id is string => id !== null);
+    const offline = view.filter((m) => !m.online).map((m) => m.id);
+    if (late.length > 0 || offline.length > 0) {
+      this.logger('warn', 'revocations answered before these members applied them', { late, offline });
+    }
+    return late;
   }
 
   /** Every member as this node sees it (liveness from its status polls). */

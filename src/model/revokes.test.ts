@@ -12,6 +12,7 @@ describe('revokesAccess', () => {
       { op: 'custom', name: 'disableIdentity', args: { id: 'i', durationMinutes: 0 }, at },
       { op: 'custom', name: 'applyRevocation', args: { id: 'i', type: 'IDENTITY', expired: [] }, at },
       { op: 'update', entity: 'identities', id: 'i', set: { isAdmin: false }, at },
+      { op: 'update', entity: 'identities', id: 'i', set: { permissions: [] }, at },
       {
         op: 'batch',
         ops: [

@@ -1,6 +1,6 @@
 /**
  * The writes that take access away: ending API sessions (a logout, an admin's delete, a revocation), deleting or
- * disabling an identity, taking an identity's admin rights. On a cluster member such a write is answered only once
+ * disabling an identity, taking an identity's admin rights or changing its management permissions. On a cluster member such a write is answered only once
  * the other members have applied it too (Services.write, src/cluster/applied-everywhere.ts), so the token or the
  * right it revokes is refused on every member from the moment the caller hears back.
  */
@@ -17,7 +17,8 @@ export function revokesAccess(cmd: Command): boolean {
     case 'custom':
       return REVOKING_CUSTOM.has(cmd.name);
     case 'update':
-      return cmd.entity === 'identities' && cmd.set.isAdmin === false;
+      // an admin's rights taken, or its management permissions changed (any change may remove one)
+      return cmd.entity === 'identities' && (cmd.set.isAdmin === false || Object.hasOwn(cmd.set, 'permissions'));
     case 'batch':
       return cmd.ops.some(revokesAccess);
     default:

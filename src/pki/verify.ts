@@ -59,6 +59,10 @@ function allowsPurpose(cert: x509.X509Certificate, purpose: 'client' | 'server')
   return eku.usages.includes(want) || eku.usages.includes('2.5.29.37.0'); // anyExtendedKeyUsage
 }
 
+function validAt(cert: x509.X509Certificate, at: Date): boolean {
+  return cert.notBefore <= at && at <= cert.notAfter;
+}
+
 async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
   try {
     return await cert.verify({ publicKey: issuer, signatureOnly: true });
@@ -120,7 +124,11 @@ export async function verifyChain(
     }
     const c = cur;
     if (anchors.some((r) => same(r, c))) return issuerOutOfTime ?? leafOutOfTime ?? { ok: true, chain };
-    const named = [...anchors, ...pool].filter((x) => !same(x, c) && x.subject === c.issuer);
+    // Those valid at `at` first: a CA renewed with the same name and key may sit beside its expired copy, and the
+    // first one that signed is taken (Go's x509.Verify tries every candidate; OpenZiti accepts such a chain).
+    const named = [...anchors, ...pool]
+      .filter((x) => !same(x, c) && x.subject === c.issuer)
+      .sort((a, b) => Number(validAt(b, at)) - Number(validAt(a, at)));
     if (named.length === 0) return fail('UNKNOWN_ISSUER', `no trusted issuer '${c.issuer}' for '${c.subject}'`);
     let issuer: x509.X509Certificate | null = null;
     for (const candidate of named) {

@@ -79,6 +79,40 @@ describe('verifyChain', () => {
     expect((await verifyChain(l4.certPem, [], [shortRoot.certPem])).ok).toBe(true);
   });
 
+  it('a CA renewed with the same name and key beside its expired copy: the valid one is taken, in either order', async () => {
+    const keys = await generateKeyPair();
+    const DAY = 86_400_000;
+    const root = (from_days: number, to_days: number, serial: string) =>
+      x509.X509CertificateGenerator.createSelfSigned({
+        serialNumber: serial,
+        name: 'CN=Renewed Root',
+        notBefore: new Date(Date.now() + from_days * DAY),
+        notAfter: new Date(Date.now() + to_days * DAY),
+        keys,
+        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+        extensions: [
+          new x509.BasicConstraintsExtension(true, undefined, true),
+          new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+        ],
+      });
+    const expired = await root(-60, -1, '01');
+    const renewed = await root(-1, 60, '02');
+    const leaf = await x509.X509CertificateGenerator.create({
+      serialNumber: '03',
+      subject: 'CN=renewed-leaf',
+      issuer: 'CN=Renewed Root',
+      notBefore: new Date(Date.now() - DAY),
+      notAfter: new Date(Date.now() + 10 * DAY),
+      publicKey: (await generateKeyPair()).publicKey,
+      signingKey: keys.privateKey,
+      signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    });
+    const pems = [expired.toString('pem'), renewed.toString('pem')];
+    expect((await verifyChain(leaf.toString('pem'), [], pems)).ok).toBe(true);
+    expect((await verifyChain(leaf.toString('pem'), [], [...pems].reverse())).ok).toBe(true);
+    expect(await verifyChain(leaf.toString('pem'), [], [pems[0]!])).toMatchObject({ code: 'ISSUER_NOT_VALID' });
+  });
+
   it('answers EXPIRED or NOT_YET_VALID only for a chain that otherwise verifies: a forgery is refused for what it is', async () => {
     const sign = { name: 'ECDSA', hash: 'SHA-256' };
     const keys = await generateKeyPair();
