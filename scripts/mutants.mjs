@@ -1624,6 +1624,14 @@ export const MUTANTS = [
     only: 'counts sockets still in their TLS handshake',
   },
   {
+    // a PATCH's null clears the field: the CLI's ext-jwt-signer update wipes its scopes
+    id: 'patch-null-clears',
+    file: 'src/api/register.ts',
+    search: "  const kept = op.method === 'PATCH' ? withoutPatchNulls(given) : nilArraysAsEmpty(op.body, given);",
+    replace: '  const kept = nilArraysAsEmpty(op.body, given);',
+    tests: ['test/api/patch-nulls.test.ts'],
+  },
+  {
     // a body in any number of pieces accepted: a mebibyte in one-byte chunks costs seconds of the event loop
     id: 'body-pieces-unbounded',
     file: 'http/engines/body.ts',

@@ -2,7 +2,7 @@ import { contentTypeError, JSON_MEDIA_TYPE } from '../../http/content-type.js';
 import type { Router } from '../../http/router.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { isDisabled } from '../model/identity.js';
-import { nilArraysAsEmpty, validate } from '../schema/validate.js';
+import { nilArraysAsEmpty, validate, withoutPatchNulls } from '../schema/validate.js';
 import { Errors, isRecordedFailure, unauthorized, validationError } from './errors.js';
 import { ACTION_OF_METHOD, type ApiName, type Caller, type OpDef } from './op.js';
 import type { Services } from './services.js';
@@ -106,7 +106,10 @@ function readBody(op: OpDef<unknown>, req: HttpRequest): unknown {
     if (op.bodyRequired === false) return undefined;
     throw validationError({ field: name, reason: `${name} in body is required`, value: null });
   }
-  const kept = nilArraysAsEmpty(op.body, withoutIgnored(op, body === null ? {} : body));
+  // PATCH: a null leaves the field as it is (OpenZiti updates only the fields sent with a value); elsewhere a null
+  // optional array is an empty one (go-openapi's nil slice)
+  const given = withoutIgnored(op, body === null ? {} : body);
+  const kept = op.method === 'PATCH' ? withoutPatchNulls(given) : nilArraysAsEmpty(op.body, given);
   const err = validate(op.body, kept);
   if (err) {
     // a body of the wrong type at its root (not a field that happens to be called `body`) is named by the body

@@ -179,3 +179,25 @@ export function nilArraysAsEmpty(schema: SchemaNode, value: unknown, depth = 0):
   }
   return value;
 }
+
+/**
+ * A PATCH body as OpenZiti reads it (`GetJsonFields`, controller/api/json_fields.go): a property whose value is
+ * `null` is not part of the update — the field keeps its value — at any depth of nested objects; an object left
+ * empty only because its properties were all `null` is not part of it either (an object sent empty, `{}`, is: it
+ * clears). Arrays are values, not descended into. Works in place; returns `value`.
+ */
+export function withoutPatchNulls(value: unknown, depth = 0): unknown {
+  if (depth >= MAX_NIL_ARRAY_DEPTH || value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    const v = record[key];
+    if (v === null) {
+      delete record[key];
+    } else if (typeof v === 'object' && !Array.isArray(v)) {
+      const had = Object.keys(v as object).length;
+      withoutPatchNulls(v, depth + 1);
+      if (had > 0 && Object.keys(v as object).length === 0) delete record[key];
+    }
+  }
+  return value;
+}

@@ -989,7 +989,7 @@ const ROWS: Row[] = [
   },
   {
     source: `${CLI} ziti/cmd/edge/update_extjwtsigner.go (Scopes nil unless --scopes) + edge-api rest_model/external_jwt_signer_patch.go`,
-    does: '`update ext-jwt-signer --audience`: scopes sent as null (no omitempty on the array): read as empty',
+    does: '`update ext-jwt-signer --audience`: scopes sent as null (no omitempty on the array): no change',
     method: 'PATCH',
     path: (c) => `${MGMT}/external-jwt-signers/${c.ids.signer1}`,
     body: () => ({ audience: 'aud2', scopes: null, tags: {} }),

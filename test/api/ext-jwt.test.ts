@@ -434,10 +434,19 @@ describe('external JWT signer CRUD', () => {
     const r = await createSigner({ name: 'raced', certPem: ca.certPem, kid: 'raced-kid' });
     expect(r.status, r.text).toBe(201);
     const id = r.body.data.id;
-    // the switch applies first; the rename, checked against the certificate signer, after it
+    const name = (await call('GET', `${srv.mgmt}/external-jwt-signers/${id}`, { token })).body.data.name;
+    // the switch (a PUT: in a PATCH a null certPem is no change) applies first; the rename, checked against the
+    // certificate signer, after it
     interceptNextWrite(srv.ctl.svc)(async () => {
-      const patch = { certPem: null, jwksEndpoint: jwksUrl };
-      const sw = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${id}`, { token, body: patch });
+      const put = {
+        name,
+        enabled: true,
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        kid: 'raced-kid',
+        jwksEndpoint: jwksUrl,
+      };
+      const sw = await call('PUT', `${srv.mgmt}/external-jwt-signers/${id}`, { token, body: put });
       expect(sw.status, sw.text).toBe(200);
     });
     const renamed = await call('PATCH', `${srv.mgmt}/external-jwt-signers/${id}`, {
