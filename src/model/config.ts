@@ -66,12 +66,12 @@ export const configs: Entity<'configs', typeof configFields> = defineEntity({
     },
   ],
   fromApi(body, { mode, svc, existing, copied }) {
-    if (mode !== 'create' && 'configTypeId' in body && body.configTypeId !== existing?.configTypeId) {
-      throw fieldError('configTypeId', 'the type of a config cannot be changed', body.configTypeId);
-    }
+    // a config keeps its type: an update naming another one is not refused, the type is left as it is (OpenZiti's
+    // configUpdate and configPatch have no type, and its manager leaves `type` out of every update)
     const type = configTypeOf(svc, mode === 'create' ? body.configTypeId : existing?.configTypeId);
     const out = { ...copied };
     if (mode === 'create') out.configTypeId = type.id;
+    else delete out.configTypeId;
     if ('data' in out) {
       const err = checkAgainstSchema(type.schema ?? {}, out.data, 'data');
       if (err) throw fieldError(err.field, err.reason, err.value);

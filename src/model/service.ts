@@ -41,7 +41,7 @@ export const MAX_SERVICE_CONFIGS = 100;
 /** OpenZiti's default terminator strategy (xt_smartrouting). */
 const DEFAULT_TERMINATOR_STRATEGY = 'smartrouting';
 
-/** A service's stored fields; `encryptionRequired` is set on create and never changes. */
+/** A service's stored fields; `encryptionRequired` is set on create and by a PUT, never by a PATCH. */
 const serviceFields = {
   name: { type: 'string', unique: true, nonEmpty: true, body: s.str(), api: true },
   roleAttributes: { type: 'string', set: true, index: true, body: attributes, api: true, default: [] },
@@ -252,8 +252,13 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
     const out = { ...copied };
     if ('roleAttributes' in out) out.roleAttributes = checkRoleAttributes('roleAttributes', out.roleAttributes);
     if ('configs' in out) out.configs = checkConfigs(svc, (out.configs as string[] | null) ?? []);
-    // read-only after create: a PUT or PATCH leaves it as it is
-    out.encryptionRequired = mode === 'create' ? body.encryptionRequired : existing?.encryptionRequired;
+    // as OpenZiti's service manager: a PATCH never changes it; a PUT (every field) sets it, false when left out
+    out.encryptionRequired =
+      mode === 'create'
+        ? body.encryptionRequired
+        : mode === 'update'
+          ? body.encryptionRequired === true
+          : existing?.encryptionRequired;
     if (mode === 'create') out.roleAttributes ??= [];
     // none or an empty one is the default, stored as such (OpenZiti's service store: every write, so filters see it)
     if (out.terminatorStrategy === '' || (mode === 'create' && out.terminatorStrategy === undefined)) {

@@ -55,7 +55,7 @@ async function configOf(name: string, typeId: string, data: unknown): Promise<st
 }
 
 describe('services', () => {
-  it('CRUD with configs, role attributes, encryptionRequired (create only), terminatorStrategy, maxIdleTimeMillis', async () => {
+  it('CRUD with configs, role attributes, encryptionRequired (create and PUT only), terminatorStrategy, maxIdleTimeMillis', async () => {
     const anyType = (await call('POST', `${srv.mgmt}/config-types`, { token, body: { name: 'any.v1' } })).body.data
       .id as string;
     const cfg = await configOf('web-intercept', anyType, { a: 1 });
@@ -91,7 +91,8 @@ describe('services', () => {
     const byRole = await call('GET', `${srv.mgmt}/services?roleFilter=%23public`, { token });
     expect(ids(byRole)).toEqual([id]);
 
-    // PUT: encryptionRequired is read-only; fields left out go back to their defaults
+    // PUT sets encryptionRequired (OpenZiti's service manager drops it from PATCHes only); fields left out go back
+    // to their defaults
     const put = await conformant(M, 'PUT', '/services/{id}', srv.base, {
       token,
       params: { id },
@@ -100,7 +101,7 @@ describe('services', () => {
     expect(put.status, put.text).toBe(200);
     expect((await get(`/services/${id}`)).body.data).toMatchObject({
       name: 'web2',
-      encryptionRequired: false,
+      encryptionRequired: true,
       configs: [],
       terminatorStrategy: 'smartrouting',
       maxIdleTimeMillis: 0,
@@ -109,16 +110,24 @@ describe('services', () => {
     const patch = await conformant(M, 'PATCH', '/services/{id}', srv.base, {
       token,
       params: { id },
-      body: { configs: [cfg], maxIdleTimeMillis: 10, encryptionRequired: true },
+      body: { configs: [cfg], maxIdleTimeMillis: 10, encryptionRequired: false },
     });
     expect(patch.status, patch.text).toBe(200);
     expect((await get(`/services/${id}`)).body.data).toMatchObject({
       name: 'web2',
       configs: [cfg],
       maxIdleTimeMillis: 10,
-      encryptionRequired: false,
+      encryptionRequired: true,
       roleAttributes: ['web'],
     });
+    // a PUT that leaves it out sets it false, as every field it leaves out goes back to its default
+    const bare = await conformant(M, 'PUT', '/services/{id}', srv.base, {
+      token,
+      params: { id },
+      body: { name: 'web2', configs: [cfg], maxIdleTimeMillis: 10, roleAttributes: ['web'] },
+    });
+    expect(bare.status, bare.text).toBe(200);
+    expect((await get(`/services/${id}`)).body.data.encryptionRequired).toBe(false);
 
     // an empty terminator strategy is the default, stored as such (OpenZiti's service store), on every write
     const filtered = async () => {
