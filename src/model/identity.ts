@@ -271,12 +271,19 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
     const e = body.enrollment as EnrollmentRequest | undefined;
     return e ? enrollmentOnCreate(e, id, svc, at) : [];
   },
-  beforeDelete(row, _svc, caller): Expect[] {
+  beforeDelete(row, svc, caller): Expect[] {
     const expect = guardAdminTarget(caller, row.isAdmin === true, row.id);
     if (row.isDefaultAdmin) {
       throw Errors.ENTITY_CAN_NOT_BE_DELETED({
         code: 'UNHANDLED',
         message: `cannot delete the default admin identity (id=${row.id})`,
+      });
+    }
+    // a tunneling edge router's identity goes with its router (OpenZiti's identity store refuses it the same way)
+    if (isRouterIdentity(row, svc)) {
+      throw Errors.ENTITY_CAN_NOT_BE_DELETED({
+        code: 'UNHANDLED',
+        message: `cannot delete router identity ${row.name} until associated router is deleted`,
       });
     }
     return expect;
@@ -308,6 +315,9 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
       out.authPolicyId = id;
     }
     if (Object.hasOwn(body, 'type') || mode === 'create') out.typeId = typeIdOf(body.type, mode, svc);
+    if (existing && out.typeId !== undefined && out.typeId !== existing.typeId && isRouterIdentity(existing, svc)) {
+      throw Errors.ENTITY_CAN_NOT_BE_UPDATED({ code: 'UNHANDLED', message: 'cannot change type of router identity' });
+    }
     if (mode === 'create') {
       out.isDefaultAdmin = false;
       out.roleAttributes ??= [];
@@ -315,6 +325,11 @@ export const identities: Entity<'identities', typeof identityFields> = defineEnt
     return out;
   },
 });
+
+/** The Router identity a tunneling edge router brought (same id), while that router exists. */
+function isRouterIdentity(row: RowFor<'identities'>, svc: Services): boolean {
+  return row.typeId === 'Router' && svc.get('edge-routers', row.id) !== undefined;
+}
 
 type EnrollmentRequest = { ott?: boolean; ottca?: string; updb?: string };
 

@@ -219,6 +219,12 @@ describe('routers and transit routers', () => {
     expect(p.status, p.text).toBe(200);
     expect(await detail('/edge-routers', er)).toMatchObject({ name: 'edge-c', cost: 9, noTraversal: true });
     expect((await get(`/identities/${er}`)).body.data.name).toBe('edge-c');
+    // its Router identity goes with the router: not deleted nor retyped on its own (OpenZiti's identity store)
+    const idPath = `${srv.mgmt}/identities/${er}`;
+    expectError(await call('DELETE', idPath, { token }), 400, 'ENTITY_CAN_NOT_BE_DELETED');
+    expectError(await call('PATCH', idPath, { token, body: { type: 'Device' } }), 400, 'ENTITY_CAN_NOT_BE_UPDATED');
+    expect((await get(`/identities/${er}`)).body.data.type).toMatchObject({ name: 'Router' });
+    expect((await call('PATCH', idPath, { token, body: { type: 'Router', roleAttributes: ['r'] } })).status).toBe(200);
     // deleting the router deletes the edge router, its Router identity and its system policy
     expect((await call('DELETE', `${srv.mgmt}/routers/${er}`, { token })).status).toBe(200);
     expectError(await get(`/edge-routers/${er}`), 404, 'NOT_FOUND');
