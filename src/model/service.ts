@@ -40,6 +40,8 @@ export const MAX_SERVICE_CONFIGS = 100;
 
 /** OpenZiti's default terminator strategy (xt_smartrouting). */
 const DEFAULT_TERMINATOR_STRATEGY = 'smartrouting';
+/** The terminator strategies OpenZiti's fabric registers (controller/xt_*): a service names one of them. */
+const TERMINATOR_STRATEGIES: ReadonlySet<string> = new Set(['smartrouting', 'weighted', 'random', 'sticky']);
 
 /** A service's stored fields; `encryptionRequired` is set on create and by a PUT, never by a PATCH. */
 const serviceFields = {
@@ -263,6 +265,12 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
     // none or an empty one is the default, stored as such (OpenZiti's service store: every write, so filters see it)
     if (out.terminatorStrategy === '' || (mode === 'create' && out.terminatorStrategy === undefined)) {
       out.terminatorStrategy = DEFAULT_TERMINATOR_STRATEGY;
+    }
+    // one the fabric has (OpenZiti's service store looks it up in its strategy registry and answers 404 for another,
+    // a status its spec does not declare on a create: here the spec's 400 on the field)
+    if (typeof out.terminatorStrategy === 'string' && !TERMINATOR_STRATEGIES.has(out.terminatorStrategy)) {
+      const known = [...TERMINATOR_STRATEGIES].join(', ');
+      throw fieldError('terminatorStrategy', `no terminator strategy with that name (${known})`, out.terminatorStrategy);
     }
     return out;
   },

@@ -148,6 +148,17 @@ describe('services', () => {
       terminatorStrategy: '',
     });
     expect((await get(`/services/${blank}`)).body.data.terminatorStrategy).toBe('smartrouting');
+    // a strategy the fabric does not have: refused (400 on the field; OpenZiti's registry answers an undeclared 404)
+    for (const r of [
+      await call('PATCH', `${srv.mgmt}/services/${id}`, { token, body: { terminatorStrategy: 'nope' } }),
+      await call('POST', `${srv.mgmt}/services`, {
+        token,
+        body: { name: 'nope-strategy', encryptionRequired: true, terminatorStrategy: 'nope' },
+      }),
+    ]) {
+      expectError(r, 400, 'COULD_NOT_VALIDATE', 'terminatorStrategy');
+    }
+    expect((await get(`/services/${id}`)).body.data.terminatorStrategy).toBe('smartrouting');
     expect((await call('DELETE', `${srv.mgmt}/services/${blank}`, { token })).status).toBe(200);
 
     const configs = await conformant(M, 'GET', '/services/{id}/configs', srv.base, { token, params: { id } });
