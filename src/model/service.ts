@@ -270,7 +270,11 @@ export const services: Entity<'services', typeof serviceFields> = defineEntity({
     // a status its spec does not declare on a create: here the spec's 400 on the field)
     if (typeof out.terminatorStrategy === 'string' && !TERMINATOR_STRATEGIES.has(out.terminatorStrategy)) {
       const known = [...TERMINATOR_STRATEGIES].join(', ');
-      throw fieldError('terminatorStrategy', `no terminator strategy with that name (${known})`, out.terminatorStrategy);
+      throw fieldError(
+        'terminatorStrategy',
+        `no terminator strategy with that name (${known})`,
+        out.terminatorStrategy,
+      );
     }
     return out;
   },
