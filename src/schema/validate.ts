@@ -152,8 +152,9 @@ const MAX_NIL_ARRAY_DEPTH = 32;
  * at any depth `schema` describes (object properties, `allOf` parts, array items, map values), and returns `value`.
  * go-openapi decodes such a `null` into a nil slice, which its validation accepts wherever the array is not required
  * and its handlers treat as empty; go-swagger clients send it for every optional array they leave unset (their
- * models' array fields carry no `omitempty`: sdk-golang's posture responses, the `ziti` CLI's process-multi checks
- * and ext-jwt-signer patches). A required array's `null` is left for validation to refuse, as go-openapi does.
+ * models' array fields carry no `omitempty`: sdk-golang's posture responses, the `ziti` CLI's process-multi checks).
+ * A required array's `null` is left for validation to refuse, as go-openapi does. Not for a PATCH, where a `null` is
+ * no change at all (withoutPatchNulls).
  */
 export function nilArraysAsEmpty(schema: SchemaNode, value: unknown, depth = 0): unknown {
   if (depth >= MAX_NIL_ARRAY_DEPTH || value === null || typeof value !== 'object') return value;
