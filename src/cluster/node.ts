@@ -163,6 +163,8 @@ const PEER_CALL_TIMEOUT_MS = 5_000;
  * behind (restarting, restoring a snapshot, cut off) is not waited for longer, and the revocation is logged.
  */
 export const CONFIRM_APPLIED_TIMEOUT_MS = 1_000;
+/** The same members' not confirming a revocation is logged at most this often. */
+const UNCONFIRMED_WARN_EVERY_MS = 10_000;
 /** What a write refused during a rolling upgrade is told to wait (`Retry-After`): about a member's restart. */
 const VERSION_RETRY_AFTER_S = 5;
 /** How long a forward waits for the connection to the leader to open (then it was not sent: refused). */
@@ -308,6 +310,8 @@ export class ClusterNode {
   private raisingVersion = false;
   /** The confirmation rounds revocations wait for (appliedEverywhere). */
   private readonly everywhere = new AppliedEverywhere(() => this.confirmApplied());
+  /** The members the last unconfirmed-round warning named, and when it was logged. */
+  private unconfirmedWarned = { key: '', at_ms: 0 };
 
   private constructor(
     readonly raft: RaftNode,
@@ -844,10 +848,20 @@ export class ClusterNode {
     );
     const late = unconfirmed.filter((id): id is string => id !== null);
     const offline = view.filter((m) => !m.online).map((m) => m.id);
-    if (late.length > 0 || offline.length > 0) {
-      this.logger('warn', 'revocations answered before these members applied them', { late, offline });
-    }
+    if (late.length > 0 || offline.length > 0) this.warnUnconfirmed(late, offline);
     return late;
+  }
+
+  /**
+   * The warning of a round some members did not confirm: when those members change, else at most every
+   * UNCONFIRMED_WARN_EVERY_MS (rounds follow each other under a stream of logouts while a member is down).
+   */
+  private warnUnconfirmed(late: string[], offline: string[]): void {
+    const key = `${late.join(',')}|${offline.join(',')}`;
+    const now_ms = Date.now();
+    if (key === this.unconfirmedWarned.key && now_ms - this.unconfirmedWarned.at_ms < UNCONFIRMED_WARN_EVERY_MS) return;
+    this.unconfirmedWarned = { key, at_ms: now_ms };
+    this.logger('warn', 'revocations answered before these members applied them', { late, offline });
   }
 
   /** Every member as this node sees it (liveness from its status polls). */

@@ -1,8 +1,9 @@
 /**
  * The writes that take access away: ending API sessions (a logout, an admin's delete, a revocation), deleting or
- * disabling an identity, taking an identity's admin rights or changing its management permissions. On a cluster member such a write is answered only once
- * the other members have applied it too (Services.write, src/cluster/applied-everywhere.ts), so the token or the
- * right it revokes is refused on every member from the moment the caller hears back.
+ * disabling an identity, taking an identity's admin rights or changing its management permissions. On a cluster
+ * member such a write is answered only once the other members have applied it too (Services.write,
+ * src/cluster/applied-everywhere.ts), so the token or the right it revokes is refused on every member from the moment
+ * the caller hears back.
  */
 import type { Command } from './rows.js';
 
