@@ -7,6 +7,7 @@
  */
 import { fieldError } from '../api/errors.js';
 import { x509 } from '../pki/crypto.js';
+import { lastCommonName } from '../pki/fingerprint.js';
 
 export interface ExternalIdClaim {
   location?: string | null;
@@ -62,11 +63,8 @@ export function checkExternalIdClaim(claim: ExternalIdClaim | null | undefined):
 
 /** The values a location holds in a certificate (DER). */
 function located(location: string, cert: x509.X509Certificate): string[] {
-  if (location === 'COMMON_NAME') {
-    // as Go's pkix.Name: the last common name attribute
-    const cns = cert.subjectName.getField('CN');
-    return cns.length > 0 ? [cns[cns.length - 1]!] : [''];
-  }
+  // as Go's pkix.Name: the last common name attribute
+  if (location === 'COMMON_NAME') return [lastCommonName(cert)];
   const type = location === 'SAN_URI' ? 'url' : 'email';
   const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
   return (san?.names.items ?? []).filter((n) => n.type === type).map((n) => n.value);

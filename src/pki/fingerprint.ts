@@ -24,9 +24,14 @@ export function parseSinglePem(pem: string): X509Certificate | null {
  */
 export function commonNameOf(der: Uint8Array): string {
   try {
-    const cns = new x509.X509Certificate(der).subjectName.getField('CN');
-    return cns.length > 0 ? cns[cns.length - 1]! : '';
+    return lastCommonName(new x509.X509Certificate(der));
   } catch {
     return '';
   }
+}
+
+/** commonNameOf for a parsed certificate: the subject's last CN attribute, '' without one. */
+export function lastCommonName(cert: x509.X509Certificate): string {
+  const cns = cert.subjectName.getField('CN');
+  return cns.length > 0 ? cns[cns.length - 1]! : '';
 }

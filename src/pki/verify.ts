@@ -116,7 +116,7 @@ export async function verifyChain(
       } else if (at > cur.notAfter) {
         leafOutOfTime = fail('EXPIRED', `'${cur.subject}' expired at ${cur.notAfter.toISOString()}`);
       }
-    } else if (at < cur.notBefore || at > cur.notAfter) {
+    } else if (!validAt(cur, at)) {
       issuerOutOfTime ??= fail(
         'ISSUER_NOT_VALID',
         `the CA '${cur.subject}' is valid only from ${cur.notBefore.toISOString()} to ${cur.notAfter.toISOString()}`,
