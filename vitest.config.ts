@@ -1,15 +1,19 @@
 import { availableParallelism } from 'node:os';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Test files that replace a module (`vi.mock`): they need a module graph of their own. Every other file shares its
+ * worker's modules with the files the worker ran before (`isolate: false`): a fresh process per file made every
+ * file load and evaluate the whole program and its dependencies again (about 3 s each on 2 cores), and the suite
+ * took 357–378 s on a slow day against 228 s shared (2026-11-28). Tests therefore must not depend on module state
+ * another file may have left (they start their own controllers, ports and directories).
+ * `KEEL_TEST_ISOLATE=1` isolates every file (the mutants' runs do: a broken module must not outlive its run).
+ */
+const MOCKING = ['test/api/enroll.test.ts'];
+const isolateAll = process.env.KEEL_TEST_ISOLATE === '1';
 
 export default defineConfig({
   test: {
-    include: [
-      'test/**/*.test.ts',
-      'raft/**/*.test.ts',
-      'storage/**/*.test.ts',
-      'http/**/*.test.ts',
-      'src/**/*.test.ts',
-    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
@@ -19,5 +23,23 @@ export default defineConfig({
     // 325 s with one worker, 237 s with two and 200–209 s with three (2026-11-27).
     maxWorkers: Math.max(2, availableParallelism()) + 1,
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'keel',
+          include: [
+            'test/**/*.test.ts',
+            'raft/**/*.test.ts',
+            'storage/**/*.test.ts',
+            'http/**/*.test.ts',
+            'src/**/*.test.ts',
+          ],
+          exclude: [...configDefaults.exclude, ...MOCKING],
+          isolate: isolateAll,
+        },
+      },
+      { extends: true, test: { name: 'mocking', include: MOCKING, isolate: true } },
+    ],
   },
 });

@@ -192,6 +192,7 @@ export const MUTANTS = [
     search: 'if (this.svc.clock.now() > this.expiresAtMs(session)) return null;',
     replace: '',
     tests: ['test/api/sessions.test.ts'],
+    only: 'a session expires after the idle timeout; activity extends it',
   },
   {
     id: 'login-password-check',
@@ -199,6 +200,7 @@ export const MUTANTS = [
     search: 'if (!(await verifyPassword(authenticator.password!, password, { source, admin }))) {',
     replace: 'if (false) {',
     tests: ['test/api/conformance.test.ts'],
+    only: 'client: bad credentials and methods',
   },
   // access: the route guard
   {
@@ -207,6 +209,7 @@ export const MUTANTS = [
     search: "if (!token) throw unauthorized('missing');",
     replace: '',
     tests: ['test/api/authz.test.ts'],
+    only: 'client GET /current-api-session',
   },
   {
     id: 'route-invalid-token',
@@ -214,6 +217,7 @@ export const MUTANTS = [
     search: "    throw unauthorized('invalid');\n",
     replace: '',
     tests: ['test/api/authz.test.ts'],
+    only: 'client GET /current-api-session',
   },
   {
     id: 'route-partial-session',
@@ -221,6 +225,7 @@ export const MUTANTS = [
     search: "if (partial && op.access !== 'partial') throw unauthorized('forbidden');",
     replace: '',
     tests: ['test/api/authz.test.ts'],
+    only: 'client GET /current-identity',
   },
   {
     id: 'route-admin-access',
@@ -228,6 +233,7 @@ export const MUTANTS = [
     search: "if (op.access === 'admin' && !hasAdminAccess(caller.identity, op)) throw unauthorized('forbidden');",
     replace: '',
     tests: ['test/api/authz.test.ts'],
+    only: 'management GET /cas',
   },
   {
     id: 'admin-access-isadmin',
@@ -258,6 +264,7 @@ export const MUTANTS = [
     search: 'return perms.includes(op.permission) || perms.includes(',
     replace: 'return perms.length > 0 || perms.includes(',
     tests: ['test/api/authz.test.ts'],
+    only: 'management GET /cas',
   },
   // access: identity and authenticator write guards
   {
@@ -267,6 +274,7 @@ export const MUTANTS = [
       "  if (!caller || caller.identity.isAdmin === true) return [];\n  if (targetIsAdmin) throw unauthorized('forbidden');\n  return [targetNotAdmin(targetId)];",
     replace: '  return [];',
     tests: ['test/api/authz.test.ts'],
+    only: "a non-admin may not change or delete an admin's authenticator",
   },
   {
     id: 'apply-precondition-ne',
@@ -274,6 +282,7 @@ export const MUTANTS = [
     search: ': row?.[e.field] !== e.value;',
     replace: ': true;',
     tests: ['test/api/preconditions.test.ts', 'test/storage/'],
+    only: 'a non-admin may not update or delete an identity that became an admin after the check',
   },
   {
     id: 'identity-make-admin',
@@ -321,6 +330,7 @@ export const MUTANTS = [
     search: "expect.push(...guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId));",
     replace: '',
     tests: ['test/api/authz.test.ts'],
+    only: "a non-admin may not change or delete an admin's authenticator",
   },
   {
     id: 'authenticator-delete-admin-target',
@@ -328,6 +338,7 @@ export const MUTANTS = [
     search: "return guardAdminTarget(caller, svc.get('identities', targetId)?.isAdmin === true, targetId);",
     replace: 'return [];',
     tests: ['test/api/authz.test.ts'],
+    only: "a non-admin may not change or delete an admin's authenticator",
   },
   {
     id: 'redact-for-non-admins',
@@ -335,6 +346,7 @@ export const MUTANTS = [
     search: 'if (!spec.redact || caller?.identity.isAdmin === true) return entity.renderJson(row, svc);',
     replace: 'return entity.renderJson(row, svc);',
     tests: ['test/api/authz.test.ts'],
+    only: 'session tokens and enrollment secrets are for admins only',
   },
   // access model: the policy engine's role semantics (REFERENCE §5), incremental and from scratch
   {
@@ -441,6 +453,7 @@ export const MUTANTS = [
     search: 'return hosts.some((h) => !coversHost(names, normalHost(h)));',
     replace: 'return false;',
     tests: ['test/pki/cluster.test.ts'],
+    only: 'issues the API certificate anew for a host it lacks (IPv6 written any way), or when it expires soon',
   },
   // router enrollment: the client certificate names the router by its id; an extension needs a chain valid now
   {
@@ -495,6 +508,7 @@ export const MUTANTS = [
     search: 'if (ca.isVerified !== true || ca.isAuthEnabled !== true || !isConfigured(claim)) continue;',
     replace: 'if (!isConfigured(claim)) continue;',
     tests: ['test/api/external-id.test.ts'],
+    only: 'enrolls with the claimed external id (no authenticator); any certificate of the CA with that id logs in',
   },
   {
     id: 'external-id-login-chain-unchecked',
@@ -502,6 +516,7 @@ export const MUTANTS = [
     search: "if (!verified.ok && verified.code !== 'EXPIRED') continue;",
     replace: '',
     tests: ['test/api/external-id.test.ts'],
+    only: 'enrolls with the claimed external id (no authenticator); any certificate of the CA with that id logs in',
   },
   // token enrollment: only what the signer allows (with a CSR / without), where the write applies (the handler's
   // own check is its early answer; broken alone, the apply-time condition still refuses)
@@ -543,6 +558,7 @@ export const MUTANTS = [
     search: '  return who.admin === true && isAdminSource(who.source) ? adminGate : loginGate;',
     replace: '  return loginGate;',
     tests: ['test/api/rate-limit.test.ts', 'test/api/ext-jwt.test.ts'],
+    only: 'under a flood of bad logins the excess gets 429 and the admin gets in promptly',
   },
   {
     id: 'auth-cert-login-ungated',
@@ -737,6 +753,7 @@ export const MUTANTS = [
     search: ': RIGHTS_FIELDS.some((field) => Object.hasOwn(body, field));',
     replace: ': body.isAdmin === true || (Array.isArray(body.permissions) && body.permissions.length > 0);',
     tests: ['test/api/errors.test.ts'],
+    only: "identity permissions do not let a non-admin change another identity's rights, revoking included (as OpenZiti)",
   },
   {
     id: 'mfa-recovery-codes-partial-session',
@@ -905,6 +922,7 @@ export const MUTANTS = [
     search: 'if (roles.length > MAX_ROLE_FILTERS) {',
     replace: 'if (roles.length > MAX_ROLE_FILTERS && false) {',
     tests: ['test/api/hardening.test.ts'],
+    only: 'roleFilter: at most 100 entries (400 beyond, repeats included), repeated ones evaluated once',
   },
   {
     id: 'mfa-removal-admin-unchecked-in-apply',
@@ -912,6 +930,7 @@ export const MUTANTS = [
     search: 'await svc.write(removeMfa(svc, mfa, expect));',
     replace: 'await svc.write(removeMfa(svc, mfa));',
     tests: ['test/api/preconditions.test.ts'],
+    only: 'a non-admin may not remove the MFA of an identity that became an admin after the check',
   },
   // a certificate is EXPIRED (which allowExpiredCerts accepts) only when a trusted CA signed it
   {
@@ -928,6 +947,7 @@ export const MUTANTS = [
     search: 'const value = isSecretField(field) ? REDACTED : actual;',
     replace: 'const value = actual;',
     tests: ['test/api/errors.test.ts'],
+    only: 'a validation error about a credential names the field, never its value (OpenZiti echoes it)',
   },
   // PEM scanning is linear in the text (a quadratic regex stalled the event loop on a body of BEGIN lines)
   {
@@ -937,6 +957,7 @@ export const MUTANTS = [
     replace:
       "  return text.match(new RegExp(begin + '[\\\\s\\\\S]+?' + end, 'g')) ?? [];\n  const out: string[] = [];\n",
     tests: ['test/pki/verify.test.ts'],
+    only: 'is linear: a megabyte of BEGIN lines without an END is refused at once (a regex took tens of seconds)',
   },
   // a body that is not JSON is refused without quoting it (V8's parse message quotes the text around the fault)
   {
@@ -1472,6 +1493,7 @@ export const MUTANTS = [
     search: '    const fn = ajv.compile(withoutAsync(schema) as Record<string, unknown>);',
     replace: '    const fn = ajv.compile(schema);',
     tests: ['test/api/input-edges.test.ts'],
+    only: '`$async` is ignored, as gojsonschema ignores it: configs are validated, nothing is left unhandled',
   },
   {
     // equality with a field's default answered by the index, which does not hold the rows leaving the field out
@@ -1481,6 +1503,7 @@ export const MUTANTS = [
     replace:
       '      if (values !== null && symbol.absentAs !== undefined && values.includes(symbol.absentAs) && false) continue;',
     tests: ['test/api/input-edges.test.ts'],
+    only: 'finds the rows that leave the field out (they show the default; the index does not hold them)',
   },
   {
     // session creates racing on one node each write a session of their own
@@ -1489,6 +1512,7 @@ export const MUTANTS = [
     search: '        let write = creating.get(key);',
     replace: '        let write: Promise<string> | undefined;',
     tests: ['test/api/session-create-once.test.ts'],
+    only: 'make one session; every answer names it',
   },
   {
     // sessions kept after their identity lost access to the service
@@ -1497,6 +1521,7 @@ export const MUTANTS = [
     search: '      if (this.lostAccess(id)) lost.push(id);',
     replace: '      if (this.lostAccess(id) && false) lost.push(id);',
     tests: ['test/api/session-enforcer.test.ts'],
+    only: 'go when the identity loses the attribute that granted them; sessions of other identities stay',
   },
   {
     // a membership change for an id no node can have (`__proto__`: its address becomes the object prototype's)
@@ -1522,6 +1547,7 @@ export const MUTANTS = [
     search: '  if (nodesBeyond(schema, MAX_USER_SCHEMA_NODES)) {',
     replace: '  if (nodesBeyond(schema, Number.MAX_SAFE_INTEGER)) {',
     tests: ['test/api/input-edges.test.ts'],
+    only: 'is refused above 1000 objects and arrays, so no config write meets a validator that overflows',
   },
   {
     // a number beyond a double's range reaches the handlers as Infinity (stored, it reads back as null)
@@ -1530,6 +1556,7 @@ export const MUTANTS = [
     search: '  if (scan.largeNumber) {',
     replace: '  if (scan.largeNumber && false) {',
     tests: ['test/api/input-edges.test.ts'],
+    only: 'beyond a 64-bit float (JSON.parse makes them Infinity) are refused, naming the field',
   },
   {
     // the admin lane chosen by the username alone: anyone can fill it, and tell an admin's name by its 429s
@@ -1538,6 +1565,7 @@ export const MUTANTS = [
     search: '  return who.admin === true && isAdminSource(who.source) ? adminGate : loginGate;',
     replace: '  return who.admin === true ? adminGate : loginGate;',
     tests: ['test/api/rate-limit.test.ts'],
+    only: "answers an admin's username as any other from a source no admin logged in from (no enumeration)",
   },
   {
     // a full login queue refuses every newcomer: one flooding source locks the others out
@@ -1712,7 +1740,7 @@ function checkList(mutants) {
 }
 
 /** A copy of the working tree (tracked and untracked-but-not-ignored files) beside links to what tests need. */
-function makeWorkspace(root, name) {
+export function makeWorkspace(root, name) {
   const dir = join(root, name, 'keel');
   mkdirSync(dir, { recursive: true });
   const files = git(['ls-files', '-z', '--cached', '--others', '--exclude-standard']).split('\0').filter(Boolean);
@@ -1734,43 +1762,91 @@ function weight(m) {
   return m.tests.some((t) => t.startsWith('test/cluster/') || t.startsWith('raft/sim/')) ? 2 : 1;
 }
 
-/** A vitest `-t` pattern matching the test names that contain `text` literally. */
-const literally = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-
-function runTests(dir, tests, workers = 1, only = undefined) {
-  return new Promise((resolve) => {
-    const started = Date.now();
-    const filter = only === undefined ? [] : ['-t', literally(only)];
-    const child = spawn(
-      process.execPath,
-      [
-        join(dir, 'node_modules', 'vitest', 'vitest.mjs'),
-        'run',
-        ...tests,
-        ...filter,
-        '--bail=1',
-        `--maxWorkers=${workers}`,
-      ],
-      {
-        cwd: dir,
-        env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      },
-    );
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      process.kill(-child.pid, 'SIGKILL');
-    }, TIMEOUT_MS);
+/**
+ * A persistent vitest in workspace `dir` (scripts/mutants-worker.mjs): `run(m)` resolves with its answer, or with
+ * `{ timedOut: true }` after TIMEOUT_MS (the caller then kills it), or `{ crashed }` if it exits.
+ */
+export function startWorker(dir) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(dir, 'scripts', 'mutants-worker.mjs'), dir], {
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      detached: true, // its own process group: a timeout kills it with every process its tests started
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr = (stderr + d).slice(-4000);
+    });
+    let pending = null;
+    const kill = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
     child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, timedOut, output, ms: Date.now() - started });
+      const p = pending;
+      pending = null;
+      if (p !== null) p.resolve({ crashed: `exit ${code}: ${stderr}` });
+      else reject(new Error(`the mutant worker exited (${code}) before it was ready: ${stderr}`));
+    });
+    child.on('message', (msg) => {
+      if (msg.ready) {
+        resolve({
+          kill,
+          run: (m) =>
+            new Promise((res) => {
+              const started = Date.now();
+              const timer = setTimeout(() => {
+                pending = null;
+                res({ timedOut: true, ms: Date.now() - started });
+              }, TIMEOUT_MS);
+              pending = {
+                resolve: (r) => {
+                  clearTimeout(timer);
+                  res(r);
+                },
+              };
+              const { id, file, search, replace, tests, only } = m;
+              child.send({ id, file, search, replace, tests, only });
+            }),
+        });
+        return;
+      }
+      const p = pending;
+      pending = null;
+      p?.resolve(msg);
     });
   });
+}
+
+/**
+ * Runs `runs` (mutants, or baselines shaped as mutants) on one worker per workspace, each taking the next from the
+ * list; `onResult(run, answer)` for each. A worker that crashed or timed out is killed, the file it was testing put
+ * back from the repository, and another started for the next run.
+ */
+async function drain(workspaces, runs, onResult) {
+  let next = 0;
+  const slot = async (dir) => {
+    let w = null;
+    try {
+      while (next < runs.length) {
+        const m = runs[next++];
+        w ??= await startWorker(dir);
+        const r = await w.run(m);
+        if (r.crashed !== undefined || r.timedOut) {
+          w.kill();
+          w = null;
+          writeFileSync(join(dir, m.file), readFileSync(join(REPO, m.file), 'utf8'));
+        }
+        onResult(m, r);
+      }
+    } finally {
+      w?.kill();
+    }
+  };
+  await Promise.all(workspaces.map(slot));
 }
 
 async function main() {
@@ -1805,52 +1881,56 @@ async function main() {
     const workspaces = Array.from({ length: slots }, (_, i) => makeWorkspace(root, `w${i}`));
 
     if (baseline) {
-      // The same tests must pass without any mutation, or a "killed" mutant proves nothing.
-      const tests = [...new Set(mutants.flatMap((m) => m.tests))];
-      process.stdout.write(`baseline: ${tests.length} test paths without mutations … `);
-      const r = await runTests(workspaces[0], tests, slots); // nothing else runs yet: every core
-      if (r.code !== 0) {
+      // The same tests, with the same filters, must pass without any mutation and run at least one test, or a
+      // "killed" mutant proves nothing: each distinct (tests, only) once, through the same workers.
+      const seen = new Map();
+      for (const m of mutants) {
+        const key = JSON.stringify([m.tests, m.only ?? null]);
+        if (!seen.has(key)) seen.set(key, { ...m, id: `baseline of ${m.id}`, replace: m.search });
+      }
+      const runs = [...seen.values()];
+      process.stdout.write(`baseline: ${runs.length} test selections without mutations … `);
+      const failures = [];
+      const t0 = Date.now();
+      await drain(workspaces, runs, (b, r) => {
+        if (r.crashed !== undefined || r.timedOut || r.killed || r.ran === 0)
+          failures.push(
+            `${b.id}: ${r.crashed ?? (r.timedOut ? 'timed out' : r.ran === 0 ? 'no test ran' : [...r.failed, ...r.errors].join('; '))}`,
+          );
+      });
+      if (failures.length > 0) {
         console.log('FAILED');
-        console.error(r.output.slice(-6000));
-        console.error('the tests fail without any mutation: fix them first');
+        for (const f of failures) console.error(`  ${f.split('\n')[0]}`);
+        console.error('the tests fail (or select nothing) without any mutation: fix them first');
         process.exitCode = 1;
         return;
       }
-      console.log(`ok (${(r.ms / 1000).toFixed(1)} s)`);
+      console.log(`ok (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
     }
 
     const results = [];
     // the slow ones first (whole in-process clusters, the simulator), so the workers end together rather than one
     // finishing a 20 s mutant alone at the end; results are printed in the list's order all the same
     const queue = [...mutants].sort((a, b) => weight(b) - weight(a));
-    let next = 0;
-    const worker = async (dir) => {
-      while (next < queue.length) {
-        const m = queue[next++];
-        const path = join(dir, m.file);
-        const original = readFileSync(path, 'utf8');
-        writeFileSync(
-          path,
-          original.replace(m.search, () => m.replace),
-        );
-        try {
-          const r = await runTests(dir, m.tests, 1, m.only);
-          const killed = r.code !== 0 || r.timedOut;
-          results.push({ m, killed, timedOut: r.timedOut, ms: r.ms });
-          console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id} (${(r.ms / 1000).toFixed(1)} s)`);
-          if (verbose && killed) {
-            // what noticed: the first failing tests
-            const lines = r.output.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
-            const failed = lines.filter((l) => /^\s*(×|FAIL)|Error/.test(l));
-            for (const l of (failed.length > 0 ? failed : lines.slice(-15)).slice(0, 15))
-              console.log(`           ${l.trim()}`);
-          }
-        } finally {
-          writeFileSync(path, original);
-        }
+    const problems = [];
+    await drain(workspaces, queue, (m, r) => {
+      if (r.crashed !== undefined) {
+        problems.push(`${m.id}: the mutant worker failed: ${r.crashed}`);
+        console.log(`ERROR    ${m.id}: the mutant worker failed`);
+        return;
       }
-    };
-    await Promise.all(workspaces.map(worker));
+      if (!r.timedOut && !r.killed && r.ran === 0) {
+        // a filter that selects nothing proves nothing: a list problem, not a survivor
+        problems.push(`${m.id}: no test ran (tests ${m.tests.join(' ')}${m.only ? `, only "${m.only}"` : ''})`);
+        console.log(`ERROR    ${m.id}: no test ran`);
+        return;
+      }
+      const killed = r.killed || r.timedOut;
+      results.push({ m, killed, timedOut: r.timedOut, ms: r.ms });
+      console.log(`${killed ? 'killed  ' : 'SURVIVED'} ${m.id} (${(r.ms / 1000).toFixed(1)} s)`);
+      if (verbose && killed)
+        for (const l of [...r.failed, ...r.errors].slice(0, 5)) console.log(`           ${l.split('\n')[0]}`);
+    });
 
     results.sort((a, b) => mutants.indexOf(a.m) - mutants.indexOf(b.m));
     const rows = results.map(({ m, killed, timedOut, ms }) => [
@@ -1879,6 +1959,8 @@ async function main() {
     console.log(
       `\n${results.filter((r) => r.killed).length}/${results.length} killed, ${pending.length} pending, in ${total} s on ${slots} workers`,
     );
+    for (const p of problems) console.error(p);
+    if (problems.length > 0) process.exitCode = 1;
     if (survivors.length > 0) {
       console.error(
         `surviving mutants (no test notices these rules broken): ${survivors.map((r) => r.m.id).join(', ')}`,
@@ -1890,4 +1972,5 @@ async function main() {
   }
 }
 
-await main();
+// run as a script; imported (by the runner's own test), only the helpers are used
+if (process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -86,6 +86,9 @@ function scalar(registry: Registry, name: string, help: string, value: () => num
 
 /** This controller's metrics (see the module comment). */
 export function controllerMetrics(src: MetricsSources): ControllerMetrics {
+  // the process metrics start with the first controller, not its first scrape: prom-client's CPU counters count
+  // from their registration
+  processMetrics();
   const registry = new Registry();
   const { svc, app, cluster } = src;
   const store = svc.store;
