@@ -3,7 +3,7 @@
  * certificate must name a cluster member, the one it meant when it knows. A router's server certificate of the same
  * CA, made for the address's host name, does not pass.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, createServer, type Server } from 'node:tls';
@@ -29,8 +29,9 @@ describe('the member a peer client reaches', () => {
   afterEach(async () => {
     for (const f of cleanup.splice(0).reverse()) await f();
   });
+  let dir = '';
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keel-member-identity-'));
+    dir = mkdtempSync(join(tmpdir(), 'keel-member-identity-'));
     await initClusterPki(join(dir, 'n1'), { nodeId: 'n1', hosts: ['127.0.0.1'] });
     await issueNodeBundle(join(dir, 'n1'), join(dir, 'n2'), { nodeId: 'n2', hosts: ['127.0.0.1'] });
     const t1 = await loadPeerTlsOptions(join(dir, 'n1'));
@@ -46,6 +47,7 @@ describe('the member a peer client reaches', () => {
   });
   afterAll(() => {
     for (const s of servers) s.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   /** Connects to a TLS server showing `tls`, with the check for `member`: null when accepted, else the error. */

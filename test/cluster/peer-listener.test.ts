@@ -5,7 +5,7 @@
  * hold (handshake timeout, connections per address and in all).
  */
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -55,8 +55,9 @@ describe('a member refuses certificates that name no member, on every path', () 
   let identity: ClientTls;
   let memberTls: ClientTls;
   let peerCert: string;
+  let dataDir = '';
   beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
+    dataDir = mkdtempSync(join(tmpdir(), 'keel-peer-listener-'));
     const pkiDir = join(dataDir, 'pki');
     await initClusterPki(pkiDir, { nodeId: 'n1', hosts: ['127.0.0.1'] });
     const tls = await loadPeerTlsOptions(pkiDir);
@@ -72,7 +73,10 @@ describe('a member refuses certificates that name no member, on every path', () 
     const leaf = await issueServerCert(signing, { commonName: 'an-identity', usage: 'client' });
     identity = { key: leaf.keyPem, cert: `${leaf.certPem.trim()}\n${signing.certPem}`, ca: tls.ca };
   }, 60_000);
-  afterAll(() => srv?.stop());
+  afterAll(async () => {
+    await srv?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
 
   it("peerCertPem: the node's own certificate alone, without its chain", () => {
     const pem = srv.ctl.cluster!.peerCertPem!;
@@ -125,8 +129,9 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
     upgradeTimeout_ms: 10_000,
   };
   let tls: ClientTls;
+  let dir = '';
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keel-mtls-bounds-'));
+    dir = mkdtempSync(join(tmpdir(), 'keel-mtls-bounds-'));
     await initClusterPki(dir, { nodeId: 'b1', hosts: ['127.0.0.1'] });
     const peer = await loadPeerTlsOptions(dir);
     tls = { key: peer.key, cert: peer.cert, ca: peer.ca };
@@ -136,6 +141,7 @@ describe('mutual-TLS listener bounds before any certificate is shown', () => {
   afterAll(async () => {
     for (const socket of sockets) socket.destroy();
     await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    rmSync(dir, { recursive: true, force: true });
   });
   /** A listener within `limits`; resolves with its port. */
   const bounded = async (limits: MutualTlsLimits) => {
