@@ -46,14 +46,20 @@ export function newHeaderRecord(): Record<string, string> {
   return new HeaderBag();
 }
 
-/** Builds a header record: names lower-cased, repeated names joined with ', '. */
+/**
+ * Adds one header line to a record (`name` lower-cased): a repeated name is joined with ', ', except
+ * `content-type`, which keeps its first value, as Node's parser and Go's `Header.Get` (OpenZiti) read it.
+ */
+export function addHeaderLine(out: Record<string, string>, name: string, value: string): void {
+  const prev = out[name];
+  if (prev === undefined) out[name] = value;
+  else if (name !== 'content-type') out[name] = `${prev}, ${value}`;
+}
+
+/** Builds a header record: names lower-cased, repeated lines as `addHeaderLine` adds them. */
 export function headersFrom(pairs: Iterable<readonly [string, string]>): Record<string, string> {
   const out = newHeaderRecord();
-  for (const [name, value] of pairs) {
-    const key = name.toLowerCase();
-    const prev = out[key];
-    out[key] = prev === undefined ? value : `${prev}, ${value}`;
-  }
+  for (const [name, value] of pairs) addHeaderLine(out, name.toLowerCase(), value);
   return out;
 }
 

@@ -28,6 +28,9 @@ function makeApp(): App {
     dataEnvelope({ path: req.path, query: req.rawQuery.length, underscore: req.headers.x_y ?? null }),
   );
   router.add('POST', '/x', (req) => dataEnvelope({ bytes: req.body.length }));
+  router.add('POST', '/headers', (req) =>
+    dataEnvelope({ contentType: req.headers['content-type'] ?? null, accept: req.headers.accept ?? null }),
+  );
   router.add('GET', '/slow', () => new Promise((done) => setTimeout(() => done(dataEnvelope({ slow: true })), 150)));
   router.add(
     'POST',
@@ -210,6 +213,16 @@ describe.each(['uws', 'node'] as const)('HTTP edge on the %s engine', (engine) =
     } as RequestInit);
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error.code).toBe('REQUEST_ENTITY_TOO_LARGE');
+  });
+
+  it('a content-type sent twice is read by its first value (as Go and Node read it); other headers are joined', async () => {
+    const reply = await raw(
+      port,
+      'POST /headers HTTP/1.1\r\nhost: a\r\nconnection: close\r\ncontent-type: application/json\r\n' +
+        'content-type: text/plain\r\naccept: a/b\r\naccept: c/d\r\ncontent-length: 2\r\n\r\n{}',
+    );
+    expect(statusOf(reply.data), reply.data.slice(0, 200)).toBe(200);
+    expect(envelopeOf(reply.data).data).toEqual({ contentType: 'application/json', accept: 'a/b, c/d' });
   });
 
   it(`a chunked body in more than ${MAX_BODY_PIECES} pieces is refused (413), one in fewer is served`, async () => {

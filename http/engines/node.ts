@@ -22,7 +22,7 @@ import {
   requestTimeout,
 } from '../edge.js';
 import { Errors } from '../errors.js';
-import { IncomingRequest, newHeaderRecord } from '../request.js';
+import { addHeaderLine, IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpHeaders, HttpRequest, HttpResponse, HttpServer } from '../types.js';
 import { BodyCollector, bodyLength } from './body.js';
 import { bodyBytes, isEngineHeader, normalizeAddress, validateMaxConnections } from './common.js';
@@ -110,10 +110,7 @@ function peerChain(socket: TLSSocket & TrackedSocket): Buffer[] | undefined {
 function collectHeaders(raw: string[]): Record<string, string> {
   const out = newHeaderRecord();
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    const prev = out[name];
-    out[name] = prev === undefined ? value : `${prev}, ${value}`;
+    addHeaderLine(out, raw[i]!.toLowerCase(), raw[i + 1]!);
   }
   return out;
 }

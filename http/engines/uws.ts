@@ -23,7 +23,7 @@ import type { App } from '../app.js';
 import { Deadline, DeadlineQueue } from '../deadlines.js';
 import { MAX_DISCARD_BYTES, requestTimeout, UWS_BODY_TIMEOUT_MS } from '../edge.js';
 import { Errors } from '../errors.js';
-import { IncomingRequest, newHeaderRecord } from '../request.js';
+import { addHeaderLine, IncomingRequest, newHeaderRecord } from '../request.js';
 import type { HttpResponse, HttpServer } from '../types.js';
 import { BodyCollector, uwsBodyLength } from './body.js';
 import { bodyBytes, formatAddress, headerPairs, statusLine, validateMaxConnections } from './common.js';
@@ -217,10 +217,7 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
 
   function handleRequest(res: UwsResponse, ureq: UwsRequest): void {
     const headers = newHeaderRecord();
-    ureq.forEach((name, value) => {
-      const prev = headers[name];
-      headers[name] = prev === undefined ? value : `${prev}, ${value}`;
-    });
+    ureq.forEach((name, value) => addHeaderLine(headers, name, value));
     const req = new IncomingRequest({
       method: ureq.getCaseSensitiveMethod(),
       rawPath: ureq.getUrl(),

@@ -317,7 +317,22 @@ export async function issueLeaf(ca: CaMaterial, opts: LeafOptions): Promise<KeyA
   return { keyPem: await exportKeyPem(keys.privateKey), certPem, chainPem: [ca.certPem, ...ca.chainPem] };
 }
 
-/** Parses and checks a PEM certificate request: size, one block, self-signature, key type and size, no CA:true. */
+/** The length of the DER SEQUENCE that starts `der` (its header included); null when it is not one. */
+function derValueLength(der: Uint8Array): number | null {
+  if (der.length < 2 || der[0] !== 0x30) return null;
+  const first = der[1]!;
+  if (first < 0x80) return 2 + first;
+  const octets = first & 0x7f;
+  if (octets === 0 || octets > 4 || der.length < 2 + octets) return null;
+  let length = 0;
+  for (let i = 0; i < octets; i++) length = length * 256 + der[2 + i]!;
+  return 2 + octets + length;
+}
+
+/**
+ * Parses and checks a PEM certificate request: size, one block of one DER value, self-signature, key type and
+ * size, no CA:true.
+ */
 export async function parseCsr(csrPem: string): Promise<x509.Pkcs10CertificateRequest> {
   return (await checkedCsr(csrPem)).csr;
 }
@@ -332,7 +347,10 @@ async function checkedCsr(csrPem: string): Promise<{ csr: x509.Pkcs10Certificate
   let csr: x509.Pkcs10CertificateRequest;
   try {
     const body = blocks[0]!.replace(/-----(BEGIN|END) (NEW )?CERTIFICATE REQUEST-----/g, '').replace(/\s+/g, '');
-    csr = new x509.Pkcs10CertificateRequest(Buffer.from(body, 'base64'));
+    const der = Buffer.from(body, 'base64');
+    // one DER value and nothing after it, as Go's x509.ParseCertificateRequest requires ("trailing data")
+    if (derValueLength(der) !== der.length) throw new Error('not exactly one DER value');
+    csr = new x509.Pkcs10CertificateRequest(der);
   } catch {
     throw new PkiError('CSR_MALFORMED', 'the certificate request does not parse');
   }

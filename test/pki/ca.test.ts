@@ -193,6 +193,13 @@ describe('CAs and issued certificates', () => {
       bytes[bytes.length - 1]! ^= 0x01;
       const tampered = `-----BEGIN CERTIFICATE REQUEST-----\n${bytes.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
       expect(await sign(tampered)).toBe('CSR_BAD_SIGNATURE');
+      // Bytes after the request's DER (Go's x509.ParseCertificateRequest: "trailing data"), or a DER cut short.
+      const whole = readFileSync(s.path('good.der'));
+      const pemOf = (der: Buffer) =>
+        `-----BEGIN CERTIFICATE REQUEST-----\n${der.toString('base64')}\n-----END CERTIFICATE REQUEST-----\n`;
+      expect((await parseCsr(pemOf(whole))).subject).toBe('CN=good');
+      expect(await sign(pemOf(Buffer.concat([whole, Buffer.from([0x05, 0x00])])))).toBe('CSR_MALFORMED');
+      expect(await sign(pemOf(whole.subarray(0, whole.length - 1)))).toBe('CSR_MALFORMED');
 
       // The request asks to be a CA.
       const ca = opensslCsr(s, 'ca', 'ec', '/CN=sub-ca', ['-addext', 'basicConstraints=critical,CA:TRUE']);
