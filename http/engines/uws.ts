@@ -217,7 +217,9 @@ export function serveUws(app: App, opts: UwsServeOptions): Promise<HttpServer> {
 
   function handleRequest(res: UwsResponse, ureq: UwsRequest): void {
     const headers = newHeaderRecord();
-    ureq.forEach((name, value) => addHeaderLine(headers, name, value));
+    ureq.forEach((name, value) => {
+      addHeaderLine(headers, name, value);
+    });
     const req = new IncomingRequest({
       method: ureq.getCaseSensitiveMethod(),
       rawPath: ureq.getUrl(),
