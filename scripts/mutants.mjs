@@ -944,10 +944,18 @@ export const MUTANTS = [
   {
     id: 'validation-echoes-secret',
     file: 'src/schema/validate.ts',
-    search: 'const value = isSecretField(field) ? REDACTED : actual;',
-    replace: 'const value = actual;',
+    search: '  if (isSecretField(field)) return REDACTED;\n',
+    replace: '',
     tests: ['test/api/errors.test.ts'],
     only: 'a validation error about a credential names the field, never its value (OpenZiti echoes it)',
+  },
+  {
+    id: 'validation-echoes-body',
+    file: 'src/schema/validate.ts',
+    search: "  if (field === '' || (actual !== null && typeof actual === 'object')) return undefined;\n",
+    replace: '',
+    tests: ['test/api/errors.test.ts'],
+    only: 'is named but never echoed',
   },
   // PEM scanning is linear in the text (a quadratic regex stalled the event loop on a body of BEGIN lines)
   {

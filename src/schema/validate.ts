@@ -46,7 +46,7 @@ export function firstError(fn: ValidateFunction, value: unknown, location: strin
   // only a synchronous `true` passes (an asynchronous validator's promise is not a verdict)
   if (fn(value) === true) return null;
   const err = fn.errors?.[0];
-  if (!err) return { field: '', reason: 'invalid document', value };
+  if (!err) return { field: '', reason: 'invalid document', value: undefined };
   return describe(err, value, location);
 }
 
@@ -96,11 +96,22 @@ function isSecretField(field: string): boolean {
   return SECRET_FIELDS.has(field.slice(field.lastIndexOf('.') + 1));
 }
 
+/**
+ * What an error may echo of the value it is about: a scalar of a field that is not a credential. Never the whole
+ * body (a login sent as a bare string is the password itself), nor an object or array, which may hold credentials
+ * under any name.
+ */
+function echoable(field: string, actual: unknown): unknown {
+  if (isSecretField(field)) return REDACTED;
+  if (field === '' || (actual !== null && typeof actual === 'object')) return undefined;
+  return actual;
+}
+
 function describe(err: ErrorObject, root: unknown, location: string): FieldError {
   const field = fieldOf(err);
   const name = field || location;
   const actual = valueAt(root, field);
-  const value = isSecretField(field) ? REDACTED : actual;
+  const value = echoable(field, actual);
   const p = err.params as Record<string, unknown>;
   switch (err.keyword) {
     case 'required':

@@ -159,6 +159,29 @@ describe('request bodies', () => {
     await refused('client', '/authenticate/mfa', { code: 135791 }, 'code', '135791');
   });
 
+  it('a body of the wrong type, or an object or array in the wrong place, is named but never echoed', async () => {
+    const notEchoed = async (path: string, body: unknown, field: string, secret: string) => {
+      const r = await call('POST', `${srv.client}${path}`, { token: userToken, body });
+      expectError(r, 400, 'COULD_NOT_VALIDATE', field);
+      expect(r.body.error.cause.value).toBe('<nil>'); // Go's rendering of no value
+      expect(r.text).not.toContain(secret);
+    };
+    const login = '/authenticate?method=password';
+    // a login sent as a bare string or array (the password itself), a code as a bare string
+    await notEchoed(login, 'Bare-Secret-1', 'auth', 'Bare-Secret-1');
+    await notEchoed(login, ['admin', 'Bare-Secret-2'], 'auth', 'Bare-Secret-2');
+    await notEchoed('/authenticate/mfa', '246813', 'mfaAuth', '246813');
+    // a container where a scalar belongs may hold a credential under any name
+    const nested = { username: { password: 'Nested-Secret-3' }, password: 'a-long-enough-password' };
+    await notEchoed(login, nested, 'username', 'Nested-Secret-3');
+    // a scalar of a field that is not a credential is still echoed, as go-openapi does
+    const r = await call('POST', `${srv.client}${login}`, {
+      body: { username: 12345, password: 'a-long-enough-password' },
+    });
+    expectError(r, 400, 'COULD_NOT_VALIDATE', 'username');
+    expect(r.body.error.cause.value).toBe('12345');
+  });
+
   it('a duplicate name → COULD_NOT_VALIDATE on name, as OpenZiti words it', async () => {
     const r = await conformant('management', 'POST', '/identities', srv.base, {
       token,
