@@ -59,7 +59,36 @@ export function caCertificate(pem: unknown): X509Certificate {
   }
   if (!cert.ca)
     throw Errors.CERTIFICATE_IS_NOT_CA({ field: 'certPem', reason: 'the certificate is not a CA', value: '' });
+  if (!verifiableKey(cert)) {
+    throw Errors.INVALID_CERT_PEM({
+      field: 'certPem',
+      reason: "the CA's key is not one certificates can be verified against (RSA, ECDSA P-256/P-384/P-521, Ed25519)",
+      value: '',
+    });
+  }
   return cert;
+}
+
+/** EC curves chain verification checks signatures of (WebCrypto's). */
+const VERIFIABLE_CURVES: ReadonlySet<string> = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
+
+/**
+ * Whether certificates signed by this key can be verified: RSA, ECDSA on a named curve chain verification knows,
+ * Ed25519. OpenZiti's Go x509 does not parse a certificate with another key (secp256k1, explicit curve parameters,
+ * DSA), so it cannot be created there either; here it would be a CA no certificate could ever chain to.
+ */
+function verifiableKey(cert: X509Certificate): boolean {
+  const key = cert.publicKey;
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+    case 'rsa-pss':
+    case 'ed25519':
+      return true;
+    case 'ec':
+      return VERIFIABLE_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? '');
+    default:
+      return false;
+  }
 }
 
 export const cas: Entity<'cas', typeof caFields> = defineEntity({

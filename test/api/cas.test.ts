@@ -112,6 +112,16 @@ describe('CAs (management API)', () => {
     expect(code(await mgmt('POST', '/cas', caBody('leaf', leaf)))).toEqual([400, 'CERTIFICATE_IS_NOT_CA']);
     expect(code(await mgmt('POST', '/cas', caBody('junk', 'junk')))).toEqual([400, 'INVALID_CERT_PEM']);
     expect(code(await mgmt('POST', '/cas', caBody('two', pem + pem)))).toEqual([400, 'INVALID_CERT_PEM']);
+    // a key no certificate could be verified against (Go's x509 does not parse secp256k1 either); Ed25519 is one
+    const k1 = opensslCa(s, `ca-${++seq}`, ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:secp256k1', '-nodes']);
+    const refusedKey = await mgmt('POST', '/cas', caBody('secp256k1', k1));
+    expect([...code(refusedKey), refusedKey.body.error.cause.field]).toEqual([400, 'INVALID_CERT_PEM', 'certPem']);
+    const ed = await mgmt(
+      'POST',
+      '/cas',
+      caBody('ed25519', opensslCa(s, `ca-${++seq}`, ['-newkey', 'ed25519', '-nodes'])),
+    );
+    expect(ed.status, ed.text).toBe(201);
     const again = await mgmt('POST', '/cas', caBody('again', pem));
     expect([...code(again), again.body.error.cause.field]).toEqual([400, 'COULD_NOT_VALIDATE', 'fingerprint']);
     const name = await mgmt('POST', '/cas', caBody('renamed', makeCa(`ca-${++seq}`)));

@@ -136,10 +136,10 @@ function mustOpenssl(args: string[], input?: string): string {
 }
 
 /** A self-signed CA made by openssl in `s`: `<name>.key`, `<name>.pem`; returns the certificate PEM. */
-export function opensslCa(s: Scratch, name: string): string {
+export function opensslCa(s: Scratch, name: string, key: string[] = P256): string {
   const out = ['-keyout', s.path(`${name}.key`), '-out', s.path(`${name}.pem`)];
   const ext = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-  mustOpenssl(['req', '-x509', ...P256, '-days', '30', '-subj', `/CN=${name}`, ...out, ...ext]);
+  mustOpenssl(['req', '-x509', ...key, '-days', '30', '-subj', `/CN=${name}`, ...out, ...ext]);
   return s.read(`${name}.pem`);
 }
 
