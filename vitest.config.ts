@@ -48,6 +48,7 @@ export default defineConfig({
     // 325 s with one worker, 237 s with two and 200–209 s with three (2026-11-27).
     maxWorkers: Math.max(2, availableParallelism()) + 1,
     reporters: ['default'],
+    setupFiles: ['test/support/per-file.ts'],
     sequence: { sequencer: SlowFirst },
     projects: [
       {

@@ -40,6 +40,8 @@ async function run(m) {
   const started = Date.now();
   const path = join(dir, m.file);
   const original = readFileSync(path, 'utf8');
+  // the parent checked the list against the repository; the copy must still hold the text, or nothing is tested
+  if (!original.includes(m.search)) throw new Error(`the search text is not in the workspace's ${m.file}`);
   writeFileSync(
     path,
     original.replace(m.search, () => m.replace),
@@ -56,8 +58,13 @@ async function run(m) {
     const errors = [];
     let ran = 0;
     // the run's own files only: `result.testModules` holds every file this vitest ever ran
-    for (const mod of vitest.state.getTestModules(specs.map((s) => s.moduleId))) {
+    const modules = vitest.state.getTestModules(specs.map((s) => s.moduleId));
+    for (const mod of modules) {
       for (const e of mod.errors()) errors.push(`${mod.relativeModuleId}: ${e.message}`);
+      // a failing hook of a describe (its tests are then skipped, the error is the suite's)
+      for (const suite of mod.children.allSuites())
+        for (const e of suite.errors()) errors.push(`${mod.relativeModuleId} > ${suite.fullName}: ${e.message}`);
+      if (mod.state() === 'failed' && errors.length === 0) errors.push(`${mod.relativeModuleId}: failed`);
       for (const t of mod.children.allTests()) {
         const state = t.result().state;
         if (state === 'passed' || state === 'failed') ran++;

@@ -1793,7 +1793,11 @@ export function startWorker(dir) {
         // already gone
       }
     };
+    // a send on a channel the worker closed: answered as a crash by 'exit'
+    child.on('error', () => {});
+    let exited = null;
     child.on('exit', (code) => {
+      exited = `exit ${code}: ${stderr}`;
       const p = pending;
       pending = null;
       if (p !== null) p.resolve({ crashed: `exit ${code}: ${stderr}` });
@@ -1805,6 +1809,10 @@ export function startWorker(dir) {
           kill,
           run: (m) =>
             new Promise((res) => {
+              if (exited !== null) {
+                res({ crashed: exited });
+                return;
+              }
               const started = Date.now();
               const timer = setTimeout(() => {
                 pending = null;
@@ -1832,7 +1840,7 @@ export function startWorker(dir) {
 /**
  * Runs `runs` (mutants, or baselines shaped as mutants) on one worker per workspace, each taking the next from the
  * list; `onResult(run, answer)` for each. A worker that crashed or timed out is killed, the file it was testing put
- * back from the repository, and another started for the next run.
+ * back as it was before the run, and another started for the next run.
  */
 async function drain(workspaces, runs, onResult) {
   let next = 0;
@@ -1842,11 +1850,12 @@ async function drain(workspaces, runs, onResult) {
       while (next < runs.length) {
         const m = runs[next++];
         w ??= await startWorker(dir);
+        const original = readFileSync(join(dir, m.file), 'utf8');
         const r = await w.run(m);
         if (r.crashed !== undefined || r.timedOut) {
           w.kill();
           w = null;
-          writeFileSync(join(dir, m.file), readFileSync(join(REPO, m.file), 'utf8'));
+          writeFileSync(join(dir, m.file), original);
         }
         onResult(m, r);
       }

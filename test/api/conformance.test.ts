@@ -6,7 +6,7 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEEL_VERSION } from '../../src/version.js';
 import { type FakeMember, fakeClusterView, fakeMember } from '../support/cluster-view.js';
-import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses } from '../support/conformance.js';
+import { COVERED_IN_OWN_FILES, conformant, exercisedStatuses, partialRun } from '../support/conformance.js';
 import { ADMIN_PASSWORD, call, login, startServer, type TestServer } from '../support/server.js';
 import { loadSpec, SPEC_AVAILABLE } from '../support/spec.js';
 import { checkResponse, specOperationOf } from '../support/spec-check.js';
@@ -27,7 +27,7 @@ describe.each(['uws', 'node'] as const)('conformance on the %s engine', (engine)
       .flatMap((o) =>
         o.apis.flatMap((api) => Object.keys(o.responses).map((status) => `${api} ${o.method} ${o.path} ${status}`)),
       );
-    const missing = served.filter((k) => !exercisedStatuses.has(k));
+    const missing = partialRun() ? [] : served.filter((k) => !exercisedStatuses.has(k));
     await srv.stop();
     if (SPEC_AVAILABLE) expect(missing).toEqual([]);
   });

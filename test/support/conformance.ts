@@ -6,9 +6,9 @@ import { afterAll, expect } from 'vitest';
 import type { OpDef } from '../../src/api/op.js';
 import { call, type Res } from './server.js';
 import { SPEC_AVAILABLE, type SpecName } from './spec.js';
-import { exercised, exercisedStatuses } from './spec-check.js';
+import { exercised, exercisedStatuses, partialRun } from './spec-check.js';
 
-export { exercised, exercisedStatuses, undeclared } from './spec-check.js';
+export { exercised, exercisedStatuses, partialRun, undeclared } from './spec-check.js';
 
 const BASES: Record<SpecName, string> = { client: '/edge/client/v1', management: '/edge/management/v1' };
 
@@ -90,7 +90,7 @@ export function ownOperations(
   ops: { path: string; method: string; apis: readonly string[] }[],
 ): { served: string[]; missing: string[] } {
   const served = ownedBy(file, ops).flatMap((o) => o.apis.map((api) => `${api} ${o.method} ${o.path}`));
-  return { served, missing: served.filter((k) => !exercised.has(k)) };
+  return { served, missing: partialRun() ? [] : served.filter((k) => !exercised.has(k)) };
 }
 
 /**
@@ -98,6 +98,7 @@ export function ownOperations(
  * success statuses no response has been checked for (call it after the file's tests, with the served operations).
  */
 export function uncoveredInOwnFile(file: string, ops: readonly OpDef<unknown>[]): string[] {
+  if (partialRun()) return [];
   return ownedBy(file, ops)
     .flatMap((o) => o.apis.flatMap((api) => Object.keys(o.responses).map((st) => `${api} ${o.method} ${o.path} ${st}`)))
     .filter((k) => !exercisedStatuses.has(k));

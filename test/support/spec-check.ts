@@ -127,6 +127,24 @@ export const exercisedStatuses = new Set<string>();
 /** Undeclared statuses seen (allow-listed ones; others fail at once). */
 export const undeclared = new Set<string>();
 
+let partial = false;
+
+/**
+ * A test file starts (test/support/per-file.ts): what was exercised is forgotten, and whether all its tests run is
+ * noted (`partialRun`).
+ */
+export function startFile(everyTestRuns: boolean): void {
+  exercised.clear();
+  exercisedStatuses.clear();
+  undeclared.clear();
+  partial = !everyTestRuns;
+}
+
+/** Whether this file runs only some of its tests (filtered by name): its coverage checks have nothing to say then. */
+export function partialRun(): boolean {
+  return partial;
+}
+
 interface Template {
   method: string;
   template: string;
