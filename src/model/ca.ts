@@ -6,6 +6,7 @@
 import type { X509Certificate } from 'node:crypto';
 import { checkRoleAttributes, defineEntity, detailSchema, type Entity, type EntityFields } from '../api/entity.js';
 import { Errors } from '../api/errors.js';
+import { EC_CURVES_ACCEPTED } from '../pki/ca.js';
 import { fingerprintOfDer, parseSinglePem } from '../pki/fingerprint.js';
 import { s } from '../schema/s.js';
 import { uuid } from '../util/ids.js';
@@ -69,9 +70,6 @@ export function caCertificate(pem: unknown): X509Certificate {
   return cert;
 }
 
-/** EC curves chain verification checks signatures of (WebCrypto's). */
-const VERIFIABLE_CURVES: ReadonlySet<string> = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
-
 /**
  * Whether certificates signed by this key can be verified: RSA, ECDSA on a named curve chain verification knows,
  * Ed25519. OpenZiti's Go x509 does not parse a certificate with another key (secp256k1, explicit curve parameters,
@@ -85,7 +83,7 @@ function verifiableKey(cert: X509Certificate): boolean {
     case 'ed25519':
       return true;
     case 'ec':
-      return VERIFIABLE_CURVES.has(key.asymmetricKeyDetails?.namedCurve ?? '');
+      return EC_CURVES_ACCEPTED.has(key.asymmetricKeyDetails?.namedCurve ?? '');
     default:
       return false;
   }

@@ -54,7 +54,8 @@ export const MAX_SANS = 100;
 const DAY_MS = 24 * 60 * 60 * 1000;
 const MIN_SHORT_VALIDITY_MS = 60 * 1000;
 const OID_BASIC_CONSTRAINTS = '2.5.29.19';
-const EC_CURVES_ACCEPTED = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
+/** EC curves Keel accepts and verifies signatures on (WebCrypto's): CSR keys, third-party CA keys. */
+export const EC_CURVES_ACCEPTED: ReadonlySet<string> = new Set(['prime256v1', 'secp384r1', 'secp521r1']);
 
 /**
  * A controller's peer certificate names its node by a SAN URI: this prefix + the node id. Only issuePeerCert
